@@ -1,0 +1,29 @@
+# tidepool: the two commands of the quick start are `make demo` and `make test`; both set up
+# what they need first.
+BUILD ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+TIDEPOOL := $(BUILD)/src/cli/tidepool
+
+.PHONY: setup configure build test demo bench clean
+
+setup:
+	@scripts/setup.sh
+
+configure: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+demo: build
+	$(TIDEPOOL) plan --config examples/seed/config.yaml --state examples/seed/state.yaml -o text
+
+bench: build
+	@for b in $(BUILD)/bench/*_bench; do $$b; done
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,32 @@
+// Node: the scheduling-relevant part of a v1 Node (allocatable, labels, taints, readiness).
+// Also used for pool templates, i.e. the node a pool would create.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/meta.h"
+#include "model/resources.h"
+#include "model/selector.h"
+
+namespace tidepool::model {
+
+// Well-known node labels.
+inline constexpr std::string_view kLabelHostname = "kubernetes.io/hostname";
+inline constexpr std::string_view kLabelZone = "topology.kubernetes.io/zone";
+inline constexpr std::string_view kLabelInstanceType = "node.kubernetes.io/instance-type";
+
+struct Node {
+  ObjectMeta meta;
+  bool unschedulable = false;
+  std::vector<Taint> taints;
+  std::string provider_id;
+  Resources capacity;
+  Resources allocatable;  // the decoder falls back to capacity when status.allocatable is absent
+  bool ready = false;     // condition Ready == True
+
+  const std::string& name() const { return meta.name; }
+  const Labels& labels() const { return meta.labels; }
+};
+
+}  // namespace tidepool::model

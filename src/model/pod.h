@@ -1,0 +1,121 @@
+// Pod: the scheduling-relevant part of a v1 Pod, and the effective requests the scheduler uses.
+// Decoded by kube/codec; read by sched/ and planner/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/meta.h"
+#include "model/resources.h"
+#include "model/selector.h"
+
+namespace tidepool::model {
+
+struct ContainerPort {
+  int32_t container_port = 0;
+  int32_t host_port = 0;  // 0: no host port
+  std::string protocol = "TCP";
+  std::string host_ip;  // empty or "0.0.0.0": all addresses
+};
+
+struct Container {
+  std::string name;
+  Resources requests;  // from resources.requests (limits are used when requests are absent)
+  std::vector<ContainerPort> ports;
+  // Only for init containers: restartPolicy "Always" makes it a sidecar (KEP-753).
+  bool restartable = false;
+};
+
+// The volume kinds that matter for scale-down (local storage) and nothing else.
+struct Volume {
+  enum class Kind { kEmptyDir, kHostPath, kPersistentVolumeClaim, kOther };
+  std::string name;
+  Kind kind = Kind::kOther;
+  bool empty_dir_in_memory = false;  // emptyDir.medium == "Memory"
+  std::string claim_name;            // for PVCs
+};
+
+// v1.PodAffinityTerm.
+struct PodAffinityTerm {
+  LabelSelector label_selector;
+  bool has_label_selector = false;  // a term without a selector matches no pods
+  std::vector<std::string> namespaces;  // empty and no namespace selector: the pod's namespace
+  std::optional<LabelSelector> namespace_selector;
+  std::string topology_key;
+};
+
+struct Affinity {
+  std::optional<NodeSelector> node_required;  // requiredDuringSchedulingIgnoredDuringExecution
+  std::vector<PodAffinityTerm> pod_affinity_required;
+  std::vector<PodAffinityTerm> pod_anti_affinity_required;
+};
+
+enum class WhenUnsatisfiable { kDoNotSchedule, kScheduleAnyway };
+enum class InclusionPolicy { kHonor, kIgnore };
+
+struct TopologySpreadConstraint {
+  int32_t max_skew = 1;
+  std::string topology_key;
+  WhenUnsatisfiable when_unsatisfiable = WhenUnsatisfiable::kDoNotSchedule;
+  LabelSelector label_selector;
+  bool has_label_selector = false;
+  std::optional<int32_t> min_domains;
+  InclusionPolicy node_affinity_policy = InclusionPolicy::kHonor;
+  InclusionPolicy node_taints_policy = InclusionPolicy::kIgnore;
+  std::vector<std::string> match_label_keys;
+};
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+
+struct Pod {
+  ObjectMeta meta;
+
+  // spec
+  std::string node_name;
+  std::string scheduler_name;
+  Labels node_selector;
+  Affinity affinity;
+  std::vector<Toleration> tolerations;
+  std::vector<Container> containers;
+  std::vector<Container> init_containers;
+  Resources overhead;
+  std::optional<int32_t> priority;
+  std::string priority_class_name;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
+  std::vector<Volume> volumes;
+  bool host_network = false;
+
+  // status
+  PodPhase phase = PodPhase::kPending;
+  // PodScheduled=False with reason Unschedulable: the scheduler tried and gave up.
+  bool unschedulable_condition = false;
+  std::string nominated_node_name;
+  std::optional<Time> start_time;
+
+  // Derived at decode time by Finalize(); kept in sync by whoever mutates the spec.
+  Resources requests;  // EffectiveRequests(*this)
+  bool has_required_anti_affinity = false;
+  bool has_required_affinity = false;
+
+  // Recomputes the derived fields from the spec. Call after building or changing a Pod.
+  void Finalize();
+
+  std::string Key() const { return meta.Key(); }
+  bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+  int32_t PriorityOrZero() const { return priority.value_or(0); }
+  // Owned by a DaemonSet (controller owner reference of kind DaemonSet).
+  bool IsDaemonSetPod() const;
+  // A static pod mirrored by the kubelet (annotation kubernetes.io/config.mirror).
+  bool IsMirrorPod() const;
+  // Every host port this pod asks for (host_port != 0) across containers and init containers.
+  std::vector<ContainerPort> HostPorts() const;
+};
+
+// The requests the scheduler accounts for a pod: the larger of (sum of app containers plus
+// restartable init containers) and (each init container plus the restartable init containers
+// started before it), plus spec.overhead; and always one "pods" slot.
+Resources EffectiveRequests(const Pod& pod);
+
+}  // namespace tidepool::model

@@ -1,0 +1,89 @@
+// Pool and AutoscalerConfig: the values of tidepool's configuration (DESIGN §3), with defaults.
+// Loading and validation live in kube/codec/config; these are plain values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/time.h"
+#include "model/node.h"
+#include "model/resources.h"
+
+namespace tidepool::model {
+
+inline constexpr std::string_view kLabelPool = "tidepool.dev/pool";
+
+enum class CapacityType { kOnDemand, kSpot };
+std::string_view CapacityTypeName(CapacityType t);
+
+struct Pool {
+  std::string name;
+  int32_t min = 0;
+  int32_t max = 0;
+  CapacityType capacity_type = CapacityType::kOnDemand;
+  double price_per_hour = 0;
+  int32_t priority = 0;
+  std::string instance_type;
+  std::optional<Duration> provision_timeout;  // overrides scaleUp.provisionTimeout
+  std::optional<Duration> boot_delay;         // kwok / simulation
+  // The node this pool creates: labels (including tidepool.dev/pool), taints, capacity and
+  // allocatable (equal to capacity unless the config says otherwise), ready.
+  Node template_node;
+};
+
+struct ProviderConfig {
+  std::string type = "kwok";  // kwok | azure-vmss | aks | azure-vms
+  std::optional<Duration> boot_delay;
+  std::vector<std::string> unavailable_pools;
+  // Provider-specific keys the core does not interpret (Azure settings), kept as text pairs.
+  std::map<std::string, std::string> settings;
+};
+
+struct ClusterLimits {
+  std::optional<int32_t> max_nodes;
+  Resources resources;  // only the resources named in the config are limited
+  std::vector<ResourceId> limited;  // which ids in `resources` are set
+};
+
+struct ScaleUpConfig {
+  std::vector<std::string> expanders = {"priority", "least-waste"};
+  Duration provision_timeout = std::chrono::minutes(15);
+  Duration backoff_initial = std::chrono::minutes(5);
+  Duration backoff_max = std::chrono::minutes(30);
+  int32_t expendable_priority_cutoff = -10;
+  Duration batch_idle = std::chrono::seconds(1);
+  Duration batch_max = std::chrono::seconds(10);
+  int32_t max_nodes_per_scale_up = 1000;
+  uint64_t random_seed = 1;
+};
+
+struct ScaleDownConfig {
+  bool enabled = true;
+  double utilization_threshold = 0.5;
+  double gpu_utilization_threshold = 0.5;
+  Duration unneeded_time = std::chrono::minutes(10);
+  Duration delay_after_add = std::chrono::minutes(10);
+  int32_t max_empty_bulk_delete = 10;
+  int32_t max_non_empty_per_pool = 1;
+  Duration max_pod_eviction_time = std::chrono::minutes(2);
+};
+
+struct AutoscalerConfig {
+  ProviderConfig provider;
+  ClusterLimits limits;
+  ScaleUpConfig scale_up;
+  ScaleDownConfig scale_down;
+  Duration scan_interval = std::chrono::seconds(10);
+  std::vector<Pool> pools;
+
+  const Pool* FindPool(std::string_view name) const {
+    for (const auto& p : pools)
+      if (p.name == name) return &p;
+    return nullptr;
+  }
+};
+
+}  // namespace tidepool::model
