@@ -1,5 +1,5 @@
 // Pool and AutoscalerConfig: the values of tidepool's configuration (DESIGN §3), with defaults.
-// Loading and validation live in kube/codec/config; these are plain values.
+// Loading and validation live in kube/config (autoscaler_config.h); these are plain values.
 #pragma once
 
 #include <cstdint>
