@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build test demo bench clean
+.PHONY: setup configure build testenv test demo bench clean
 
 setup:
 	@scripts/setup.sh
@@ -16,7 +16,12 @@ configure: setup
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+# The real Kubernetes control plane for end-to-end tests (Go; the first build takes ~10 min,
+# later ones reuse the Go build cache).
+testenv: setup
+	@testenv/build
+
+test: build testenv
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 demo: build
