@@ -269,15 +269,16 @@ Result<YamlMap> YamlMap::Read(const YamlValue& v, std::string_view expected) {
   YamlMap map(v);
   if (v.IsNull()) return map;
   if (!v.IsMap()) return std::unexpected(v.Expected(expected));
-  for (auto it = v.node().begin(); it != v.node().end(); ++it) {
-    const YAML::Node& key = it->first;
+  for (const auto& entry : v.node()) {
+    // Copies: yaml-cpp's iterator hands out a temporary pair, so a reference would dangle.
+    const YAML::Node key = entry.first;
     int key_line = LineOf(key, v.line());
     if (!key.IsScalar() || key.IsNull()) {
       YamlValue at(key, v.source(), v.path(), key_line);
       return std::unexpected(at.Expected("a string key"));
     }
     const std::string& name = key.Scalar();
-    YamlValue member = v.Member(name, it->second, key_line);
+    YamlValue member = v.Member(name, entry.second, key_line);
     for (const auto& e : map.entries_) {
       if (e.key == name) {
         return std::unexpected(member.MakeError(
