@@ -3,6 +3,7 @@
 // `kubectl get nodes,pods,pdb -A -o yaml|json` prints. Unknown fields and kinds are ignored.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,10 @@
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
+
+namespace YAML {
+class Node;
+}  // namespace YAML
 
 namespace tidepool::kube::codec {
 
@@ -29,10 +34,26 @@ struct ClusterState {
 
 // Decodes one object of the given kind from a JSON tree. Errors name the object and the field
 // path, e.g. `Pod default/web-1: spec.containers[0].resources.requests.cpu: expected a
-// quantity, got "lots"`.
+// quantity, got "lots"`. A missing metadata.name, a `kind` other than the expected one, a
+// field of the wrong type and an enum value Kubernetes does not define are errors; unknown
+// fields are ignored and JSON null reads as absent. Never throws.
+//
+// What the API server would have defaulted is applied, so a hand-written object decodes like
+// one read back from a cluster: a limit without a request is the request; a host-network
+// pod's ports get hostPort = containerPort; an empty toleration operator is Equal. A generic
+// ephemeral volume is a PVC named "<pod>-<volume>". The returned Pod is Finalize()d.
 Result<model::Pod> DecodePod(const nlohmann::json& obj);
+// status.allocatable falls back to status.capacity when absent (or empty); ready is the Ready
+// condition being "True".
+Result<model::Node> DecodeNode(const nlohmann::json& obj);
+// minAvailable/maxUnavailable: a non-negative integer or "N%" with N <= 100.
 Result<model::Node> DecodeNode(const nlohmann::json& obj);
 Result<model::PodDisruptionBudget> DecodePdb(const nlohmann::json& obj);
+// pod_template is spec.template decoded as a pod the DaemonSet controller would create: the
+// DaemonSet's namespace, its name unless the template names itself, a controller owner
+// reference to the DaemonSet (so IsDaemonSetPod()), and the tolerations the controller adds
+// (not-ready and unreachable NoExecute; disk-, memory-, pid-pressure and unschedulable
+// NoSchedule; network-unavailable for host-network pods). Finalize()d.
 Result<model::DaemonSet> DecodeDaemonSet(const nlohmann::json& obj);
 
 // Parses text that is JSON or YAML (detected by content) into JSON trees: one per document;
@@ -41,12 +62,22 @@ Result<model::DaemonSet> DecodeDaemonSet(const nlohmann::json& obj);
 // schema reads them; quoted scalars stay strings.
 Result<std::vector<nlohmann::json>> ParseDocuments(std::string_view text, std::string_view source);
 
-// Parses and decodes a whole state input. Errors are prefixed with `source`.
+// Parses and decodes a whole state input. Errors are prefixed with `source`; an object without
+// a name, and a document without `kind`, are also located ("document 2, items[5]"). Decoded:
+// v1 Pod and Node (apiVersion v1 or absent), PodDisruptionBudget of policy/v1 and
+// policy/v1beta1, DaemonSet of apps/* and extensions/*; anything else is counted in `ignored`
+// (a known kind of another apiVersion as "Kind (apiVersion)"). Empty input is an empty state.
 Result<ClusterState> DecodeState(std::string_view text, std::string_view source);
-// Reads the file and decodes it; a missing or unreadable file is an error naming it.
+// Reads the file and decodes it; a missing or unreadable file is an error naming it (code
+// kNotFound when it does not exist).
 Result<ClusterState> LoadStateFile(const std::string& path);
-// Reads all files of a directory (*.yaml, *.yml, *.json, sorted by name) into one state.
+// A file, or all files of a directory (*.yaml, *.yml, *.json, sorted by name, not recursive)
+// into one state. A directory without such files is an error.
 Result<ClusterState> LoadStatePath(const std::string& path);
 
 // Converts a YAML document (yaml-cpp) into a JSON tree. Exposed for the config loader.
+// Same scalar rules as ParseDocuments; duplicate keys are errors, merge keys (`<<`) are
+// applied. Errors name `source` and the line.
+Result<nlohmann::json> YamlToJson(const YAML::Node& node, std::string_view source);
+
 }  // namespace tidepool::kube::codec

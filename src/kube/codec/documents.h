@@ -1,0 +1,34 @@
+// From text to JSON trees: JSON-or-YAML detection, YAML (yaml-cpp) to JSON with the YAML 1.2
+// core schema, and List expansion, keeping where each object came from for error messages.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "kube/codec/fields.h"
+
+namespace tidepool::kube::codec {
+
+// One object of an input and where it came from: "document 2" (YAML stream position, 1-based),
+// "document 1, items[3]" (an item of a List), "document 1, [0]" (an element of a top-level
+// array).
+struct SourcedDocument {
+  Json value;
+  std::string origin;
+};
+
+// What ParseDocuments (objects.h) does, with origins. Empty YAML documents are skipped; a
+// document that is a List (kind "List", or kind "<Kind>List" with an `items` member) is replaced
+// by its items, recursively, and items of a "<Kind>List" that lack kind/apiVersion get the
+// list's (as the API server's typed lists leave them out). Errors start with `source: `.
+Result<std::vector<SourcedDocument>> ParseSourcedDocuments(std::string_view text,
+                                                           std::string_view source);
+
+// Resolves a plain (unquoted, untagged) YAML scalar per the YAML 1.2 core schema: null, bool,
+// int (decimal, 0o octal, 0x hex; beyond 64 bits a double), float (incl. .inf, .nan), else the
+// string itself.
+Json ResolvePlainScalar(const std::string& text);
+
+}  // namespace tidepool::kube::codec
