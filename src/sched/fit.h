@@ -2,6 +2,7 @@
 // kube-scheduler's wording. Mirrors the default filter plugins that matter for autoscaling.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,36 +12,54 @@
 
 namespace tidepool::sched {
 
-// Which filter rejected the pod. Order is the order the filters run in.
+// Which filter rejected the pod. Order is the order the filters run in, as in kube-scheduler's
+// default profile: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
+// NodeResourcesFit, PodTopologySpread, InterPodAffinity.
 enum class FitCode {
   kFits,
-  kNodeUnschedulable,   // "node(s) were unschedulable"
-  kNodeName,            // "node(s) didn't match the requested node name"
-  kNodeAffinity,        // "node(s) didn't match Pod's node affinity/selector"
-  kTaintToleration,     // "node(s) had untolerated taint {key: value}"
-  kNodePorts,           // "node(s) didn't have free ports for the requested pod ports"
-  kNodeResources,       // "Insufficient cpu" / "Too many pods"
-  kPodAffinity,         // "node(s) didn't match pod affinity rules"
-  kPodAntiAffinity,     // "node(s) didn't match pod anti-affinity rules"
+  kNodeUnschedulable,  // "node(s) were unschedulable"
+  kNodeName,           // "node(s) didn't match the requested node name"
+  kTaintToleration,    // "node(s) had untolerated taint {key: value}"
+  kNodeAffinity,       // "node(s) didn't match Pod's node affinity/selector"
+  kNodePorts,          // "node(s) didn't have free ports for the requested pod ports"
+  kNodeResources,      // "Insufficient cpu" / "Insufficient nvidia.com/gpu" / "Too many pods"
+  // "node(s) didn't match pod topology spread constraints (missing required label)"
+  kTopologySpreadMissingLabel,
+  kTopologySpread,        // "node(s) didn't match pod topology spread constraints"
+  kPodAffinity,           // "node(s) didn't match pod affinity rules"
+  kPodAntiAffinity,       // "node(s) didn't match pod anti-affinity rules"
   kExistingAntiAffinity,  // "node(s) didn't satisfy existing pods anti-affinity rules"
-  kTopologySpread,      // "node(s) didn't match pod topology spread constraints"
-  kTopologySpreadMissingLabel,  // "... (missing required label)"
 };
 
 struct FitResult {
   FitCode code = FitCode::kFits;
   std::string reason;  // empty when it fits
+  // kPodAffinity only: no placed pod matches the pod's affinity terms anywhere (and the pod does
+  // not match them itself), or the node lacks a term's topology key. Adding nodes cannot help.
+  bool pod_affinity_unresolvable = false;
 
   bool fits() const { return code == FitCode::kFits; }
-  // True when adding more of the same node cannot help (affinity, taints, selector): the
-  // scheduler's UnschedulableAndUnresolvable.
+  // True when adding more of the same node cannot help: kube-scheduler's
+  // UnschedulableAndUnresolvable. True for NodeUnschedulable, NodeName, TaintToleration,
+  // NodeAffinity, TopologySpreadMissingLabel and an unresolvable PodAffinity; false for
+  // resources, ports, anti-affinity and topology skew (capacity elsewhere can fix those).
   bool unresolvable() const;
   static FitResult Fit() { return {}; }
 };
 
 // Checks one pod against many nodes of one snapshot state. The constructor precomputes what
-// the inter-pod filters need (topology domain counts) once for the pod; it reads the snapshot,
-// so build a new checker after the snapshot changes. The pod and snapshot must outlive it.
+// the inter-pod filters need once for the pod (kube-scheduler's PreFilter): the topology domain
+// counts of placed pods matching each of the pod's required (anti-)affinity terms, the domains
+// where placed pods' anti-affinity terms match the pod, and per DoNotSchedule spread constraint
+// the matching-pod counts per eligible domain. Check() is then O(resource kinds + terms) and
+// allocates nothing when the pod fits. The checker reads the snapshot: build a new one after the
+// snapshot changes. The pod and snapshot must outlive it. Construction may build topology
+// indexes inside the snapshot (ClusterSnapshot::Topology), so it is not safe to construct
+// checkers on one snapshot from several threads.
+//
+// Semantics that differ from kube-scheduler because tidepool has no Namespace objects: a
+// PodAffinityTerm's namespaceSelector that is empty ({}) selects all namespaces; a non-empty one
+// selects no namespace beyond the term's `namespaces` list.
 class FitChecker {
  public:
   FitChecker(const model::Pod& pod, const ClusterSnapshot& snapshot);
@@ -48,28 +67,47 @@ class FitChecker {
   FitChecker(FitChecker&&) noexcept;
   FitChecker& operator=(FitChecker&&) noexcept;
 
+  // `node` must be a live node of the snapshot (checked).
   FitResult Check(NodeIndex node) const;
   // Checks against a node not in the snapshot (e.g. a pool template), treating it as empty
-  // except for `existing` (DaemonSet pods on it). Inter-pod rules see the snapshot's pods in the
-  // node's topology domains.
+  // except for `existing_requests` (DaemonSet pods on it; its "pods" entry is ignored, the pod
+  // count is `existing_pods`). Inter-pod rules see the snapshot's pods in the node's topology
+  // domains (a new node in zone A sees zone A's counts). The new node is always its own, new
+  // kubernetes.io/hostname domain (count 0), with or without that label on the template.
   FitResult CheckTemplate(const model::Node& node, const model::Resources& existing_requests,
                           int existing_pods) const;
 
+  const model::Pod& pod() const { return *pod_; }
+
+  // Incremental updates, as kube-scheduler's PreFilter AddPod extension: after the caller adds
+  // a node (with whatever pods it carries) or places a pod in the snapshot, these bring the
+  // precomputed counts up to date in O(terms) instead of rebuilding the checker in
+  // O(cluster). Call them for every change made since the checker was built, in order; any
+  // other change (a removal, a revert) needs a new checker.
+  void OnNodeAdded(NodeIndex node);
+  void OnPodAdded(const model::Pod& placed, NodeIndex node);
+
  private:
   struct Precomputed;
+
   const model::Pod* pod_;
   const ClusterSnapshot* snapshot_;
-  Precomputed* pre_;  // owned; null when the pod and cluster need no inter-pod checks
+  std::unique_ptr<Precomputed> pre_;  // null when the pod and cluster need no inter-pod checks
 };
 
 // Convenience: one check. Builds a FitChecker, so prefer FitChecker in loops.
 FitResult Fits(const model::Pod& pod, NodeIndex node, const ClusterSnapshot& snapshot);
 
-// The cheap, snapshot-independent filters (unschedulable, node name, affinity/selector,
-// taints) and the resource check against `free`. Exposed for callers that keep their own
-// accounting (bin-packing estimates).
+// The cheap, snapshot-independent filters (unschedulable, node name, taints, affinity/selector)
+// and the resource check of `pod` on a node with `allocatable` that already has `requested`
+// (including its "pods" slot count). Exposed for callers that keep their own accounting
+// (bin-packing estimates).
 FitResult CheckNodeStatic(const model::Pod& pod, const model::Node& node);
 FitResult CheckResources(const model::Pod& pod, const model::Resources& allocatable,
                          const model::Resources& requested);
+
+// True when the node matches the pod's nodeSelector and required node affinity (what the
+// NodeAffinity filter and the spread constraints' nodeAffinityPolicy Honor test).
+bool MatchesNodeAffinity(const model::Pod& pod, const model::Node& node);
 
 }  // namespace tidepool::sched

@@ -1,11 +1,14 @@
-// ClusterSnapshot: nodes, the pods on them and the pending pods, with cheap nested
-// fork()/revert()/commit() so planners can try placements and undo them in O(changes).
+// ClusterSnapshot: nodes and the pods placed on them, with cheap nested fork()/revert()/commit()
+// so planners can try placements and undo them in O(changes).
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -25,47 +28,105 @@ struct NodeInfo {
   model::Resources requested;  // sum of pods' effective requests (pods counts the pod slots)
   int32_t pods_with_required_anti_affinity = 0;
   int32_t pods_with_required_affinity = 0;
-  bool removed = false;  // tombstone: indexes stay stable across remove/revert
+  // Tombstone: indexes stay stable across remove/revert. A removed node has no pods, zero
+  // requests and is not found by name; `node` still points at the removed Node.
+  bool removed = false;
+  // Copies of the node's fields that every fit check reads, kept here so a check of a simple
+  // pod reads one contiguous array instead of chasing each Node.
+  bool unschedulable = false;
+  bool has_taints = false;
+  model::Resources allocatable;
 };
 
-// The snapshot does not own nodes or pods: callers keep every Node and Pod they add alive for
-// as long as the snapshot (or any revert target) refers to it. Not thread-safe; fork and share
-// nothing across threads.
+// The domains of one topology key (a node label such as topology.kubernetes.io/zone): the domain
+// id of every node slot, or kNoDomain when the node lacks the label. Ids are dense, handed out
+// in order of first sight and never reused; a value whose nodes were all removed keeps its id.
+// Lets the inter-pod filters count per domain in flat arrays instead of looking up labels.
+class TopologyIndex {
+ public:
+  static constexpr uint32_t kNoDomain = UINT32_MAX;
+
+  explicit TopologyIndex(std::string key) : key_(std::move(key)) {}
+  TopologyIndex(const TopologyIndex&) = delete;
+  TopologyIndex& operator=(const TopologyIndex&) = delete;
+
+  const std::string& key() const { return key_; }
+  uint32_t DomainOf(NodeIndex node) const { return domain_of_[node]; }
+  // The id of a label value, or kNoDomain when no node ever had it.
+  uint32_t Find(std::string_view value) const {
+    auto it = ids_.find(value);
+    return it == ids_.end() ? kNoDomain : it->second;
+  }
+  std::string_view Value(uint32_t domain) const { return values_[domain]; }
+  size_t DomainCount() const { return values_.size(); }
+
+ private:
+  friend class ClusterSnapshot;
+  void Append(const model::Node& node);  // the next node slot
+  void PopBack() { domain_of_.pop_back(); }
+
+  std::string key_;
+  std::vector<uint32_t> domain_of_;                     // per node slot
+  std::deque<std::string> values_;                      // owned: nodes may go away, ids stay
+  std::unordered_map<std::string_view, uint32_t> ids_;  // views into values_
+};
+
+// The snapshot does not own nodes or pods: callers keep every Node and Pod they add alive and
+// unchanged for as long as the snapshot (or any revert target) refers to it. Pods must be
+// Finalize()d (their derived `requests` and affinity flags are read) and not terminal. Not
+// thread-safe; fork and share nothing across threads.
 //
-// fork() opens a layer; every change after it is recorded. revert() undoes the changes of the
-// innermost layer and closes it; commit() closes it keeping the changes (they become part of
-// the enclosing layer, if any). Cost is proportional to the changes, never to the cluster.
+// fork() opens a layer; every change after it is recorded in an undo log. revert() undoes the
+// changes of the innermost layer and closes it; commit() closes it keeping the changes (they
+// become part of the enclosing layer, if any, and are undone if that layer is reverted). Cost is
+// proportional to the changes, never to the cluster. Without an open layer nothing is recorded.
+//
+// Errors (unknown node, duplicate name, pod not on the node, terminal pod) are Result errors
+// naming the node or pod; a failed call changes nothing.
 class ClusterSnapshot {
  public:
   ClusterSnapshot() = default;
   ClusterSnapshot(const ClusterSnapshot&) = delete;
   ClusterSnapshot& operator=(const ClusterSnapshot&) = delete;
 
-  // Adds a node; the name must be new (an error otherwise).
+  // Adds a node; the name must be non-empty and not name a live node (an error otherwise).
+  // Indexes are handed out in order and never reused (a removed node leaves a tombstone).
   Result<NodeIndex> AddNode(const model::Node* node);
-  // Removes a node and the pods on it.
+  // Removes a node and the pods on it. Undoable: revert() restores the node at the same index
+  // with its pods in their order.
   Result<void> RemoveNode(std::string_view name);
   // Places a pod on a node (no fit check: the caller decided). The pod's node_name is not read.
   Result<void> AddPod(const model::Pod* pod, std::string_view node_name);
   Result<void> AddPod(const model::Pod* pod, NodeIndex node);
-  // Removes a placed pod (matched by pointer, else by namespace/name) from the node.
+  // Removes a placed pod (matched by pointer, else by namespace/name) from the node. The last
+  // pod of the node takes the removed pod's place in NodeInfo::pods (revert restores the order).
   Result<void> RemovePod(const model::Pod* pod, NodeIndex node);
 
   void Fork();
+  // Requires an open layer (checked).
   void Revert();
+  // Requires an open layer (checked).
   void Commit();
   int Depth() const { return static_cast<int>(layers_.size()); }
 
+  // The live node with this name, or kNoNode.
   NodeIndex FindNode(std::string_view name) const;
   const NodeInfo& Get(NodeIndex i) const { return nodes_[i]; }
   // Includes removed tombstones; check NodeInfo::removed.
   size_t NodeSlots() const { return nodes_.size(); }
   size_t NodeCount() const { return live_nodes_; }
+  // Pods placed on live nodes.
+  int64_t PodCount() const { return pod_count_; }
 
   // Total count of placed pods with required anti-affinity / affinity terms, so filters skip
   // cluster-wide scans when it is zero.
   int64_t PodsWithRequiredAntiAffinity() const { return pods_with_anti_affinity_; }
   int64_t PodsWithRequiredAffinity() const { return pods_with_affinity_; }
+
+  // The domain index of a topology key, built on first use (O(nodes)) and then kept up to date
+  // by AddNode and revert. The reference stays valid for the snapshot's lifetime. Building it
+  // mutates a cache, so even const use of a snapshot is single-threaded.
+  const TopologyIndex& Topology(std::string_view key) const;
 
  private:
   enum class Op : uint8_t { kAddNode, kRemoveNode, kAddPod, kRemovePod };
@@ -79,17 +140,24 @@ class ClusterSnapshot {
   void Record(Change c) {
     if (!layers_.empty()) log_.push_back(c);
   }
+  Result<NodeIndex> LiveNode(NodeIndex node, const model::Pod* pod, std::string_view what) const;
   void PlacePod(const model::Pod* pod, NodeIndex node);
   void UnplacePodAt(NodeIndex node, uint32_t position);
   void Undo(const Change& c);
 
   std::vector<NodeInfo> nodes_;
-  std::unordered_map<std::string_view, NodeIndex> by_name_;
+  std::unordered_map<std::string_view, NodeIndex> by_name_;  // live nodes only
   size_t live_nodes_ = 0;
+  int64_t pod_count_ = 0;
   int64_t pods_with_anti_affinity_ = 0;
   int64_t pods_with_affinity_ = 0;
   std::vector<Change> log_;
   std::vector<size_t> layers_;  // log_ size at each fork
+  // The contents of nodes removed inside an open layer, most recent last; kRemoveNode undo
+  // moves them back. Cleared when the outermost layer commits.
+  std::vector<NodeInfo> graveyard_;
+  // Topology indexes built so far; each covers every node slot.
+  mutable std::vector<std::unique_ptr<TopologyIndex>> topologies_;
 };
 
 }  // namespace tidepool::sched

@@ -1,0 +1,262 @@
+#include "sched/snapshot.h"
+
+#include <utility>
+
+#include "base/check.h"
+
+namespace tidepool::sched {
+namespace {
+
+std::string_view PhaseName(model::PodPhase p) {
+  return p == model::PodPhase::kSucceeded ? "Succeeded" : "Failed";
+}
+
+}  // namespace
+
+void TopologyIndex::Append(const model::Node& node) {
+  auto it = node.labels().find(key_);
+  if (it == node.labels().end()) {
+    domain_of_.push_back(kNoDomain);
+    return;
+  }
+  uint32_t id = Find(it->second);
+  if (id == kNoDomain) {
+    TIDEPOOL_CHECK(values_.size() < kNoDomain);
+    id = static_cast<uint32_t>(values_.size());
+    values_.push_back(it->second);
+    ids_.emplace(values_.back(), id);
+  }
+  domain_of_.push_back(id);
+}
+
+const TopologyIndex& ClusterSnapshot::Topology(std::string_view key) const {
+  for (const auto& t : topologies_)
+    if (t->key() == key) return *t;
+  auto index = std::make_unique<TopologyIndex>(std::string(key));
+  index->domain_of_.reserve(nodes_.size());
+  for (const NodeInfo& info : nodes_) index->Append(*info.node);
+  topologies_.push_back(std::move(index));
+  return *topologies_.back();
+}
+
+Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
+  TIDEPOOL_CHECK(node != nullptr);
+  if (node->name().empty()) return InvalidArgument("cannot add a node without a name");
+  if (by_name_.contains(node->name())) {
+    return Fail(Error::Code::kConflict, "node \"{}\" is already in the snapshot", node->name());
+  }
+  TIDEPOOL_CHECK_MSG(nodes_.size() < kNoNode, "too many node slots");
+  auto index = static_cast<NodeIndex>(nodes_.size());
+  NodeInfo& info = nodes_.emplace_back();
+  info.node = node;
+  info.unschedulable = node->unschedulable;
+  info.has_taints = !node->taints.empty();
+  info.allocatable = node->allocatable;
+  by_name_.emplace(node->name(), index);
+  for (auto& t : topologies_) t->Append(*node);
+  ++live_nodes_;
+  Record({Op::kAddNode, index, nullptr, 0});
+  return index;
+}
+
+Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
+  NodeIndex index = FindNode(name);
+  if (index == kNoNode) {
+    return Fail(Error::Code::kNotFound, "cannot remove node \"{}\": not in the snapshot", name);
+  }
+  NodeInfo& info = nodes_[index];
+  by_name_.erase(info.node->name());
+  --live_nodes_;
+  pod_count_ -= static_cast<int64_t>(info.pods.size());
+  pods_with_anti_affinity_ -= info.pods_with_required_anti_affinity;
+  pods_with_affinity_ -= info.pods_with_required_affinity;
+  NodeInfo contents;
+  contents.node = info.node;
+  std::swap(contents.pods, info.pods);
+  std::swap(contents.requested, info.requested);
+  contents.pods_with_required_anti_affinity = info.pods_with_required_anti_affinity;
+  contents.pods_with_required_affinity = info.pods_with_required_affinity;
+  info.pods_with_required_anti_affinity = 0;
+  info.pods_with_required_affinity = 0;
+  info.removed = true;
+  if (!layers_.empty()) {
+    graveyard_.push_back(std::move(contents));
+    Record({Op::kRemoveNode, index, nullptr, 0});
+  }
+  return {};
+}
+
+Result<NodeIndex> ClusterSnapshot::LiveNode(NodeIndex node, const model::Pod* pod,
+                                            std::string_view what) const {
+  if (node >= nodes_.size()) {
+    return Fail(Error::Code::kNotFound, "cannot {} pod {}: no node with index {}", what, pod->Key(),
+                node);
+  }
+  if (nodes_[node].removed) {
+    return Fail(Error::Code::kNotFound, "cannot {} pod {}: node \"{}\" was removed", what,
+                pod->Key(), nodes_[node].node->name());
+  }
+  return node;
+}
+
+Result<void> ClusterSnapshot::AddPod(const model::Pod* pod, std::string_view node_name) {
+  TIDEPOOL_CHECK(pod != nullptr);
+  NodeIndex index = FindNode(node_name);
+  if (index == kNoNode) {
+    return Fail(Error::Code::kNotFound, "cannot add pod {}: node \"{}\" is not in the snapshot",
+                pod->Key(), node_name);
+  }
+  return AddPod(pod, index);
+}
+
+Result<void> ClusterSnapshot::AddPod(const model::Pod* pod, NodeIndex node) {
+  TIDEPOOL_CHECK(pod != nullptr);
+  TIDEPOOL_RETURN_IF_ERROR(LiveNode(node, pod, "add"));
+  if (pod->IsTerminal()) {
+    return InvalidArgument(
+        "cannot add pod {} to node \"{}\": it is {} (terminal pods hold no "
+        "resources and are not placed)",
+        pod->Key(), nodes_[node].node->name(), PhaseName(pod->phase));
+  }
+  TIDEPOOL_CHECK_MSG(pod->requests.pods() > 0, "pod added without Finalize()");
+  PlacePod(pod, node);
+  Record({Op::kAddPod, node, pod, 0});
+  return {};
+}
+
+Result<void> ClusterSnapshot::RemovePod(const model::Pod* pod, NodeIndex node) {
+  TIDEPOOL_CHECK(pod != nullptr);
+  TIDEPOOL_RETURN_IF_ERROR(LiveNode(node, pod, "remove"));
+  const std::vector<const model::Pod*>& pods = nodes_[node].pods;
+  size_t position = pods.size();
+  for (size_t i = 0; i < pods.size(); ++i) {
+    if (pods[i] == pod) {
+      position = i;
+      break;
+    }
+  }
+  if (position == pods.size()) {
+    for (size_t i = 0; i < pods.size(); ++i) {
+      if (pods[i]->meta.name == pod->meta.name &&
+          pods[i]->meta.namespace_ == pod->meta.namespace_) {
+        position = i;
+        break;
+      }
+    }
+  }
+  if (position == pods.size()) {
+    return Fail(Error::Code::kNotFound, "cannot remove pod {}: it is not on node \"{}\"",
+                pod->Key(), nodes_[node].node->name());
+  }
+  const model::Pod* placed = pods[position];
+  UnplacePodAt(node, static_cast<uint32_t>(position));
+  Record({Op::kRemovePod, node, placed, static_cast<uint32_t>(position)});
+  return {};
+}
+
+void ClusterSnapshot::PlacePod(const model::Pod* pod, NodeIndex node) {
+  NodeInfo& info = nodes_[node];
+  info.pods.push_back(pod);
+  info.requested += pod->requests;
+  ++pod_count_;
+  if (pod->has_required_anti_affinity) {
+    ++info.pods_with_required_anti_affinity;
+    ++pods_with_anti_affinity_;
+  }
+  if (pod->has_required_affinity) {
+    ++info.pods_with_required_affinity;
+    ++pods_with_affinity_;
+  }
+}
+
+void ClusterSnapshot::UnplacePodAt(NodeIndex node, uint32_t position) {
+  NodeInfo& info = nodes_[node];
+  TIDEPOOL_CHECK(position < info.pods.size());
+  const model::Pod* pod = info.pods[position];
+  info.pods[position] = info.pods.back();
+  info.pods.pop_back();
+  info.requested -= pod->requests;
+  --pod_count_;
+  if (pod->has_required_anti_affinity) {
+    --info.pods_with_required_anti_affinity;
+    --pods_with_anti_affinity_;
+  }
+  if (pod->has_required_affinity) {
+    --info.pods_with_required_affinity;
+    --pods_with_affinity_;
+  }
+}
+
+void ClusterSnapshot::Fork() { layers_.push_back(log_.size()); }
+
+void ClusterSnapshot::Revert() {
+  TIDEPOOL_CHECK_MSG(!layers_.empty(), "Revert() without Fork()");
+  size_t mark = layers_.back();
+  while (log_.size() > mark) {
+    Undo(log_.back());
+    log_.pop_back();
+  }
+  layers_.pop_back();
+}
+
+void ClusterSnapshot::Commit() {
+  TIDEPOOL_CHECK_MSG(!layers_.empty(), "Commit() without Fork()");
+  layers_.pop_back();
+  if (layers_.empty()) {
+    log_.clear();
+    graveyard_.clear();
+  }
+}
+
+void ClusterSnapshot::Undo(const Change& c) {
+  switch (c.op) {
+    case Op::kAddNode: {
+      TIDEPOOL_CHECK(c.node + 1 == nodes_.size());
+      NodeInfo& info = nodes_.back();
+      TIDEPOOL_CHECK(!info.removed && info.pods.empty());
+      by_name_.erase(info.node->name());
+      --live_nodes_;
+      nodes_.pop_back();
+      for (auto& t : topologies_) t->PopBack();
+      break;
+    }
+    case Op::kRemoveNode: {
+      TIDEPOOL_CHECK(!graveyard_.empty());
+      NodeInfo& info = nodes_[c.node];
+      NodeInfo& contents = graveyard_.back();
+      TIDEPOOL_CHECK(info.removed && contents.node == info.node);
+      std::swap(info.pods, contents.pods);
+      std::swap(info.requested, contents.requested);
+      info.pods_with_required_anti_affinity = contents.pods_with_required_anti_affinity;
+      info.pods_with_required_affinity = contents.pods_with_required_affinity;
+      info.removed = false;
+      graveyard_.pop_back();
+      by_name_.emplace(info.node->name(), c.node);
+      ++live_nodes_;
+      pod_count_ += static_cast<int64_t>(info.pods.size());
+      pods_with_anti_affinity_ += info.pods_with_required_anti_affinity;
+      pods_with_affinity_ += info.pods_with_required_affinity;
+      break;
+    }
+    case Op::kAddPod: {
+      NodeInfo& info = nodes_[c.node];
+      TIDEPOOL_CHECK(!info.pods.empty() && info.pods.back() == c.pod);
+      UnplacePodAt(c.node, static_cast<uint32_t>(info.pods.size() - 1));
+      break;
+    }
+    case Op::kRemovePod: {
+      NodeInfo& info = nodes_[c.node];
+      TIDEPOOL_CHECK(c.position <= info.pods.size());
+      PlacePod(c.pod, c.node);
+      std::swap(info.pods[c.position], info.pods.back());
+      break;
+    }
+  }
+}
+
+NodeIndex ClusterSnapshot::FindNode(std::string_view name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? kNoNode : it->second;
+}
+
+}  // namespace tidepool::sched

@@ -1,0 +1,99 @@
+// FitChecker::OnNodeAdded / OnPodAdded must leave the checker exactly where a fresh one built
+// on the changed snapshot would be: checked here over seeded random clusters and pod shapes.
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "sched/fit.h"
+#include "tests/sched/builders.h"
+
+namespace tidepool::sched {
+namespace {
+
+using testing::NodeBuilder;
+using testing::PodBuilder;
+using testing::SpreadOn;
+using testing::Term;
+using testing::TestCluster;
+
+model::Pod Shape(int kind, const std::string& name, const std::string& app) {
+  PodBuilder b(name);
+  b.Requests({{"cpu", "500m"}, {"memory", "256Mi"}}).Label("app", app);
+  switch (kind) {
+    case 0:
+      break;
+    case 1:
+      b.Spread(SpreadOn(std::string(model::kLabelZone), 1, {{"app", app}}));
+      break;
+    case 2:
+      b.Spread(SpreadOn(std::string(model::kLabelHostname), 1, {{"app", app}}));
+      break;
+    case 3:
+      b.Affinity(Term(std::string(model::kLabelZone), {{"app", app}}));
+      break;
+    default:
+      b.AntiAffinity(Term(std::string(model::kLabelHostname), {{"app", app}}));
+      break;
+  }
+  return b.Build();
+}
+
+model::Node RandomNode(std::mt19937& rng, int n) {
+  NodeBuilder nb("node-" + std::to_string(n));
+  nb.Allocatable({{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}})
+      .Label(std::string(model::kLabelHostname), "node-" + std::to_string(n));
+  if (rng() % 5 != 0) nb.Zone("zone-" + std::to_string(rng() % 3));  // some nodes lack a zone
+  return nb.Build();
+}
+
+TEST(FitCheckerIncremental, MatchesAFreshCheckerAfterEveryChange) {
+  for (int seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    TestCluster c;
+    int nodes = 0;
+    for (; nodes < 6; ++nodes) c.AddNode(RandomNode(rng, nodes));
+    for (int i = 0; i < 10; ++i) {
+      c.AddPod(Shape(static_cast<int>(rng() % 5), "old-" + std::to_string(i), "a" + std::to_string(rng() % 2)),
+               "node-" + std::to_string(rng() % nodes));
+    }
+    const model::Pod* incoming =
+        c.Keep(Shape(static_cast<int>(rng() % 5), "incoming", "a" + std::to_string(rng() % 2)));
+    FitChecker checker(*incoming, c.snapshot());
+    for (int step = 0; step < 25; ++step) {
+      if (rng() % 4 == 0) {
+        NodeIndex idx = c.AddNode(RandomNode(rng, nodes++));
+        checker.OnNodeAdded(idx);
+      } else {
+        std::string node = "node-" + std::to_string(rng() % nodes);
+        const model::Pod* p = c.AddPod(
+            Shape(static_cast<int>(rng() % 5), "new-" + std::to_string(step), "a" + std::to_string(rng() % 2)),
+            node);
+        checker.OnPodAdded(*p, c.Index(node));
+      }
+      FitChecker fresh(*incoming, c.snapshot());
+      for (NodeIndex i = 0; i < c.snapshot().NodeSlots(); ++i) {
+        ASSERT_EQ(checker.Check(i).code, fresh.Check(i).code)
+            << "seed " << seed << " step " << step << " node " << i;
+      }
+    }
+  }
+}
+
+TEST(FitCheckerIncremental, PlacedAntiAffinityPodCreatesThePrecompute) {
+  TestCluster c;
+  NodeIndex n0 = c.AddNode(NodeBuilder("n0").Allocatable({{"cpu", "4"}, {"memory", "4Gi"}, {"pods", "10"}})
+                               .Label(std::string(model::kLabelHostname), "n0").Build());
+  const model::Pod* incoming = c.Keep(PodBuilder("web").Requests({{"cpu", "100m"}}).Label("app", "web").Build());
+  FitChecker checker(*incoming, c.snapshot());  // nothing inter-pod in the cluster yet
+  EXPECT_TRUE(checker.Check(n0).fits());
+  const model::Pod* guard = c.AddPod(PodBuilder("guard")
+                                         .Requests({{"cpu", "100m"}})
+                                         .AntiAffinity(Term(std::string(model::kLabelHostname), {{"app", "web"}}))
+                                         .Build(),
+                                     "n0");
+  checker.OnPodAdded(*guard, n0);
+  EXPECT_EQ(checker.Check(n0).code, FitCode::kExistingAntiAffinity);
+}
+
+}  // namespace
+}  // namespace tidepool::sched
