@@ -1,4 +1,176 @@
-// tidepool command-line entry point: run | plan | explain | simulate | version.
+// tidepool command-line entry point: `plan`, `explain` and `version` (DESIGN §2 cli/).
+// Bad configuration or state input prints a clear error and exits with code 2.
+#include <charconv>
 #include <cstdio>
+#include <iostream>
+#include <string>
 
-int main() { std::puts("tidepool " TIDEPOOL_VERSION); return 0; }
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/time.h"
+#include "cli/plan_output.h"
+#include "kube/codec/objects.h"
+#include "kube/config/autoscaler_config.h"
+#include "planner/cluster.h"
+#include "planner/scale_down.h"
+#include "planner/scale_up.h"
+
+namespace tidepool::cli {
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+int Fail(const Error& e) {
+  std::fprintf(stderr, "tidepool: %s\n", e.message().c_str());
+  return kExitBadInput;
+}
+
+// What `plan` and `explain` read: the config, the cluster state and the time.
+struct Inputs {
+  model::AutoscalerConfig config;
+  kube::codec::ClusterState state;
+  planner::PlannerInput planner;
+};
+
+// Parses repeated POOL=VALUE flags (--upcoming, --backoff) into the planner input.
+Result<void> ApplyPoolFlags(const std::vector<std::string>& upcoming,
+                           const std::vector<std::string>& backoff, Inputs& in) {
+  for (const auto& [flag, values] : {std::pair{"--upcoming", &upcoming}, {"--backoff", &backoff}}) {
+    for (const std::string& v : *values) {
+      auto eq = v.find('=');
+      std::string pool = v.substr(0, eq);
+      if (eq == std::string::npos || in.config.FindPool(pool) == nullptr) {
+        return InvalidArgument("{} \"{}\": expected POOL=VALUE with a pool of the config", flag, v);
+      }
+      std::string value = v.substr(eq + 1);
+      if (std::string_view(flag) == "--upcoming") {
+        int n = 0;
+        auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (ec != std::errc() || ptr != value.data() + value.size() || n < 0) {
+          return InvalidArgument("--upcoming \"{}\": expected a non-negative node count", v);
+        }
+        in.planner.upcoming[pool] = n;
+      } else {
+        auto t = ParseRfc3339(value);
+        if (!t) return std::unexpected(t.error().Wrap("--backoff"));
+        in.planner.backoff_until[pool] = *t;
+      }
+    }
+  }
+  return {};
+}
+
+Result<void> LoadInputs(const std::string& config_path, const std::string& state_path,
+                        const std::string& now_text, Inputs& in) {
+  TIDEPOOL_ASSIGN_OR_RETURN(in.config, kube::config::LoadAutoscalerConfig(config_path));
+  TIDEPOOL_ASSIGN_OR_RETURN(in.state, kube::codec::LoadStatePath(state_path));
+  Time now = RealClock().Now();
+  if (!now_text.empty()) {
+    auto t = ParseRfc3339(now_text);
+    if (!t) return std::unexpected(t.error().Wrap("--now"));
+    now = *t;
+  }
+  planner::PlannerInput& p = in.planner;
+  p.config = &in.config;
+  p.now = now;
+  for (const auto& n : in.state.nodes) p.nodes.push_back(&n);
+  for (const auto& x : in.state.pods) p.pods.push_back(&x);
+  for (const auto& x : in.state.pdbs) p.pdbs.push_back(&x);
+  for (const auto& x : in.state.daemon_sets) p.daemon_sets.push_back(&x);
+  return {};
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  CLI::App app{"tidepool: a Kubernetes cluster autoscaler for machine-learning training"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every command");
+
+  std::string config_path, state_path, now_text, output = "text", node_name, pod_key;
+  std::vector<std::string> upcoming, backoff;
+
+  auto* version = app.add_subcommand("version", "Print the version");
+
+  auto* plan = app.add_subcommand(
+      "plan", "One snapshot, one decision: what tidepool would scale up and down now");
+  plan->add_option("--config", config_path, "AutoscalerConfig YAML file")->required();
+  plan->add_option("--state", state_path,
+                   "Cluster state: output of `kubectl get nodes,pods,pdb,ds -A -o yaml|json`, "
+                   "a file or a directory of files")
+      ->required();
+  plan->add_option("--now", now_text,
+                   "Current time (RFC 3339) for delayAfterAdd; default: the system clock");
+  plan->add_option("-o,--output", output, "Output format")->check(CLI::IsMember({"json", "text"}));
+  plan->add_option("--upcoming", upcoming,
+                   "POOL=N: nodes requested from the provider and not registered yet");
+  plan->add_option("--backoff", backoff, "POOL=TIME: the pool may not grow before TIME (RFC 3339)");
+
+  auto* explain = app.add_subcommand(
+      "explain", "Why a pending pod does (not) trigger a scale-up, or why a node stays");
+  explain->add_option("pod", pod_key, "The pod, as namespace/name (or name in default)");
+  explain->add_option("--node", node_name, "Explain this node's scale-down instead");
+  explain->add_option("--config", config_path, "AutoscalerConfig YAML file")->required();
+  explain->add_option("--state", state_path, "Cluster state (as for plan)")->required();
+  explain->add_option("--now", now_text, "Current time (RFC 3339)");
+  explain->add_option("-o,--output", output, "Output format")->check(CLI::IsMember({"json", "text"}));
+  explain->add_option("--upcoming", upcoming, "POOL=N, as for plan");
+  explain->add_option("--backoff", backoff, "POOL=TIME, as for plan");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+
+  if (*version) {
+    std::printf("tidepool %s\n", TIDEPOOL_VERSION);
+    return 0;
+  }
+
+  Inputs in;
+  if (auto ok = LoadInputs(config_path, state_path, now_text, in); !ok) return Fail(ok.error());
+  if (auto ok = ApplyPoolFlags(upcoming, backoff, in); !ok) return Fail(ok.error());
+
+  if (*plan) {
+    planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(in.planner);
+    planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(in.planner);
+    if (output == "json") {
+      std::cout << PlanToJson(up, down).dump(2) << "\n";
+    } else {
+      std::cout << PlanToText(up, down);
+    }
+    return 0;
+  }
+
+  if (*explain) {
+    if (!node_name.empty()) {
+      std::cout << planner::ScaleDownPlanner().Explain(in.planner, node_name) << "\n";
+      return 0;
+    }
+    if (pod_key.empty()) {
+      return Fail(Error(Error::Code::kInvalidArgument,
+                        "explain: name a pod (namespace/name) or a node with --node"));
+    }
+    if (pod_key.find('/') == std::string::npos) pod_key = "default/" + pod_key;
+    planner::PodExplanation ex = planner::ScaleUpPlanner().Explain(in.planner, pod_key);
+    if (output == "json") {
+      std::cout << ExplanationToJson(ex).dump(2) << "\n";
+    } else {
+      std::cout << ExplanationToText(ex);
+    }
+    return ex.found ? 0 : 1;
+  }
+  return 0;
+}
+
+}  // namespace tidepool::cli
+
+int main(int argc, char** argv) { return tidepool::cli::Main(argc, argv); }

@@ -1,0 +1,132 @@
+#include "cli/plan_output.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tidepool::cli {
+
+nlohmann::json PlanToJson(const planner::ScaleUpPlan& up, const planner::ScaleDownPlan& down) {
+  nlohmann::json j;
+  j["scaleUp"] = nlohmann::json::array();
+  for (const auto& s : up.scale_ups) {
+    j["scaleUp"].push_back({{"pool", s.pool}, {"add", s.add}, {"pods", s.pods}, {"reason", s.reason}});
+  }
+  j["unschedulable"] = nlohmann::json::array();
+  for (const auto& u : up.unschedulable) {
+    j["unschedulable"].push_back({{"pod", u.pod}, {"reasons", u.reasons}});
+  }
+  j["fitsExisting"] = up.fits_existing;
+  j["scaleDown"] = nlohmann::json::array();
+  for (const auto& s : down.scale_downs) {
+    j["scaleDown"].push_back(
+        {{"node", s.node},
+         {"pool", s.pool},
+         {"reason", s.kind == planner::RemovalKind::kEmpty ? "empty" : "underutilized"},
+         {"evict", s.evict},
+         {"detail", s.detail}});
+  }
+  j["keep"] = nlohmann::json::array();
+  for (const auto& k : down.keep) j["keep"].push_back({{"node", k.node}, {"reason", k.reason}});
+  return j;
+}
+
+namespace {
+
+// A simple left-aligned table; the last column is not padded.
+std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string out;
+    for (size_t c = 0; c < r.size(); ++c) {
+      out += r[c];
+      if (c + 1 < r.size()) out += std::string(width[c] - r[c].size() + 2, ' ');
+    }
+    return out + "\n";
+  };
+  std::string out = line(header);
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& v, size_t max = 4) {
+  std::string out;
+  for (size_t i = 0; i < v.size() && i < max; ++i) out += (i ? ", " : "") + v[i];
+  if (v.size() > max) out += fmt::format(" (+{} more)", v.size() - max);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
+std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownPlan& down) {
+  std::string out;
+  out += "SCALE UP\n";
+  if (up.scale_ups.empty()) {
+    out += "  nothing to add\n";
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : up.scale_ups)
+      rows.push_back({s.pool, fmt::format("+{}", s.add), Joined(s.pods), s.reason});
+    out += Table({"POOL", "ADD", "PODS", "WHY"}, rows);
+  }
+  if (!up.fits_existing.empty()) {
+    out += fmt::format("\n{} pending pod(s) fit existing or upcoming nodes: {}\n",
+                       up.fits_existing.size(), Joined(up.fits_existing));
+  }
+  if (!up.unschedulable.empty()) {
+    out += "\nUNSCHEDULABLE (no pool helps)\n";
+    for (const auto& u : up.unschedulable) {
+      out += fmt::format("  {}\n", u.pod);
+      for (const auto& [pool, why] : u.reasons) out += fmt::format("    {}: {}\n", pool, why);
+    }
+  }
+  out += "\nSCALE DOWN\n";
+  if (down.scale_downs.empty()) {
+    out += "  nothing to remove\n";
+  } else {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& s : down.scale_downs) {
+      rows.push_back({s.node, s.pool,
+                      s.kind == planner::RemovalKind::kEmpty ? "empty" : "underutilized",
+                      Joined(s.evict), s.detail});
+    }
+    out += Table({"NODE", "POOL", "REASON", "EVICT", "DETAIL"}, rows);
+  }
+  if (!down.keep.empty()) {
+    out += "\nKEEP\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& k : down.keep) rows.push_back({k.node, k.reason});
+    out += Table({"NODE", "WHY"}, rows);
+  }
+  return out;
+}
+
+std::string ExplanationToText(const planner::PodExplanation& ex) {
+  if (!ex.found) return fmt::format("pod {} not found in the state\n", ex.pod);
+  std::string out = fmt::format("pod {}\n", ex.pod);
+  if (!ex.pending) return out + fmt::format("  not considered for scale-up: {}\n", ex.not_pending_reason);
+  if (!ex.fits_node.empty()) {
+    out += fmt::format("  fits existing or upcoming node {}: no scale-up needed\n", ex.fits_node);
+  } else if (!ex.scale_up_pool.empty()) {
+    out += fmt::format("  scale-up: pool {} grows for it\n", ex.scale_up_pool);
+  } else {
+    out += "  no pool can take it now\n";
+  }
+  out += "  pools:\n";
+  for (const auto& [pool, why] : ex.pools) out += fmt::format("    {}: {}\n", pool, why);
+  return out;
+}
+
+nlohmann::json ExplanationToJson(const planner::PodExplanation& ex) {
+  nlohmann::json j = {{"pod", ex.pod}, {"found", ex.found}, {"pending", ex.pending}};
+  if (!ex.not_pending_reason.empty()) j["notPendingReason"] = ex.not_pending_reason;
+  if (!ex.fits_node.empty()) j["fitsNode"] = ex.fits_node;
+  if (!ex.scale_up_pool.empty()) j["scaleUpPool"] = ex.scale_up_pool;
+  j["pools"] = ex.pools;
+  return j;
+}
+
+}  // namespace tidepool::cli

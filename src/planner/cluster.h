@@ -1,0 +1,76 @@
+// The planner's view of the cluster: nodes, pods, PDBs and DaemonSets plus the autoscaler's own
+// state (upcoming nodes, backoffs), and the rules shared by scale-up and scale-down.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/time.h"
+#include "model/daemonset.h"
+#include "model/node.h"
+#include "model/pdb.h"
+#include "model/pod.h"
+#include "model/pool.h"
+
+namespace tidepool::planner {
+
+// Well-known annotations, labels and taints other autoscalers use; tidepool honours them.
+inline constexpr std::string_view kSafeToEvictAnnotation =
+    "cluster-autoscaler.kubernetes.io/safe-to-evict";
+inline constexpr std::string_view kCaScaleDownDisabledAnnotation =
+    "cluster-autoscaler.kubernetes.io/scale-down-disabled";
+inline constexpr std::string_view kScaleDownDisabledAnnotation = "tidepool.dev/scale-down-disabled";
+inline constexpr std::string_view kDoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt";
+inline constexpr std::string_view kToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler";
+inline constexpr std::string_view kDeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler";
+inline constexpr std::string_view kGangSizeAnnotation = "tidepool.dev/gang-size";
+inline constexpr std::string_view kAgentPoolLabel = "agentpool";
+inline constexpr std::string_view kAksAgentPoolLabel = "kubernetes.azure.com/agentpool";
+
+// Everything one planning pass reads. Pointers are borrowed: they must outlive the pass.
+struct PlannerInput {
+  const model::AutoscalerConfig* config = nullptr;
+  std::vector<const model::Node*> nodes;
+  std::vector<const model::Pod*> pods;
+  std::vector<const model::PodDisruptionBudget*> pdbs;
+  std::vector<const model::DaemonSet*> daemon_sets;
+  // Nodes requested from the provider and not registered yet, per pool.
+  std::map<std::string, int, std::less<>> upcoming;
+  // Pools that may not grow before the given time (failed or timed-out provisioning).
+  std::map<std::string, Time, std::less<>> backoff_until;
+  Time now{};
+  // The provider's own node → pool mapping (e.g. the VMSS in the providerID); optional, and
+  // consulted only when the labels name no pool. Returns "" for "not mine".
+  std::function<std::string(const model::Node&)> provider_pool_of;
+};
+
+// Which pool a node belongs to (DESIGN §3): the tidepool.dev/pool label; else the
+// kubernetes.azure.com/agentpool or agentpool label equal to a pool name; else the provider's
+// mapping. Returns nullptr for an unmanaged node.
+const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input);
+
+// A pod the scale-up considers: not bound to a node, not being deleted, not terminal, not a
+// DaemonSet or mirror pod, and at or above the expendable priority cutoff.
+bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cutoff);
+
+// The gang a pod belongs to, as "<namespace>/<kind>:<name>", or "" when it is in none: label
+// scheduling.x-k8s.io/pod-group, annotation scheduling.k8s.io/group-name (Volcano), label
+// training.kubeflow.org/job-name (Kubeflow), label jobset.sigs.k8s.io/jobset-name (JobSet).
+std::string GangOf(const model::Pod& pod);
+
+// True for pods of training workloads whose progress an eviction throws away: owned by a Job,
+// JobSet, PyTorchJob, TFJob, MPIJob (or another kubeflow.org kind), or a gang member.
+bool IsTrainingPod(const model::Pod& pod);
+
+// The DaemonSet pods a new node from `pool` would run: DaemonSets whose pod template's node
+// selector/affinity match the template node and whose tolerations tolerate its taints.
+std::vector<const model::Pod*> DaemonSetPodsFor(const model::Node& template_node,
+                                                const std::vector<const model::DaemonSet*>& sets);
+
+// A human-readable "ns/name" list, for reasons.
+std::string JoinKeys(const std::vector<const model::Pod*>& pods, size_t max_names = 5);
+
+}  // namespace tidepool::planner

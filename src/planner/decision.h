@@ -1,0 +1,52 @@
+// The decisions a planning pass produces, each with the reasons a person reads in
+// `tidepool plan`, `explain`, Events and the status. Plain values; deterministic order.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tidepool::planner {
+
+// Grow `pool` by `add` nodes for `pods` (namespace/name keys).
+struct ScaleUp {
+  std::string pool;
+  int add = 0;
+  std::vector<std::string> pods;
+  std::string reason;  // why this pool (the expander chain's words)
+};
+
+// A pending pod that no scale-up helps, with the reason per pool.
+struct Unschedulable {
+  std::string pod;
+  std::map<std::string, std::string> reasons;  // pool -> reason
+};
+
+struct ScaleUpPlan {
+  std::vector<ScaleUp> scale_ups;          // ordered by pool name
+  std::vector<Unschedulable> unschedulable;  // ordered by pod key
+  // Pending pods that fit on existing or upcoming nodes; nothing to do for them.
+  std::vector<std::string> fits_existing;
+};
+
+enum class RemovalKind { kEmpty, kUnderutilized };
+
+struct ScaleDown {
+  std::string node;
+  std::string pool;
+  RemovalKind kind = RemovalKind::kEmpty;
+  std::vector<std::string> evict;  // pods to evict, namespace/name
+  std::string detail;              // e.g. "utilization 0.21 < 0.5 (cpu)"
+};
+
+struct Keep {
+  std::string node;
+  std::string reason;
+};
+
+struct ScaleDownPlan {
+  std::vector<ScaleDown> scale_downs;
+  std::vector<Keep> keep;  // managed nodes that are not removable, with why
+};
+
+}  // namespace tidepool::planner

@@ -1,0 +1,41 @@
+// Expanders: how the scale-up chooses among pools that could all help. A chain of filters
+// (priority, least-waste, price, most-pods, random); each narrows, the next breaks ties.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/pool.h"
+#include "model/resources.h"
+
+namespace tidepool::planner {
+
+// One pool's bin-packing result for the pods at hand.
+struct ExpanderOption {
+  const model::Pool* pool = nullptr;
+  int nodes = 0;           // new nodes needed
+  int pods = 0;            // pods they would take
+  model::Resources requested;    // pods plus DaemonSets on the new nodes
+  model::Resources allocatable;  // of the new nodes
+};
+
+struct ExpanderChoice {
+  size_t index = 0;
+  std::string reason;  // e.g. "priority 100 (over gpupool); least-waste 0.12"
+};
+
+// Names the chain accepts, for config validation.
+bool IsKnownExpander(std::string_view name);
+
+// Unused share of the new nodes after placement: the mean over cpu, memory and (when the nodes
+// have any) GPUs of (allocatable - requested) / allocatable. Lower is better.
+double Waste(const ExpanderOption& o);
+
+// Applies the chain to non-empty `options`; the final tie goes to the lowest pool name.
+// `seed` and `round` make `random` deterministic.
+ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
+                            const std::vector<ExpanderOption>& options, uint64_t seed,
+                            uint64_t round);
+
+}  // namespace tidepool::planner

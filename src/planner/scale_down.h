@@ -1,0 +1,51 @@
+// ScaleDownPlanner: which managed nodes can go now, with the pods to evict, and why each other
+// managed node stays. Pure: no I/O, no clock (time comes in PlannerInput::now).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/decision.h"
+
+namespace tidepool::planner {
+
+struct ScaleDownOptions {
+  // Apply the per-pass rate limits (maxEmptyBulkDelete empty nodes in bulk; maxNonEmptyPerPool
+  // non-empty nodes per pool). Off: every node that can go in one consistent simulation.
+  bool rate_limit = true;
+  // When set, only nodes for which it returns true may be removed (the autoscaler passes "has
+  // been unneeded for unneededTime"); the others are still simulated as staying and get a Keep
+  // entry with `not_yet_reason(node)`.
+  std::function<bool(const model::Node&)> may_remove;
+  std::function<std::string(const model::Node&)> not_yet_reason;
+};
+
+// How a pass decides (details in scale_down.cc and scale_down_rules.h):
+//  - A managed node is a candidate unless it is being deleted (ToBeDeletedByClusterAutoscaler
+//    taint), annotated scale-down-disabled, younger than delayAfterAdd, or at or above its
+//    utilization threshold (GPU nodes: GPUs requested / allocatable against
+//    gpuUtilizationThreshold; others: max(cpu, memory)). Each such node gets a Keep with why.
+//  - Candidates are tried in order: empty ones first, then ascending utilization, then name.
+//    Each is kept when its pool is at min (counting this pass's removals), a pod may not be
+//    evicted (EvictionBlocker), the PDB budgets left in this pass forbid its evictions,
+//    may_remove says not yet, a rate limit is reached, or its pods (including pods earlier
+//    removals moved onto it) do not all fit on ready, schedulable nodes that stay.
+//  - Moved pods prefer nodes that are not candidates, then candidates tried last, so a node
+//    rarely has to take pods it will later give away.
+// Unmanaged nodes are never removed and get no Keep, but take moved pods. Keep entries are in
+// node-name order; scale-downs in the order they were decided.
+class ScaleDownPlanner {
+ public:
+  // The result is deterministic for a given input, whatever the order of input.nodes and
+  // input.pods. `out_unneeded` (when given) receives every node that could go ignoring rate
+  // limits and may_remove, in decision order, so the caller can track unneeded-since timers.
+  ScaleDownPlan Plan(const PlannerInput& input, const ScaleDownOptions& options = {},
+                     std::vector<std::string>* out_unneeded = nullptr) const;
+
+  // Why this one node would or would not be removed now (for `explain --node`).
+  std::string Explain(const PlannerInput& input, std::string_view node_name) const;
+};
+
+}  // namespace tidepool::planner

@@ -1,0 +1,108 @@
+#include "planner/scale_down_rules.h"
+
+#include <fmt/format.h>
+
+#include "planner/cluster.h"
+
+namespace tidepool::planner {
+namespace {
+
+constexpr std::string_view kKubeSystem = "kube-system";
+
+double Ratio(int64_t requested, int64_t allocatable) {
+  if (allocatable > 0) return static_cast<double>(requested) / static_cast<double>(allocatable);
+  return requested > 0 ? 1.0 : 0.0;
+}
+
+bool AnnotationIs(const model::Pod& pod, std::string_view key, std::string_view value) {
+  const std::string* v = pod.meta.Annotation(key);
+  return v != nullptr && *v == value;
+}
+
+std::string AllowHint() { return fmt::format("annotate {}=true to allow", kSafeToEvictAnnotation); }
+
+// The first volume that keeps data on the node, or nullptr.
+const model::Volume* LocalStorageVolume(const model::Pod& pod) {
+  for (const model::Volume& v : pod.volumes) {
+    if (v.kind == model::Volume::Kind::kHostPath) return &v;
+    if (v.kind == model::Volume::Kind::kEmptyDir && !v.empty_dir_in_memory) return &v;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+DrainRole DrainRoleOf(const model::Pod& pod) {
+  if (pod.IsTerminal() || pod.meta.deletion_timestamp) return DrainRole::kIgnored;
+  if (pod.IsDaemonSetPod() || pod.IsMirrorPod()) return DrainRole::kStays;
+  return DrainRole::kMove;
+}
+
+NodeUtilization ComputeUtilization(const model::Node& node, const model::Resources& moving) {
+  int64_t cpu = moving.cpu_milli(), memory = moving.memory(), gpus = moving.gpus();
+  NodeUtilization u;
+  const model::Resources& alloc = node.allocatable;
+  int64_t gpu_alloc = alloc.gpus();
+  if (gpu_alloc > 0) {
+    u.gpu = true;
+    u.resource = "gpu";
+    u.gpu_requested = gpus;
+    u.gpu_allocatable = gpu_alloc;
+    u.value = Ratio(gpus, gpu_alloc);
+    return u;
+  }
+  double c = Ratio(cpu, alloc.cpu_milli());
+  double m = Ratio(memory, alloc.memory());
+  u.value = c >= m ? c : m;
+  u.resource = c >= m ? "cpu" : "memory";
+  return u;
+}
+
+std::string DescribeUtilization(const NodeUtilization& u, double threshold) {
+  bool below = u.value < threshold;
+  if (u.gpu) {
+    return below ? fmt::format("gpu utilization {}/{} < {}", u.gpu_requested, u.gpu_allocatable,
+                               threshold)
+                 : fmt::format("gpu utilization {}/{} >= threshold {}", u.gpu_requested,
+                               u.gpu_allocatable, threshold);
+  }
+  return below ? fmt::format("utilization {:.2f} < {} ({})", u.value, threshold, u.resource)
+               : fmt::format("utilization {:.2f} >= threshold {} ({})", u.value, threshold,
+                             u.resource);
+}
+
+std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb) {
+  bool annotated = !pod.meta.annotations.empty();
+  if (annotated && AnnotationIs(pod, kDoNotDisruptAnnotation, "true")) {
+    return fmt::format("pod {} is not evictable: annotated {}=true", pod.Key(),
+                       kDoNotDisruptAnnotation);
+  }
+  if (annotated && AnnotationIs(pod, kSafeToEvictAnnotation, "false")) {
+    return fmt::format("pod {} is not evictable: annotated {}=false", pod.Key(),
+                       kSafeToEvictAnnotation);
+  }
+  if (annotated && AnnotationIs(pod, kSafeToEvictAnnotation, "true")) return "";
+  const model::OwnerReference* owner = pod.meta.Controller();
+  if (owner == nullptr) return fmt::format("pod {} has no controller (bare pod)", pod.Key());
+  if (pod.phase == model::PodPhase::kRunning && IsTrainingPod(pod)) {
+    std::string gang = GangOf(pod);
+    std::string what = gang.empty()
+                           ? fmt::format("owned by {} {}", owner->kind, owner->name)
+                           : fmt::format("owned by {} {}, gang {}", owner->kind, owner->name, gang);
+    return fmt::format("pod {} is not evictable: running training pod ({}); {}", pod.Key(), what,
+                       AllowHint());
+  }
+  if (const model::Volume* v = LocalStorageVolume(pod)) {
+    std::string_view kind = v->kind == model::Volume::Kind::kHostPath ? "hostPath" : "emptyDir";
+    return fmt::format("pod {} is not evictable: uses local storage ({} volume \"{}\"); {}",
+                       pod.Key(), kind, v->name, AllowHint());
+  }
+  if (pod.meta.namespace_ == kKubeSystem && !covered_by_pdb) {
+    return fmt::format(
+        "pod {} is not evictable: kube-system pod without a PodDisruptionBudget; add a PDB or {}",
+        pod.Key(), AllowHint());
+  }
+  return "";
+}
+
+}  // namespace tidepool::planner

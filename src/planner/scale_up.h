@@ -1,0 +1,32 @@
+// ScaleUpPlanner: which pools grow by how many nodes for the pending pods, and for every pod
+// no pool can help, the reason per pool. Pure and deterministic: no I/O, no clock reads.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/decision.h"
+
+namespace tidepool::planner {
+
+// What `tidepool explain POD` shows for one pending pod.
+struct PodExplanation {
+  std::string pod;
+  bool found = false;
+  bool pending = false;            // false: bound, terminal, DaemonSet or expendable
+  std::string not_pending_reason;  // why it is not considered, when !pending
+  std::string fits_node;           // an existing or upcoming node it would fit on, if any
+  std::string scale_up_pool;       // the pool the plan grows for it, if any
+  // Per pool: "fits the template" or the reason it does not, with what would unblock it.
+  std::map<std::string, std::string> pools;
+};
+
+class ScaleUpPlanner {
+ public:
+  ScaleUpPlan Plan(const PlannerInput& input) const;
+  PodExplanation Explain(const PlannerInput& input, std::string_view pod_key) const;
+};
+
+}  // namespace tidepool::planner

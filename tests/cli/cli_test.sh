@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# End-to-end checks of the tidepool binary: exit codes, the plan JSON contract (DESIGN §3),
+# explain output and error messages for bad input. Usage: cli_test.sh TIDEPOOL SOURCE_DIR
+set -u
+tp=$1
+src=$2
+seed_cfg=$src/examples/seed/config.yaml
+seed_state=$src/examples/seed/state.yaml
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+check() {  # check NAME CONDITION-COMMAND...
+  local name=$1
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $name"
+  fi
+}
+
+run() {  # run ARGS...: sets out, err, rc
+  "$tp" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  out=$(cat "$tmp/out")
+  err=$(cat "$tmp/err")
+}
+
+run version
+check "version exits 0" test "$rc" -eq 0
+check "version prints the name" grep -q '^tidepool ' "$tmp/out"
+
+run plan --config "$seed_cfg" --state "$seed_state" --now 2026-11-22T00:00:00Z -o json
+check "plan json exits 0" test "$rc" -eq 0
+check "plan json is JSON with the contract keys" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+for k in ("scaleUp", "unschedulable", "scaleDown", "keep"):
+    assert k in p, k
+assert p["scaleUp"] == [dict(p["scaleUp"][0], pool="gpupool", add=1)], p["scaleUp"]
+assert p["scaleUp"][0]["pods"] == ["default/tensorflow-5d9f8b7c6d-k4lmn"]
+' "$tmp/out"
+
+run plan --config "$seed_cfg" --state "$seed_state" --now 2026-11-22T00:00:00Z
+check "plan text exits 0" test "$rc" -eq 0
+check "plan text has the scale-up table" grep -q '^gpupool *+1' "$tmp/out"
+
+run explain default/tensorflow-5d9f8b7c6d-k4lmn --config "$seed_cfg" --state "$seed_state"
+check "explain exits 0" test "$rc" -eq 0
+check "explain names the pool that grows" grep -q 'scale-up: pool gpupool grows for it' "$tmp/out"
+check "explain says what blocks the spot pool" grep -q 'gpupool-spot: pool gpupool-spot lacks a toleration for taint kubernetes.azure.com/scalesetpriority=spot:NoSchedule' "$tmp/out"
+
+run explain default/no-such-pod --config "$seed_cfg" --state "$seed_state"
+check "explain of an unknown pod exits 1" test "$rc" -eq 1
+check "explain of an unknown pod says so" grep -q 'not found' "$tmp/out"
+
+run explain --node k8s-cpupool-29744472-0 --config "$seed_cfg" --state "$seed_state"
+check "explain --node exits 0" test "$rc" -eq 0
+check "explain --node names the pool minimum" grep -qi 'min' "$tmp/out"
+
+# Bad input: a clear error naming the file and key, exit code 2.
+printf 'apiVersion: tidepool.dev/v1alpha1\nkind: AutoscalerConfig\npools:\n  - name: a\n    min: 3\n    max: 1\n    template: {capacity: {cpu: "1", memory: 1Gi}}\n' >"$tmp/minmax.yaml"
+run plan --config "$tmp/minmax.yaml" --state "$seed_state"
+check "min > max exits 2" test "$rc" -eq 2
+check "min > max names file and key" grep -q 'minmax.yaml:[0-9]*: pools\[0\]' "$tmp/err"
+
+run plan --config "$src/does/not/exist.yaml" --state "$seed_state"
+check "missing config exits 2" test "$rc" -eq 2
+check "missing config is named" grep -q 'does/not/exist.yaml' "$tmp/err"
+
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: web-1, namespace: default}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: lots}}\n' >"$tmp/badpod.yaml"
+run plan --config "$seed_cfg" --state "$tmp/badpod.yaml"
+check "bad state exits 2" test "$rc" -eq 2
+check "bad state names object and field" grep -q 'Pod default/web-1: spec.containers\[0\].resources.requests.cpu' "$tmp/err"
+
+run plan --config "$seed_cfg" --state "$seed_state" --now yesterday
+check "bad --now exits 2" test "$rc" -eq 2
+
+run plan --config "$seed_cfg" --state "$seed_state" --backoff nosuchpool=2026-11-22T00:00:00Z
+check "backoff for an unknown pool exits 2" test "$rc" -eq 2
+
+run plan --config "$seed_cfg"
+check "missing --state exits 2" test "$rc" -eq 2
+
+run plan --config "$seed_cfg" --state "$seed_state" --backoff gpupool=2099-01-01T00:00:00Z -o json
+check "light GPU pool in backoff: falls back to the heavy pool at once" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [u["pool"] for u in p["scaleUp"]] == ["gpuheavy"], p["scaleUp"]
+' "$tmp/out"
+
+run plan --config "$seed_cfg" --state "$seed_state" --backoff gpupool=2099-01-01T00:00:00Z --backoff gpuheavy=2099-01-01T00:00:00Z -o json
+check "every GPU pool the pod tolerates in backoff: unschedulable with the reason" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["scaleUp"] == [], p["scaleUp"]
+r = {x["pod"]: x["reasons"] for x in p["unschedulable"]}["default/tensorflow-5d9f8b7c6d-k4lmn"]
+assert r["gpupool"] == "pool gpupool in backoff until 2099-01-01T00:00:00Z", r
+assert "untolerated taint" in r["gpupool-spot"], r
+' "$tmp/out"
+
+echo "$passed passed, $failed failed"
+test "$failed" -eq 0

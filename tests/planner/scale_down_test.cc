@@ -1,0 +1,748 @@
+// ScaleDownPlanner: eligibility, the drain simulation, PDB budgets across a pass, rate limits,
+// GPU utilization, reasons and determinism. Clusters are built in code with the helpers below.
+#include "planner/scale_down.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/check.h"
+#include "model/quantity.h"
+#include "planner/scale_down_rules.h"
+
+namespace tidepool::planner {
+namespace {
+
+using ::testing::HasSubstr;
+
+using ResourceList = std::initializer_list<std::pair<std::string_view, std::string_view>>;
+
+model::Resources Res(ResourceList list) {
+  model::Resources r;
+  for (const auto& [name, quantity] : list) {
+    auto q = model::Quantity::Parse(quantity);
+    TIDEPOOL_CHECK_MSG(q.has_value(), "bad quantity in test");
+    r.SetQuantity(model::InternResource(name), *q);
+  }
+  return r;
+}
+
+Time At(std::string_view rfc3339) {
+  auto t = ParseRfc3339(rfc3339);
+  TIDEPOOL_CHECK(t.has_value());
+  return *t;
+}
+
+// A cluster under construction: pools, nodes, pods and PDBs with stable addresses.
+class Cluster {
+ public:
+  Cluster() {
+    now_ = At("2026-01-01T12:00:00Z");
+    AddPool("cpupool", 0);
+  }
+
+  model::AutoscalerConfig& config() { return config_; }
+  Time now() const { return now_; }
+
+  model::Pool& AddPool(std::string name, int32_t min, int32_t max = 100) {
+    model::Pool& p = config_.pools.emplace_back();
+    p.name = std::move(name);
+    p.min = min;
+    p.max = max;
+    return p;
+  }
+
+  // A ready node of `pool` ("" for unmanaged), created an hour ago, with room for 110 pods.
+  model::Node& AddNode(std::string name, std::string pool = "cpupool",
+                       ResourceList alloc = {{"cpu", "4"}, {"memory", "16Gi"}}) {
+    model::Node& n = nodes_.emplace_back();
+    n.meta.name = std::move(name);
+    n.meta.labels[std::string(model::kLabelHostname)] = n.meta.name;
+    if (!pool.empty()) n.meta.labels[std::string(model::kLabelPool)] = pool;
+    n.meta.creation_timestamp = now_ - std::chrono::hours(1);
+    n.allocatable = Res(alloc);
+    n.allocatable.Set(model::kPods, 110);
+    n.capacity = n.allocatable;
+    n.ready = true;
+    return n;
+  }
+
+  // A running pod bound to `node`, owned by ReplicaSet "rs-<name>" unless changed.
+  model::Pod& AddPod(std::string name, std::string node, ResourceList requests = {{"cpu", "500m"}},
+                     std::string ns = "default") {
+    model::Pod& p = pods_.emplace_back();
+    p.meta.name = std::move(name);
+    p.meta.namespace_ = std::move(ns);
+    p.meta.uid = "uid-" + p.meta.namespace_ + "-" + p.meta.name;
+    p.meta.owner_references.push_back(
+        {"apps/v1", "ReplicaSet", "rs-" + p.meta.name, "rs-uid-" + p.meta.name, true});
+    p.node_name = std::move(node);
+    p.phase = model::PodPhase::kRunning;
+    p.containers.push_back({.name = "main", .requests = Res(requests)});
+    return p;
+  }
+
+  model::Pod& AddDaemonSetPod(std::string name, std::string node) {
+    model::Pod& p = AddPod(std::move(name), std::move(node), {{"cpu", "100m"}});
+    p.meta.owner_references = {{"apps/v1", "DaemonSet", "ds", "ds-uid", true}};
+    return p;
+  }
+
+  model::PodDisruptionBudget& AddPdb(std::string name, model::Labels selector,
+                                     std::string ns = "default") {
+    model::PodDisruptionBudget& b = pdbs_.emplace_back();
+    b.meta.name = std::move(name);
+    b.meta.namespace_ = std::move(ns);
+    b.selector = model::LabelSelector{.match_labels = std::move(selector)};
+    return b;
+  }
+
+  PlannerInput Input() {
+    PlannerInput in;
+    in.config = &config_;
+    in.now = now_;
+    for (model::Pod& p : pods_) {
+      p.Finalize();
+      in.pods.push_back(&p);
+    }
+    for (const model::Node& n : nodes_) in.nodes.push_back(&n);
+    for (const model::PodDisruptionBudget& b : pdbs_) in.pdbs.push_back(&b);
+    return in;
+  }
+
+  ScaleDownPlan Plan(const ScaleDownOptions& options = {},
+                     std::vector<std::string>* unneeded = nullptr) {
+    return ScaleDownPlanner().Plan(Input(), options, unneeded);
+  }
+
+ private:
+  model::AutoscalerConfig config_;
+  Time now_;
+  std::deque<model::Node> nodes_;
+  std::deque<model::Pod> pods_;
+  std::deque<model::PodDisruptionBudget> pdbs_;
+};
+
+ScaleDownOptions NoRateLimit() {
+  ScaleDownOptions o;
+  o.rate_limit = false;
+  return o;
+}
+
+std::vector<std::string> Removed(const ScaleDownPlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& sd : plan.scale_downs) out.push_back(sd.node);
+  return out;
+}
+
+const ScaleDown* Removal(const ScaleDownPlan& plan, std::string_view node) {
+  for (const auto& sd : plan.scale_downs)
+    if (sd.node == node) return &sd;
+  return nullptr;
+}
+
+// The Keep reason for `node`, or "<not kept>" / "<kept twice>".
+std::string KeepReason(const ScaleDownPlan& plan, std::string_view node) {
+  std::string out = "<not kept>";
+  int n = 0;
+  for (const auto& k : plan.keep) {
+    if (k.node == node) {
+      out = k.reason;
+      ++n;
+    }
+  }
+  return n > 1 ? "<kept twice>" : out;
+}
+
+std::string Render(const ScaleDownPlan& plan) {
+  std::string out;
+  for (const auto& sd : plan.scale_downs) {
+    out += "remove " + sd.node + " " + sd.pool + " " +
+           (sd.kind == RemovalKind::kEmpty ? "empty" : "underutilized") + " [" + sd.detail + "]";
+    for (const auto& p : sd.evict) out += " " + p;
+    out += "\n";
+  }
+  for (const auto& k : plan.keep) out += "keep " + k.node + ": " + k.reason + "\n";
+  return out;
+}
+
+using Names = std::vector<std::string>;
+
+// --- Empty and underutilized nodes -----------------------------------------------------------
+
+TEST(ScaleDown, EmptyNodeRemoved) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddDaemonSetPod("ds-n1", "n1");
+  c.AddPod("done", "n1").phase = model::PodPhase::kSucceeded;  // terminal pods are ignored
+  c.AddNode("n2");
+  c.AddPod("busy", "n2", {{"cpu", "3"}});
+  ScaleDownPlan plan = c.Plan();
+  ASSERT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  const ScaleDown* sd = Removal(plan, "n1");
+  EXPECT_EQ(sd->kind, RemovalKind::kEmpty);
+  EXPECT_EQ(sd->pool, "cpupool");
+  EXPECT_TRUE(sd->evict.empty());
+  EXPECT_EQ(sd->detail, "utilization 0.00 < 0.5 (cpu)");
+  EXPECT_EQ(KeepReason(plan, "n2"), "utilization 0.75 >= threshold 0.5 (cpu)");
+}
+
+TEST(ScaleDown, UnderutilizedNodeRemovedWithItsPodsListed) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("b", "n1", {{"cpu", "500m"}});
+  c.AddPod("a", "n1", {{"cpu", "500m"}, {"memory", "1Gi"}});
+  c.AddDaemonSetPod("ds-n1", "n1");  // does not count, is not evicted
+  c.AddNode("n2");
+  c.AddPod("big", "n2", {{"cpu", "2600m"}});
+  ScaleDownPlan plan = c.Plan();
+  ASSERT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  const ScaleDown* sd = Removal(plan, "n1");
+  EXPECT_EQ(sd->kind, RemovalKind::kUnderutilized);
+  EXPECT_EQ(sd->evict, (Names{"default/a", "default/b"}));
+  EXPECT_EQ(sd->detail, "utilization 0.25 < 0.5 (cpu)");
+  EXPECT_THAT(KeepReason(plan, "n2"), HasSubstr("utilization 0.65 >= threshold 0.5"));
+
+  std::string explain = ScaleDownPlanner().Explain(c.Input(), "n1");
+  EXPECT_THAT(explain, HasSubstr("pool cpupool"));
+  EXPECT_THAT(explain, HasSubstr("Removable now (underutilized)"));
+  EXPECT_THAT(explain, HasSubstr("default/a -> n2"));
+  EXPECT_THAT(explain, HasSubstr("default/b -> n2"));
+}
+
+TEST(ScaleDown, MemoryUtilizationCountsWhenHigher) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "100m"}, {"memory", "12Gi"}});
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(KeepReason(plan, "n1"), "utilization 0.75 >= threshold 0.5 (memory)");
+}
+
+TEST(ScaleDown, KeptWhenPodsDoNotFitElsewhere) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1500m"}});
+  c.AddNode("n2");
+  c.AddPod("b", "n2", {{"cpu", "3"}});
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("default/a cannot be moved"));
+  EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("1 free"));
+}
+
+TEST(ScaleDown, KeptWhenNoSingleNodeHasRoom) {
+  // 3 cpu are free in total, but 1 on each node: the 1500m pod fits on none.
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1500m"}});
+  for (const char* n : {"n2", "n3", "n4"}) {
+    c.AddNode(n);
+    c.AddPod(std::string("busy-") + n, n, {{"cpu", "3"}});
+  }
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"),
+            "pod default/a cannot be moved: 0/3 nodes are available: 3 Insufficient cpu");
+
+  Cluster m;
+  m.AddNode("n1");
+  m.AddPod("a", "n1", {{"cpu", "100m"}, {"memory", "4Gi"}});
+  for (const char* n : {"n2", "n3"}) {
+    m.AddNode(n);
+    m.AddPod(std::string("busy-") + n, n, {{"cpu", "100m"}, {"memory", "13Gi"}});
+  }
+  EXPECT_EQ(KeepReason(m.Plan(), "n1"),
+            "pod default/a cannot be moved: 0/2 nodes are available: 2 Insufficient memory");
+}
+
+TEST(ScaleDown, KeptWhenOnlyTaintedNodesHaveRoom) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1"}});
+  model::Node& n2 = c.AddNode("n2");
+  n2.taints.push_back({"dedicated", "gpu", model::TaintEffect::kNoSchedule});
+  c.AddPod("b", "n2", {{"cpu", "3"}});  // keep n2 above the threshold
+  c.config().pools[0].min = 1;
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"),
+            "pod default/a cannot be moved: 0/1 nodes are available: 1 node(s) had untolerated "
+            "taint {dedicated: gpu}");
+}
+
+TEST(ScaleDown, PodsMovedOntoANodeMoveAgainWhenItGoes) {
+  // n3 (staying) has room for half a pod, so n1's pod lands on n2, the other candidate. When n2's
+  // turn comes it has to place both its own pod and the one it received, and cannot.
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1"}});
+  c.AddNode("n2");
+  c.AddPod("b", "n2", {{"cpu", "1"}});
+  c.AddNode("n3");
+  c.AddPod("c", "n3", {{"cpu", "3500m"}});
+  ScaleDownPlan plan = c.Plan(NoRateLimit());
+  EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n2"),
+            "pods default/b, default/a cannot be moved: they request cpu 2 in total and the "
+            "other ready, schedulable nodes have 500m free");
+}
+
+TEST(ScaleDown, MovedPodsPreferNodesThatStay) {
+  // n1's pod could go to n2 (a candidate) or n3 (staying); it goes to n3, so n2 can go too.
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1"}});
+  c.AddNode("n2");
+  c.AddPod("b", "n2", {{"cpu", "1"}});
+  c.AddNode("n3", "cpupool", {{"cpu", "8"}, {"memory", "32Gi"}});
+  c.AddPod("c", "n3", {{"cpu", "4500m"}});
+  ScaleDownPlan plan = c.Plan(NoRateLimit());
+  EXPECT_EQ(Removed(plan), (Names{"n1", "n2"})) << Render(plan);
+  std::string explain = ScaleDownPlanner().Explain(c.Input(), "n1");
+  EXPECT_THAT(explain, HasSubstr("default/a -> n3")) << explain;
+}
+
+TEST(ScaleDown, InterPodRulesAreCheckedForMovedPods) {
+  // Host ports take the full FitChecker path (with the pod's spec.nodeName set, as bound pods
+  // have it): the pod cannot go where its port is taken.
+  Cluster c;
+  c.AddNode("n1");
+  model::Pod& a = c.AddPod("a", "n1", {{"cpu", "500m"}});
+  a.containers[0].ports.push_back({.container_port = 80, .host_port = 8080});
+  c.AddNode("n2");
+  model::Pod& b = c.AddPod("b", "n2", {{"cpu", "3"}});
+  b.containers[0].ports.push_back({.container_port = 80, .host_port = 8080});
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"),
+            "pod default/a cannot be moved: 0/1 nodes are available: 1 node(s) didn't have free "
+            "ports for the requested pod ports");
+
+  c.AddNode("n3");
+  c.AddPod("busy", "n3", {{"cpu", "3"}});
+  plan = c.Plan();
+  EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_THAT(ScaleDownPlanner().Explain(c.Input(), "n1"), HasSubstr("default/a -> n3"));
+}
+
+// --- Pods that may not be evicted ------------------------------------------------------------
+
+// n1 holds the pod under test; n2 is a roomy node that stays (above the threshold).
+struct DrainCase {
+  Cluster c;
+  model::Pod* pod;
+  explicit DrainCase(std::string name = "x", std::string ns = "default") {
+    c.AddNode("n1");
+    pod = &c.AddPod(std::move(name), "n1", {{"cpu", "500m"}}, std::move(ns));
+    c.AddNode("n2", "cpupool", {{"cpu", "16"}, {"memory", "64Gi"}});
+    c.AddPod("big", "n2", {{"cpu", "9"}});
+  }
+};
+
+TEST(ScaleDown, KeptForRunningJobPodUnlessSafeToEvict) {
+  DrainCase d("train-0", "ml");
+  d.pod->meta.owner_references = {{"batch/v1", "Job", "train", "job-uid", true}};
+  ScaleDownPlan plan = d.c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"),
+            "pod ml/train-0 is not evictable: running training pod (owned by Job train); "
+            "annotate cluster-autoscaler.kubernetes.io/safe-to-evict=true to allow");
+
+  d.pod->meta.annotations[std::string(kSafeToEvictAnnotation)] = "true";
+  plan = d.c.Plan();
+  ASSERT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_EQ(plan.scale_downs[0].evict, Names{"ml/train-0"});
+}
+
+TEST(ScaleDown, KeptForGangMemberOfKubeflowJob) {
+  DrainCase d("worker-1", "ml");
+  d.pod->meta.owner_references = {{"kubeflow.org/v1", "PyTorchJob", "llm", "pj-uid", true}};
+  d.pod->meta.labels["training.kubeflow.org/job-name"] = "llm";
+  EXPECT_THAT(KeepReason(d.c.Plan(), "n1"),
+              HasSubstr("running training pod (owned by PyTorchJob llm, gang ml/kubeflow:llm)"));
+}
+
+TEST(ScaleDown, KeptForBarePod) {
+  DrainCase d("bare");
+  d.pod->meta.owner_references.clear();
+  ScaleDownPlan plan = d.c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"), "pod default/bare has no controller (bare pod)");
+}
+
+TEST(ScaleDown, LocalStorage) {
+  {
+    DrainCase d;
+    d.pod->volumes.push_back({.name = "scratch", .kind = model::Volume::Kind::kEmptyDir});
+    ScaleDownPlan plan = d.c.Plan();
+    EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+    EXPECT_EQ(KeepReason(plan, "n1"),
+              "pod default/x is not evictable: uses local storage (emptyDir volume \"scratch\"); "
+              "annotate cluster-autoscaler.kubernetes.io/safe-to-evict=true to allow");
+    d.pod->meta.annotations[std::string(kSafeToEvictAnnotation)] = "true";
+    EXPECT_EQ(Removed(d.c.Plan()), Names{"n1"});
+  }
+  {
+    DrainCase d;
+    d.pod->volumes.push_back(
+        {.name = "shm", .kind = model::Volume::Kind::kEmptyDir, .empty_dir_in_memory = true});
+    d.pod->volumes.push_back(
+        {.name = "data", .kind = model::Volume::Kind::kPersistentVolumeClaim, .claim_name = "c"});
+    EXPECT_EQ(Removed(d.c.Plan()), Names{"n1"});
+  }
+  {
+    DrainCase d;
+    d.pod->volumes.push_back({.name = "logs", .kind = model::Volume::Kind::kHostPath});
+    EXPECT_THAT(KeepReason(d.c.Plan(), "n1"), HasSubstr("hostPath volume \"logs\""));
+  }
+}
+
+TEST(ScaleDown, KeptForSafeToEvictFalseAndDoNotDisrupt) {
+  {
+    DrainCase d;
+    d.pod->meta.annotations[std::string(kSafeToEvictAnnotation)] = "false";
+    EXPECT_EQ(KeepReason(d.c.Plan(), "n1"),
+              "pod default/x is not evictable: annotated "
+              "cluster-autoscaler.kubernetes.io/safe-to-evict=false");
+  }
+  {
+    DrainCase d;
+    d.pod->meta.annotations[std::string(kDoNotDisruptAnnotation)] = "true";
+    // do-not-disrupt wins over safe-to-evict=true.
+    d.pod->meta.annotations[std::string(kSafeToEvictAnnotation)] = "true";
+    ScaleDownPlan plan = d.c.Plan();
+    EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+    EXPECT_EQ(KeepReason(plan, "n1"),
+              "pod default/x is not evictable: annotated karpenter.sh/do-not-disrupt=true");
+  }
+}
+
+TEST(ScaleDown, KubeSystemPodNeedsAPdb) {
+  DrainCase d("coredns-1", "kube-system");
+  d.pod->meta.labels["k8s-app"] = "coredns";
+  ScaleDownPlan plan = d.c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n1"),
+              HasSubstr("pod kube-system/coredns-1 is not evictable: kube-system pod without a "
+                        "PodDisruptionBudget"));
+
+  d.c.AddPdb("coredns", {{"k8s-app", "coredns"}}, "kube-system").disruptions_allowed = 1;
+  EXPECT_EQ(Removed(d.c.Plan()), Names{"n1"});
+}
+
+// --- PodDisruptionBudgets --------------------------------------------------------------------
+
+TEST(ScaleDown, KeptWhenPdbAllowsNoDisruption) {
+  DrainCase d("web-1");
+  d.pod->meta.labels["app"] = "web";
+  d.c.AddPdb("web", {{"app", "web"}}).disruptions_allowed = 0;
+  ScaleDownPlan plan = d.c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"),
+            "pod default/web-1 is not evictable: PodDisruptionBudget default/web allows no "
+            "disruptions now");
+}
+
+// Two candidate nodes each hold one pod a PDB covers; the PDB allows one eviction, so only the
+// first node goes in this pass. `status` picks status.disruptionsAllowed vs. minAvailable.
+void PdbBudgetIsCountedAcrossThePass(bool status) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("web-1", "n1").meta.labels["app"] = "web";
+  c.AddNode("n2");
+  c.AddPod("web-2", "n2").meta.labels["app"] = "web";
+  c.AddNode("n3", "cpupool", {{"cpu", "16"}, {"memory", "64Gi"}});
+  c.AddPod("big", "n3", {{"cpu", "9"}});
+  auto& pdb = c.AddPdb("web", {{"app", "web"}});
+  if (status) {
+    pdb.disruptions_allowed = 1;
+  } else {
+    pdb.min_available = model::IntOrPercent{.value = 1};  // 2 healthy, 1 may go
+  }
+  ScaleDownPlan plan = c.Plan(NoRateLimit());
+  EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n2"),
+            "pod default/web-2 is not evictable: PodDisruptionBudget default/web allows 1 "
+            "disruption(s) and other removals in this pass use 1");
+}
+
+TEST(ScaleDown, PdbBudgetFromStatusIsCountedAcrossThePass) {
+  PdbBudgetIsCountedAcrossThePass(true);
+}
+TEST(ScaleDown, PdbBudgetFromSpecIsCountedAcrossThePass) { PdbBudgetIsCountedAcrossThePass(false); }
+
+TEST(ScaleDown, PdbMaxUnavailablePercentCountsOnlyRunningPodsAsHealthy) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("web-1", "n1").meta.labels["app"] = "web";
+  c.AddNode("n3", "cpupool", {{"cpu", "16"}, {"memory", "64Gi"}});
+  c.AddPod("big", "n3", {{"cpu", "9"}});
+  model::Pod& pending = c.AddPod("web-2", "");  // selected but not healthy
+  pending.phase = model::PodPhase::kPending;
+  pending.meta.labels["app"] = "web";
+  c.AddPdb("web", {{"app", "web"}}).max_unavailable = model::IntOrPercent{50, true};
+  // expected 2, maxUnavailable 50% -> 1, desired healthy 1, healthy 1 -> 0 allowed.
+  EXPECT_THAT(KeepReason(c.Plan(), "n1"), HasSubstr("allows no disruptions now"));
+}
+
+// --- Eligibility -----------------------------------------------------------------------------
+
+TEST(ScaleDown, PoolMinimumCountsRemovalsInThePass) {
+  Cluster c;
+  c.config().pools[0].min = 2;
+  for (const char* n : {"n1", "n2", "n3"}) c.AddNode(n);
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n2"), "pool cpupool at min 2");
+  EXPECT_EQ(KeepReason(plan, "n3"), "pool cpupool at min 2");
+}
+
+TEST(ScaleDown, DelayAfterAdd) {
+  Cluster c;
+  c.AddNode("young").meta.creation_timestamp = c.now() - std::chrono::minutes(3);
+  c.AddNode("old").meta.creation_timestamp.reset();  // no timestamp: old
+  c.AddNode("exactly").meta.creation_timestamp = c.now() - std::chrono::minutes(10);
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), (Names{"exactly", "old"})) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "young"), "added 3m ago, delayAfterAdd 10m");
+}
+
+TEST(ScaleDown, ScaleDownDisabledAnnotation) {
+  Cluster c;
+  c.AddNode("a").meta.annotations[std::string(kCaScaleDownDisabledAnnotation)] = "true";
+  c.AddNode("b").meta.annotations[std::string(kScaleDownDisabledAnnotation)] = "true";
+  c.AddNode("c").meta.annotations[std::string(kScaleDownDisabledAnnotation)] = "false";
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), Names{"c"}) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "a"),
+            "scale-down disabled by annotation "
+            "cluster-autoscaler.kubernetes.io/scale-down-disabled=true");
+  EXPECT_EQ(KeepReason(plan, "b"),
+            "scale-down disabled by annotation tidepool.dev/scale-down-disabled=true");
+}
+
+TEST(ScaleDown, DisabledInConfig) {
+  Cluster c;
+  c.config().scale_down.enabled = false;
+  c.AddNode("n1");
+  c.AddNode("u1", "");
+  std::vector<std::string> unneeded = {"stale"};
+  ScaleDownPlan plan = c.Plan({}, &unneeded);
+  EXPECT_TRUE(plan.scale_downs.empty());
+  ASSERT_EQ(plan.keep.size(), 1u) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"), "scale-down disabled in config");
+  EXPECT_TRUE(unneeded.empty());
+}
+
+TEST(ScaleDown, UnmanagedNodeNeverRemovedButTakesPods) {
+  Cluster c;
+  c.AddNode("u1", "");  // empty, unmanaged
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1"}});
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "u1"), "<not kept>");
+  EXPECT_THAT(ScaleDownPlanner().Explain(c.Input(), "n1"), HasSubstr("default/a -> u1"));
+  EXPECT_THAT(ScaleDownPlanner().Explain(c.Input(), "u1"), HasSubstr("unmanaged"));
+}
+
+TEST(ScaleDown, NodeBeingDeletedIsNotADestinationNorACandidate) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1"}});
+  model::Node& n2 = c.AddNode("n2");
+  n2.taints.push_back(
+      {std::string(kToBeDeletedTaint), "1700000000", model::TaintEffect::kNoSchedule});
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n2"), HasSubstr("being removed already"));
+  EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("no other ready, schedulable node"));
+}
+
+TEST(ScaleDown, PodsOfANodeBeingDeletedTakeRoomFirst) {
+  // n2 is being deleted; its pod needs n3's room, so n1's pod finds none.
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "1500m"}});
+  c.AddNode("n2").taints.push_back(
+      {std::string(kToBeDeletedTaint), "", model::TaintEffect::kNoSchedule});
+  c.AddPod("leaving", "n2", {{"cpu", "1500m"}});
+  c.AddNode("n3");
+  c.AddPod("c", "n3", {{"cpu", "2500m"}});
+  EXPECT_TRUE(c.Plan().scale_downs.empty());
+}
+
+TEST(ScaleDown, UnreadyNodeMayGoButTakesNoPods) {
+  Cluster c;
+  c.AddNode("n1").ready = false;  // empty and unready: removable
+  c.AddNode("n2");
+  c.AddPod("a", "n2", {{"cpu", "1"}});
+  c.AddNode("n3").ready = false;
+  c.AddPod("b", "n3", {{"cpu", "3"}});  // above threshold, stays
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n2"), HasSubstr("no other ready, schedulable node"));
+}
+
+// --- GPU nodes -------------------------------------------------------------------------------
+
+TEST(ScaleDown, GpuNodeWithOnlyCpuPodsIsRemovedWhenTheyFitElsewhere) {
+  Cluster c;
+  c.AddPool("gpupool", 0);
+  c.AddNode("g1", "gpupool", {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "1"}});
+  c.AddPod("cpu-heavy", "g1", {{"cpu", "6"}});  // 75% cpu, 0 of 1 GPU
+  c.AddNode("c1", "cpupool", {{"cpu", "16"}, {"memory", "64Gi"}});
+  c.AddPod("big", "c1", {{"cpu", "9"}});
+  ScaleDownPlan plan = c.Plan();
+  ASSERT_EQ(Removed(plan), Names{"g1"}) << Render(plan);
+  EXPECT_EQ(plan.scale_downs[0].detail, "gpu utilization 0/1 < 0.5");
+  EXPECT_EQ(plan.scale_downs[0].kind, RemovalKind::kUnderutilized);
+  EXPECT_EQ(plan.scale_downs[0].evict, Names{"default/cpu-heavy"});
+}
+
+TEST(ScaleDown, GpuNodeWithGpuPodKept) {
+  Cluster c;
+  c.AddPool("gpupool", 0);
+  c.AddNode("g1", "gpupool", {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "1"}});
+  c.AddPod("infer", "g1", {{"cpu", "500m"}, {"nvidia.com/gpu", "1"}});
+  c.AddNode("g2", "gpupool", {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "1"}});
+  c.config().scale_down.gpu_utilization_threshold = 0.5;
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), Names{"g2"}) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "g1"), "gpu utilization 1/1 >= threshold 0.5");
+}
+
+// --- Rate limits and may_remove --------------------------------------------------------------
+
+TEST(ScaleDown, EmptyBulkLimit) {
+  Cluster c;
+  c.config().scale_down.max_empty_bulk_delete = 2;
+  for (const char* n : {"n4", "n3", "n2", "n1"}) c.AddNode(n);
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), (Names{"n1", "n2"})) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n3"), "maxEmptyBulkDelete 2 reached in this pass");
+  std::vector<std::string> unneeded;
+  c.Plan({}, &unneeded);
+  EXPECT_EQ(unneeded, (Names{"n1", "n2", "n3", "n4"}));
+  EXPECT_EQ(Removed(c.Plan(NoRateLimit())).size(), 4u);
+}
+
+TEST(ScaleDown, OneNonEmptyNodePerPoolPerPass) {
+  Cluster c;
+  c.AddPool("other", 0);
+  for (const char* n : {"a1", "a2", "a3"}) {
+    c.AddNode(n);
+    c.AddPod(std::string("p-") + n, n, {{"cpu", "1"}});
+  }
+  c.AddNode("b1", "other");
+  c.AddPod("p-b1", "b1", {{"cpu", "1"}});
+  c.AddNode("big", "");  // unmanaged, roomy
+  ScaleDownPlan plan = c.Plan();
+  EXPECT_EQ(Removed(plan), (Names{"a1", "b1"})) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "a2"), "maxNonEmptyPerPool 1 reached for pool cpupool in this pass");
+
+  c.config().scale_down.max_non_empty_per_pool = 2;
+  EXPECT_EQ(Removed(c.Plan()), (Names{"a1", "a2", "b1"}));
+  EXPECT_EQ(Removed(c.Plan(NoRateLimit())).size(), 4u);
+}
+
+TEST(ScaleDown, OrderIsEmptyFirstThenUtilizationThenName) {
+  Cluster c;
+  c.AddNode("z-empty");
+  c.AddNode("a-30");
+  c.AddPod("p30", "a-30", {{"cpu", "1200m"}});
+  c.AddNode("b-10");
+  c.AddPod("p10", "b-10", {{"cpu", "400m"}});
+  c.AddNode("c-10");
+  c.AddPod("q10", "c-10", {{"cpu", "400m"}});
+  c.AddNode("big", "", {{"cpu", "64"}, {"memory", "256Gi"}});
+  ScaleDownPlan plan = c.Plan(NoRateLimit());
+  EXPECT_EQ(Removed(plan), (Names{"z-empty", "b-10", "c-10", "a-30"})) << Render(plan);
+}
+
+TEST(ScaleDown, MayRemoveFilter) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddNode("n2");
+  c.AddPod("a", "n2", {{"cpu", "1"}});
+  c.AddNode("n3");
+  c.AddPod("b", "n3", {{"cpu", "3"}});
+  ScaleDownOptions o;
+  o.may_remove = [](const model::Node& n) { return n.name() != "n1"; };
+  o.not_yet_reason = [](const model::Node& n) {
+    return "unneeded for 2m of 10m (" + n.name() + ")";
+  };
+  std::vector<std::string> unneeded;
+  ScaleDownPlan plan = c.Plan(o, &unneeded);
+  // n1 stays and so can take n2's pod.
+  EXPECT_EQ(Removed(plan), Names{"n2"}) << Render(plan);
+  EXPECT_EQ(KeepReason(plan, "n1"), "unneeded for 2m of 10m (n1)");
+  // Ignoring may_remove and rate limits, n1 (empty) goes first and n2's pod still fits on n3.
+  EXPECT_EQ(unneeded, (Names{"n1", "n2"}));
+
+  o.not_yet_reason = nullptr;
+  EXPECT_EQ(KeepReason(c.Plan(o), "n1"), "not unneeded for long enough yet");
+}
+
+// --- Determinism and Explain -----------------------------------------------------------------
+
+TEST(ScaleDown, DeterministicAndIndependentOfInputOrder) {
+  Cluster c;
+  c.config().scale_down.max_non_empty_per_pool = 3;
+  for (int i = 0; i < 12; ++i) {
+    std::string n = "n" + std::to_string(i);
+    c.AddNode(n);
+    for (int j = 0; j < i % 4; ++j)
+      c.AddPod(n + "-p" + std::to_string(j), n, {{"cpu", std::string(j % 2 ? "300m" : "700m")}});
+  }
+  c.AddNode("e1");
+  c.AddPod("zz-bare", "n5").meta.owner_references.clear();
+  c.AddPod("aa-bare", "n5").meta.owner_references.clear();
+  ScaleDownPlanner planner;
+  PlannerInput in = c.Input();
+  ScaleDownPlan first = planner.Plan(in);
+  ASSERT_FALSE(first.scale_downs.empty());
+  EXPECT_EQ(KeepReason(first, "n5"), "pod default/aa-bare has no controller (bare pod)");
+  EXPECT_EQ(Render(first), Render(planner.Plan(in)));
+  std::reverse(in.nodes.begin(), in.nodes.end());
+  std::reverse(in.pods.begin(), in.pods.end());
+  ScaleDownPlan reversed = planner.Plan(in);
+  EXPECT_EQ(Removed(first), Removed(reversed));
+  for (const auto& k : first.keep) EXPECT_EQ(KeepReason(reversed, k.node), k.reason);
+}
+
+TEST(ScaleDown, ExplainKeptNode) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("a", "n1", {{"cpu", "3"}});
+  std::string e = ScaleDownPlanner().Explain(c.Input(), "n1");
+  EXPECT_THAT(e, HasSubstr("node n1 (pool cpupool, min 0)"));
+  EXPECT_THAT(e, HasSubstr("Kept"));
+  EXPECT_THAT(e, HasSubstr("utilization 0.75 >= threshold 0.5 (cpu)"));
+  EXPECT_THAT(ScaleDownPlanner().Explain(c.Input(), "nope"), HasSubstr("not in the cluster"));
+}
+
+TEST(ScaleDownRules, DrainRoles) {
+  Cluster c;
+  model::Pod& ds = c.AddDaemonSetPod("ds", "n1");
+  model::Pod& mirror = c.AddPod("static", "n1");
+  mirror.meta.annotations["kubernetes.io/config.mirror"] = "abc";
+  model::Pod& failed = c.AddPod("failed", "n1");
+  failed.phase = model::PodPhase::kFailed;
+  model::Pod& going = c.AddPod("going", "n1");
+  going.meta.deletion_timestamp = c.now();
+  EXPECT_EQ(DrainRoleOf(ds), DrainRole::kStays);
+  EXPECT_EQ(DrainRoleOf(mirror), DrainRole::kStays);
+  EXPECT_EQ(DrainRoleOf(failed), DrainRole::kIgnored);
+  EXPECT_EQ(DrainRoleOf(going), DrainRole::kIgnored);
+  EXPECT_EQ(DrainRoleOf(c.AddPod("web", "n1")), DrainRole::kMove);
+}
+
+}  // namespace
+}  // namespace tidepool::planner
