@@ -54,6 +54,9 @@ ResourceId InternResource(std::string_view name) {
 }
 
 std::string_view ResourceName(ResourceId id) {
+  // The well-known names need no lock: failure messages on hot paths ask for them most.
+  static constexpr std::string_view kBase[] = {"cpu", "memory", "ephemeral-storage", "pods"};
+  if (id < kNumBaseResources) return kBase[id];
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
   TIDEPOOL_CHECK(id < r.names.size());

@@ -54,20 +54,6 @@ Verdict Reject(FitCode code) {
   return v;
 }
 
-// Names of the fixed resource ids without the registry's lock; empty for extended ones.
-std::string_view BaseResourceName(model::ResourceId id) {
-  switch (id) {
-    case model::kCpu:
-      return "cpu";
-    case model::kMemory:
-      return "memory";
-    case model::kEphemeralStorage:
-      return "ephemeral-storage";
-    default:
-      return {};
-  }
-}
-
 [[gnu::cold, gnu::noinline]] FitResult MakeFailure(const Verdict& v) {
   FitResult r;
   r.code = v.code;
@@ -99,8 +85,7 @@ std::string_view BaseResourceName(model::ResourceId id) {
         r.reason = kReasonTooManyPods;
       } else {
         constexpr std::string_view kPrefix = "Insufficient ";
-        std::string_view name = BaseResourceName(v.resource);
-        if (name.empty()) name = model::ResourceName(v.resource);
+        std::string_view name = model::ResourceName(v.resource);
         r.reason.reserve(kPrefix.size() + name.size());
         r.reason = kPrefix;
         r.reason += name;
