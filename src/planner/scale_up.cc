@@ -610,7 +610,28 @@ ScaleUpPlan Pass::Run() {
     gang_pending[g].push_back(p);
   }
 
-  // 1. Singles that fit existing or upcoming capacity trigger nothing.
+  // 1. Singles that fit existing or upcoming capacity trigger nothing. Within a priority, the
+  // least flexible pods (whose group fits the fewest pool templates) go first, so a pod that
+  // tolerates spot does not take the upcoming on-demand node a pod without that toleration
+  // needs, which would make every later pass ask for one more node.
+  {
+    struct Item {
+      int32_t priority;
+      int flexibility;
+      const Pod* pod;
+    };
+    std::vector<Item> items;
+    items.reserve(singles.size());
+    for (const Pod* p : singles) {
+      int flexibility = 0;
+      for (size_t i = 0; i < pools_.size(); ++i) flexibility += FitsTemplate(p, i) ? 1 : 0;
+      items.push_back({p->PriorityOrZero(), flexibility, p});
+    }
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return std::tie(b.priority, a.flexibility) < std::tie(a.priority, b.flexibility);
+    });
+    for (size_t i = 0; i < items.size(); ++i) singles[i] = items[i].pod;
+  }
   std::vector<const Pod*> need;
   for (const Pod* p : singles) {
     NodeIndex i = PlaceOnExisting(*p, GroupOf(p));
