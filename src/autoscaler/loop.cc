@@ -1,0 +1,998 @@
+#include "autoscaler/loop.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "base/check.h"
+#include "planner/cluster.h"
+#include "planner/scale_down.h"
+#include "planner/scale_up.h"
+
+namespace tidepool::autoscaler {
+namespace {
+
+using planner::kDeletionCandidateTaint;
+using planner::kToBeDeletedTaint;
+
+bool HasTaint(const model::Node& node, std::string_view key) {
+  for (const model::Taint& t : node.taints)
+    if (t.key == key) return true;
+  return false;
+}
+
+// A pod that must leave before its node goes: not finished, not a DaemonSet or mirror pod.
+bool MustLeave(const model::Pod& pod) {
+  return !pod.IsTerminal() && !pod.IsDaemonSetPod() && !pod.IsMirrorPod();
+}
+
+std::string_view KindWord(planner::RemovalKind kind) {
+  return kind == planner::RemovalKind::kEmpty ? "empty" : "underutilized";
+}
+
+Action PoolAction(Action::Kind kind, std::string pool, int count, std::string reason) {
+  Action a;
+  a.kind = kind;
+  a.pool = std::move(pool);
+  a.count = count;
+  a.reason = std::move(reason);
+  return a;
+}
+
+Action NodeAction(Action::Kind kind, std::string node, std::string pool, std::string reason) {
+  Action a;
+  a.kind = kind;
+  a.node = std::move(node);
+  a.pool = std::move(pool);
+  a.reason = std::move(reason);
+  return a;
+}
+
+Action Event(std::string object_kind, std::string object, std::string reason, std::string message,
+             bool warning = false) {
+  Action a;
+  a.kind = Action::Kind::kEvent;
+  a.object_kind = std::move(object_kind);
+  a.object = std::move(object);
+  a.reason = std::move(reason);
+  a.message = std::move(message);
+  a.warning = warning;
+  return a;
+}
+
+std::string Seconds(Duration d) {
+  return FormatDuration(std::chrono::floor<std::chrono::seconds>(std::max(Duration(0), d)));
+}
+
+}  // namespace
+
+std::string_view ActionKindName(Action::Kind kind) {
+  switch (kind) {
+    case Action::Kind::kIncreasePool:
+      return "IncreasePool";
+    case Action::Kind::kDecreaseTarget:
+      return "DecreaseTarget";
+    case Action::Kind::kTaintNode:
+      return "TaintNode";
+    case Action::Kind::kMarkCandidate:
+      return "MarkCandidate";
+    case Action::Kind::kUnmarkCandidate:
+      return "UnmarkCandidate";
+    case Action::Kind::kEvictPods:
+      return "EvictPods";
+    case Action::Kind::kDeleteNode:
+      return "DeleteNode";
+    case Action::Kind::kUntaintNode:
+      return "UntaintNode";
+    case Action::Kind::kEvent:
+      return "Event";
+  }
+  return "?";
+}
+
+std::string DescribeAction(const Action& a) {
+  std::string_view name = ActionKindName(a.kind);
+  switch (a.kind) {
+    case Action::Kind::kIncreasePool:
+      return fmt::format("{} {} +{} for [{}] ({})", name, a.pool, a.count, fmt::join(a.pods, ", "),
+                         a.reason);
+    case Action::Kind::kDecreaseTarget:
+      return fmt::format("{} {} -{} ({})", name, a.pool, a.count, a.reason);
+    case Action::Kind::kEvictPods:
+      return fmt::format("{} {} [{}]", name, a.node, fmt::join(a.pods, ", "));
+    case Action::Kind::kEvent:
+      return fmt::format("{} {} {} {}{}: {}", name, a.object_kind, a.object, a.reason,
+                         a.warning ? " (Warning)" : "", a.message);
+    default:
+      return a.reason.empty() ? fmt::format("{} {}", name, a.node)
+                              : fmt::format("{} {} ({})", name, a.node, a.reason);
+  }
+}
+
+// Indexes of one observation, built once per Step.
+struct Autoscaler::StepContext {
+  enum class NodeClass {
+    kReady,     // capacity
+    kStarting,  // not usable yet, within the provision timeout: counted as upcoming
+    kUnusable,  // not usable past the provision timeout (or no longer ready): no capacity
+    kGone,      // the loop is deleting it or deleted it: counts for nothing
+  };
+
+  StepContext(const Observation& o, Time t) : obs(o), now(t) {}
+
+  const model::Node* Find(std::string_view name) const {
+    auto it = nodes.find(name);
+    return it == nodes.end() ? nullptr : it->second;
+  }
+  const std::vector<const model::Pod*>& PodsOn(std::string_view node) const {
+    static const std::vector<const model::Pod*> kNone;
+    auto it = pods_on.find(node);
+    return it == pods_on.end() ? kNone : it->second;
+  }
+  // A copy of `node` the loop may change for the planner's eyes; stable address.
+  model::Node& Copy(const model::Node& node) { return copies.emplace_back(node); }
+
+  const Observation& obs;
+  const Time now;
+  std::vector<Action> actions;
+  planner::PlannerInput base;  // config, pods, PDBs, DaemonSets, now, provider mapping
+  std::map<std::string_view, const model::Node*> nodes;    // by name, first of duplicates
+  std::map<std::string_view, const model::Pool*> pool_of;  // managed nodes only
+  std::map<std::string_view, NodeClass> node_class;        // managed nodes only
+  // Pods on the nodes the loop is removing or finds tainted ToBeDeleted.
+  std::map<std::string_view, std::vector<const model::Pod*>> pods_on;
+  std::vector<const model::Pod*> pending;
+  std::unordered_set<std::string> pending_keys;
+  std::deque<model::Node> copies;
+  std::optional<Time> next_starting_deadline;
+};
+
+Autoscaler::Autoscaler(const model::AutoscalerConfig& config, LoopOptions options)
+    : config_(config), options_(std::move(options)) {
+  for (const model::Pool& p : config_.pools) pools_[p.name];
+}
+
+std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
+  StepContext ctx(obs, now);
+  ctx.actions = std::move(outbox_);
+  outbox_.clear();
+  last_step_ = now;
+
+  ctx.base.config = &config_;
+  ctx.base.pods = obs.pods;
+  ctx.base.pdbs = obs.pdbs;
+  ctx.base.daemon_sets = obs.daemon_sets;
+  ctx.base.now = now;
+  ctx.base.provider_pool_of = obs.provider_pool_of;
+
+  for (const model::Node* n : obs.nodes) {
+    if (n != nullptr && !n->name().empty()) ctx.nodes.emplace(n->name(), n);
+  }
+  bool any_tainted = false;
+  for (const auto& [name, node] : ctx.nodes) {
+    auto [it, inserted] = nodes_.try_emplace(std::string(name));
+    if (inserted) it->second.first_seen = now;
+    if (const model::Pool* pool = planner::PoolOf(*node, ctx.base)) {
+      ctx.pool_of.emplace(name, pool);
+      any_tainted = any_tainted || HasTaint(*node, kToBeDeletedTaint);
+    }
+  }
+  if (!removals_.empty() || any_tainted) {
+    for (const model::Pod* pod : obs.pods) {
+      if (pod->node_name.empty()) continue;
+      const model::Node* node = ctx.Find(pod->node_name);
+      if (node == nullptr) continue;
+      if (removals_.contains(pod->node_name) || HasTaint(*node, kToBeDeletedTaint)) {
+        ctx.pods_on[node->name()].push_back(pod);
+      }
+    }
+  }
+
+  ObservePools(ctx);
+  HandlePoolFailures(ctx);
+  bool scan = !last_scan_ || now >= *last_scan_ + config_.scan_interval;
+  UpdateBatch(ctx);
+  bool scaled_up = false;
+  if (ShouldPlanScaleUp(ctx, scan)) scaled_up = RunScaleUp(ctx);
+  replan_ = false;
+  AdvanceRemovals(ctx);
+  if (scan) {
+    last_scan_ = now;
+    AdoptTaintedNodes(ctx);
+    RunScaleDown(ctx, /*may_start=*/!scaled_up);
+  }
+  Cleanup(ctx);
+  ComputeWakeup(ctx);
+  return std::move(ctx.actions);
+}
+
+void Autoscaler::ObservePools(StepContext& ctx) {
+  const Time now = ctx.now;
+  std::map<std::string_view, const PoolObservation*> reported;
+  for (const PoolObservation& p : ctx.obs.pools) reported.emplace(p.pool, &p);
+
+  std::map<std::string_view, int> previously_registered;
+  for (auto& [name, ps] : pools_) {
+    previously_registered[name] = ps.registered;
+    ps.registered = ps.ready = ps.starting = 0;
+  }
+
+  for (const auto& [name, pool] : ctx.pool_of) {
+    PoolState& ps = pools_[pool->name];
+    auto removal = removals_.find(name);
+    if (deleted_.contains(name) ||
+        (removal != removals_.end() && removal->second.phase == Removal::Phase::kDeleting)) {
+      ctx.node_class[name] = StepContext::NodeClass::kGone;
+      continue;
+    }
+    ++ps.registered;
+    const model::Node& node = *ctx.nodes.at(name);
+    NodeMemory& mem = nodes_.find(name)->second;
+    bool usable =
+        node.ready && !(pool->template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0);
+    Time created = node.meta.creation_timestamp.value_or(mem.first_seen);
+    Time deadline = created + ProvisionTimeout(*pool);
+    if (usable) {
+      ++ps.ready;
+      ctx.node_class[name] = StepContext::NodeClass::kReady;
+    } else if (now < deadline) {
+      ++ps.starting;
+      ctx.node_class[name] = StepContext::NodeClass::kStarting;
+      if (!ctx.next_starting_deadline || deadline < *ctx.next_starting_deadline) {
+        ctx.next_starting_deadline = deadline;
+      }
+    } else {
+      ctx.node_class[name] = StepContext::NodeClass::kUnusable;
+    }
+    if (usable) mem.ever_usable = true;
+  }
+
+  for (const model::Pool& pool : config_.pools) {
+    PoolState& ps = pools_[pool.name];
+    // A node of the pool joined: the provider delivers again.
+    if (ps.registered > previously_registered[pool.name]) ps.backoff_level = 0;
+    if (auto it = reported.find(pool.name); it != reported.end()) {
+      ps.observed = true;
+      ps.observed_target = it->second->target;
+      ps.provider_registered = it->second->registered;
+      ps.stockout = it->second->stockout;
+      ps.stockout_reason = it->second->stockout_reason;
+    } else {
+      ps.observed = false;
+      ps.observed_target = ps.registered;
+      ps.provider_registered = ps.registered;
+      ps.stockout = false;
+      ps.stockout_reason.clear();
+    }
+    if (ps.expected_target) {
+      bool shows = ps.observed && ps.observed_target == *ps.expected_target;
+      bool lapsed = ps.unreported == 0 && now - ps.expected_touched >= options_.observe_grace;
+      bool abandoned = now - ps.expected_touched >= ProvisionTimeout(pool);
+      if (shows || lapsed || abandoned) {
+        ps.expected_target.reset();
+        ps.unreported = 0;
+      }
+    }
+    SyncRequests(ps, now);
+  }
+}
+
+void Autoscaler::SyncRequests(PoolState& ps, Time now) {
+  ps.not_registered = std::max(0, ps.target() - ps.registered);
+  int total = 0;
+  for (const ScaleUpRequest& r : ps.requests) total += r.remaining;
+  // Arrivals (or cancellations elsewhere) fill the oldest requests first.
+  for (int gone = total - ps.not_registered; gone > 0 && !ps.requests.empty();) {
+    int take = std::min(gone, ps.requests.front().remaining);
+    ps.requests.front().remaining -= take;
+    gone -= take;
+    if (ps.requests.front().remaining == 0) ps.requests.pop_front();
+  }
+  // Nodes the loop did not ask for in this life (a restart, someone else's increase): count
+  // them as requested now, the conservative choice for the timeout.
+  if (total < ps.not_registered) ps.requests.push_back({ps.not_registered - total, now});
+}
+
+void Autoscaler::DropNewestRequests(PoolState& ps, int count) {
+  for (int left = count; left > 0 && !ps.requests.empty();) {
+    int take = std::min(left, ps.requests.back().remaining);
+    ps.requests.back().remaining -= take;
+    left -= take;
+    if (ps.requests.back().remaining == 0) ps.requests.pop_back();
+  }
+}
+
+void Autoscaler::HandlePoolFailures(StepContext& ctx) {
+  const Time now = ctx.now;
+  for (const model::Pool& pool : config_.pools) {
+    PoolState& ps = pools_[pool.name];
+    Duration timeout = ProvisionTimeout(pool);
+    if (ps.stockout && !InBackoff(ps, now)) {
+      Backoff(ps,
+              ps.stockout_reason.empty()
+                  ? std::string("the provider reports no capacity")
+                  : fmt::format("the provider reports no capacity: {}", ps.stockout_reason),
+              now);
+      int cancel = ps.target() - std::max(ps.registered, ps.provider_registered);
+      if (cancel > 0) {
+        ctx.actions.push_back(PoolAction(
+            Action::Kind::kDecreaseTarget, pool.name, cancel,
+            fmt::format("cancel {} requested node(s): the provider reports no capacity", cancel)));
+        ExpectTargetChange(ps, -cancel, now);
+        replan_ = true;
+      }
+      // The cancelled nodes were the newest asked for; instances the provider has keep their
+      // request time (and their timeout).
+      DropNewestRequests(ps, cancel);
+      SyncRequests(ps, now);
+    } else if (!ps.requests.empty() && ps.not_registered > 0 &&
+               now >= ps.requests.front().requested_at + timeout) {
+      int cancel = ps.not_registered;
+      std::string why =
+          fmt::format("{} node(s) requested at {} did not register within {}", cancel,
+                      FormatRfc3339(ps.requests.front().requested_at), FormatDuration(timeout));
+      Backoff(ps, why, now);
+      ctx.actions.push_back(PoolAction(Action::Kind::kDecreaseTarget, pool.name, cancel,
+                                       fmt::format("cancel: {}", why)));
+      ExpectTargetChange(ps, -cancel, now);
+      ps.requests.clear();
+      SyncRequests(ps, now);
+      replan_ = true;
+    }
+  }
+  // A node the loop saw being provisioned that never became usable: its pool does not deliver.
+  // (A node that was already old when first seen, or was usable before, blames no pool.)
+  for (const auto& [name, cls] : ctx.node_class) {
+    if (cls != StepContext::NodeClass::kUnusable) continue;
+    NodeMemory& mem = nodes_.find(name)->second;
+    if (mem.ever_usable || mem.broken_reported) continue;
+    mem.broken_reported = true;
+    const model::Node& node = *ctx.nodes.at(name);
+    const model::Pool& pool = *ctx.pool_of.at(name);
+    Duration timeout = ProvisionTimeout(pool);
+    if (node.meta.creation_timestamp && *node.meta.creation_timestamp + timeout <= mem.first_seen) {
+      continue;
+    }
+    Backoff(pools_[pool.name],
+            fmt::format("node {} not usable (Ready with its GPUs) within {} of its creation", name,
+                        FormatDuration(timeout)),
+            ctx.now);
+    replan_ = true;
+  }
+}
+
+void Autoscaler::UpdateBatch(StepContext& ctx) {
+  bool added = false;
+  const int32_t cutoff = config_.scale_up.expendable_priority_cutoff;
+  for (const model::Pod* pod : ctx.obs.pods) {
+    if (!planner::IsPendingForScaleUp(*pod, cutoff)) continue;
+    ctx.pending.push_back(pod);
+    auto [it, inserted] = ctx.pending_keys.insert(pod->Key());
+    if (inserted && !prev_pending_.contains(*it)) added = true;
+  }
+  if (ctx.pending.empty()) {
+    batch_start_.reset();
+    return;
+  }
+  if (added) {
+    if (!batch_start_) batch_start_ = ctx.now;
+    batch_last_add_ = ctx.now;
+  }
+}
+
+bool Autoscaler::ShouldPlanScaleUp(const StepContext& ctx, bool scan) const {
+  if (ctx.pending.empty()) return false;
+  if (replan_) return true;
+  // A backoff ran out since the last plan: its pool may take the waiting pods now.
+  for (const auto& [name, ps] : pools_) {
+    if (ps.backoff_until && *ps.backoff_until <= ctx.now &&
+        (!last_planned_ || *ps.backoff_until > *last_planned_)) {
+      return true;
+    }
+  }
+  if (batch_start_) {
+    return ctx.now >= batch_last_add_ + config_.scale_up.batch_idle ||
+           ctx.now >= *batch_start_ + config_.scale_up.batch_max;
+  }
+  return scan;
+}
+
+bool Autoscaler::RunScaleUp(StepContext& ctx) {
+  const Time now = ctx.now;
+  planner::PlannerInput in = ctx.base;
+  for (const auto& [name, node] : ctx.nodes) {
+    auto cls = ctx.node_class.find(name);
+    if (cls == ctx.node_class.end()) {
+      in.nodes.push_back(node);  // unmanaged: its free capacity counts
+      continue;
+    }
+    switch (cls->second) {
+      case StepContext::NodeClass::kGone:
+      case StepContext::NodeClass::kStarting:  // modelled from the template as upcoming
+        continue;
+      case StepContext::NodeClass::kUnusable: {
+        model::Node& copy = ctx.Copy(*node);  // counts towards the pool's size, holds nothing
+        copy.unschedulable = true;
+        in.nodes.push_back(&copy);
+        continue;
+      }
+      case StepContext::NodeClass::kReady:
+        break;
+    }
+    if (removals_.contains(name)) {
+      model::Node& copy = ctx.Copy(*node);
+      copy.unschedulable = true;
+      if (!HasTaint(copy, kToBeDeletedTaint)) {
+        copy.taints.push_back(
+            {std::string(kToBeDeletedTaint), "", model::TaintEffect::kNoSchedule});
+      }
+      in.nodes.push_back(&copy);
+      continue;
+    }
+    in.nodes.push_back(node);
+  }
+  for (const auto& [name, ps] : pools_) {
+    if (ps.upcoming() > 0) in.upcoming[name] = ps.upcoming();
+    if (InBackoff(ps, now)) in.backoff_until[name] = *ps.backoff_until;
+  }
+
+  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(in);
+  batch_start_.reset();
+  last_planned_ = now;
+
+  bool any = false;
+  for (const planner::ScaleUp& su : plan.scale_ups) {
+    const model::Pool* pool = config_.FindPool(su.pool);
+    if (su.add <= 0 || pool == nullptr) continue;
+    PoolState& ps = pools_[su.pool];
+    int from = ps.target();
+    int to = from + su.add;
+    Action a = PoolAction(Action::Kind::kIncreasePool, su.pool, su.add, su.reason);
+    a.pods = su.pods;
+    ctx.actions.push_back(std::move(a));
+    ExpectTargetChange(ps, su.add, now);
+    ps.requests.push_back({su.add, now});
+    ps.not_registered += su.add;
+    last_scale_up_ = ScaleUpRecord{now, su.pool, from, to, su.pods, su.reason};
+    std::string message = fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool,
+                                      from, to, pool->max);
+    for (const std::string& pod : su.pods) {
+      ctx.actions.push_back(Event("Pod", pod, "TriggeredScaleUp", message));
+      not_triggered_.erase(pod);
+    }
+    any = true;
+  }
+  for (const planner::Unschedulable& u : plan.unschedulable) {
+    std::string message = "pod didn't trigger scale-up: ";
+    std::string_view sep;
+    for (const auto& [pool, reason] : u.reasons) {
+      message += fmt::format("{}{}: {}", sep, pool, reason);
+      sep = "; ";
+    }
+    std::string& told = not_triggered_[u.pod];
+    if (told == message) continue;
+    told = message;
+    ctx.actions.push_back(Event("Pod", u.pod, "NotTriggerScaleUp", std::move(message)));
+  }
+  return any;
+}
+
+void Autoscaler::AdvanceRemovals(StepContext& ctx) {
+  std::vector<std::string> names;
+  for (const auto& [name, r] : removals_) names.push_back(name);
+  for (const std::string& name : names) {
+    auto it = removals_.find(name);
+    if (it != removals_.end()) AdvanceRemoval(ctx, it->second);
+  }
+}
+
+void Autoscaler::AdvanceRemoval(StepContext& ctx, Removal& r) {
+  const Time now = ctx.now;
+  const Duration max_eviction = config_.scale_down.max_pod_eviction_time;
+  const model::Node* node = ctx.Find(r.node);
+  if (node == nullptr) {
+    // Gone from the cluster (deleted by the loop, or by someone else): nothing left to do.
+    if (r.phase == Removal::Phase::kDeleting) deleted_[r.node] = now;
+    removals_.erase(r.node);
+    return;
+  }
+  if (HasTaint(*node, kToBeDeletedTaint)) r.taint_confirmed = true;
+
+  if (r.phase == Removal::Phase::kTainting) {
+    if (!r.taint_confirmed) {
+      if (now >= r.started + max_eviction) {
+        RollBack(r.node,
+                 fmt::format("the {} taint was not confirmed within {}", kToBeDeletedTaint,
+                             FormatDuration(max_eviction)),
+                 now, ctx.actions);
+      }
+      return;
+    }
+    r.phase = Removal::Phase::kDraining;
+    r.drain_started = now;
+  }
+  if (r.phase != Removal::Phase::kDraining) return;
+
+  // Pods that must leave and are still on the node, terminating ones included.
+  std::set<std::string> present;
+  std::vector<std::string> evict;
+  bool first = r.pods.empty() && !r.all_evicted_at;
+  for (const model::Pod* pod : ctx.PodsOn(r.node)) {
+    if (!MustLeave(*pod)) continue;
+    std::string key = pod->Key();
+    present.insert(key);
+    if (pod->meta.deletion_timestamp || r.pods.contains(key)) continue;
+    r.pods[key] = PodEviction{};  // new (or first): evict it
+    evict.push_back(key);
+  }
+  for (auto& [key, ev] : r.pods) {
+    if (!present.contains(key)) {
+      ev.state = PodEviction::State::kEvicted;
+    } else if (ev.state == PodEviction::State::kRetry && ev.retry_at <= now) {
+      ev.state = PodEviction::State::kInFlight;
+      evict.push_back(key);
+    }
+  }
+  if (!evict.empty()) {
+    std::sort(evict.begin(), evict.end());
+    if (first) {
+      for (const std::string& pod : evict) {
+        ctx.actions.push_back(Event("Pod", pod, "ScaleDown", "deleting pod for node scale down"));
+      }
+    }
+    Action a = NodeAction(Action::Kind::kEvictPods, r.node, r.pool,
+                          fmt::format("drain for scale-down ({})", KindWord(r.kind)));
+    a.pods = std::move(evict);
+    ctx.actions.push_back(std::move(a));
+  }
+
+  bool all_evicted = std::all_of(r.pods.begin(), r.pods.end(), [](const auto& e) {
+    return e.second.state == PodEviction::State::kEvicted;
+  });
+  if (all_evicted) {
+    if (!r.all_evicted_at) r.all_evicted_at = now;
+    if (present.empty()) {
+      ctx.actions.push_back(
+          NodeAction(Action::Kind::kDeleteNode, r.node, r.pool,
+                     fmt::format("scale-down: {}, {}", KindWord(r.kind), r.detail)));
+      r.phase = Removal::Phase::kDeleting;
+      if (auto ps = pools_.find(r.pool); ps != pools_.end()) {
+        ExpectTargetChange(ps->second, -1, now);
+        --ps->second.registered;
+        SyncRequests(ps->second, now);
+      }
+    } else if (now >= *r.all_evicted_at + options_.pod_termination_wait) {
+      RollBack(r.node,
+               fmt::format("evicted pods still on the node {} after their eviction: {}",
+                           FormatDuration(options_.pod_termination_wait), fmt::join(present, ", ")),
+               now, ctx.actions);
+    }
+    return;
+  }
+  if (now >= *r.drain_started + max_eviction) {
+    std::string stuck;
+    for (const auto& [key, ev] : r.pods) {
+      if (ev.state == PodEviction::State::kEvicted) continue;
+      stuck = ev.last_error.empty() ? key : fmt::format("{} ({})", key, ev.last_error);
+      break;
+    }
+    RollBack(r.node,
+             fmt::format("could not evict pod {} within scaleDown.maxPodEvictionTime {}", stuck,
+                         FormatDuration(max_eviction)),
+             now, ctx.actions);
+  }
+}
+
+void Autoscaler::RollBack(const std::string& node, const std::string& why, Time now,
+                          std::vector<Action>& out) {
+  auto it = removals_.find(node);
+  if (it == removals_.end()) return;
+  std::string pool = it->second.pool;
+  untainted_[node] = now;
+  out.push_back(NodeAction(Action::Kind::kUntaintNode, node, pool,
+                           fmt::format("scale-down rolled back: {}", why)));
+  out.push_back(Event("Node", node, "ScaleDownFailed",
+                      fmt::format("failed to remove the node, scale-down aborted and the node "
+                                  "untainted: {}",
+                                  why),
+                      /*warning=*/true));
+  cooldown_[node] = now + options_.removal_cooldown.value_or(config_.scale_down.unneeded_time);
+  unneeded_since_.erase(node);
+  last_scale_down_ = ScaleDownRecord{now, node, pool, "failed", why};
+  removals_.erase(it);
+}
+
+void Autoscaler::AdoptTaintedNodes(StepContext& ctx) {
+  std::set<std::string_view> orphans;
+  for (const auto& [name, pool] : ctx.pool_of) {
+    if (removals_.contains(name) || deleted_.contains(name)) continue;
+    if (!HasTaint(*ctx.nodes.at(name), kToBeDeletedTaint)) continue;
+    // Untainted a moment ago and the observation does not show it yet.
+    auto u = untainted_.find(name);
+    if (u != untainted_.end() && ctx.now < u->second + options_.observe_grace) continue;
+    orphans.insert(name);
+  }
+  if (orphans.empty()) return;
+
+  // Ask the planner whether each one would still go if it were not tainted: then resume its
+  // removal, else take the taint off.
+  planner::PlannerInput in = ctx.base;
+  for (const auto& [name, node] : ctx.nodes) {
+    auto cls = ctx.node_class.find(name);
+    if (cls != ctx.node_class.end() && cls->second == StepContext::NodeClass::kGone) continue;
+    if (orphans.contains(name)) {
+      model::Node& copy = ctx.Copy(*node);
+      std::erase_if(copy.taints, [](const model::Taint& t) { return t.key == kToBeDeletedTaint; });
+      in.nodes.push_back(&copy);
+    } else if (removals_.contains(name) && !HasTaint(*node, kToBeDeletedTaint)) {
+      model::Node& copy = ctx.Copy(*node);
+      copy.taints.push_back({std::string(kToBeDeletedTaint), "", model::TaintEffect::kNoSchedule});
+      in.nodes.push_back(&copy);
+    } else {
+      in.nodes.push_back(node);
+    }
+  }
+  planner::ScaleDownOptions options;
+  options.rate_limit = false;
+  options.may_remove = [&](const model::Node& n) {
+    auto cd = cooldown_.find(n.name());
+    return orphans.contains(n.name()) && (cd == cooldown_.end() || cd->second <= ctx.now);
+  };
+  planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, options);
+
+  std::set<std::string_view> resumed;
+  for (const planner::ScaleDown& sd : plan.scale_downs) {
+    if (!orphans.contains(sd.node)) continue;
+    Removal r;
+    r.node = sd.node;
+    r.pool = sd.pool;
+    r.kind = sd.kind;
+    r.detail = sd.detail;
+    r.started = ctx.now;
+    r.taint_confirmed = true;
+    Removal& stored = removals_[sd.node] = std::move(r);
+    resumed.insert(stored.node);
+    ctx.actions.push_back(
+        Event("Node", sd.node, "ScaleDown",
+              fmt::format("resuming the removal of the node found with the {} taint: {}, {}",
+                          kToBeDeletedTaint, KindWord(sd.kind), sd.detail)));
+    last_scale_down_ = ScaleDownRecord{ctx.now, sd.node, sd.pool, "started", sd.detail};
+    AdvanceRemoval(ctx, stored);
+  }
+  for (std::string_view name : orphans) {
+    if (resumed.contains(name)) continue;
+    std::string why = "no longer removable";
+    for (const planner::Keep& k : plan.keep) {
+      if (k.node == name) why = fmt::format("no longer removable: {}", k.reason);
+    }
+    const model::Pool* pool = ctx.pool_of.at(name);
+    untainted_[std::string(name)] = ctx.now;
+    ctx.actions.push_back(NodeAction(
+        Action::Kind::kUntaintNode, std::string(name), pool->name,
+        fmt::format("found with the {} taint and not being removed: {}", kToBeDeletedTaint, why)));
+  }
+}
+
+std::string Autoscaler::NotRemovableReason(const StepContext& ctx, std::string_view node) const {
+  if (auto cd = cooldown_.find(node); cd != cooldown_.end() && cd->second > ctx.now) {
+    return fmt::format("its removal failed recently; not tried again before {}",
+                       FormatRfc3339(cd->second));
+  }
+  if (auto p = ctx.pool_of.find(node); p != ctx.pool_of.end()) {
+    const PoolState& ps = pools_.at(p->second->name);
+    if (ps.upcoming() > 0) {
+      return fmt::format("pool {} is scaling up ({} node(s) upcoming)", p->second->name,
+                         ps.upcoming());
+    }
+  }
+  return "";
+}
+
+void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
+  const Time now = ctx.now;
+  std::set<std::string> unneeded;
+  if (!config_.scale_down.enabled) {
+    unneeded_since_.clear();
+    kept_.clear();
+    UpdateCandidateMarks(ctx, unneeded);
+    return;
+  }
+  planner::PlannerInput in = ctx.base;
+  for (const auto& [name, node] : ctx.nodes) {
+    auto cls = ctx.node_class.find(name);
+    if (cls != ctx.node_class.end() && cls->second == StepContext::NodeClass::kGone) continue;
+    if (removals_.contains(name) && !HasTaint(*node, kToBeDeletedTaint)) {
+      model::Node& copy = ctx.Copy(*node);
+      copy.taints.push_back({std::string(kToBeDeletedTaint), "", model::TaintEffect::kNoSchedule});
+      in.nodes.push_back(&copy);
+      continue;
+    }
+    in.nodes.push_back(node);
+  }
+  for (const auto& [name, ps] : pools_)
+    if (ps.upcoming() > 0) in.upcoming[name] = ps.upcoming();
+
+  planner::ScaleDownPlanner planner;
+  std::vector<std::string> list;
+  planner::ScaleDownOptions all;
+  all.rate_limit = false;
+  kept_ = planner.Plan(in, all, &list).keep;
+  for (std::string& name : list)
+    if (!removals_.contains(name)) unneeded.insert(std::move(name));
+  std::erase_if(unneeded_since_, [&](const auto& e) { return !unneeded.contains(e.first); });
+  for (const std::string& name : unneeded) unneeded_since_.try_emplace(name, now);
+  UpdateCandidateMarks(ctx, unneeded);
+  if (!may_start) return;
+
+  std::set<std::string, std::less<>> ripe;
+  for (const auto& [name, since] : unneeded_since_) {
+    if (now >= since + config_.scale_down.unneeded_time && NotRemovableReason(ctx, name).empty()) {
+      ripe.insert(name);
+    }
+  }
+  if (ripe.empty()) return;
+  planner::ScaleDownOptions options;
+  options.rate_limit = true;
+  options.may_remove = [&](const model::Node& n) { return ripe.contains(n.name()); };
+  options.not_yet_reason = [&](const model::Node& n) {
+    std::string why = NotRemovableReason(ctx, n.name());
+    if (!why.empty()) return why;
+    auto since = unneeded_since_.find(n.name());
+    if (since == unneeded_since_.end()) return std::string("not unneeded");
+    return fmt::format("unneeded for {} of scaleDown.unneededTime {}", Seconds(now - since->second),
+                       FormatDuration(config_.scale_down.unneeded_time));
+  };
+  planner::ScaleDownPlan plan = planner.Plan(in, options);
+
+  // Non-empty drains per pool, counting the ones still running from earlier passes.
+  std::map<std::string, int> draining;
+  for (const auto& [name, r] : removals_) {
+    if (r.kind == planner::RemovalKind::kUnderutilized && r.phase != Removal::Phase::kDeleting) {
+      ++draining[r.pool];
+    }
+  }
+  for (const planner::ScaleDown& sd : plan.scale_downs) {
+    if (sd.kind == planner::RemovalKind::kUnderutilized) {
+      if (draining[sd.pool] >= config_.scale_down.max_non_empty_per_pool) continue;
+      ++draining[sd.pool];
+    }
+    StartRemoval(ctx, sd);
+  }
+}
+
+void Autoscaler::StartRemoval(StepContext& ctx, const planner::ScaleDown& sd) {
+  Removal r;
+  r.node = sd.node;
+  r.pool = sd.pool;
+  r.kind = sd.kind;
+  r.detail = sd.detail;
+  r.started = ctx.now;
+  std::string why = fmt::format("{}, {}", KindWord(sd.kind), sd.detail);
+  ctx.actions.push_back(NodeAction(Action::Kind::kTaintNode, sd.node, sd.pool, why));
+  ctx.actions.push_back(
+      Event("Node", sd.node, "ScaleDown",
+            fmt::format("marked the node as toBeDeleted/unschedulable: {}; {} pod(s) to evict", why,
+                        sd.evict.size())));
+  unneeded_since_.erase(sd.node);
+  last_scale_down_ = ScaleDownRecord{ctx.now, sd.node, sd.pool, "started", why};
+  removals_[sd.node] = std::move(r);
+}
+
+void Autoscaler::UpdateCandidateMarks(StepContext& ctx, const std::set<std::string>& unneeded) {
+  if (!options_.mark_deletion_candidates) return;
+  for (const std::string& name : unneeded) {
+    const model::Node* node = ctx.Find(name);
+    if (node == nullptr || marked_.contains(name)) continue;
+    marked_.insert(name);
+    if (HasTaint(*node, kDeletionCandidateTaint)) continue;
+    ctx.actions.push_back(NodeAction(Action::Kind::kMarkCandidate, name,
+                                     ctx.pool_of.contains(name) ? ctx.pool_of.at(name)->name : "",
+                                     "unneeded"));
+  }
+  for (const auto& [name, pool] : ctx.pool_of) {
+    bool marked = marked_.contains(name) || HasTaint(*ctx.nodes.at(name), kDeletionCandidateTaint);
+    if (!marked || removals_.contains(name)) continue;
+    if (unneeded.contains(std::string(name))) continue;
+    ctx.actions.push_back(
+        NodeAction(Action::Kind::kUnmarkCandidate, std::string(name), pool->name, "needed again"));
+    marked_.erase(std::string(name));
+  }
+}
+
+void Autoscaler::Cleanup(StepContext& ctx) {
+  auto unseen = [&](const auto& e) { return !ctx.nodes.contains(e.first); };
+  std::erase_if(nodes_, unseen);
+  std::erase_if(deleted_, unseen);
+  std::erase_if(untainted_, [&](const auto& e) {
+    const model::Node* n = ctx.Find(e.first);
+    return n == nullptr || !HasTaint(*n, kToBeDeletedTaint);
+  });
+  std::erase_if(unneeded_since_, unseen);
+  std::erase_if(cooldown_, [&](const auto& e) { return e.second <= ctx.now; });
+  std::erase_if(marked_, [&](const std::string& n) { return !ctx.nodes.contains(n); });
+  std::erase_if(not_triggered_, [&](const auto& e) { return !ctx.pending_keys.contains(e.first); });
+  pending_count_ = static_cast<int>(ctx.pending.size());
+  prev_pending_ = std::move(ctx.pending_keys);
+}
+
+void Autoscaler::ComputeWakeup(const StepContext& ctx) {
+  const Time now = ctx.now;
+  Time w = *last_scan_ + config_.scan_interval;
+  auto at = [&w](Time t) { w = std::min(w, t); };
+  if (batch_start_) {
+    at(std::min(batch_last_add_ + config_.scale_up.batch_idle,
+                *batch_start_ + config_.scale_up.batch_max));
+  }
+  if (ctx.next_starting_deadline) at(*ctx.next_starting_deadline);
+  for (const model::Pool& pool : config_.pools) {
+    const PoolState& ps = pools_.at(pool.name);
+    if (!ps.requests.empty()) at(ps.requests.front().requested_at + ProvisionTimeout(pool));
+    if (pending_count_ > 0 && InBackoff(ps, now)) at(*ps.backoff_until);
+    if (ps.expected_target && ps.unreported == 0) {
+      at(ps.expected_touched + options_.observe_grace);
+    }
+  }
+  const Duration max_eviction = config_.scale_down.max_pod_eviction_time;
+  for (const auto& [name, r] : removals_) {
+    if (r.phase == Removal::Phase::kTainting) at(r.started + max_eviction);
+    if (r.phase != Removal::Phase::kDraining) continue;
+    if (r.all_evicted_at) {
+      at(*r.all_evicted_at + options_.pod_termination_wait);
+      continue;
+    }
+    at(*r.drain_started + max_eviction);
+    for (const auto& [key, ev] : r.pods)
+      if (ev.state == PodEviction::State::kRetry) at(ev.retry_at);
+  }
+  if (replan_ || !outbox_.empty()) at(now);
+  wakeup_ = std::max(w, now);
+}
+
+void Autoscaler::Backoff(PoolState& ps, std::string reason, Time now) {
+  if (InBackoff(ps, now)) return;  // one failure, one backoff
+  Duration d = config_.scale_up.backoff_initial;
+  for (int i = 0; i < ps.backoff_level && d < config_.scale_up.backoff_max; ++i) d *= 2;
+  d = std::min(d, config_.scale_up.backoff_max);
+  ps.backoff_until = now + d;
+  ps.backoff_reason = std::move(reason);
+  ++ps.backoff_level;
+}
+
+void Autoscaler::ExpectTargetChange(PoolState& ps, int delta, Time now) {
+  ps.expected_target = std::max(0, ps.target() + delta);
+  ++ps.unreported;
+  ps.expected_touched = now;
+}
+
+void Autoscaler::OnIncreaseResult(const std::string& pool, int count, const Result<void>& result,
+                                  Time now) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  PoolState& ps = it->second;
+  ps.unreported = std::max(0, ps.unreported - 1);
+  ps.expected_touched = now;
+  if (result) return;
+  if (ps.expected_target) *ps.expected_target = std::max(0, *ps.expected_target - count);
+  DropNewestRequests(ps, count);  // these nodes will not come
+  ps.not_registered = std::max(0, ps.target() - ps.registered);
+  Backoff(ps, fmt::format("increasing the pool by {} failed: {}", count, result.error().message()),
+          now);
+  replan_ = true;
+  Wake(now);
+}
+
+void Autoscaler::OnDecreaseResult(const std::string& pool, int count, const Result<void>& result,
+                                  Time now) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  PoolState& ps = it->second;
+  ps.unreported = std::max(0, ps.unreported - 1);
+  ps.expected_touched = now;
+  if (result) return;
+  if (ps.expected_target) *ps.expected_target += count;
+  ps.not_registered = std::max(0, ps.target() - ps.registered);
+}
+
+void Autoscaler::OnTaintResult(const std::string& node, const Result<void>& result, Time now) {
+  auto it = removals_.find(node);
+  if (it == removals_.end() || it->second.phase != Removal::Phase::kTainting) return;
+  if (result) {
+    it->second.taint_confirmed = true;
+  } else {
+    RollBack(node, fmt::format("tainting the node failed: {}", result.error().message()), now,
+             outbox_);
+  }
+  Wake(now);
+}
+
+void Autoscaler::OnEvictResult(const std::string& node, const std::string& pod,
+                               const Result<void>& result, Time now) {
+  auto it = removals_.find(node);
+  if (it == removals_.end() || it->second.phase != Removal::Phase::kDraining) return;
+  Removal& r = it->second;
+  auto ev = r.pods.find(pod);
+  if (ev == r.pods.end() || ev->second.state != PodEviction::State::kInFlight) return;
+  PodEviction& e = ev->second;
+  if (result || result.error().code() == Error::Code::kNotFound) {
+    e.state = PodEviction::State::kEvicted;
+    Wake(now);
+    return;
+  }
+  ++e.failures;
+  Duration delay = options_.eviction_retry_initial;
+  for (int i = 1; i < e.failures && delay < options_.eviction_retry_max; ++i) delay *= 2;
+  delay = std::min(delay, options_.eviction_retry_max);
+  e.state = PodEviction::State::kRetry;
+  e.retry_at = now + delay;
+  e.last_error = result.error().message();
+  Wake(std::min(e.retry_at, *r.drain_started + config_.scale_down.max_pod_eviction_time));
+}
+
+void Autoscaler::OnDeleteResult(const std::string& node, const Result<void>& result, Time now) {
+  auto it = removals_.find(node);
+  if (it == removals_.end() || it->second.phase != Removal::Phase::kDeleting) return;
+  Removal& r = it->second;
+  auto ps = pools_.find(r.pool);
+  if (ps != pools_.end()) {
+    ps->second.unreported = std::max(0, ps->second.unreported - 1);
+    ps->second.expected_touched = now;
+  }
+  if (result || result.error().code() == Error::Code::kNotFound) {
+    std::string why = fmt::format("{}, {}", KindWord(r.kind), r.detail);
+    outbox_.push_back(
+        Event("Node", node, "ScaleDown", fmt::format("node removed by tidepool: {}", why)));
+    last_scale_down_ = ScaleDownRecord{now, node, r.pool, "deleted", why};
+    deleted_[node] = now;
+    removals_.erase(it);
+  } else {
+    if (ps != pools_.end() && ps->second.expected_target) ++*ps->second.expected_target;
+    RollBack(node, fmt::format("deleting the node failed: {}", result.error().message()), now,
+             outbox_);
+  }
+  Wake(now);
+}
+
+Status Autoscaler::GetStatus() const {
+  Status s;
+  s.last_step = last_step_;
+  Time now = last_step_.value_or(Time{});
+  for (const model::Pool& pool : config_.pools) {
+    const PoolState& ps = pools_.at(pool.name);
+    PoolStatus p;
+    p.name = pool.name;
+    p.min = pool.min;
+    p.max = pool.max;
+    p.target = ps.target();
+    p.registered = ps.registered;
+    p.ready = ps.ready;
+    p.upcoming = ps.upcoming();
+    if (InBackoff(ps, now)) {
+      p.backoff_until = ps.backoff_until;
+      p.backoff_reason = ps.backoff_reason;
+    }
+    p.stockout = ps.stockout;
+    s.pools.push_back(std::move(p));
+  }
+  s.last_scale_up = last_scale_up_;
+  s.last_scale_down = last_scale_down_;
+  for (const auto& [name, since] : unneeded_since_) s.unneeded.push_back({name, since});
+  for (const auto& [name, r] : removals_) {
+    RemovalStatus rs;
+    rs.node = name;
+    rs.pool = r.pool;
+    rs.phase = r.phase == Removal::Phase::kTainting   ? "tainting"
+               : r.phase == Removal::Phase::kDraining ? "draining"
+                                                      : "deleting";
+    rs.started = r.started;
+    for (const auto& [key, ev] : r.pods)
+      if (ev.state != PodEviction::State::kEvicted) ++rs.pods_left;
+    s.removals.push_back(std::move(rs));
+  }
+  s.kept = kept_;
+  s.pending_pods = pending_count_;
+  s.batch_open_since = batch_start_;
+  return s;
+}
+
+}  // namespace tidepool::autoscaler

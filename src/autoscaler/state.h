@@ -1,0 +1,81 @@
+// The decision loop's memory between Steps: per pool (target expectations, scale-up requests,
+// backoff), per node (first seen) and per removal (taint, evictions, deletion). Internal to loop.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "base/time.h"
+#include "planner/decision.h"
+
+namespace tidepool::autoscaler {
+
+// Nodes asked for in one increase and not registered yet; arrivals fill the oldest first.
+struct ScaleUpRequest {
+  int remaining = 0;
+  Time requested_at{};
+};
+
+struct PoolState {
+  // From the last PoolObservation (observed == false: the provider said nothing of the pool).
+  bool observed = false;
+  int observed_target = 0;
+  int provider_registered = 0;
+  bool stockout = false;
+  std::string stockout_reason;
+
+  // A target the loop asked for (increase, cancellation, deletion) that the observed target
+  // does not show yet; it wins over observed_target until it shows, or until its results are
+  // all reported and LoopOptions::target_report_grace has passed.
+  std::optional<int> expected_target;
+  int unreported = 0;  // target-changing actions whose results are not reported yet
+  Time expected_touched{};
+
+  std::deque<ScaleUpRequest> requests;  // oldest first
+
+  int backoff_level = 0;  // failures since the last successful registration
+  std::optional<Time> backoff_until;
+  std::string backoff_reason;
+
+  // Counts at the last Step (see PoolStatus).
+  int registered = 0;
+  int ready = 0;
+  int starting = 0;
+  int not_registered = 0;
+
+  int target() const { return expected_target.value_or(observed_target); }
+  int upcoming() const { return not_registered + starting; }
+};
+
+struct NodeMemory {
+  Time first_seen{};             // stands in for a missing creationTimestamp
+  bool ever_usable = false;      // was Ready (with its GPUs) at some Step
+  bool broken_reported = false;  // never usable within the provision timeout; pool backed off
+};
+
+struct PodEviction {
+  enum class State { kInFlight, kRetry, kEvicted };
+  State state = State::kInFlight;
+  int failures = 0;
+  Time retry_at{};
+  std::string last_error;
+};
+
+// One node on its way out.
+struct Removal {
+  enum class Phase { kTainting, kDraining, kDeleting };
+  std::string node;
+  std::string pool;
+  planner::RemovalKind kind = planner::RemovalKind::kEmpty;
+  std::string detail;  // the planner's words, e.g. "utilization 0.10 < 0.5 (cpu)"
+  Phase phase = Phase::kTainting;
+  Time started{};                     // taint requested (or adopted after a restart)
+  bool taint_confirmed = false;       // OnTaintResult ok, or the taint observed
+  std::optional<Time> drain_started;  // first evictions sent
+  std::optional<Time> all_evicted_at;
+  std::map<std::string, PodEviction> pods;  // pod key -> eviction
+};
+
+}  // namespace tidepool::autoscaler

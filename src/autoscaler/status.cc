@@ -1,0 +1,45 @@
+#include "autoscaler/status.h"
+
+#include <fmt/format.h>
+
+namespace tidepool::autoscaler {
+
+std::string FormatStatus(const Status& s) {
+  std::string out;
+  out += fmt::format("last step: {}\n", s.last_step ? FormatRfc3339(*s.last_step) : "never");
+  out += fmt::format("pending pods: {}{}\n", s.pending_pods,
+                     s.batch_open_since ? fmt::format(" (scale-up batch open since {})",
+                                                      FormatRfc3339(*s.batch_open_since))
+                                        : "");
+  out += "pools:\n";
+  for (const PoolStatus& p : s.pools) {
+    out += fmt::format("  {}: min {} max {} target {} registered {} ready {} upcoming {}", p.name,
+                       p.min, p.max, p.target, p.registered, p.ready, p.upcoming);
+    if (p.stockout) out += " stockout";
+    if (p.backoff_until) {
+      out +=
+          fmt::format(" backoff until {} ({})", FormatRfc3339(*p.backoff_until), p.backoff_reason);
+    }
+    out += "\n";
+  }
+  if (s.last_scale_up) {
+    const ScaleUpRecord& u = *s.last_scale_up;
+    out += fmt::format("last scale-up: {} pool {} {}->{} for {} pod(s): {}\n",
+                       FormatRfc3339(u.time), u.pool, u.from, u.to, u.pods.size(), u.reason);
+  }
+  if (s.last_scale_down) {
+    const ScaleDownRecord& d = *s.last_scale_down;
+    out += fmt::format("last scale-down: {} node {} (pool {}) {}: {}\n", FormatRfc3339(d.time),
+                       d.node, d.pool, d.outcome, d.reason);
+  }
+  for (const RemovalStatus& r : s.removals) {
+    out += fmt::format("removing: {} (pool {}) {} since {}, {} pod(s) left\n", r.node, r.pool,
+                       r.phase, FormatRfc3339(r.started), r.pods_left);
+  }
+  for (const UnneededNode& u : s.unneeded) {
+    out += fmt::format("unneeded: {} since {}\n", u.node, FormatRfc3339(u.since));
+  }
+  return out;
+}
+
+}  // namespace tidepool::autoscaler

@@ -1,0 +1,78 @@
+// Status: what the decision loop reports about itself (per pool sizes and backoffs, the last
+// scale-up and scale-down, unneeded nodes), for the status ConfigMap, the status page and explain.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/time.h"
+#include "planner/decision.h"
+
+namespace tidepool::autoscaler {
+
+struct PoolStatus {
+  std::string name;
+  int min = 0;
+  int max = 0;
+  // The provider's desired size as the loop counts it: the observed target, or what the loop's
+  // own increases, cancellations and deletions make it while the provider has not caught up.
+  int target = 0;
+  int registered = 0;  // Node objects of the pool (excluding nodes the loop is deleting)
+  int ready = 0;       // registered, Ready, and with their GPUs when the template has GPUs
+  // What the planner is told will come: requested and not registered, plus registered nodes
+  // still starting (not Ready, or GPU allocatable still 0) within the provision timeout.
+  int upcoming = 0;
+  std::optional<Time> backoff_until;  // set while the pool may not grow
+  std::string backoff_reason;
+  bool stockout = false;  // the provider reported no capacity at the last step
+};
+
+struct ScaleUpRecord {
+  Time time{};
+  std::string pool;
+  int from = 0;
+  int to = 0;
+  std::vector<std::string> pods;  // namespace/name of the pods it is for
+  std::string reason;             // the expander chain's words
+};
+
+struct ScaleDownRecord {
+  Time time{};
+  std::string node;
+  std::string pool;
+  std::string outcome;  // "started", "deleted" or "failed"
+  std::string reason;   // why the node went (or why it failed)
+};
+
+struct UnneededNode {
+  std::string node;
+  Time since{};
+};
+
+// A node between taint and deletion.
+struct RemovalStatus {
+  std::string node;
+  std::string pool;
+  std::string phase;  // "tainting", "draining" or "deleting"
+  Time started{};
+  int pods_left = 0;  // pods not evicted yet
+};
+
+struct Status {
+  std::optional<Time> last_step;  // unset before the first Step
+  std::vector<PoolStatus> pools;  // in config order
+  std::optional<ScaleUpRecord> last_scale_up;
+  std::optional<ScaleDownRecord> last_scale_down;
+  std::vector<UnneededNode> unneeded;   // node-name order
+  std::vector<RemovalStatus> removals;  // node-name order
+  // Managed nodes that are not unneeded at the last scale-down pass, with why (node order).
+  std::vector<planner::Keep> kept;
+  int pending_pods = 0;
+  std::optional<Time> batch_open_since;  // a scale-up batch window is open
+};
+
+// A readable multi-line rendering (the body of the tidepool-status ConfigMap).
+std::string FormatStatus(const Status& status);
+
+}  // namespace tidepool::autoscaler
