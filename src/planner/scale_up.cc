@@ -247,6 +247,10 @@ class Pass {
   int cluster_nodes_ = 0;         // registered + upcoming + added in this pass
   Resources cluster_capacity_;    // of the same nodes
   std::unordered_map<uint32_t, NodeIndex> hints_;  // group -> last node a member fit
+  // Groups that fit no node of the snapshot as it had no_fit_node_slots_ node slots. Valid
+  // while only pods are added: more pods never make room. New nodes clear it.
+  std::unordered_set<uint32_t> no_fit_groups_;
+  size_t no_fit_node_slots_ = 0;
   std::unordered_map<std::string, uint32_t> group_ids_;
   std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
   std::unordered_map<const Pod*, uint32_t> group_of_;
@@ -425,6 +429,12 @@ Estimate Pass::Pack(PoolState& ps, const std::vector<const Pod*>& pods) {
 NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
   size_t n = snap_.NodeSlots();
   if (n == 0) return sched::kNoNode;
+  // A group that fit no node still fits none while only pods have been added since.
+  if (n != no_fit_node_slots_) {
+    no_fit_groups_.clear();
+    no_fit_node_slots_ = n;
+  }
+  if (no_fit_groups_.contains(group)) return sched::kNoNode;
   FitChecker checker(pod, snap_);
   size_t start = 0;
   if (auto it = hints_.find(group); it != hints_.end()) start = it->second;
@@ -437,6 +447,7 @@ NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
       return i;
     }
   }
+  no_fit_groups_.insert(group);
   return sched::kNoNode;
 }
 
@@ -697,6 +708,7 @@ ScaleUpPlan Pass::Run() {
       continue;
     }
     snap_.Revert();
+    no_fit_groups_.clear();  // the revert freed the room the gang's members had taken
     for (size_t i = 0; i < pools_.size(); ++i) pools_[i].added = added_before[i];
     cluster_nodes_ = nodes_before;
     cluster_capacity_ = capacity_before;

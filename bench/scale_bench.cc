@@ -1,0 +1,123 @@
+// The scale target of the planner: 50,000 nodes, 1,000,000 pods, 200 pools, 5,000 pending pods;
+// one full plan, scale-up and scale-down. BM_Scale/500 is the same shape at 1 % for the smoke
+// run in make test; the real figure is BM_Scale/50000 (docs/performance.md).
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <deque>
+#include <random>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "model/node.h"
+#include "model/pod.h"
+#include "model/pool.h"
+#include "planner/scale_down.h"
+#include "planner/scale_up.h"
+
+namespace tidepool {
+namespace {
+
+using model::kCpu;
+using model::kMemory;
+using model::kPods;
+
+struct Cluster {
+  model::AutoscalerConfig config;
+  std::deque<model::Node> nodes;
+  std::deque<model::Pod> pods;
+  planner::PlannerInput input;
+};
+
+model::Pod MakePod(std::string name, const std::string& owner, int64_t cpu, int64_t mem) {
+  model::Pod p;
+  p.meta.name = std::move(name);
+  p.meta.namespace_ = "default";
+  p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", owner, "uid-" + owner, true});
+  model::Container c;
+  c.name = "main";
+  c.requests.Set(kCpu, cpu);
+  c.requests.Set(kMemory, mem);
+  p.containers.push_back(std::move(c));
+  p.Finalize();
+  return p;
+}
+
+// `nodes` nodes over 200 pools with 20 running pods each: nine in ten at 55-95 % cpu, one in
+// ten at 15-35 % (scale-down candidates); nodes / 10 pending pods, half small enough for the
+// existing free room, half (14 cpu) needing new nodes.
+Cluster* Build(int nodes) {
+  auto* c = new Cluster;
+  constexpr int kPools = 200;
+  for (int i = 0; i < kPools; ++i) {
+    model::Pool p;
+    p.name = fmt::format("pool-{:03}", i);
+    p.max = nodes;  // room to grow
+    p.price_per_hour = 0.1 * (1 + i % 20);
+    p.priority = i % 3;
+    model::Resources cap;
+    cap.Set(kCpu, 16000);
+    cap.Set(kMemory, int64_t{64} << 30);
+    cap.Set(kPods, 110);
+    p.template_node.meta.name = "template-" + p.name;
+    p.template_node.meta.labels[std::string(model::kLabelPool)] = p.name;
+    p.template_node.capacity = cap;
+    p.template_node.allocatable = cap;
+    p.template_node.ready = true;
+    c->config.pools.push_back(std::move(p));
+  }
+  c->config.scale_up.max_nodes_per_scale_up = nodes;
+  std::mt19937 rng(7);
+  for (int n = 0; n < nodes; ++n) {
+    model::Node node = c->config.pools[n % kPools].template_node;
+    node.meta.name = fmt::format("node-{}", n);
+    node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
+    c->nodes.push_back(std::move(node));
+    int64_t per_pod = n % 10 == 0 ? 120 + static_cast<int64_t>(rng() % 160)   // 15-35 %
+                                  : 440 + static_cast<int64_t>(rng() % 320);  // 55-95 %
+    for (int k = 0; k < 20; ++k) {
+      model::Pod p = MakePod(fmt::format("run-{}-{}", n, k), fmt::format("rs-{}", (n * 20 + k) % 5000),
+                             per_pod, int64_t{1} << 30);
+      p.node_name = c->nodes.back().meta.name;
+      p.phase = model::PodPhase::kRunning;
+      c->pods.push_back(std::move(p));
+    }
+  }
+  for (int i = 0; i < nodes / 10; ++i) {
+    int64_t cpu = i % 2 == 0 ? 250 * (1 + i % 8) : 14000;
+    c->pods.push_back(MakePod(fmt::format("pending-{}", i), fmt::format("burst-{}", i % 50), cpu,
+                              int64_t{1 + i % 4} << 30));
+  }
+  c->input.config = &c->config;
+  for (const auto& n : c->nodes) c->input.nodes.push_back(&n);
+  for (const auto& p : c->pods) c->input.pods.push_back(&p);
+  return c;
+}
+
+void BM_Scale(benchmark::State& state) {
+  static std::map<int64_t, Cluster*> clusters;
+  Cluster*& c = clusters[state.range(0)];
+  if (c == nullptr) c = Build(static_cast<int>(state.range(0)));
+  size_t ups = 0, downs = 0;
+  for (auto _ : state) {
+    planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(c->input);
+    planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(c->input);
+    ups = 0;
+    for (const auto& u : up.scale_ups) ups += u.add;
+    downs = down.scale_downs.size();
+    benchmark::DoNotOptimize(up);
+    benchmark::DoNotOptimize(down);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["nodes_added"] = static_cast<double>(ups);
+  state.counters["nodes_removed"] = static_cast<double>(downs);
+  state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+}  // namespace
+}  // namespace tidepool
+
+BENCHMARK_MAIN();
