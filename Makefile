@@ -24,8 +24,12 @@ testenv: setup
 test: build testenv
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# The main job on the built-in default: what tidepool decides for the example cluster now,
+# then two simulated days of bursty training on its pools.
 demo: build
 	$(TIDEPOOL) plan --config examples/seed/config.yaml --state examples/seed/state.yaml -o text
+	@echo
+	$(TIDEPOOL) simulate --config examples/seed/config.yaml
 
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do $$b; done

@@ -1,4 +1,4 @@
-// tidepool command-line entry point: `plan`, `explain` and `version` (DESIGN §2 cli/).
+// tidepool command-line entry point: `plan`, `explain`, `simulate` and `version` (DESIGN §2 cli/).
 // Bad configuration or state input prints a clear error and exits with code 2.
 #include <charconv>
 #include <cstdio>
@@ -11,6 +11,7 @@
 
 #include "base/time.h"
 #include "cli/plan_output.h"
+#include "cli/simulate_command.h"
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
 #include "planner/cluster.h"
@@ -119,6 +120,9 @@ int Main(int argc, char** argv) {
   explain->add_option("--upcoming", upcoming, "POOL=N, as for plan");
   explain->add_option("--backoff", backoff, "POOL=TIME, as for plan");
 
+  SimulateFlags simulate_flags;
+  auto* simulate = AddSimulateCommand(app, simulate_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -134,6 +138,8 @@ int Main(int argc, char** argv) {
     std::printf("tidepool %s\n", TIDEPOOL_VERSION);
     return 0;
   }
+
+  if (*simulate) return RunSimulateCommand(simulate_flags);
 
   Inputs in;
   if (auto ok = LoadInputs(config_path, state_path, now_text, in); !ok) return Fail(ok.error());

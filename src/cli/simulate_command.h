@@ -1,0 +1,28 @@
+// `tidepool simulate`: replays a trace (or the built-in scenario) through the decision loop in
+// the discrete-event simulator and prints the cost and waiting-time summary (DESIGN §3).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+namespace tidepool::cli {
+
+struct SimulateFlags {
+  std::string trace;  // empty: the built-in scenario
+  std::string config = "examples/seed/config.yaml";
+  std::string sim_config;  // optional
+  uint64_t seed = 1;
+  bool seed_set = false;
+  std::string output = "text";
+  bool check_invariants = false;
+};
+
+// Registers the subcommand and its flags on `app`; the flags are written into `flags`.
+CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags);
+
+// Runs it. Returns the exit code: 0, or 2 for bad input (config, sim config, trace), printed
+// to stderr as "tidepool: file:line: ...".
+int RunSimulateCommand(const SimulateFlags& flags);
+
+}  // namespace tidepool::cli

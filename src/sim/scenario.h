@@ -1,0 +1,18 @@
+// The built-in scenario of the source documents (../shared/seeds/): several tenants training
+// different models at different times on one Azure cluster — bursty, seeded, deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/trace.h"
+
+namespace tidepool::sim {
+
+// About two days of jobs from three tenants, each arriving in bursts: Spark-ML style CPU jobs
+// (4–8 replicas of 1.5 CPU / 4Gi, 20–60 min), short single-GPU retraining of one layer (3–15
+// min, tolerates spot) and whole-network training as a gang of two 4-GPU workers (2–8 h; half
+// of them tolerate spot). Fits the pools of examples/seed/config.yaml. Same seed, same jobs.
+std::vector<JobSpec> BuiltinScenario(uint64_t seed);
+
+}  // namespace tidepool::sim

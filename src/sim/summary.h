@@ -1,0 +1,19 @@
+// Rendering a simulation Summary: the JSON whose keys DESIGN §3 fixes, and a readable table.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "sim/simulator.h"
+
+namespace tidepool::sim {
+
+// The DESIGN §3 keys (cost, lowerBoundCost, nodeHours, gpuHoursPaid, gpuHoursUsed, waitP50,
+// waitP95, waitMax, jobsCompleted, jobsUnfinished, evictions, scaleUps, scaleDowns) and more.
+// Money and hours are rounded to 1e-6 so the output is stable text.
+nlohmann::ordered_json SummaryToJson(const Summary& s);
+
+// A human-readable table of the same numbers.
+std::string SummaryToText(const Summary& s);
+
+}  // namespace tidepool::sim

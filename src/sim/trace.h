@@ -1,0 +1,46 @@
+// Trace input for the simulator: the native CSV of DESIGN §3 and the Alibaba GPU cluster trace
+// (cluster-trace-gpu-v2023), both read into one list of jobs.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "model/resources.h"
+
+namespace tidepool::sim {
+
+// The node label a job's gpu_model constrains (nodeSelector / In requirement).
+inline constexpr std::string_view kGpuModelLabel = "gpu-model";
+
+// One job of a trace: `replicas` pods with the same per-replica requests.
+struct JobSpec {
+  std::string id;
+  Duration submit{};    // offset from the start of the trace
+  Duration duration{};  // run time once running (all pods for a gang, each pod otherwise)
+  int replicas = 1;
+  model::Resources requests;            // per replica: cpu, memory, nvidia.com/gpu
+  std::vector<std::string> gpu_models;  // allowed values of kGpuModelLabel; empty: any node
+  bool gang = false;
+  std::string namespace_ = "default";
+  int32_t priority = 0;
+  // Tolerates the kubernetes.azure.com/scalesetpriority=spot taint (Alibaba: qos BE).
+  bool spot = false;
+  int line = 0;            // line in the trace file (0 for generated jobs)
+  bool never_ran = false;  // Alibaba: the pod was never scheduled in the original cluster
+};
+
+// Which format a trace is in, from its header line.
+enum class TraceFormat { kNative, kAlibaba };
+
+// Parses a trace from CSV text; `source` (the file name) prefixes errors, which name the line
+// and the column ("trace.csv:7: column cpu: expected a Kubernetes quantity, got \"x\"").
+// The format is detected from the header. Jobs come back sorted by (submit, line).
+Result<std::vector<JobSpec>> ParseTrace(std::string_view text, std::string_view source);
+
+// Reads and parses the file at `path`.
+Result<std::vector<JobSpec>> LoadTrace(const std::string& path);
+
+}  // namespace tidepool::sim

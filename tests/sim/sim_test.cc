@@ -1,0 +1,378 @@
+// Tests of the simulator: determinism, a hand-computed run, invariants under spot evictions and
+// stockouts, and the trace and sim-config readers' errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "kube/config/autoscaler_config.h"
+#include "sim/scenario.h"
+#include "sim/sim_config.h"
+#include "sim/simulator.h"
+#include "sim/summary.h"
+#include "sim/trace.h"
+
+namespace tidepool::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+model::AutoscalerConfig LoadSeedConfig() {
+  auto c = kube::config::LoadAutoscalerConfig(std::string(TIDEPOOL_SOURCE_DIR) +
+                                              "/examples/seed/config.yaml");
+  EXPECT_TRUE(c.has_value()) << c.error().message();
+  return *c;
+}
+
+std::string RunBuiltin(uint64_t seed, const SimConfig* extra = nullptr) {
+  SimInput in;
+  in.config = LoadSeedConfig();
+  if (extra) in.sim = *extra;
+  in.sim.seed = seed;
+  in.sim.check_invariants = true;
+  in.jobs = BuiltinScenario(seed);
+  auto s = RunSimulation(in);
+  EXPECT_TRUE(s.has_value()) << s.error().message();
+  if (!s) return "";
+  return SummaryToJson(*s).dump();
+}
+
+TEST(SimulatorTest, SameSeedSameJson) {
+  std::string a = RunBuiltin(1);
+  std::string b = RunBuiltin(1);
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, RunBuiltin(2));
+}
+
+TEST(SimulatorTest, BuiltinScenarioFinishesEveryJob) {
+  SimInput in;
+  in.config = LoadSeedConfig();
+  in.sim.check_invariants = true;
+  in.jobs = BuiltinScenario(1);
+  auto s = RunSimulation(in);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->jobs_completed, s->jobs);
+  EXPECT_EQ(s->jobs_unfinished, 0);
+  EXPECT_FALSE(s->hit_horizon);
+  EXPECT_GE(s->cost, s->lower_bound_cost);
+  EXPECT_GT(s->gpu_hours_used, 0);
+  EXPECT_LE(s->gpu_hours_used, s->gpu_hours_paid);
+  EXPECT_EQ(s->scale_ups, s->scale_downs);  // back at the minimum at the end
+}
+
+// Spot evictions, stockouts and checkpoints with the invariant checks on after every event.
+TEST(SimulatorTest, InvariantsHoldUnderSpotEvictionsAndStockouts) {
+  auto sc = ParseSimConfig(R"(
+seed: 7
+checkpointEvery: 30m
+pools:
+  gpuheavy-spot: {evictionsPerNodeHour: 0.3, stockouts: [[2h, 10h], [20h, 30h]]}
+  gpupool-spot: {evictionsPerNodeHour: 0.5, stockouts: [[0s, 6h]]}
+)",
+                           "stress.yaml");
+  ASSERT_TRUE(sc.has_value()) << sc.error().message();
+  for (uint64_t seed : {1, 2, 3}) {
+    SimInput in;
+    in.config = LoadSeedConfig();
+    in.sim = *sc;
+    in.sim.seed = seed;
+    in.sim.check_invariants = true;
+    in.jobs = BuiltinScenario(seed);
+    auto s = RunSimulation(in);
+    ASSERT_TRUE(s.has_value()) << s.error().message();
+    EXPECT_EQ(s->jobs_completed, s->jobs) << "seed " << seed;
+    EXPECT_GT(s->spot_evictions, 0) << "seed " << seed;
+  }
+}
+
+model::AutoscalerConfig OneCpuPool() {
+  auto c = kube::config::ParseAutoscalerConfig(R"(
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+pools:
+  - name: cpu
+    min: 0
+    max: 3
+    pricePerHour: 0.6
+    template:
+      capacity: {cpu: "2", memory: 8Gi, pods: "110"}
+)",
+                                               "one-pool.yaml");
+  EXPECT_TRUE(c.has_value()) << c.error().message();
+  return *c;
+}
+
+// One job of one replica (1 CPU, 2Gi, 10 min) submitted at t=0 on an empty pool with a fixed
+// 3-minute boot delay, default loop settings (batchIdle 1s, scanInterval 10s, delayAfterAdd 10m,
+// unneededTime 10m):
+//   t=1s     the batch closes (1s without new pending pods): IncreasePool cpu +1
+//   t=181s   the node joins Ready, the pod binds: wait = 181 s
+//   t=781s   the pod finishes (600 s); the node is empty, and delayAfterAdd (10m after it joined
+//            at 181 s) has just passed
+//   t=790s   the first periodic pass after that marks it unneeded
+//   t=1390s  unneeded for 10m: taint, and (empty) delete in the same instant
+// Billed from the request (1 s) to the deletion (1390 s): 1389 s × $0.6/h = $0.2315.
+// Lower bound: max(1/2 cpu, 2/8 memory) = 0.5 node × $0.6/h × 1/6 h = $0.05.
+TEST(SimulatorTest, HandComputedSingleJob) {
+  SimInput in;
+  in.config = OneCpuPool();
+  auto sc = ParseSimConfig("bootDelay: {cpu: [3m, 3m]}\n", "fixed.yaml");
+  ASSERT_TRUE(sc.has_value()) << sc.error().message();
+  in.sim = *sc;
+  in.sim.check_invariants = true;
+  auto jobs = ParseTrace("id,submit_s,duration_s,replicas,cpu,memory,gpu\njob-a,0,600,1,1,2Gi,0\n",
+                         "one.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  in.jobs = *jobs;
+  auto s = RunSimulation(in);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_DOUBLE_EQ(s->wait_p50, 181);
+  EXPECT_DOUBLE_EQ(s->wait_p95, 181);
+  EXPECT_DOUBLE_EQ(s->wait_max, 181);
+  EXPECT_NEAR(s->cost, 1389.0 / 3600 * 0.6, 1e-12);
+  EXPECT_NEAR(s->node_hours.at("cpu"), 1389.0 / 3600, 1e-12);
+  EXPECT_NEAR(s->lower_bound_cost, 0.05, 1e-12);
+  EXPECT_NEAR(s->simulated_hours, 1390.0 / 3600, 1e-12);
+  EXPECT_EQ(s->jobs_completed, 1);
+  EXPECT_EQ(s->scale_ups, 1);
+  EXPECT_EQ(s->scale_downs, 1);
+  EXPECT_EQ(s->evictions, 0);
+}
+
+// A gang of two 1-CPU replicas on 2-CPU nodes... that each fit one node: both start together.
+TEST(SimulatorTest, GangStartsTogether) {
+  SimInput in;
+  in.config = OneCpuPool();
+  auto sc = ParseSimConfig("bootDelay: {cpu: [3m, 4m]}\nseed: 3\n", "range.yaml");
+  ASSERT_TRUE(sc.has_value());
+  in.sim = *sc;
+  in.sim.check_invariants = true;
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang\n"
+      "g,0,600,3,1500m,1Gi,0,,true\n",
+      "gang.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  in.jobs = *jobs;
+  auto s = RunSimulation(in);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->jobs_completed, 1);
+  EXPECT_EQ(s->scale_ups, 3);
+  // The gang waits for the slowest of three nodes: at least 1 s + 3 min.
+  EXPECT_GE(s->wait_max, 181);
+  EXPECT_LE(s->wait_max, 241);
+}
+
+// The checks do catch a broken world: a pool whose minimum (started at t=0) exceeds its max.
+TEST(SimulatorTest, InvariantViolationFailsTheRun) {
+  SimInput in;
+  in.config = OneCpuPool();
+  in.config.pools[0].min = 4;  // max 3; the config loader would refuse this
+  in.sim.check_invariants = true;
+  auto s = RunSimulation(in);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_THAT(s.error().message(), HasSubstr("invariant violated"));
+  EXPECT_THAT(s.error().message(), HasSubstr("above its max 3"));
+  in.sim.check_invariants = false;
+  EXPECT_TRUE(RunSimulation(in).has_value());
+}
+
+TEST(SimulatorTest, UnknownPoolInSimConfigIsAnError) {
+  SimInput in;
+  in.config = OneCpuPool();
+  in.sim.pools["nope"] = {};
+  auto s = RunSimulation(in);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_THAT(s.error().message(), HasSubstr("pools.nope"));
+}
+
+std::string ReadHead(const std::string& path, int lines) {
+  std::ifstream f(path);
+  std::string out, line;
+  for (int i = 0; i < lines && std::getline(f, line); ++i) out += line + "\n";
+  return out;
+}
+
+TEST(TraceTest, AlibabaRealLines) {
+  std::string path =
+      std::string(TIDEPOOL_SHARED_DIR) + "/traces/alibaba-gpu-v2023/openb_pod_list_default.csv";
+  std::string head = ReadHead(path, 4);
+  ASSERT_THAT(head, HasSubstr("name,cpu_milli,memory_mib,num_gpu"));
+  // openb-pod-0000,12000,16384,1,1000,,LS,Running,0,12537496,0
+  // openb-pod-0001,6000,12288,1,460,,LS,Running,427061,12902960,427061
+  auto jobs = ParseTrace(head, "head.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  ASSERT_EQ(jobs->size(), 3u);
+  const JobSpec& a = (*jobs)[0];
+  EXPECT_EQ(a.id, "openb-pod-0000");
+  EXPECT_EQ(a.submit, std::chrono::seconds(0));
+  EXPECT_EQ(a.duration, std::chrono::seconds(12537496));
+  EXPECT_EQ(a.requests.cpu_milli(), 12000);
+  EXPECT_EQ(a.requests.memory(), int64_t{16384} * 1024 * 1024);
+  EXPECT_EQ(a.requests.gpus(), 1);
+  EXPECT_FALSE(a.gang);
+  EXPECT_FALSE(a.spot);  // LS
+  const JobSpec& b = (*jobs)[1];
+  EXPECT_EQ(b.requests.gpus(), 1);  // gpu_milli 460 counts as one whole GPU
+  EXPECT_EQ(b.submit, std::chrono::seconds(427061));
+  EXPECT_EQ(b.duration, std::chrono::seconds(12902960 - 427061));
+
+  auto all = LoadTrace(path);
+  ASSERT_TRUE(all.has_value()) << all.error().message();
+  EXPECT_EQ(all->size(), 8152u);
+}
+
+TEST(TraceTest, AlibabaMappings) {
+  auto jobs = ParseTrace(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n"
+      "p0,1000,1024,0,0,,BE,Pending,100,160,\n"
+      "p1,2000,2048,8,1000,V100M16|V100M32,LS,Running,50,,70\n"
+      "p2,2000,2048,2,1000,T4,LS,Running,10,500,20\n",
+      "mini.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  ASSERT_EQ(jobs->size(), 3u);
+  // Sorted by submit: p2 (10), p1 (50), p0 (100).
+  EXPECT_EQ((*jobs)[0].id, "p2");
+  EXPECT_EQ((*jobs)[0].gpu_models, std::vector<std::string>{"T4"});
+  EXPECT_EQ((*jobs)[0].duration, std::chrono::seconds(480));
+  EXPECT_EQ((*jobs)[1].id, "p1");
+  EXPECT_EQ((*jobs)[1].requests.gpus(), 8);
+  EXPECT_EQ((*jobs)[1].gpu_models, (std::vector<std::string>{"V100M16", "V100M32"}));
+  EXPECT_EQ((*jobs)[1].duration, std::chrono::seconds(500 - 70));  // ran past the end (500)
+  EXPECT_EQ((*jobs)[2].id, "p0");
+  EXPECT_TRUE((*jobs)[2].never_ran);
+  EXPECT_TRUE((*jobs)[2].spot);                              // BE
+  EXPECT_EQ((*jobs)[2].duration, std::chrono::seconds(60));  // never scheduled: from creation
+  EXPECT_EQ((*jobs)[2].requests.gpus(), 0);
+}
+
+TEST(TraceTest, AlibabaBadRows) {
+  const std::string header =
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+      "deletion_time,scheduled_time\n";
+  auto bad = ParseTrace(header + "p0,1000,1024,0,0,,BE,Pending,100,160,\np1,x,1,0,0,,LS,R,1,2,1\n",
+                        "bad.csv");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("bad.csv:3: column cpu_milli"));
+  bad = ParseTrace(header + "p1,1,1,0,0,,LS,R,100,50,100\n", "bad.csv");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("bad.csv:2: column deletion_time"));
+  bad = ParseTrace(header + "p1,1,1,0,0\n", "bad.csv");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("bad.csv:2: expected 11 columns"));
+  bad = ParseTrace(header + "p1,1,1,0,1500,,LS,R,1,2,1\n", "bad.csv");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("column gpu_milli"));
+}
+
+TEST(TraceTest, NativeFullRow) {
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang,namespace,priority,spot\n"
+      "train-1,30,7200,4,8,64Gi,2,A100|H100,true,team-a,100,true\n"
+      "spark,0,600,8,500m,1Gi,0\n",
+      "n.csv");
+  ASSERT_FALSE(jobs.has_value());  // column count differs from the header
+  EXPECT_THAT(jobs.error().message(), HasSubstr("n.csv:3: expected 12 columns"));
+  jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang,namespace,priority,spot\n"
+      "train-1,30,7200,4,8,64Gi,2,A100|H100,true,team-a,100,true\n"
+      "spark,0,600.5,8,500m,1Gi,0,,false,,,\n",
+      "n.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  ASSERT_EQ(jobs->size(), 2u);
+  const JobSpec& s = (*jobs)[0];
+  EXPECT_EQ(s.id, "spark");
+  EXPECT_EQ(s.duration, std::chrono::milliseconds(600500));
+  EXPECT_EQ(s.requests.cpu_milli(), 500);
+  EXPECT_EQ(s.namespace_, "default");
+  const JobSpec& t = (*jobs)[1];
+  EXPECT_EQ(t.replicas, 4);
+  EXPECT_EQ(t.requests.cpu_milli(), 8000);
+  EXPECT_EQ(t.requests.memory(), int64_t{64} << 30);
+  EXPECT_EQ(t.requests.gpus(), 2);
+  EXPECT_EQ(t.gpu_models, (std::vector<std::string>{"A100", "H100"}));
+  EXPECT_TRUE(t.gang);
+  EXPECT_TRUE(t.spot);
+  EXPECT_EQ(t.namespace_, "team-a");
+  EXPECT_EQ(t.priority, 100);
+}
+
+TEST(TraceTest, NativeBadRows) {
+  const std::string header = "id,submit_s,duration_s,replicas,cpu,memory,gpu\n";
+  struct Case {
+    std::string row, want;
+  } cases[] = {
+      {"a,0,60,1,lots,1Gi,0", "t.csv:2: column cpu: expected a non-negative Kubernetes quantity"},
+      {"a,0,60,1,1,1Gi,-1", "t.csv:2: column gpu"},
+      {"a,-5,60,1,1,1Gi,0", "t.csv:2: column submit_s"},
+      {"a,0,60,0,1,1Gi,0", "t.csv:2: column replicas"},
+      {",0,60,1,1,1Gi,0", "t.csv:2: column id"},
+      {"a,0,sixty,1,1,1Gi,0", "t.csv:2: column duration_s"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseTrace(header + c.row + "\n", "t.csv");
+    ASSERT_FALSE(r.has_value()) << c.row;
+    EXPECT_THAT(r.error().message(), HasSubstr(c.want)) << c.row;
+  }
+  auto r = ParseTrace(header + "a,0,60,1,1,1Gi,0,,maybe\n", "t.csv");
+  ASSERT_FALSE(r.has_value());
+  r = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang\na,0,60,1,1,1Gi,0,,maybe\n",
+      "t.csv");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_THAT(r.error().message(), HasSubstr("t.csv:2: column gang: expected true or false"));
+  r = ParseTrace("foo,bar\n1,2\n", "t.csv");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_THAT(r.error().message(), HasSubstr("t.csv:1: unknown trace header"));
+  r = ParseTrace("", "t.csv");
+  ASSERT_FALSE(r.has_value());
+}
+
+TEST(SimConfigTest, ParsesAndDefaults) {
+  auto d = ParseSimConfig("seed: 5\n", "s.yaml");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  EXPECT_EQ(d->seed, 5u);
+  EXPECT_EQ(d->cpu_boot_delay.lo, std::chrono::minutes(3));
+  EXPECT_EQ(d->gpu_boot_delay.hi, std::chrono::minutes(15));
+  EXPECT_EQ(d->scheduler, ScoringPolicy::kLeastAllocated);
+  auto c = ParseSimConfig(R"(
+bootDelay: {gpu: [10m, 12m]}
+scheduler: most-allocated
+checkpointEvery: 1h
+pools:
+  gpu-spot: {bootDelay: [1m, 2m], stockouts: [[1h, 2h]], evictionsPerNodeHour: 0.05}
+)",
+                          "s.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->gpu_boot_delay.lo, std::chrono::minutes(10));
+  EXPECT_EQ(c->scheduler, ScoringPolicy::kMostAllocated);
+  EXPECT_EQ(c->checkpoint_every, std::chrono::hours(1));
+  const PoolSimConfig& p = c->pools.at("gpu-spot");
+  EXPECT_EQ(p.boot_delay->hi, std::chrono::minutes(2));
+  ASSERT_EQ(p.stockouts.size(), 1u);
+  EXPECT_EQ(p.stockouts[0].second, std::chrono::hours(2));
+  EXPECT_DOUBLE_EQ(p.evictions_per_node_hour, 0.05);
+}
+
+TEST(SimConfigTest, Errors) {
+  auto e = ParseSimConfig("seed: 1\nbootDelays: {}\n", "s.yaml");
+  ASSERT_FALSE(e.has_value());
+  EXPECT_THAT(e.error().message(), HasSubstr("s.yaml:2"));
+  e = ParseSimConfig("bootDelay: {cpu: [4m, 3m]}\n", "s.yaml");
+  ASSERT_FALSE(e.has_value());
+  EXPECT_THAT(e.error().message(), HasSubstr("bootDelay.cpu"));
+  e = ParseSimConfig("scheduler: best\n", "s.yaml");
+  ASSERT_FALSE(e.has_value());
+  EXPECT_THAT(e.error().message(), HasSubstr("s.yaml:1: scheduler"));
+  e = ParseSimConfig("pools:\n  a: {evictionsPerNodeHour: -1}\n", "s.yaml");
+  ASSERT_FALSE(e.has_value());
+  EXPECT_THAT(e.error().message(), HasSubstr("s.yaml:2"));
+  e = ParseSimConfig("pools:\n  a: {stockouts: [[1h]]}\n", "s.yaml");
+  ASSERT_FALSE(e.has_value());
+}
+
+}  // namespace
+}  // namespace tidepool::sim
