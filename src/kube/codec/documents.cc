@@ -276,6 +276,13 @@ Result<Json> ParseJson(std::string_view text, std::string_view source) {
       what.remove_prefix(pos + 2);
     }
     return InvalidArgument("{}: invalid JSON: {}", source, what);
+  } catch (const Json::out_of_range& e) {
+    // A number beyond double range ("1e400"): bad input, not an internal error.
+    std::string_view what = e.what();
+    if (auto pos = what.find("] "); what.starts_with("[json.exception") && pos != what.npos) {
+      what.remove_prefix(pos + 2);
+    }
+    return InvalidArgument("{}: invalid JSON: {}", source, what);
   }
 }
 
