@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build testenv test demo bench clean
+.PHONY: setup configure build testenv test demo bench fuzz clean
 
 setup:
 	@scripts/setup.sh
@@ -33,6 +33,11 @@ demo: build
 
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do $$b; done
+
+# Coverage-guided fuzzing (libFuzzer + ASan/UBSan, clang 16) of every parser, FUZZ_SECONDS per
+# target (default 60), in build-fuzz/. Not part of `make test`, which replays the seed corpora.
+fuzz: setup
+	@fuzz/run.sh
 
 clean:
 	rm -rf $(BUILD)
