@@ -19,13 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto d = tidepool::ParseDuration(text)) {
     std::string printed = tidepool::FormatDuration(*d);
     auto again = tidepool::ParseDuration(printed);
-    FUZZ_EXPECT(again.has_value(), "duration \"" + Printable(text) + "\" formats as \"" +
-                                       printed + "\", which does not parse: " +
-                                       (again ? "" : again.error().message()));
+    FUZZ_EXPECT(again.has_value(),
+                "duration \"" + Printable(text) + "\" formats as \"" + printed +
+                    "\", which does not parse: " + (again ? "" : again.error().message()));
     FUZZ_EXPECT(*again == *d, "duration \"" + Printable(text) + "\" (" +
                                   std::to_string(d->count()) + " ms) formats as \"" + printed +
-                                  "\", which parses to " + std::to_string(again->count()) +
-                                  " ms");
+                                  "\", which parses to " + std::to_string(again->count()) + " ms");
   }
 
   if (auto t = tidepool::ParseRfc3339(text)) {
@@ -36,9 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (*t >= lo && *t < hi) {
       std::string printed = tidepool::FormatRfc3339(*t);
       auto again = tidepool::ParseRfc3339(printed);
-      FUZZ_EXPECT(again.has_value(), "timestamp \"" + Printable(text) + "\" formats as \"" +
-                                         printed + "\", which does not parse: " +
-                                         (again ? "" : again.error().message()));
+      FUZZ_EXPECT(again.has_value(),
+                  "timestamp \"" + Printable(text) + "\" formats as \"" + printed +
+                      "\", which does not parse: " + (again ? "" : again.error().message()));
       FUZZ_EXPECT(*again == *t, "timestamp \"" + Printable(text) + "\" formats as \"" + printed +
                                     "\", which parses to " + tidepool::FormatRfc3339(*again));
     }

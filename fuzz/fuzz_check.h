@@ -37,7 +37,7 @@ inline std::string Printable(std::string_view s) {
 }  // namespace tidepool::fuzz
 
 // FUZZ_EXPECT(cond, detail): `detail` (a std::string expression) is evaluated only on failure.
-#define FUZZ_EXPECT(cond, detail)                                                  \
-  do {                                                                             \
+#define FUZZ_EXPECT(cond, detail)                                                     \
+  do {                                                                                \
     if (!(cond)) ::tidepool::fuzz::ExpectFailed(__FILE__, __LINE__, #cond, (detail)); \
   } while (0)

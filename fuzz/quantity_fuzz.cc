@@ -26,28 +26,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::string printed = q->ToString();
   auto again = Quantity::Parse(printed);
-  FUZZ_EXPECT(again.has_value(), "\"" + Printable(text) + "\" prints as \"" + printed +
-                                     "\", which does not parse: " +
-                                     (again ? "" : again.error().message()));
+  FUZZ_EXPECT(again.has_value(),
+              "\"" + Printable(text) + "\" prints as \"" + printed +
+                  "\", which does not parse: " + (again ? "" : again.error().message()));
   FUZZ_EXPECT(*again == *q, "\"" + Printable(text) + "\" prints as \"" + printed +
                                 "\", which parses to a different value (" + again->ToString() +
                                 ")");
   std::string reprinted = again->ToString();
   auto third = Quantity::Parse(reprinted);
   FUZZ_EXPECT(third && *third == *q && third->ToString() == reprinted,
-              "\"" + Printable(text) + "\" prints as \"" + printed + "\", then as \"" +
-                  reprinted + "\", then as \"" + (third ? third->ToString() : "(error)") +
-                  "\"");
+              "\"" + Printable(text) + "\" prints as \"" + printed + "\", then as \"" + reprinted +
+                  "\", then as \"" + (third ? third->ToString() : "(error)") + "\"");
 
   // Rounding away from zero: any non-zero amount is at least one milli-unit and one unit.
   int64_t milli = q->MilliValue();
   int64_t units = q->Value();
-  FUZZ_EXPECT((milli > 0) == (q->Sign() > 0) && (milli < 0) == (q->Sign() < 0),
-              "\"" + Printable(text) + "\": MilliValue " + std::to_string(milli) +
-                  " has the wrong sign");
-  FUZZ_EXPECT((units > 0) == (q->Sign() > 0) && (units < 0) == (q->Sign() < 0),
-              "\"" + Printable(text) + "\": Value " + std::to_string(units) +
-                  " has the wrong sign");
+  FUZZ_EXPECT(
+      (milli > 0) == (q->Sign() > 0) && (milli < 0) == (q->Sign() < 0),
+      "\"" + Printable(text) + "\": MilliValue " + std::to_string(milli) + " has the wrong sign");
+  FUZZ_EXPECT(
+      (units > 0) == (q->Sign() > 0) && (units < 0) == (q->Sign() < 0),
+      "\"" + Printable(text) + "\": Value " + std::to_string(units) + " has the wrong sign");
 
   // Arithmetic stays inside its checked bounds for anything Parse accepts.
   Quantity doubled = *q + *q;

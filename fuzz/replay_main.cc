@@ -9,11 +9,16 @@
 // and, unless built with a sanitizer (which reserves terabytes of address space), the address
 // space is capped at kMemoryLimitBytes so a memory blowup fails fast with std::bad_alloc instead of
 // taking the machine's memory with it.
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,10 +26,6 @@
 #include <string>
 #include <system_error>
 #include <vector>
-
-#include <signal.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TIDEPOOL_FUZZ_SANITIZED 1
@@ -120,8 +121,8 @@ int main(int argc, char** argv) {
     auto start = std::chrono::steady_clock::now();
     LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
     alarm(0);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (ms > slowest_ms) {
       slowest_ms = ms;
       slowest = path.string();

@@ -141,6 +141,14 @@ TEST(YamlStructureTest, SelfReferenceAndDeepNestingFailCleanly) {
   }
 }
 
+// yaml-cpp 0.7 never finishes loading a ',' outside a flow collection (memory grows without
+// bound); the guard in front of it turns that into a located syntax error. Found by fuzzing.
+TEST(YamlStructureTest, StrayCommaOutsideFlowCollectionIsASyntaxError) {
+  EXPECT_THAT(ErrorOf("[a],"), HasSubstr("unexpected ','"));
+  EXPECT_THAT(ErrorOf("{n},"), HasSubstr("unexpected ','"));
+  EXPECT_THAT(ErrorOf(","), HasSubstr("unexpected ','"));
+}
+
 TEST(YamlStructureTest, AliasBombIsRefused) {
   std::string text = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
   char prev = 'a';

@@ -3,10 +3,12 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "kube/codec/objects.h"
@@ -251,7 +253,7 @@ Result<void> ExpandTop(Json doc, const std::string& origin, std::string_view sou
 Result<std::vector<SourcedDocument>> ParseYaml(std::string_view text, std::string_view source) {
   std::vector<YAML::Node> nodes;
   try {
-    nodes = YAML::LoadAll(std::string(text));
+    nodes = LoadAllYaml(std::string(text));
   } catch (const YAML::Exception& e) {
     return std::unexpected(YamlError(source, e.mark, fmt::format("invalid YAML: {}", e.msg)));
   }
@@ -359,6 +361,45 @@ Json ResolvePlainScalar(const std::string& text) {
     if (auto d = ToDouble(signed_part)) return Json(*d);
   }
   return Json(text);
+}
+
+namespace {
+
+// Records where each document starts; ignores everything else.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  const YAML::Mark& start() const { return start_; }
+  void OnDocumentStart(const YAML::Mark& mark) override { start_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  YAML::Mark start_;
+};
+
+}  // namespace
+
+std::vector<YAML::Node> LoadAllYaml(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStarts starts;
+  int previous = -1;
+  while (parser.HandleNextDocument(starts)) {
+    if (starts.start().pos == previous) {
+      throw YAML::ParserException(starts.start(),
+                                  "unexpected ',' outside a flow collection ([...] or {...})");
+    }
+    previous = starts.start().pos;
+  }
+  return YAML::LoadAll(text);
 }
 
 Result<std::vector<SourcedDocument>> ParseSourcedDocuments(std::string_view text,

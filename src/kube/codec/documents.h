@@ -9,6 +9,10 @@
 #include "base/error.h"
 #include "kube/codec/fields.h"
 
+namespace YAML {
+class Node;
+}  // namespace YAML
+
 namespace tidepool::kube::codec {
 
 // One object of an input and where it came from: "document 2" (YAML stream position, 1-based),
@@ -30,5 +34,12 @@ Result<std::vector<SourcedDocument>> ParseSourcedDocuments(std::string_view text
 // int (decimal, 0o octal, 0x hex; beyond 64 bits a double), float (incl. .inf, .nan), else the
 // string itself.
 Json ResolvePlainScalar(const std::string& text);
+
+// YAML::LoadAll, guarded against yaml-cpp 0.7's endless loop on a ',' outside any flow
+// collection ("[a],", "- a\n,"): its parser then returns an empty document at the same position
+// forever and LoadAll allocates until memory runs out (jbeder/yaml-cpp#1040, fixed upstream after
+// 0.8.0). A first pass with a no-op event handler detects the lack of progress. Throws
+// YAML::Exception (with the mark) for malformed input, as LoadAll does.
+std::vector<YAML::Node> LoadAllYaml(const std::string& text);
 
 }  // namespace tidepool::kube::codec

@@ -1,5 +1,7 @@
 #include "kube/config/yaml_reader.h"
 
+#include "kube/codec/documents.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -323,7 +325,7 @@ Result<YamlValue> YamlMap::Require(std::string_view key, std::string_view expect
 Result<YAML::Node> LoadYamlDocument(std::string_view text, std::string_view source,
                                     std::string_view what) {
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    std::vector<YAML::Node> docs = codec::LoadAllYaml(std::string(text));
     if (docs.size() > 1) {
       return InvalidArgument("{}:{}: expected a single YAML document ({}), found a second one",
                              source, LineOf(docs[1], 1), what);
