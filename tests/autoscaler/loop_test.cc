@@ -1,5 +1,6 @@
 // The decision loop driven with hand-built observations and a time variable: batching, upcoming
 // nodes, provision timeouts and fallback, backoff, the scale-down sequence, restarts, GPU nodes.
+#include "tests/testing/values.h"
 #include "autoscaler/loop.h"
 
 #include <gmock/gmock.h>
@@ -26,23 +27,9 @@ using std::chrono::seconds;
 using ::testing::HasSubstr;
 using Kind = Action::Kind;
 
-using ResourceList = std::initializer_list<std::pair<std::string_view, std::string_view>>;
-
-model::Resources Res(ResourceList list) {
-  model::Resources r;
-  for (const auto& [name, quantity] : list) {
-    auto q = model::Quantity::Parse(quantity);
-    TIDEPOOL_CHECK_MSG(q.has_value(), "bad quantity in test");
-    r.SetQuantity(model::InternResource(name), *q);
-  }
-  return r;
-}
-
-Time At(std::string_view rfc3339) {
-  auto t = ParseRfc3339(rfc3339);
-  TIDEPOOL_CHECK(t.has_value());
-  return *t;
-}
+using tidepool::testing::At;
+using tidepool::testing::Res;
+using tidepool::testing::ResourceList;
 
 const model::Taint kSpotTaint{"kubernetes.azure.com/scalesetpriority", "spot",
                               model::TaintEffect::kNoSchedule};

@@ -1,5 +1,6 @@
 // ScaleDownPlanner: eligibility, the drain simulation, PDB budgets across a pass, rate limits,
 // GPU utilization, reasons and determinism. Clusters are built in code with the helpers below.
+#include "tests/testing/values.h"
 #include "planner/scale_down.h"
 
 #include <gmock/gmock.h>
@@ -21,23 +22,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-using ResourceList = std::initializer_list<std::pair<std::string_view, std::string_view>>;
-
-model::Resources Res(ResourceList list) {
-  model::Resources r;
-  for (const auto& [name, quantity] : list) {
-    auto q = model::Quantity::Parse(quantity);
-    TIDEPOOL_CHECK_MSG(q.has_value(), "bad quantity in test");
-    r.SetQuantity(model::InternResource(name), *q);
-  }
-  return r;
-}
-
-Time At(std::string_view rfc3339) {
-  auto t = ParseRfc3339(rfc3339);
-  TIDEPOOL_CHECK(t.has_value());
-  return *t;
-}
+using tidepool::testing::At;
+using tidepool::testing::Res;
+using tidepool::testing::ResourceList;
 
 // A cluster under construction: pools, nodes, pods and PDBs with stable addresses.
 class Cluster {
