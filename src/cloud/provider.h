@@ -1,0 +1,57 @@
+// CloudProvider: the narrow interface between the live controller and whatever creates and
+// removes machines (kwok Node objects locally, Azure scale sets and agent pools in production).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "model/node.h"
+
+namespace tidepool::cloud {
+
+// One configured pool as the provider sees it at a refresh.
+struct PoolSize {
+  std::string pool;
+  int target = 0;      // the desired size the provider is working towards
+  int instances = 0;   // machines that exist (joined the cluster or not), failed ones excluded
+  bool stockout = false;  // the provider cannot add capacity to this pool now
+  std::string stockout_reason;  // e.g. "SkuNotAvailable: ...", shown in status and events
+};
+
+// Contract:
+//  - Pools are the AutoscalerConfig's pools, by name; a name the provider does not know is a
+//    kNotFound error.
+//  - Refresh() reads the provider's current view (one call per controller pass) and returns one
+//    PoolSize per configured pool. The other calls change it; none of them blocks until the
+//    machines exist.
+//  - IncreaseSize raises the target by `delta` > 0 and fails (kInvalidArgument) if that would
+//    pass the pool's max; a stockout known at call time is a kUnavailable error whose message
+//    says so. DecreaseTargetSize lowers the target by `delta` > 0, only cancelling machines
+//    that have not joined the cluster. DeleteNode removes that node's machine and lowers the
+//    target by one (Cluster Autoscaler's NodeGroup.DeleteNodes); a machine already gone is
+//    success.
+//  - PoolOf maps a Node to its pool from provider data (providerID, instance tags): "" when
+//    the node is not one of this provider's pools.
+//  - Errors carry the provider's words (HTTP status, ARM error code); transient ones are
+//    kUnavailable or kThrottled. The provider keeps its durable state where a restarted
+//    controller finds it again (the cloud, or the API server for kwok), so a restart never
+//    loses a requested machine nor requests one twice.
+// Thread-safety: implementations are called from the controller's one acting thread; they may
+// run their own background work.
+class CloudProvider {
+ public:
+  virtual ~CloudProvider() = default;
+
+  virtual std::string_view Name() const = 0;
+  virtual Result<std::vector<PoolSize>> Refresh(Time now) = 0;
+  virtual Result<void> IncreaseSize(const std::string& pool, int delta, Time now) = 0;
+  virtual Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) = 0;
+  virtual Result<void> DeleteNode(const std::string& pool, const model::Node& node,
+                                  Time now) = 0;
+  virtual std::string PoolOf(const model::Node& node) const = 0;
+};
+
+}  // namespace tidepool::cloud

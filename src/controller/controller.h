@@ -1,0 +1,97 @@
+// The live controller: reads the cluster, asks the decision loop what to do, and carries it out
+// through the cloud provider and the API server. The only place real time meets the loop.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "autoscaler/loop.h"
+#include "base/time.h"
+#include "cloud/provider.h"
+#include "controller/ports.h"
+#include "model/pool.h"
+
+namespace tidepool::controller {
+
+struct ControllerOptions {
+  // Log what would be done and do none of it (no provider call, no write).
+  bool dry_run = false;
+  // Give up starting when the caches have not listed within this.
+  Duration sync_timeout = std::chrono::minutes(2);
+  // The status ConfigMap is rewritten when it changed, at most this often.
+  Duration status_interval = std::chrono::seconds(5);
+  // Passes closer together than this are merged (a burst of pod events is one pass).
+  Duration min_pass_interval = std::chrono::milliseconds(20);
+  // After a failed provider refresh, the next try waits this long (doubling up to 30 s).
+  Duration refresh_retry = std::chrono::seconds(1);
+  // Whether this replica may act now (leader election); unset: always.
+  std::function<bool()> is_leader;
+  autoscaler::LoopOptions loop;
+};
+
+// What happened in the last pass, for tests, metrics and the status page.
+struct PassReport {
+  Time time{};
+  bool acted = false;  // false: not leader, not synced, or the provider refresh failed
+  std::string skipped_because;
+  std::vector<autoscaler::Action> actions;
+  Duration duration{};
+};
+
+// Contract: Run() blocks until `stop` is set. Each pass: snapshot the cluster, refresh the
+// provider (a failure skips the pass: the loop never decides on a half view), Step the loop,
+// carry out its actions in order and report each result back. A pass runs when the loop asks
+// (NextWakeup), when the reader reports an urgent change, and at least every scanInterval.
+//
+// Leadership: before every action the controller asks `is_leader`; once it says no, the rest
+// of the pass is dropped and the decision loop is discarded. A replica that becomes leader
+// starts a fresh loop, which rebuilds its state from the cluster and the provider (the loop's
+// crash-safety contract), exactly as after a restart.
+//
+// Thread-safety: Run on one thread; Notify, Status and LastPass from any thread.
+class Controller {
+ public:
+  Controller(const model::AutoscalerConfig& config, ClusterReader& reader,
+             ClusterWriter& writer, cloud::CloudProvider& provider, const Clock& clock,
+             ControllerOptions options = {});
+
+  Result<void> Run(const std::atomic<bool>& stop);
+  // One pass at `now` (Run calls it; tests call it directly).
+  PassReport RunOnce(Time now);
+  // Wakes Run for a pass now.
+  void Notify();
+
+  std::optional<autoscaler::Status> Status() const;
+  PassReport LastPass() const;
+
+ private:
+  bool Leading() const { return !options_.is_leader || options_.is_leader(); }
+  void Carry(const autoscaler::Action& action, const ClusterView& view, Time now);
+  void PublishStatus(Time now);
+
+  model::AutoscalerConfig config_;
+  ClusterReader& reader_;
+  ClusterWriter& writer_;
+  cloud::CloudProvider& provider_;
+  const Clock& clock_;
+  ControllerOptions options_;
+
+  std::unique_ptr<autoscaler::Autoscaler> loop_;  // null while not leading
+  std::optional<Time> refresh_retry_at_;
+  Duration refresh_backoff_{};
+  std::string last_status_text_;
+  std::optional<Time> last_status_write_;
+
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable cv_;
+  bool notified_ = false;
+  std::optional<autoscaler::Status> status_;
+  PassReport last_pass_;
+};
+
+}  // namespace tidepool::controller

@@ -1,0 +1,291 @@
+// The controller around the decision loop, with recording fakes for the cluster, the writer and
+// the provider: passes, provider failures, leadership, dry runs, the scale-down writes.
+#include "controller/controller.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kube/codec/objects.h"
+#include "kube/config/autoscaler_config.h"
+#include "planner/cluster.h"
+
+namespace tidepool::controller {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+class FakeReader : public ClusterReader {
+ public:
+  bool HasSynced() const override { return synced; }
+  ClusterView Snapshot() const override {
+    ClusterView v;
+    for (const auto& [_, n] : nodes) v.nodes.push_back(std::make_shared<model::Node>(n));
+    for (const auto& [_, p] : pods) v.pods.push_back(std::make_shared<model::Pod>(p));
+    return v;
+  }
+  void SetOnChange(std::function<void(bool)> f) override { on_change = std::move(f); }
+
+  bool synced = true;
+  std::map<std::string, model::Node> nodes;
+  std::map<std::string, model::Pod> pods;
+  std::function<void(bool)> on_change;
+};
+
+class FakeWriter : public ClusterWriter {
+ public:
+  Result<void> AddTaint(const std::string& node, const model::Taint& t) override {
+    calls.push_back("taint " + node + " " + t.key);
+    return {};
+  }
+  Result<void> RemoveTaint(const std::string& node, const std::string& key) override {
+    calls.push_back("untaint " + node + " " + key);
+    return {};
+  }
+  Result<void> Evict(const std::string& ns, const std::string& name) override {
+    calls.push_back("evict " + ns + "/" + name);
+    return {};
+  }
+  Result<void> DeleteNode(const std::string& name, const std::string&) override {
+    calls.push_back("delete node " + name);
+    return {};
+  }
+  Result<void> RecordEvent(const EventSpec& e) override {
+    events.push_back(e.reason + " " + e.object_kind + " " +
+                     (e.ns.empty() ? e.name : e.ns + "/" + e.name));
+    return {};
+  }
+  Result<void> WriteStatus(const std::string& text) override {
+    status = text;
+    return {};
+  }
+  std::vector<std::string> calls;
+  std::vector<std::string> events;
+  std::string status;
+};
+
+class FakeProvider : public cloud::CloudProvider {
+ public:
+  std::string_view Name() const override { return "fake"; }
+  Result<std::vector<cloud::PoolSize>> Refresh(Time) override {
+    ++refreshes;
+    if (refresh_error) return std::unexpected(*refresh_error);
+    std::vector<cloud::PoolSize> out;
+    for (const auto& [pool, n] : targets) out.push_back({pool, n, n, false, ""});
+    return out;
+  }
+  Result<void> IncreaseSize(const std::string& pool, int delta, Time) override {
+    calls.push_back("increase " + pool + " +" + std::to_string(delta));
+    targets[pool] += delta;
+    return {};
+  }
+  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time) override {
+    calls.push_back("decrease " + pool + " -" + std::to_string(delta));
+    targets[pool] -= delta;
+    return {};
+  }
+  Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time) override {
+    calls.push_back("delete " + pool + " " + node.name());
+    targets[pool] -= 1;
+    return {};
+  }
+  std::string PoolOf(const model::Node&) const override { return ""; }
+
+  std::map<std::string, int> targets;
+  std::optional<Error> refresh_error;
+  std::atomic<int> refreshes = 0;
+  std::vector<std::string> calls;
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto config = kube::config::LoadAutoscalerConfig(TIDEPOOL_SOURCE_DIR "/examples/seed/config.yaml");
+    ASSERT_TRUE(config) << config.error().message();
+    config_ = *config;
+    auto state = kube::codec::LoadStateFile(TIDEPOOL_SOURCE_DIR "/examples/seed/state.yaml");
+    ASSERT_TRUE(state) << state.error().message();
+    for (const auto& n : state->nodes) reader_.nodes[n.name()] = n;
+    for (const auto& p : state->pods) reader_.pods[p.meta.Key()] = p;
+    for (const auto& p : config_.pools) provider_.targets[p.name] = 0;
+    provider_.targets["cpupool"] = 1;
+    provider_.targets["gpupool"] = 1;
+  }
+
+  std::unique_ptr<Controller> Make(ControllerOptions options = {}) {
+    return std::make_unique<Controller>(config_, reader_, writer_, provider_, clock_, options);
+  }
+
+  model::AutoscalerConfig config_;
+  FakeReader reader_;
+  FakeWriter writer_;
+  FakeProvider provider_;
+  ManualClock clock_{*ParseRfc3339("2026-11-22T10:00:00Z")};
+};
+
+// The seed cluster's pending 1-GPU pod: the first pass opens the batch, a pass after the batch
+// window asks the provider for one node and tells the pod.
+TEST_F(ControllerTest, PendingGpuPodScalesUpAfterTheBatchWindow) {
+  auto c = Make();
+  PassReport first = c->RunOnce(clock_.Now());
+  EXPECT_TRUE(first.acted);
+  EXPECT_THAT(provider_.calls, IsEmpty());
+  clock_.Advance(std::chrono::seconds(2));
+  c->RunOnce(clock_.Now());
+  ASSERT_EQ(provider_.calls.size(), 1u);
+  EXPECT_THAT(provider_.calls[0], HasSubstr("increase gpupool"));
+  EXPECT_THAT(writer_.events,
+              ::testing::Contains(HasSubstr("TriggeredScaleUp Pod default/tensorflow")));
+  // The same pod does not cause a second scale-up: the node is upcoming.
+  clock_.Advance(std::chrono::seconds(30));
+  c->RunOnce(clock_.Now());
+  EXPECT_EQ(provider_.calls.size(), 1u);
+  ASSERT_TRUE(c->Status().has_value());
+  EXPECT_THAT(writer_.status, HasSubstr("gpupool"));
+}
+
+// A provider that cannot be read: no decision at all (never plan on half a view), and the
+// next try waits.
+TEST_F(ControllerTest, ProviderRefreshFailureSkipsThePass) {
+  provider_.refresh_error = Error(Error::Code::kUnavailable, "ARM said 503");
+  auto c = Make();
+  PassReport r = c->RunOnce(clock_.Now());
+  EXPECT_FALSE(r.acted);
+  EXPECT_THAT(r.skipped_because, HasSubstr("ARM said 503"));
+  clock_.Advance(std::chrono::milliseconds(500));
+  r = c->RunOnce(clock_.Now());
+  EXPECT_FALSE(r.acted);
+  EXPECT_EQ(provider_.refreshes, 1) << "retried before the backoff ran out";
+  provider_.refresh_error.reset();
+  clock_.Advance(std::chrono::seconds(1));
+  r = c->RunOnce(clock_.Now());
+  EXPECT_TRUE(r.acted);
+}
+
+TEST_F(ControllerTest, NotLeaderDoesNothing) {
+  bool leader = false;
+  ControllerOptions o;
+  o.is_leader = [&] { return leader; };
+  auto c = Make(o);
+  for (int i = 0; i < 3; ++i) {
+    PassReport r = c->RunOnce(clock_.Now());
+    EXPECT_FALSE(r.acted);
+    EXPECT_EQ(r.skipped_because, "not the leader");
+    clock_.Advance(std::chrono::seconds(5));
+  }
+  EXPECT_EQ(provider_.refreshes, 0);
+  EXPECT_THAT(provider_.calls, IsEmpty());
+  leader = true;
+  c->RunOnce(clock_.Now());
+  clock_.Advance(std::chrono::seconds(2));
+  c->RunOnce(clock_.Now());
+  EXPECT_EQ(provider_.calls.size(), 1u);
+}
+
+// Leadership lost between two actions of one pass: the rest is dropped at once.
+TEST_F(ControllerTest, LosingLeadershipMidPassDropsTheRemainingActions) {
+  int checks = 0;
+  ControllerOptions o;
+  // Leader for the pass check and the first action, then not.
+  o.is_leader = [&] { return ++checks <= 2; };
+  auto c = Make(o);
+  c->RunOnce(clock_.Now());  // opens the batch (no actions), uses 1 check
+  checks = 0;
+  clock_.Advance(std::chrono::seconds(2));
+  PassReport r = c->RunOnce(clock_.Now());
+  ASSERT_GE(r.actions.size(), 2u) << "expected an increase plus events";
+  EXPECT_EQ(r.skipped_because, "lost leadership");
+  size_t carried = provider_.calls.size() + writer_.events.size();
+  EXPECT_EQ(carried, 1u);
+}
+
+TEST_F(ControllerTest, DryRunCallsNothing) {
+  ControllerOptions o;
+  o.dry_run = true;
+  auto c = Make(o);
+  c->RunOnce(clock_.Now());
+  clock_.Advance(std::chrono::seconds(2));
+  PassReport r = c->RunOnce(clock_.Now());
+  EXPECT_FALSE(r.actions.empty());
+  EXPECT_THAT(provider_.calls, IsEmpty());
+  EXPECT_THAT(writer_.calls, IsEmpty());
+  EXPECT_THAT(writer_.events, IsEmpty());
+  EXPECT_TRUE(writer_.status.empty());
+}
+
+// An idle GPU node: after unneededTime it is tainted, then (empty: no evictions) its machine
+// and its Node object are deleted, and a ScaleDown event is recorded.
+TEST_F(ControllerTest, IdleNodeIsTaintedThenDeleted) {
+  reader_.pods.clear();  // nothing runs; the GPU node is idle
+  auto c = Make();
+  for (int i = 0; i < 80 && provider_.calls.empty(); ++i) {
+    c->RunOnce(clock_.Now());
+    clock_.Advance(std::chrono::seconds(10));
+    // The taint shows up in the cluster once written.
+    for (const auto& call : writer_.calls) {
+      if (call.starts_with("taint ")) {
+        std::string node = call.substr(6, call.find(' ', 6) - 6);
+        auto& n = reader_.nodes[node];
+        if (n.taints.empty()) {
+          n.taints.push_back({std::string(planner::kToBeDeletedTaint), "1",
+                              model::TaintEffect::kNoSchedule});
+        }
+      }
+    }
+  }
+  ASSERT_THAT(provider_.calls, ElementsAre("delete gpupool k8s-gpupool-29744472-0"));
+  EXPECT_THAT(writer_.calls, ::testing::Contains("taint k8s-gpupool-29744472-0 "
+                                                 "ToBeDeletedByClusterAutoscaler"));
+  EXPECT_THAT(writer_.calls, ::testing::Contains("delete node k8s-gpupool-29744472-0"));
+  EXPECT_THAT(writer_.events, ::testing::Contains("ScaleDown Node k8s-gpupool-29744472-0"));
+  // The CPU pool is at its min of 1: its node stays.
+  for (const auto& call : writer_.calls) EXPECT_THAT(call, ::testing::Not(HasSubstr("cpupool")));
+}
+
+// Nothing pending, so the loop's next wakeup is the 10 s scan: a pass within 2 s of an urgent
+// change is the change's doing.
+TEST_F(ControllerTest, UrgentChangeWakesRun) {
+  reader_.pods.clear();
+  std::atomic<bool> stop{false};
+  RealClock real;
+  Controller live(config_, reader_, writer_, provider_, real, {});
+  std::thread t([&] { (void)live.Run(stop); });
+  // Wait for the first pass.
+  for (int i = 0; i < 200 && provider_.refreshes == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(reader_.on_change);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int before = provider_.refreshes;
+  reader_.on_change(false);  // not urgent: no pass
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(provider_.refreshes, before);
+  reader_.on_change(true);
+  for (int i = 0; i < 200 && provider_.refreshes == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GT(provider_.refreshes, before) << "an urgent change did not cause a pass";
+  stop = true;
+  t.join();
+}
+
+TEST_F(ControllerTest, RunGivesUpWhenCachesNeverSync) {
+  reader_.synced = false;
+  ManualClock clock(*ParseRfc3339("2026-11-22T10:00:00Z"));
+  ControllerOptions o;
+  o.sync_timeout = std::chrono::milliseconds(0);
+  Controller c(config_, reader_, writer_, provider_, clock, o);
+  clock.Advance(std::chrono::seconds(1));
+  std::atomic<bool> stop{false};
+  auto r = c.Run(stop);
+  ASSERT_FALSE(r);
+  EXPECT_THAT(r.error().message(), HasSubstr("did not finish listing"));
+}
+
+}  // namespace
+}  // namespace tidepool::controller
