@@ -5,7 +5,7 @@
 # or sanitizer report stops that target, leaves crash-*/leak-*/timeout-* in
 # $FUZZ_BUILD/artifacts/<name>/ and makes the script exit 1 after the other targets ran.
 #   FUZZ_SECONDS=60       per target
-#   FUZZ_TARGETS="quantity duration state config"
+#   FUZZ_TARGETS="quantity duration state config kubeconfig watch_line"
 #   FUZZ_BUILD=build-fuzz
 #   FUZZ_JOBS=1           parallel fuzzing processes per target (libFuzzer -fork)
 #   FUZZ_ARGS=            extra libFuzzer flags, e.g. "-max_len=4096"
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-quantity duration state config}
+targets=${FUZZ_TARGETS:-quantity duration state config kubeconfig watch_line}
 build=${FUZZ_BUILD:-build-fuzz}
 jobs=${FUZZ_JOBS:-1}
 extra=${FUZZ_ARGS:-}

@@ -20,6 +20,7 @@ class Error {
     kConflict,         // 409 / precondition failed
     kUnavailable,      // transient: connection, 5xx, timeout; retrying may help
     kThrottled,        // 429
+    kExpired,          // 410 Gone: a resourceVersion or continue token too old; relist
     kPermissionDenied,
     kInternal,
   };

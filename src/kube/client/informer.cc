@@ -1,0 +1,340 @@
+#include "kube/client/informer.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+
+#include "kube/codec/objects.h"
+
+namespace tidepool::kube {
+namespace {
+
+using Json = nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
+
+std::string StringAt(const Json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+const Json& Metadata(const Json& obj) {
+  static const Json kEmpty = Json::object();
+  if (!obj.is_object()) return kEmpty;
+  auto it = obj.find("metadata");
+  return it != obj.end() && it->is_object() ? *it : kEmpty;
+}
+
+// "namespace/name" or "name", as model::ObjectMeta::Key() says.
+std::string KeyOf(const Json& obj) {
+  const Json& meta = Metadata(obj);
+  std::string ns = StringAt(meta, "namespace");
+  std::string name = StringAt(meta, "name");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+std::string RvOf(const Json& obj) { return StringAt(Metadata(obj), "resourceVersion"); }
+
+}  // namespace
+
+InformerBase::InformerBase(ApiClient& client, InformerOptions options, Decoder decoder)
+    : client_(client),
+      options_(std::move(options)),
+      decoder_(std::move(decoder)),
+      seed_(std::hash<std::string>{}(options_.collection) ^
+            static_cast<uint64_t>(SteadyClock::now().time_since_epoch().count())) {
+  if (options_.name.empty()) options_.name = options_.collection;
+}
+
+InformerBase::~InformerBase() { Stop(); }
+
+void InformerBase::SetChangeCallback(ChangeCallback callback) { on_change_ = std::move(callback); }
+
+void InformerBase::Start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  cancel_watch_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void InformerBase::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    cancel_watch_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool InformerBase::WaitForSync(Duration timeout) const {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [this] { return synced_.load() || stop_.load(); });
+  return synced_.load();
+}
+
+std::string InformerBase::ResourceVersion() const {
+  std::lock_guard lock(mu_);
+  return resource_version_;
+}
+
+InformerStats InformerBase::Stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+size_t InformerBase::Size() const {
+  std::lock_guard lock(mu_);
+  return items_.size();
+}
+
+void InformerBase::InterruptWatchForTesting() { cancel_watch_ = true; }
+
+void InformerBase::ResumeFromForTesting(const std::string& resource_version) {
+  {
+    std::lock_guard lock(mu_);
+    resource_version_ = resource_version;
+  }
+  cancel_watch_ = true;
+}
+
+std::vector<InformerBase::Decoded> InformerBase::SnapshotErased() const {
+  std::lock_guard lock(mu_);
+  std::vector<Decoded> out;
+  out.reserve(items_.size());
+  for (const auto& [key, item] : items_) out.push_back(item.value);
+  return out;
+}
+
+InformerBase::Decoded InformerBase::GetErased(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  auto it = items_.find(key);
+  return it == items_.end() ? nullptr : it->second.value;
+}
+
+bool InformerBase::Sleep(Duration d) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, d, [this] { return stop_.load(); });
+  return !stop_.load();
+}
+
+void InformerBase::Notify(ChangeType type, const std::string& key) {
+  if (on_change_) on_change_(type, key);
+}
+
+void InformerBase::Run() {
+  Duration backoff = options_.backoff_initial;
+  auto grow = [&] { backoff = std::min(backoff * 2, options_.backoff_max); };
+  bool need_list = true;
+  while (!stop_) {
+    if (need_list) {
+      auto listed = ListAndReplace();
+      if (stop_) break;
+      if (!listed) {
+        if (options_.optional && listed.error().code() == Error::Code::kNotFound) {
+          std::vector<std::string> gone;
+          {
+            std::lock_guard lock(mu_);
+            for (const auto& [key, item] : items_) gone.push_back(key);
+            items_.clear();
+            resource_version_.clear();
+            if (present_.exchange(false) || !synced_) {
+              spdlog::info("informer {}: not served by the API server (404), treating as absent",
+                           options_.name);
+            }
+            synced_ = true;
+          }
+          cv_.notify_all();
+          for (const auto& key : gone) Notify(ChangeType::kDeleted, key);
+          if (!Sleep(options_.absent_recheck)) break;
+          continue;
+        }
+        spdlog::warn("informer {}: list failed: {}; retrying in {}", options_.name,
+                     listed.error().message(), FormatDuration(backoff));
+        if (!Sleep(backoff)) break;
+        grow();
+        continue;
+      }
+      present_ = true;
+      need_list = false;
+    }
+    bool healthy = false;
+    auto watched = WatchOnce(healthy);
+    if (stop_) break;
+    if (healthy) backoff = options_.backoff_initial;
+    if (watched) {
+      // The server ended the stream (timeoutSeconds): watch again at once, unless streams keep
+      // ending before anything arrives.
+      if (!healthy) {
+        if (!Sleep(backoff)) break;
+        grow();
+      }
+      continue;
+    }
+    const Error& error = watched.error();
+    if (error.code() == Error::Code::kExpired) {
+      spdlog::info("informer {}: {}; relisting", options_.name, error.message());
+      need_list = true;
+      continue;
+    }
+    if (options_.optional && error.code() == Error::Code::kNotFound) {
+      need_list = true;  // the CRD went away; the list will say so
+      continue;
+    }
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.reconnects;
+    }
+    spdlog::warn("informer {}: watch failed: {}; resuming from resourceVersion {} in {}",
+                 options_.name, error.message(), ResourceVersion(), FormatDuration(backoff));
+    if (!Sleep(backoff)) break;
+    grow();
+  }
+}
+
+Result<void> InformerBase::ListAndReplace() {
+  TIDEPOOL_ASSIGN_OR_RETURN(ListPage page,
+                            client_.ListAll(options_.collection, options_.page_size));
+  std::map<std::string, Item> fresh;
+  uint64_t decode_errors = 0;
+  for (const auto& obj : page.items) {
+    std::string key = KeyOf(obj);
+    auto decoded = decoder_(obj);
+    if (!decoded) {
+      ++decode_errors;
+      spdlog::warn("informer {}: skipping {}: {}", options_.name, key, decoded.error().message());
+      continue;
+    }
+    fresh[key] = Item{std::move(*decoded), RvOf(obj)};
+  }
+  std::vector<std::pair<ChangeType, std::string>> changes;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, item] : fresh) {
+      auto old = items_.find(key);
+      if (old == items_.end()) {
+        changes.emplace_back(ChangeType::kAdded, key);
+      } else if (old->second.resource_version != item.resource_version) {
+        changes.emplace_back(ChangeType::kModified, key);
+      }
+    }
+    for (const auto& [key, item] : items_) {
+      if (!fresh.contains(key)) changes.emplace_back(ChangeType::kDeleted, key);
+    }
+    items_ = std::move(fresh);
+    resource_version_ = page.resource_version;
+    stats_.decode_errors += decode_errors;
+    if (stats_.lists > 0) ++stats_.relists;
+    ++stats_.lists;
+    synced_ = true;
+  }
+  cv_.notify_all();
+  spdlog::debug("informer {}: listed {} objects at resourceVersion {}", options_.name,
+                page.items.size(), page.resource_version);
+  for (const auto& [type, key] : changes) Notify(type, key);
+  return {};
+}
+
+Result<void> InformerBase::WatchOnce(bool& healthy) {
+  auto start = SteadyClock::now();
+  std::mt19937_64 rng(seed_++);
+  auto jitter = std::uniform_real_distribution<double>(1.0, 2.0)(rng);
+  auto timeout = std::chrono::duration_cast<Duration>(options_.watch_timeout * jitter);
+  bool got_event = false;
+  auto result = client_.Watch(
+      options_.collection, ResourceVersion(),
+      [&](const WatchEvent& event) {
+        got_event = true;
+        Apply(event);
+        return !stop_.load();
+      },
+      &cancel_watch_, timeout);
+  healthy = got_event || SteadyClock::now() - start >= options_.healthy_after;
+  bool interrupted = cancel_watch_.exchange(false);
+  if (stop_) return {};
+  if (result && interrupted) {
+    return Fail(Error::Code::kUnavailable, "watch {} interrupted", options_.collection);
+  }
+  return result;
+}
+
+void InformerBase::Apply(const WatchEvent& event) {
+  std::string rv = RvOf(event.object);
+  if (event.type == WatchEvent::Type::kBookmark) {
+    if (!rv.empty()) {
+      std::lock_guard lock(mu_);
+      resource_version_ = rv;
+    }
+    return;
+  }
+  std::string key = KeyOf(event.object);
+  std::optional<ChangeType> change;
+  if (event.type == WatchEvent::Type::kDeleted) {
+    std::lock_guard lock(mu_);
+    if (items_.erase(key) > 0) change = ChangeType::kDeleted;
+    if (!rv.empty()) resource_version_ = rv;
+    ++stats_.events;
+  } else {
+    auto decoded = decoder_(event.object);
+    std::lock_guard lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    ++stats_.events;
+    if (!decoded) {
+      ++stats_.decode_errors;
+      spdlog::warn("informer {}: skipping {}: {}", options_.name, key, decoded.error().message());
+      if (items_.erase(key) > 0) change = ChangeType::kDeleted;
+    } else {
+      auto [it, inserted] = items_.insert_or_assign(key, Item{std::move(*decoded), rv});
+      (void)it;
+      change = inserted ? ChangeType::kAdded : ChangeType::kModified;
+    }
+  }
+  if (change) Notify(*change, key);
+}
+
+namespace {
+
+InformerOptions Tuned(InformerOptions tune, std::string collection, std::string name,
+                      bool optional = false) {
+  tune.collection = std::move(collection);
+  tune.name = std::move(name);
+  tune.optional = optional;
+  return tune;
+}
+
+}  // namespace
+
+std::unique_ptr<PodInformer> MakePodInformer(ApiClient& client, InformerOptions tune) {
+  return std::make_unique<PodInformer>(client, Tuned(std::move(tune), "/api/v1/pods", "pods"),
+                                       [](const Json& j) { return codec::DecodePod(j); });
+}
+
+std::unique_ptr<NodeInformer> MakeNodeInformer(ApiClient& client, InformerOptions tune) {
+  return std::make_unique<NodeInformer>(client, Tuned(std::move(tune), "/api/v1/nodes", "nodes"),
+                                        [](const Json& j) { return codec::DecodeNode(j); });
+}
+
+std::unique_ptr<PdbInformer> MakePdbInformer(ApiClient& client, InformerOptions tune) {
+  return std::make_unique<PdbInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/policy/v1/poddisruptionbudgets", "poddisruptionbudgets"),
+      [](const Json& j) { return codec::DecodePdb(j); });
+}
+
+std::unique_ptr<DaemonSetInformer> MakeDaemonSetInformer(ApiClient& client, InformerOptions tune) {
+  return std::make_unique<DaemonSetInformer>(
+      client, Tuned(std::move(tune), "/apis/apps/v1/daemonsets", "daemonsets"),
+      [](const Json& j) { return codec::DecodeDaemonSet(j); });
+}
+
+std::unique_ptr<RawInformer> MakePodGroupInformer(ApiClient& client, InformerOptions tune) {
+  return std::make_unique<RawInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", "podgroups",
+            /*optional=*/true),
+      [](const Json& j) -> Result<Json> { return j; });
+}
+
+}  // namespace tidepool::kube

@@ -1,0 +1,184 @@
+// Informers: a local cache of one resource kept current by list + watch (paginated list, watch
+// from its resourceVersion with bookmarks, relist on 410, resume with backoff on a cut stream).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "kube/client/api_client.h"
+#include "model/daemonset.h"
+#include "model/node.h"
+#include "model/pdb.h"
+#include "model/pod.h"
+
+namespace tidepool::kube {
+
+struct InformerOptions {
+  std::string collection;  // "/api/v1/pods"
+  std::string name;        // for logs: "pods"
+  int page_size = 500;
+  // Each watch asks the server to end it after a random time in [timeout, 2 * timeout), as
+  // client-go does, so that all informers do not reconnect at once.
+  Duration watch_timeout = std::chrono::minutes(5);
+  // Reconnect backoff after a failed list or watch: initial, doubled per failure, capped; back to
+  // initial after a healthy stream (one that delivered an event or lasted `healthy_after`).
+  Duration backoff_initial = std::chrono::milliseconds(200);
+  Duration backoff_max = std::chrono::seconds(30);
+  Duration healthy_after = std::chrono::seconds(10);
+  // For a resource that may not exist (a CRD): a 404 on list means "absent": the informer is
+  // synced with an empty cache and lists again after `absent_recheck`.
+  bool optional = false;
+  Duration absent_recheck = std::chrono::minutes(5);
+};
+
+enum class ChangeType { kAdded, kModified, kDeleted };
+
+// Counters for metrics; monotonic.
+struct InformerStats {
+  uint64_t lists = 0;          // successful full lists (the first one included)
+  uint64_t relists = 0;        // lists after the first (410 Gone, absent CRD re-checks)
+  uint64_t reconnects = 0;     // watches resumed after an error or a cut stream
+  uint64_t decode_errors = 0;  // objects skipped because they did not decode
+  uint64_t events = 0;         // watch events applied (bookmarks not counted)
+};
+
+// The type-erased machinery behind Informer<T>. Use Informer<T>.
+//
+// Thread-safety: Start/Stop from one owner thread; everything else from any thread. One
+// background thread per informer does the I/O; callbacks run on it, outside the cache lock
+// (they may read the informer, and must not block for long).
+class InformerBase {
+ public:
+  using Decoded = std::shared_ptr<const void>;
+  using Decoder = std::function<Result<Decoded>(const nlohmann::json&)>;
+  using ChangeCallback = std::function<void(ChangeType, const std::string& key)>;
+
+  InformerBase(ApiClient& client, InformerOptions options, Decoder decoder);
+  virtual ~InformerBase();  // stops
+  InformerBase(const InformerBase&) = delete;
+  InformerBase& operator=(const InformerBase&) = delete;
+
+  // Set before Start. Called for every change of the cache: watch events, and the differences a
+  // relist makes (by resourceVersion), key "namespace/name" or "name".
+  void SetChangeCallback(ChangeCallback callback);
+
+  void Start();
+  // Returns within about a second (an open watch notices the cancel flag); idempotent.
+  void Stop();
+
+  // True once the first list has been applied (also for an absent optional resource).
+  bool HasSynced() const { return synced_.load(); }
+  // Waits until HasSynced or the timeout; returns HasSynced().
+  bool WaitForSync(Duration timeout) const;
+  // For an optional resource: false while the list says 404.
+  bool Present() const { return present_.load(); }
+  // The resourceVersion the cache reflects (the last list, event or bookmark).
+  std::string ResourceVersion() const;
+  InformerStats Stats() const;
+  size_t Size() const;
+  const InformerOptions& options() const { return options_; }
+
+  // For tests: cuts the open watch stream (as a network failure would); the informer resumes
+  // from its last resourceVersion.
+  void InterruptWatchForTesting();
+  // For tests: as above, and the watch resumes from `resource_version` (an old one forces the
+  // server's 410 Gone and so a relist).
+  void ResumeFromForTesting(const std::string& resource_version);
+
+ protected:
+  std::vector<Decoded> SnapshotErased() const;
+  Decoded GetErased(const std::string& key) const;
+
+ private:
+  struct Item {
+    Decoded value;
+    std::string resource_version;
+  };
+  void Run();
+  Result<void> ListAndReplace();
+  Result<void> WatchOnce(bool& healthy);
+  void Apply(const WatchEvent& event);
+  // Sleeps up to `d` or until Stop; returns false when stopping.
+  bool Sleep(Duration d);
+  void Notify(ChangeType type, const std::string& key);
+
+  ApiClient& client_;
+  InformerOptions options_;
+  Decoder decoder_;
+  ChangeCallback on_change_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::map<std::string, Item> items_;
+  std::string resource_version_;
+  InformerStats stats_;
+
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> cancel_watch_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> present_{true};
+  std::thread thread_;
+  uint64_t seed_;
+};
+
+// An informer whose cache holds decoded T values (model::Pod, model::Node, ... or the raw
+// nlohmann::json). An object that fails to decode is logged with its name and the reason,
+// counted in Stats().decode_errors and left out of the cache (a stale version is removed); the
+// informer keeps running.
+template <typename T>
+class Informer : public InformerBase {
+ public:
+  using DecodeFn = std::function<Result<T>(const nlohmann::json&)>;
+
+  Informer(ApiClient& client, InformerOptions options, DecodeFn decode)
+      : InformerBase(client, std::move(options),
+                     [decode = std::move(decode)](const nlohmann::json& obj) -> Result<Decoded> {
+                       TIDEPOOL_ASSIGN_OR_RETURN(T value, decode(obj));
+                       return std::static_pointer_cast<const void>(
+                           std::make_shared<const T>(std::move(value)));
+                     }) {}
+
+  // A consistent copy of the cache at one instant (objects in key order). The objects are
+  // immutable and shared: holding the snapshot is cheap and never blocks the informer.
+  std::vector<std::shared_ptr<const T>> Snapshot() const {
+    std::vector<std::shared_ptr<const T>> out;
+    auto erased = SnapshotErased();
+    out.reserve(erased.size());
+    for (auto& v : erased) out.push_back(std::static_pointer_cast<const T>(std::move(v)));
+    return out;
+  }
+  // The object with this key ("namespace/name" or "name"), or null.
+  std::shared_ptr<const T> Get(const std::string& key) const {
+    return std::static_pointer_cast<const T>(GetErased(key));
+  }
+};
+
+using PodInformer = Informer<model::Pod>;
+using NodeInformer = Informer<model::Node>;
+using PdbInformer = Informer<model::PodDisruptionBudget>;
+using DaemonSetInformer = Informer<model::DaemonSet>;
+using RawInformer = Informer<nlohmann::json>;
+
+// The informers the controller runs, with the codec's decoders and their collections. `tune`
+// overrides timing (page size, backoff); its collection, name and optional are ignored.
+std::unique_ptr<PodInformer> MakePodInformer(ApiClient& client, InformerOptions tune = {});
+std::unique_ptr<NodeInformer> MakeNodeInformer(ApiClient& client, InformerOptions tune = {});
+std::unique_ptr<PdbInformer> MakePdbInformer(ApiClient& client, InformerOptions tune = {});
+std::unique_ptr<DaemonSetInformer> MakeDaemonSetInformer(ApiClient& client,
+                                                         InformerOptions tune = {});
+// scheduling.x-k8s.io/v1alpha1 PodGroups (coscheduling), kept as JSON; optional (absent when
+// the CRD is not installed).
+std::unique_ptr<RawInformer> MakePodGroupInformer(ApiClient& client, InformerOptions tune = {});
+
+}  // namespace tidepool::kube
