@@ -1,0 +1,305 @@
+#include "cloud/kwok/kwok_provider.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "kube/codec/encode.h"
+
+namespace tidepool::cloud::kwok {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
+constexpr Duration kCreateRetry = std::chrono::seconds(2);
+
+}  // namespace
+
+KwokProvider::KwokProvider(const model::AutoscalerConfig& config, kube::ApiClient& api,
+                           const Clock& clock, KwokOptions options)
+    : config_(config),
+      api_(api),
+      clock_(clock),
+      options_(std::move(options)),
+      rng_(options_.seed != 0 ? options_.seed : std::random_device{}()) {}
+
+Result<std::unique_ptr<KwokProvider>> KwokProvider::Create(const model::AutoscalerConfig& config,
+                                                           kube::ApiClient& api,
+                                                           const Clock& clock,
+                                                           KwokOptions options) {
+  std::unique_ptr<KwokProvider> p(new KwokProvider(config, api, clock, std::move(options)));
+  TIDEPOOL_RETURN_IF_ERROR(p->Load());
+  p->thread_ = std::thread([raw = p.get()] { raw->Run(); });
+  return p;
+}
+
+KwokProvider::~KwokProvider() { Stop(); }
+
+void KwokProvider::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Duration KwokProvider::BootDelay(const model::Pool& pool) const {
+  return pool.boot_delay.value_or(config_.provider.boot_delay.value_or(kDefaultBootDelay));
+}
+
+bool KwokProvider::Unavailable(const std::string& pool) const {
+  const auto& u = config_.provider.unavailable_pools;
+  return std::find(u.begin(), u.end(), pool) != u.end();
+}
+
+Result<void> KwokProvider::Load() {
+  auto cm = api_.Get(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
+                                      options_.state_configmap));
+  if (!cm) {
+    if (cm.error().code() == Error::Code::kNotFound) return {};
+    return std::unexpected(cm.error().Wrap("kwok provider: reading its state"));
+  }
+  std::lock_guard lock(mu_);
+  state_rv_ = cm->value("/metadata/resourceVersion"_json_pointer, std::string());
+  auto data = cm->value("/data/state"_json_pointer, std::string());
+  if (data.empty()) return {};
+  json state = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  const std::string where = fmt::format("kwok provider: ConfigMap {}/{} key state",
+                                        options_.state_namespace, options_.state_configmap);
+  if (!state.is_object() || !state.contains("pools") || !state["pools"].is_object()) {
+    return InvalidArgument("{}: expected {{\"pools\": {{...}}}}, got {}", where,
+                           data.substr(0, 200));
+  }
+  for (const auto& [pool, items] : state["pools"].items()) {
+    if (config_.FindPool(pool) == nullptr) {
+      spdlog::warn("{}: pool {} is not in the config any more; forgetting its {} booting nodes",
+                   where, pool, items.size());
+      continue;
+    }
+    for (const auto& item : items) {
+      if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
+          !item.contains("due") || !item["due"].is_string()) {
+        return InvalidArgument("{}: pool {}: expected {{\"name\": ..., \"due\": ...}}, got {}",
+                               where, pool, item.dump());
+      }
+      auto due = ParseRfc3339(item["due"].get<std::string>());
+      if (!due) return std::unexpected(due.error().Wrap(where));
+      booting_[pool].push_back({item["name"].get<std::string>(), *due});
+    }
+  }
+  return {};
+}
+
+Result<void> KwokProvider::PersistLocked() {
+  json pools = json::object();
+  for (const auto& [pool, items] : booting_) {
+    if (items.empty()) continue;
+    json arr = json::array();
+    for (const auto& b : items) arr.push_back({{"name", b.name}, {"due", FormatRfc3339(b.due)}});
+    pools[pool] = std::move(arr);
+  }
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata",
+              {{"name", options_.state_configmap},
+               {"namespace", options_.state_namespace},
+               {"labels", {{"app.kubernetes.io/managed-by", "tidepool"}}}}},
+             {"data", {{"state", json{{"pools", pools}}.dump()}}}};
+  Result<json> written;
+  if (state_rv_.empty()) {
+    written = api_.Create(kube::CollectionPath("v1", "configmaps", options_.state_namespace), cm);
+    if (!written && written.error().code() == Error::Code::kConflict) {
+      // Created by an earlier run whose Load raced with us: take its version and overwrite.
+      auto current = api_.Get(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
+                                               options_.state_configmap));
+      if (!current) return std::unexpected(current.error());
+      cm["metadata"]["resourceVersion"] =
+          current->value("/metadata/resourceVersion"_json_pointer, std::string());
+      written = api_.Update(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
+                                             options_.state_configmap),
+                            cm);
+    }
+  } else {
+    cm["metadata"]["resourceVersion"] = state_rv_;
+    written = api_.Update(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
+                                           options_.state_configmap),
+                          cm);
+  }
+  if (!written) return std::unexpected(written.error().Wrap("kwok provider: saving its state"));
+  state_rv_ = written->value("/metadata/resourceVersion"_json_pointer, std::string());
+  return {};
+}
+
+Result<json> KwokProvider::NodeObject(const std::string& pool, const std::string& name) const {
+  const model::Pool* p = config_.FindPool(pool);
+  if (p == nullptr) return Fail(Error::Code::kNotFound, "kwok provider: no pool {}", pool);
+  model::Node node = p->template_node;
+  node.meta.name = name;
+  node.meta.labels[std::string(model::kLabelPool)] = pool;
+  node.meta.labels[std::string(model::kLabelHostname)] = name;
+  node.meta.labels["type"] = "kwok";
+  if (!p->instance_type.empty()) {
+    node.meta.labels.emplace(std::string(model::kLabelInstanceType), p->instance_type);
+  }
+  node.meta.annotations[std::string(kKwokNodeAnnotation)] = "fake";
+  node.provider_id = std::string(kProviderIdPrefix) + name;
+  node.ready = false;
+  return kube::codec::EncodeNode(node);
+}
+
+Result<std::vector<PoolSize>> KwokProvider::Refresh(Time) {
+  TIDEPOOL_ASSIGN_OR_RETURN(
+      auto list, api_.ListAll(kube::CollectionPath("v1", "nodes") + "?labelSelector=" +
+                              net::UrlEncode(model::kLabelPool)));
+  std::map<std::string, int> nodes;
+  for (const auto& n : list.items) {
+    auto pool = n.value("/metadata/labels"_json_pointer, json::object())
+                    .value(std::string(model::kLabelPool), std::string());
+    auto pid = n.value("/spec/providerID"_json_pointer, std::string());
+    if (!pid.starts_with(kProviderIdPrefix)) continue;
+    if (!n.value("/metadata/deletionTimestamp"_json_pointer, std::string()).empty()) continue;
+    ++nodes[pool];
+  }
+  std::lock_guard lock(mu_);
+  std::vector<PoolSize> out;
+  for (const auto& pool : config_.pools) {
+    PoolSize s;
+    s.pool = pool.name;
+    auto it = booting_.find(pool.name);
+    int booting = it == booting_.end() ? 0 : static_cast<int>(it->second.size());
+    s.instances = nodes[pool.name] + booting;
+    s.target = s.instances;
+    if (Unavailable(pool.name)) {
+      s.stockout = true;
+      s.stockout_reason = "no capacity: the pool is in provider.unavailablePools";
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<void> KwokProvider::IncreaseSize(const std::string& pool, int delta, Time now) {
+  const model::Pool* p = config_.FindPool(pool);
+  if (p == nullptr) return Fail(Error::Code::kNotFound, "kwok provider: no pool {}", pool);
+  if (delta <= 0) return InvalidArgument("kwok provider: pool {}: increase by {}", pool, delta);
+  if (Unavailable(pool)) {
+    return Fail(Error::Code::kUnavailable,
+                "kwok provider: pool {}: no capacity (listed in provider.unavailablePools)",
+                pool);
+  }
+  std::unique_lock lock(mu_);
+  auto& items = booting_[pool];
+  Time due = now + BootDelay(*p);
+  for (int i = 0; i < delta; ++i) {
+    std::string name = pool + "-";
+    for (int k = 0; k < 5; ++k) name.push_back(kNameAlphabet[rng_() % kNameAlphabet.size()]);
+    items.push_back({std::move(name), due});
+  }
+  if (auto r = PersistLocked(); !r) {
+    items.resize(items.size() - delta);
+    return r;
+  }
+  lock.unlock();
+  cv_.notify_all();
+  return {};
+}
+
+Result<void> KwokProvider::DecreaseTargetSize(const std::string& pool, int delta, Time) {
+  if (config_.FindPool(pool) == nullptr) {
+    return Fail(Error::Code::kNotFound, "kwok provider: no pool {}", pool);
+  }
+  std::lock_guard lock(mu_);
+  auto& items = booting_[pool];
+  if (delta <= 0 || delta > static_cast<int>(items.size())) {
+    return InvalidArgument(
+        "kwok provider: pool {}: cannot cancel {} nodes, only {} have not joined yet", pool,
+        delta, items.size());
+  }
+  auto saved = items;
+  items.resize(items.size() - delta);
+  if (auto r = PersistLocked(); !r) {
+    items = std::move(saved);
+    return r;
+  }
+  return {};
+}
+
+Result<void> KwokProvider::DeleteNode(const std::string& pool, const model::Node& node, Time) {
+  {
+    std::lock_guard lock(mu_);
+    auto& items = booting_[pool];
+    auto it = std::find_if(items.begin(), items.end(),
+                           [&](const Booting& b) { return b.name == node.name(); });
+    if (it != items.end()) {
+      items.erase(it);
+      TIDEPOOL_RETURN_IF_ERROR(PersistLocked());
+    }
+  }
+  auto r = api_.Delete(kube::ObjectPath("v1", "nodes", "", node.name()), node.meta.uid);
+  if (!r && r.error().code() != Error::Code::kNotFound) {
+    return std::unexpected(r.error().Wrap("kwok provider: deleting node " + node.name()));
+  }
+  return {};
+}
+
+std::string KwokProvider::PoolOf(const model::Node& node) const {
+  if (!node.provider_id.starts_with(kProviderIdPrefix)) return "";
+  const std::string* pool = node.meta.Label(model::kLabelPool);
+  if (pool == nullptr || config_.FindPool(*pool) == nullptr) return "";
+  return *pool;
+}
+
+void KwokProvider::Run() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    // The earliest due machine, if any.
+    std::optional<Time> next;
+    for (const auto& [pool, items] : booting_) {
+      for (const auto& b : items) {
+        if (!next || b.due < *next) next = b.due;
+      }
+    }
+    Time now = clock_.Now();
+    if (!next || *next > now) {
+      if (next) {
+        cv_.wait_for(lock, *next - now);
+      } else {
+        cv_.wait(lock);
+      }
+      continue;
+    }
+    // Create every due node; each one leaves the booting list only once its Node exists.
+    std::vector<std::pair<std::string, std::string>> due;  // pool, name
+    for (const auto& [pool, items] : booting_) {
+      for (const auto& b : items) {
+        if (b.due <= now) due.emplace_back(pool, b.name);
+      }
+    }
+    bool failed = false;
+    for (const auto& [pool, name] : due) {
+      auto obj = NodeObject(pool, name);
+      if (!obj) continue;
+      lock.unlock();
+      auto created = api_.Create(kube::CollectionPath("v1", "nodes"), *obj);
+      lock.lock();
+      if (!created && created.error().code() != Error::Code::kConflict) {
+        spdlog::warn("kwok provider: creating node {}: {}", name, created.error().message());
+        failed = true;
+        continue;
+      }
+      spdlog::info("kwok provider: node {} of pool {} is up", name, pool);
+      auto& items = booting_[pool];
+      std::erase_if(items, [&](const Booting& b) { return b.name == name; });
+    }
+    if (auto r = PersistLocked(); !r) {
+      spdlog::warn("{}", r.error().message());
+      failed = true;
+    }
+    if (failed && !stop_) cv_.wait_for(lock, kCreateRetry);
+  }
+}
+
+}  // namespace tidepool::cloud::kwok

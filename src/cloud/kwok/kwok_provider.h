@@ -1,0 +1,96 @@
+// The kwok provider: tidepool's local cloud. It "boots" a pool's nodes by creating Node objects
+// (managed by kwok's fake kubelet) in the API server after the pool's boot delay.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/time.h"
+#include "cloud/provider.h"
+#include "kube/client/api_client.h"
+#include "model/pool.h"
+
+namespace tidepool::cloud::kwok {
+
+inline constexpr std::string_view kProviderIdPrefix = "kwok://";
+inline constexpr std::string_view kKwokNodeAnnotation = "kwok.x-k8s.io/node";
+inline constexpr Duration kDefaultBootDelay = std::chrono::seconds(5);
+
+struct KwokOptions {
+  // Where the provider keeps the machines it is "booting" (a ConfigMap), so a restarted
+  // controller neither loses them nor asks for them again.
+  std::string state_namespace = "kube-system";
+  std::string state_configmap = "tidepool-kwok-provider";
+  uint64_t seed = 0;  // node name suffixes; 0: from std::random_device
+};
+
+// CloudProvider over the Kubernetes API (see cloud/provider.h for the contract).
+//  - IncreaseSize records `delta` machines as booting (persisted before it returns) with a due
+//    time of now + boot delay (pool.bootDelay, else provider.bootDelay, else 5 s); a background
+//    thread creates each Node when it is due: name `<pool>-<random>`, providerID
+//    `kwok://<name>`, the template's labels plus tidepool.dev/pool and kubernetes.io/hostname,
+//    taints, capacity, allocatable and the annotation kwok.x-k8s.io/node=fake.
+//  - Pools in provider.unavailablePools are out of stock: IncreaseSize fails with kUnavailable
+//    and Refresh reports the stockout.
+//  - DeleteNode deletes the Node object; DecreaseTargetSize drops the newest booting machines.
+//  - target = booting machines + the pool's Nodes (providerID kwok://, label tidepool.dev/pool).
+// Thread-safe; the background thread stops in Stop() or the destructor.
+class KwokProvider final : public CloudProvider {
+ public:
+  // Reads the persisted booting machines (a missing ConfigMap is an empty state) and starts
+  // the background thread.
+  static Result<std::unique_ptr<KwokProvider>> Create(const model::AutoscalerConfig& config,
+                                                      kube::ApiClient& api,
+                                                      const Clock& clock,
+                                                      KwokOptions options = {});
+  ~KwokProvider() override;
+  void Stop();
+
+  std::string_view Name() const override { return "kwok"; }
+  Result<std::vector<PoolSize>> Refresh(Time now) override;
+  Result<void> IncreaseSize(const std::string& pool, int delta, Time now) override;
+  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
+  Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
+  std::string PoolOf(const model::Node& node) const override;
+
+  // The Node object the provider creates for `pool` under `name` (exposed for tests).
+  Result<nlohmann::json> NodeObject(const std::string& pool, const std::string& name) const;
+
+ private:
+  struct Booting {
+    std::string name;
+    Time due{};
+  };
+
+  KwokProvider(const model::AutoscalerConfig& config, kube::ApiClient& api, const Clock& clock,
+               KwokOptions options);
+  Result<void> Load();
+  // Writes booting_ to the ConfigMap (create or update with the last resourceVersion).
+  Result<void> PersistLocked();
+  void Run();
+  Duration BootDelay(const model::Pool& pool) const;
+  bool Unavailable(const std::string& pool) const;
+
+  model::AutoscalerConfig config_;
+  kube::ApiClient& api_;
+  const Clock& clock_;
+  KwokOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::vector<Booting>> booting_;  // pool -> oldest first
+  std::string state_rv_;  // resourceVersion of the state ConfigMap ("" when absent)
+  std::mt19937_64 rng_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tidepool::cloud::kwok
