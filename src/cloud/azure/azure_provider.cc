@@ -1,0 +1,198 @@
+#include "cloud/azure/azure_provider.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "cloud/azure/aks_provider.h"
+#include "cloud/azure/vmss_provider.h"
+
+namespace tidepool::cloud::azure {
+
+AzureProvider::AzureProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps)
+    : settings_(std::move(settings)),
+      clock_(deps.clock),
+      node_joined_(deps.node_joined),
+      arm_(deps.arm.get()),
+      pools_(std::move(pools)),
+      deps_(std::make_unique<Deps>(std::move(deps))) {}
+
+AzureProvider::~AzureProvider() = default;
+
+Result<void> AzureProvider::BeforeRefresh(Time) { return {}; }
+
+const model::Pool* AzureProvider::FindPool(std::string_view name) const {
+  for (const auto& p : pools_)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+Result<const model::Pool*> AzureProvider::RequirePool(std::string_view name) const {
+  const model::Pool* p = FindPool(name);
+  if (p == nullptr) {
+    return Fail(Error::Code::kNotFound, "{}: no pool named \"{}\"", Name(), name);
+  }
+  return p;
+}
+
+void AzureProvider::AddPool(model::Pool pool) {
+  if (FindPool(pool.name) != nullptr) return;
+  pools_.push_back(std::move(pool));
+}
+
+size_t AzureProvider::pending_operations(const std::string& pool) const {
+  auto it = state_.find(pool);
+  return it == state_.end() ? 0 : it->second.ops.size();
+}
+
+void AzureProvider::Track(const std::string& pool, Operation op, std::string kind) {
+  spdlog::info("azure: pool {}: {} accepted as a long-running operation", pool, op.what);
+  state_[pool].ops.push_back(PendingOp{std::move(op), std::move(kind)});
+}
+
+void AzureProvider::NoteStockout(const std::string& pool, std::string reason, Time now) {
+  PoolState& ps = state_[pool];
+  spdlog::warn("azure: pool {}: no capacity: {}", pool, reason);
+  ps.stockout_reason = std::move(reason);
+  ps.stockout_until = now + settings_.stockout_hold;
+}
+
+std::optional<std::string> AzureProvider::Stockout(const std::string& pool, Time now) {
+  PoolState& ps = state_[pool];
+  if (ps.stockout_until && now < *ps.stockout_until) return ps.stockout_reason;
+  return std::nullopt;
+}
+
+Result<void> AzureProvider::CheckNotStockedOut(const std::string& pool, Time now) {
+  if (auto reason = Stockout(pool, now)) {
+    return Fail(Error::Code::kUnavailable, "pool {}: no capacity (stockout): {}", pool, *reason);
+  }
+  return {};
+}
+
+Error AzureProvider::WriteFailed(const std::string& pool, const ArmResponse& r, Time now) {
+  if (IsStockoutError(r.error_code, r.error_message)) {
+    NoteStockout(pool, fmt::format("{}: {}", r.error_code, r.error_message), now);
+    return Error(Error::Code::kUnavailable,
+                 fmt::format("pool {}: no capacity (stockout): {}", pool, r.AsError().message()));
+  }
+  return r.AsError().Wrap(fmt::format("pool {}", pool));
+}
+
+void AzureProvider::PollOperations(const std::string& pool, Time now) {
+  PoolState& ps = state_[pool];
+  std::vector<PendingOp> keep;
+  for (auto& pending : ps.ops) {
+    if (now >= pending.op.deadline) {
+      spdlog::warn("azure: pool {}: {} did not finish within {}; no longer followed", pool,
+                   pending.op.what, FormatDuration(settings_.operation_timeout));
+      continue;
+    }
+    if (now < pending.op.next_poll) {
+      keep.push_back(std::move(pending));
+      continue;
+    }
+    auto r = arm_->Poll(pending.op);
+    if (!r) {
+      spdlog::warn("azure: pool {}: {}", pool, r.error().message());
+      keep.push_back(std::move(pending));
+      continue;
+    }
+    switch (r->state) {
+      case OperationResult::State::kInProgress:
+        keep.push_back(std::move(pending));
+        break;
+      case OperationResult::State::kSucceeded:
+        spdlog::info("azure: pool {}: {} succeeded", pool, pending.op.what);
+        break;
+      case OperationResult::State::kFailed:
+      case OperationResult::State::kCanceled:
+        spdlog::warn("azure: pool {}: {} {}: {}: {}", pool, pending.op.what,
+                     r->state == OperationResult::State::kFailed ? "failed" : "was canceled",
+                     r->code, r->message);
+        if (IsStockoutError(r->code, r->message)) {
+          NoteStockout(pool, fmt::format("{}: {}", r->code, r->message), now);
+        }
+        break;
+    }
+  }
+  ps.ops = std::move(keep);
+}
+
+Result<std::vector<PoolSize>> AzureProvider::Refresh(Time now) {
+  if (auto r = BeforeRefresh(now); !r) {
+    // Discovery failing must not hide the pools already known; log and go on.
+    spdlog::warn("azure: {}", r.error().message());
+  }
+  std::vector<PoolSize> out;
+  out.reserve(pools_.size());
+  for (const model::Pool& pool : pools_) {
+    PollOperations(pool.name, now);
+    auto read = RefreshPool(pool, now);
+    PoolState& ps = state_[pool.name];
+    std::optional<PoolSize> size;
+    if (read) {
+      if (!*read) continue;  // not bound to anything in the cloud (yet)
+      size = std::move(**read);
+    } else {
+      Error::Code c = read.error().code();
+      bool transient = c == Error::Code::kThrottled || c == Error::Code::kUnavailable;
+      if (!transient || !ps.last) {
+        return std::unexpected(read.error().Wrap(fmt::format("{}: pool {}", Name(), pool.name)));
+      }
+      spdlog::warn("azure: pool {}: {}; reporting the last read", pool.name,
+                   read.error().message());
+      size = *ps.last;
+    }
+    size->pool = pool.name;
+    if (auto reason = Stockout(pool.name, now)) {
+      size->stockout = true;
+      size->stockout_reason = *reason;
+    } else {
+      size->stockout = false;
+      size->stockout_reason.clear();
+    }
+    ps.last = *size;
+    out.push_back(std::move(*size));
+  }
+  return out;
+}
+
+Result<std::unique_ptr<AzureProvider>> NewAzureProvider(const model::AutoscalerConfig& config,
+                                                        Options options) {
+  EnvLookup env = options.env ? options.env : ProcessEnv();
+  TIDEPOOL_ASSIGN_OR_RETURN(AzureSettings settings,
+                            ParseAzureSettings(config.provider, config.pools, env));
+  AzureProvider::Deps deps;
+  if (options.clock == nullptr) {
+    deps.owned_clock = std::make_unique<RealClock>();
+    deps.clock = deps.owned_clock.get();
+  } else {
+    deps.clock = options.clock;
+  }
+  deps.http = options.http ? options.http : std::make_shared<net::HttpClient>();
+  TIDEPOOL_ASSIGN_OR_RETURN(deps.tokens,
+                            MakeTokenSource(settings.auth, deps.http.get(), deps.clock, env));
+  ArmOptions arm;
+  arm.endpoint = settings.arm_endpoint;
+  arm.request_timeout = settings.request_timeout;
+  arm.operation_timeout = settings.operation_timeout;
+  deps.arm = std::make_unique<ArmClient>(deps.http.get(), deps.tokens.get(), deps.clock,
+                                         options.sleep ? options.sleep : RealSleeper(), arm);
+  deps.node_joined = options.node_joined;
+  if (settings.type == "azure-vmss") {
+    return std::unique_ptr<AzureProvider>(
+        std::make_unique<VmssProvider>(std::move(settings), config.pools, std::move(deps)));
+  }
+  return std::unique_ptr<AzureProvider>(
+      std::make_unique<AksProvider>(std::move(settings), config.pools, std::move(deps)));
+}
+
+Result<std::unique_ptr<CloudProvider>> MakeAzureProvider(const model::AutoscalerConfig& config,
+                                                         Options options) {
+  TIDEPOOL_ASSIGN_OR_RETURN(auto p, NewAzureProvider(config, std::move(options)));
+  return std::unique_ptr<CloudProvider>(std::move(p));
+}
+
+}  // namespace tidepool::cloud::azure

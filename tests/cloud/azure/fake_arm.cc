@@ -1,0 +1,977 @@
+#include "tests/cloud/azure/fake_arm.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace tidepool::testing::azure {
+namespace {
+
+using nlohmann::json;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool Eq(std::string_view a, std::string_view b) { return Lower(a) == Lower(b); }
+
+std::vector<std::string> Segments(const std::string& path) {
+  std::vector<std::string> out;
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '/')) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+std::string UrlDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ParseForm(std::string_view body) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start <= body.size()) {
+    size_t end = body.find('&', start);
+    if (end == std::string_view::npos) end = body.size();
+    std::string_view pair = body.substr(start, end - start);
+    size_t eq = pair.find('=');
+    if (eq != std::string_view::npos) {
+      out[UrlDecode(pair.substr(0, eq))] = UrlDecode(pair.substr(eq + 1));
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string Base36(int n) {
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  std::string s;
+  do {
+    s.insert(s.begin(), kDigits[n % 36]);
+    n /= 36;
+  } while (n > 0);
+  while (s.size() < 6) s.insert(s.begin(), '0');
+  return s;
+}
+
+bool IsWrite(const std::string& method) {
+  return method == "PUT" || method == "PATCH" || method == "POST" || method == "DELETE";
+}
+
+}  // namespace
+
+FakeArm::FakeArm(FakeArmOptions options) : options_(std::move(options)) {}
+
+Result<std::unique_ptr<FakeArm>> FakeArm::Start(FakeArmOptions options) {
+  if (options.clock == nullptr) {
+    return InvalidArgument("FakeArm: options.clock is required");
+  }
+  std::unique_ptr<FakeArm> fake(new FakeArm(std::move(options)));
+  // Load every example once; a missing file is a broken test setup.
+  for (const char* file :
+       {"vmss/VirtualMachineScaleSet_Get_WithUserData.json",
+        "vmss/VirtualMachineScaleSetVM_Get_WithUserData.json",
+        "vmss/VirtualMachineScaleSetVM_Get_InstanceViewAutoPlacedOnDedicatedHostGroup.json",
+        "aks/AgentPoolsCreate_Update.json", "aks/AgentPoolsGet.json", "aks/MachineGet.json",
+        "aks/AgentPoolsDeleteMachines.json", "common/AgentPoolsAbortOperation.json",
+        "vmss/VirtualMachineScaleSet_DeleteInstances_MinimumSet_Gen.json"}) {
+    std::string path = fake->options_.shared_dir + "/azure-arm-examples/" + file;
+    std::ifstream in(path);
+    if (!in) return InvalidArgument("FakeArm: cannot read example {}", path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    json j = json::parse(ss.str(), nullptr, false);
+    if (j.is_discarded()) return InvalidArgument("FakeArm: {} is not JSON", path);
+    fake->examples_[file] = std::move(j);
+  }
+  fake->server_ = std::make_unique<httplib::Server>();
+  auto handler = [raw = fake.get()](const httplib::Request& req, httplib::Response& res) {
+    raw->Handle(req, res);
+  };
+  fake->server_->Get(".*", handler);
+  fake->server_->Post(".*", handler);
+  fake->server_->Put(".*", handler);
+  fake->server_->Patch(".*", handler);
+  fake->server_->Delete(".*", handler);
+  fake->port_ = fake->server_->bind_to_any_port("127.0.0.1");
+  if (fake->port_ <= 0) return InvalidArgument("FakeArm: cannot bind 127.0.0.1");
+  fake->thread_ = std::thread([raw = fake.get()] { raw->server_->listen_after_bind(); });
+  // The socket is bound and listening already; wait for the accept loop so tests start clean.
+  for (int i = 0; i < 2000 && !fake->server_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return fake;
+}
+
+FakeArm::~FakeArm() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string FakeArm::endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string FakeArm::imds_endpoint() const {
+  return endpoint() + "/metadata/identity/oauth2/token";
+}
+
+std::string FakeArm::ResourceGroupPath() const {
+  return "/subscriptions/" + options_.subscription + "/resourceGroups/" + options_.resource_group;
+}
+
+json FakeArm::Example(const std::string& relative) const {
+  const json& file = examples_.at(relative);
+  const json& responses = file.at("responses");
+  for (const char* status : {"200", "201", "202"}) {
+    if (responses.contains(status) && responses[status].contains("body")) {
+      return responses[status]["body"];
+    }
+  }
+  return json::object();
+}
+
+// ---------------------------------------------------------------------------------------------
+// State.
+
+void FakeArm::AddScaleSet(const ScaleSetSpec& spec) {
+  Events events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ScaleSet ss;
+    ss.spec = spec;
+    scale_sets_[Lower(spec.name)] = ss;
+    Resize(scale_sets_[Lower(spec.name)], spec.capacity, events);
+  }
+  Announce(events);
+}
+
+int FakeArm::Capacity(const std::string& scale_set) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = scale_sets_.find(Lower(scale_set));
+  return it == scale_sets_.end() ? -1 : it->second.capacity;
+}
+
+std::vector<std::string> FakeArm::InstanceIds(const std::string& scale_set) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  auto it = scale_sets_.find(Lower(scale_set));
+  if (it != scale_sets_.end()) {
+    for (const auto& in : it->second.instances) out.push_back(in.id);
+  }
+  return out;
+}
+
+std::string FakeArm::InstanceState(const std::string& scale_set, const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = scale_sets_.find(Lower(scale_set));
+  if (it == scale_sets_.end()) return "";
+  for (const auto& in : it->second.instances)
+    if (in.id == id) return in.provisioning;
+  return "";
+}
+
+void FakeArm::AddManagedCluster(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  aks_[name];
+}
+
+void FakeArm::AddAgentPool(const std::string& cluster, const AgentPoolSpec& spec) {
+  Events events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    AgentPool ap;
+    ap.spec = spec;
+    ap.scale_set = "aks-" + spec.name + "-12345678-vmss";
+    ScaleSet ss;
+    ss.spec.name = ap.scale_set;
+    ss.spec.sku = spec.vm_size;
+    ss.spec.spot = spec.spot;
+    ss.spec.tags = {{"aks-managed-poolName", spec.name}};
+    ss.agent_pool = spec.name;
+    ss.cluster = cluster;
+    scale_sets_[Lower(ap.scale_set)] = ss;
+    aks_[cluster][spec.name] = ap;
+    Resize(scale_sets_[Lower(ap.scale_set)], spec.count, events);
+  }
+  Announce(events);
+}
+
+int FakeArm::AgentPoolCount(const std::string& cluster, const std::string& agent_pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const AgentPool& ap = aks_.at(cluster).at(agent_pool);
+  return scale_sets_.at(Lower(ap.scale_set)).capacity;
+}
+
+std::vector<std::string> FakeArm::MachineNames(const std::string& cluster,
+                                               const std::string& agent_pool) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const AgentPool& ap = aks_.at(cluster).at(agent_pool);
+  std::vector<std::string> out;
+  for (const auto& in : scale_sets_.at(Lower(ap.scale_set)).instances) {
+    out.push_back(ap.scale_set + Base36(std::stoi(in.id)));
+  }
+  return out;
+}
+
+void FakeArm::FailAgentPool(const std::string& cluster, const std::string& agent_pool,
+                            const std::string& code, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AgentPool& ap = aks_.at(cluster).at(agent_pool);
+  ap.provisioning = "Failed";
+  ap.error_code = code;
+  ap.error_message = message;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Faults and hooks.
+
+void FakeArm::ThrottleNext(int requests, int retry_after_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  throttle_left_ = requests;
+  throttle_retry_after_ = retry_after_seconds;
+}
+
+void FakeArm::ConflictNextWrite(const std::string& code, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  conflict_next_ = {code, message};
+}
+
+void FakeArm::EtagMismatchNextWrite() {
+  std::lock_guard<std::mutex> lock(mu_);
+  etag_mismatch_next_ = true;
+}
+
+void FakeArm::FailNextScaleUp(const std::string& code, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_next_scale_up_ = {code, message};
+}
+
+void FakeArm::SetOperationPolls(int polls) {
+  std::lock_guard<std::mutex> lock(mu_);
+  operation_polls_ = polls;
+}
+
+void FakeArm::ExpireAllTokens() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Time past = options_.clock->Now() - std::chrono::seconds(1);
+  for (auto& [token, expiry] : tokens_) expiry = past;
+}
+
+void FakeArm::EvictSpotInstance(const std::string& scale_set, const std::string& instance_id) {
+  Events events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ScaleSet& ss = scale_sets_.at(Lower(scale_set));
+    RemoveInstances(ss, {instance_id}, events);
+    ss.capacity = std::max(0, ss.capacity - 1);
+    ++ss.etag;
+  }
+  Announce(events);
+}
+
+void FakeArm::OnInstanceCreated(std::function<void(const InstanceEvent&)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_created_ = std::move(hook);
+}
+
+void FakeArm::OnInstanceDeleted(std::function<void(const InstanceEvent&)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_deleted_ = std::move(hook);
+}
+
+std::vector<RecordedRequest> FakeArm::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+int FakeArm::CountRequests(std::string_view method, std::string_view path_part) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& r : requests_) {
+    if ((method.empty() || r.method == method) && r.path.find(path_part) != std::string::npos) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+int FakeArm::token_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return token_requests_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Instances and operations (mu_ held).
+
+InstanceEvent FakeArm::EventFor(const ScaleSet& ss, const Instance& in) const {
+  InstanceEvent e;
+  e.scale_set = ss.spec.name;
+  e.instance_id = in.id;
+  e.provider_id = "azure://" + ResourceGroupPath() +
+                  "/providers/Microsoft.Compute/virtualMachineScaleSets/" + ss.spec.name +
+                  "/virtualMachines/" + in.id;
+  e.node_name = ss.spec.name + Base36(std::stoi(in.id));
+  e.vm_size = ss.spec.sku;
+  e.spot = ss.spec.spot;
+  e.agent_pool = ss.agent_pool;
+  for (const auto& [k, v] : ss.spec.tags) e.labels[k] = v;
+  if (!ss.agent_pool.empty()) {
+    const AgentPool& ap = aks_.at(ss.cluster).at(ss.agent_pool);
+    for (const auto& [k, v] : ap.spec.node_labels) e.labels[k] = v;
+    e.labels["kubernetes.azure.com/agentpool"] = ss.agent_pool;
+  }
+  return e;
+}
+
+std::string FakeArm::Resize(ScaleSet& ss, int capacity, Events& events) {
+  Op op;
+  op.scale_set = Lower(ss.spec.name);
+  if (capacity > ss.capacity) {
+    std::optional<std::pair<std::string, std::string>> failure;
+    std::swap(failure, fail_next_scale_up_);
+    for (int i = ss.capacity; i < capacity; ++i) {
+      Instance in;
+      in.id = std::to_string(ss.next_id++);
+      in.provisioning = "Creating";
+      if (failure) {
+        in.provisioning = "Failed";
+        in.error_code = failure->first;
+        in.error_message = failure->second;
+      } else {
+        op.creating.push_back(in.id);
+      }
+      ss.instances.push_back(in);
+    }
+    if (failure) {
+      op.failed = true;
+      op.code = failure->first;
+      op.message = failure->second;
+    }
+  } else if (capacity < ss.capacity) {
+    // Scale-in takes the highest ids (enough for a fake).
+    std::vector<std::string> ids;
+    for (auto it = ss.instances.rbegin();
+         it != ss.instances.rend() && static_cast<int>(ids.size()) < ss.capacity - capacity; ++it) {
+      ids.push_back(it->id);
+    }
+    RemoveInstances(ss, ids, events);
+  }
+  ss.capacity = capacity;
+  ++ss.etag;
+  return StartOp(std::move(op), events);
+}
+
+std::string FakeArm::StartOp(Op op, Events& events) {
+  std::string id = "op-" + std::to_string(next_op_++);
+  op.polls_left = operation_polls_;
+  if (op.polls_left == 0) FinishOp(op, events);
+  ops_[id] = std::move(op);
+  return id;
+}
+
+void FakeArm::FinishOp(Op& op, Events& events) {
+  auto it = scale_sets_.find(op.scale_set);
+  if (it == scale_sets_.end()) return;
+  ScaleSet& ss = it->second;
+  for (auto& in : ss.instances) {
+    if (std::find(op.creating.begin(), op.creating.end(), in.id) != op.creating.end() &&
+        in.provisioning == "Creating") {
+      in.provisioning = "Succeeded";
+      in.announced = true;
+      events.emplace_back(true, EventFor(ss, in));
+    }
+  }
+  op.creating.clear();
+  if (!op.deleting.empty()) {
+    std::vector<std::string> ids = std::move(op.deleting);
+    op.deleting.clear();
+    RemoveInstances(ss, ids, events);
+  }
+}
+
+void FakeArm::RemoveInstances(ScaleSet& ss, const std::vector<std::string>& ids, Events& events) {
+  auto& v = ss.instances;
+  for (auto it = v.begin(); it != v.end();) {
+    if (std::find(ids.begin(), ids.end(), it->id) != ids.end()) {
+      if (it->announced) events.emplace_back(false, EventFor(ss, *it));
+      it = v.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void FakeArm::Announce(const Events& events) {
+  std::function<void(const InstanceEvent&)> created, deleted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    created = on_created_;
+    deleted = on_deleted_;
+  }
+  for (const auto& [is_created, e] : events) {
+    if (is_created && created) created(e);
+    if (!is_created && deleted) deleted(e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON built from the examples.
+
+json FakeArm::ScaleSetJson(const ScaleSet& ss) const {
+  json j = Example("vmss/VirtualMachineScaleSet_Get_WithUserData.json");
+  j["name"] = ss.spec.name;
+  j["id"] = ResourceGroupPath() + "/providers/Microsoft.Compute/virtualMachineScaleSets/" +
+            ss.spec.name;
+  j["location"] = options_.location;
+  j["etag"] = "\"" + std::to_string(ss.etag) + "\"";
+  j["tags"] = json::object();
+  for (const auto& [k, v] : ss.spec.tags) j["tags"][k] = v;
+  j["sku"] = {{"name", ss.spec.sku}, {"tier", "Standard"}, {"capacity", ss.capacity}};
+  json& props = j["properties"];
+  props["provisioningState"] = "Succeeded";
+  props.erase("hostGroup");
+  props["virtualMachineProfile"].erase("userData");
+  props["virtualMachineProfile"]["osProfile"]["computerNamePrefix"] = ss.spec.name;
+  if (ss.spec.spot) {
+    // As VirtualMachineScaleSet_Create_WithSpotRestorePolicy.json, with Delete eviction.
+    props["virtualMachineProfile"]["priority"] = "Spot";
+    props["virtualMachineProfile"]["evictionPolicy"] = "Delete";
+    props["virtualMachineProfile"]["billingProfile"] = {{"maxPrice", -1}};
+    props["priority"] = "Spot";  // where tidepool reads it for templates
+  }
+  return j;
+}
+
+json FakeArm::VmJson(const ScaleSet& ss, const Instance& in) const {
+  json j = Example("vmss/VirtualMachineScaleSetVM_Get_WithUserData.json");
+  j["name"] = ss.spec.name + "_" + in.id;
+  j["id"] = ResourceGroupPath() + "/providers/Microsoft.Compute/virtualMachineScaleSets/" +
+            ss.spec.name + "/virtualMachines/" + in.id;
+  j["instanceId"] = in.id;
+  j["location"] = options_.location;
+  j["sku"] = {{"name", ss.spec.sku}, {"tier", "Standard"}};
+  j.erase("resources");
+  json& props = j["properties"];
+  props.erase("userData");
+  props["provisioningState"] = in.provisioning;
+  props["osProfile"]["computerName"] = ss.spec.name + Base36(std::stoi(in.id));
+  props["hardwareProfile"] = {{"vmSize", ss.spec.sku}};
+  json view = Example(
+      "vmss/VirtualMachineScaleSetVM_Get_InstanceViewAutoPlacedOnDedicatedHostGroup.json");
+  view.erase("assignedHost");
+  json statuses = json::array();
+  if (in.provisioning == "Failed") {
+    statuses.push_back({{"code", "ProvisioningState/failed/" + in.error_code},
+                        {"level", "Error"},
+                        {"displayStatus", "Provisioning failed"},
+                        {"message", in.error_message}});
+    statuses.push_back({{"code", "PowerState/stopped"}, {"level", "Info"}});
+  } else {
+    json prov = view["statuses"][0];
+    prov["code"] = "ProvisioningState/" + Lower(in.provisioning);
+    statuses.push_back(prov);
+    json power = view["statuses"][1];
+    if (in.provisioning != "Succeeded") power["code"] = "PowerState/starting";
+    statuses.push_back(power);
+  }
+  view["statuses"] = statuses;
+  props["instanceView"] = view;
+  return j;
+}
+
+json FakeArm::AgentPoolJson(const std::string& cluster, const AgentPool& ap) const {
+  json j = Example("aks/AgentPoolsCreate_Update.json");
+  const ScaleSet& ss = scale_sets_.at(Lower(ap.scale_set));
+  j["name"] = ap.spec.name;
+  j["id"] = ResourceGroupPath() + "/providers/Microsoft.ContainerService/managedClusters/" +
+            cluster + "/agentPools/" + ap.spec.name;
+  json& props = j["properties"];
+  props["count"] = ss.capacity;
+  props["vmSize"] = ap.spec.vm_size;
+  props["eTag"] = "etag-" + std::to_string(ap.etag);  // as AgentPoolsGet.json carries it
+  props["provisioningState"] = ap.provisioning;
+  props["nodeLabels"] = json::object();
+  for (const auto& [k, v] : ap.spec.node_labels) props["nodeLabels"][k] = v;
+  props["nodeTaints"] = ap.spec.node_taints;
+  props["enableAutoScaling"] = ap.spec.enable_autoscaling;
+  if (ap.spec.spot) {
+    props["scaleSetPriority"] = "Spot";
+    props["scaleSetEvictionPolicy"] = "Delete";
+    props["spotMaxPrice"] = -1;
+  } else {
+    props["scaleSetPriority"] = "Regular";
+    props.erase("scaleSetEvictionPolicy");
+  }
+  if (!ap.error_code.empty()) {
+    props["status"] = {
+        {"provisioningError", {{"code", ap.error_code}, {"message", ap.error_message}}}};
+  }
+  return j;
+}
+
+json FakeArm::MachineJson(const ScaleSet& ss, const Instance& in) const {
+  json j = Example("aks/MachineGet.json");
+  std::string name = ss.spec.name + Base36(std::stoi(in.id));
+  j["name"] = name;
+  j["id"] = ResourceGroupPath() + "/providers/Microsoft.ContainerService/managedClusters/" +
+            ss.cluster + "/agentPools/" + ss.agent_pool + "/machines/" + name;
+  j["properties"]["resourceId"] = ResourceGroupPath() +
+                                  "/providers/Microsoft.Compute/virtualMachineScaleSets/" +
+                                  ss.spec.name + "/virtualMachines/" + in.id;
+  j["properties"]["status"] = {{"provisioningState", in.provisioning}};
+  return j;
+}
+
+void FakeArm::SendList(const httplib::Request& req, httplib::Response& res,
+                       const std::vector<json>& items) const {
+  size_t skip = 0;
+  if (req.has_param("$skiptoken")) skip = std::stoul(req.get_param_value("$skiptoken"));
+  json page = {{"value", json::array()}};
+  for (size_t i = skip; i < items.size() && i < skip + options_.page_size; ++i) {
+    page["value"].push_back(items[i]);
+  }
+  if (skip + options_.page_size < items.size()) {
+    std::string query;
+    for (const auto& [k, v] : req.params) {
+      if (k == "$skiptoken") continue;
+      query += (query.empty() ? "" : "&") + k + "=" + v;
+    }
+    page["nextLink"] = endpoint() + req.path + "?" + query +
+                       "&$skiptoken=" + std::to_string(skip + options_.page_size);
+  }
+  res.status = 200;
+  res.set_content(page.dump(), "application/json");
+}
+
+void FakeArm::SendError(httplib::Response& res, int status, const std::string& code,
+                        const std::string& message) {
+  res.status = status;
+  json body = {{"error", {{"code", code}, {"message", message}}}};
+  res.set_content(body.dump(), "application/json");
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP.
+
+void FakeArm::Handle(const httplib::Request& req, httplib::Response& res) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RecordedRequest r;
+    r.method = req.method;
+    r.path = req.path;
+    auto q = req.target.find('?');
+    if (q != std::string::npos) r.query = req.target.substr(q + 1);
+    r.body = req.body;
+    for (const auto& [k, v] : req.headers) r.headers[k] = v;
+    requests_.push_back(std::move(r));
+  }
+  if (req.path.ends_with("/oauth2/v2.0/token")) return HandleToken(req, res);
+  if (req.path == "/metadata/identity/oauth2/token") return HandleImds(req, res);
+
+  Events events;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Auth first, as ARM does.
+    std::string auth = req.get_header_value("Authorization");
+    std::string token = auth.starts_with("Bearer ") ? auth.substr(7) : "";
+    auto it = tokens_.find(token);
+    if (it == tokens_.end()) {
+      SendError(res, 401, "InvalidAuthenticationToken",
+                "The access token is invalid or missing.");
+      return;
+    }
+    if (options_.clock->Now() >= it->second) {
+      SendError(res, 401, "ExpiredAuthenticationToken",
+                "The access token expiry UTC time is earlier than current UTC time.");
+      return;
+    }
+    if (throttle_left_ > 0) {
+      --throttle_left_;
+      res.set_header("Retry-After", std::to_string(throttle_retry_after_));
+      SendError(res, 429, "TooManyRequests",
+                "The request is being throttled as the limit has been reached for operation "
+                "type - Read_ObservationWindow_00:03:00.");
+      return;
+    }
+    if (IsWrite(req.method) && conflict_next_) {
+      auto [code, message] = *conflict_next_;
+      conflict_next_.reset();
+      SendError(res, 409, code, message);
+      return;
+    }
+    Route(req, res, events);
+  }
+  Announce(events);
+}
+
+void FakeArm::HandleToken(const httplib::Request& req, httplib::Response& res) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++token_requests_;
+  auto form = ParseForm(req.body);
+  auto fail = [&](int status, const std::string& error, const std::string& description) {
+    res.status = status;
+    res.set_content(json{{"error", error}, {"error_description", description}}.dump(),
+                    "application/json");
+  };
+  if (req.path != "/" + options_.tenant + "/oauth2/v2.0/token") {
+    return fail(400, "invalid_request", "AADSTS90002: Tenant not found.");
+  }
+  if (form["grant_type"] != "client_credentials") {
+    return fail(400, "unsupported_grant_type", "AADSTS70003: grant_type not supported.");
+  }
+  if (form["scope"] != "https://management.azure.com/.default") {
+    return fail(400, "invalid_scope", "AADSTS70011: The provided value for scope is not valid.");
+  }
+  if (form["client_id"] != options_.client_id) {
+    return fail(400, "unauthorized_client", "AADSTS700016: Application not found.");
+  }
+  bool ok = false;
+  if (form.contains("client_secret")) {
+    ok = form["client_secret"] == options_.client_secret;
+    if (!ok) return fail(401, "invalid_client", "AADSTS7000215: Invalid client secret provided.");
+  } else if (form.contains("client_assertion")) {
+    ok = form["client_assertion_type"] ==
+             "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
+         form["client_assertion"] == options_.federated_token;
+    if (!ok) {
+      return fail(400, "invalid_client",
+                  "AADSTS700213: No matching federated identity record found.");
+    }
+  }
+  if (!ok) return fail(400, "invalid_request", "AADSTS900144: no client credential.");
+  std::string token = "fake-token-" + std::to_string(next_token_++);
+  tokens_[token] = options_.clock->Now() + options_.token_lifetime;
+  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
+  res.status = 200;
+  res.set_content(json{{"token_type", "Bearer"},
+                       {"expires_in", seconds},
+                       {"ext_expires_in", seconds},
+                       {"access_token", token}}
+                      .dump(),
+                  "application/json");
+}
+
+void FakeArm::HandleImds(const httplib::Request& req, httplib::Response& res) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++token_requests_;
+  if (req.get_header_value("Metadata") != "true") {
+    res.status = 400;
+    res.set_content(json{{"error", "invalid_request"},
+                         {"error_description", "Required metadata header not specified"}}
+                        .dump(),
+                    "application/json");
+    return;
+  }
+  if (req.get_param_value("resource") != "https://management.azure.com/") {
+    res.status = 400;
+    res.set_content(json{{"error", "invalid_resource"}, {"error_description", "bad resource"}}.dump(),
+                    "application/json");
+    return;
+  }
+  std::string token = "fake-mi-token-" + std::to_string(next_token_++);
+  Time expiry = options_.clock->Now() + options_.token_lifetime;
+  tokens_[token] = expiry;
+  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
+  int64_t on = std::chrono::duration_cast<std::chrono::seconds>(expiry.time_since_epoch()).count();
+  res.status = 200;
+  // IMDS answers with numbers as strings.
+  res.set_content(json{{"access_token", token},
+                       {"expires_in", std::to_string(seconds)},
+                       {"expires_on", std::to_string(on)},
+                       {"resource", "https://management.azure.com/"},
+                       {"token_type", "Bearer"}}
+                      .dump(),
+                  "application/json");
+}
+
+void FakeArm::Route(const httplib::Request& req, httplib::Response& res, Events& events) {
+  std::vector<std::string> seg = Segments(req.path);
+  if (!req.has_param("api-version")) {
+    return SendError(res, 400, "MissingApiVersionParameter",
+                     "The api-version query parameter (?api-version=) is required for all "
+                     "requests.");
+  }
+  // /subscriptions/{s}/providers/Microsoft.Compute/locations/{l}/operations|operationresults/{id}
+  if (seg.size() == 8 && Eq(seg[0], "subscriptions") && Eq(seg[2], "providers") &&
+      Eq(seg[4], "locations")) {
+    return RouteOperation(seg[7], Eq(seg[6], "operationresults"), res, events);
+  }
+  if (seg.size() < 7 || !Eq(seg[0], "subscriptions") || seg[1] != options_.subscription ||
+      !Eq(seg[2], "resourceGroups") || !Eq(seg[3], options_.resource_group) ||
+      !Eq(seg[4], "providers")) {
+    return SendError(res, 404, "ResourceGroupNotFound",
+                     "Resource group '" + (seg.size() > 3 ? seg[3] : "") + "' could not be found.");
+  }
+  if (Eq(seg[5], "Microsoft.Compute") && Eq(seg[6], "virtualMachineScaleSets")) {
+    return RouteCompute(seg, req, res, events);
+  }
+  if (Eq(seg[5], "Microsoft.ContainerService") && Eq(seg[6], "managedClusters")) {
+    return RouteAks(seg, req, res, events);
+  }
+  SendError(res, 404, "InvalidResourceType", "The resource type could not be found.");
+}
+
+void FakeArm::RouteCompute(const std::vector<std::string>& seg, const httplib::Request& req,
+                           httplib::Response& res, Events& events) {
+  if (seg.size() == 7 && req.method == "GET") {
+    std::vector<json> items;
+    for (const auto& [name, ss] : scale_sets_) items.push_back(ScaleSetJson(ss));
+    return SendList(req, res, items);
+  }
+  auto it = seg.size() >= 8 ? scale_sets_.find(Lower(seg[7])) : scale_sets_.end();
+  if (it == scale_sets_.end()) {
+    return SendError(res, 404, "ResourceNotFound",
+                     "The Resource 'Microsoft.Compute/virtualMachineScaleSets/" +
+                         (seg.size() >= 8 ? seg[7] : "") + "' under resource group '" +
+                         options_.resource_group + "' was not found.");
+  }
+  ScaleSet& ss = it->second;
+  if (seg.size() == 8 && req.method == "GET") {
+    res.status = 200;
+    res.set_header("ETag", "\"" + std::to_string(ss.etag) + "\"");
+    res.set_content(ScaleSetJson(ss).dump(), "application/json");
+    return;
+  }
+  if (seg.size() == 8 && req.method == "PATCH") {
+    std::string if_match = req.get_header_value("If-Match");
+    if (etag_mismatch_next_ && !if_match.empty()) {
+      etag_mismatch_next_ = false;
+      ++ss.etag;  // someone else changed it
+    }
+    if (!if_match.empty() && if_match != "\"" + std::to_string(ss.etag) + "\"") {
+      return SendError(res, 412, "PreconditionFailed",
+                       "The specified precondition 'If-Match' is not met.");
+    }
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object()) return SendError(res, 400, "InvalidRequestContent", "bad JSON");
+    std::string op;
+    if (body.contains("sku") && body["sku"].contains("capacity")) {
+      op = Resize(ss, body["sku"]["capacity"].get<int>(), events);
+    } else {
+      ++ss.etag;
+      op = StartOp(Op{}, events);
+    }
+    res.status = 200;
+    res.set_header("Azure-AsyncOperation",
+                   endpoint() + "/subscriptions/" + options_.subscription +
+                       "/providers/Microsoft.Compute/locations/" + options_.location +
+                       "/operations/" + op + "?api-version=2025-04-01");
+    res.set_header("Retry-After",
+                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                      options_.retry_after)
+                                      .count()));
+    res.set_content(ScaleSetJson(ss).dump(), "application/json");
+    return;
+  }
+  if (seg.size() == 9 && Eq(seg[8], "virtualMachines") && req.method == "GET") {
+    std::vector<json> items;
+    bool view = req.get_param_value("$expand") == "instanceView";
+    for (const auto& in : ss.instances) {
+      json vm = VmJson(ss, in);
+      if (!view) vm["properties"].erase("instanceView");
+      items.push_back(std::move(vm));
+    }
+    return SendList(req, res, items);
+  }
+  if (seg.size() == 9 && Eq(seg[8], "delete") && req.method == "POST") {
+    // As VirtualMachineScaleSet_DeleteInstances_*.json: {"instanceIds": [...]}, 202 + location.
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("instanceIds") || !body["instanceIds"].is_array()) {
+      return SendError(res, 400, "InvalidParameter", "instanceIds is required.");
+    }
+    Op op;
+    op.scale_set = Lower(ss.spec.name);
+    for (const auto& id : body["instanceIds"]) {
+      std::string s = id.get<std::string>();
+      auto in = std::find_if(ss.instances.begin(), ss.instances.end(),
+                             [&](const Instance& i) { return i.id == s; });
+      if (in == ss.instances.end()) {
+        return SendError(res, 404, "NotFound",
+                         "The entity was not found in this Azure location: instance " + s);
+      }
+      if (in->provisioning != "Deleting") {
+        in->provisioning = "Deleting";
+        ss.capacity = std::max(0, ss.capacity - 1);
+      }
+      op.deleting.push_back(s);
+    }
+    ++ss.etag;
+    std::string id = StartOp(std::move(op), events);
+    json example = examples_.at("vmss/VirtualMachineScaleSet_DeleteInstances_MinimumSet_Gen.json");
+    (void)example;  // its 202 carries a location header; ours points at this server
+    res.status = 202;
+    res.set_header("Location", endpoint() + "/subscriptions/" + options_.subscription +
+                                   "/providers/Microsoft.Compute/locations/" + options_.location +
+                                   "/operationresults/" + id + "?api-version=2025-04-01");
+    res.set_header("Retry-After",
+                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                      options_.retry_after)
+                                      .count()));
+    return;
+  }
+  SendError(res, 405, "MethodNotAllowed", "The requested method is not supported by the fake.");
+}
+
+void FakeArm::RouteAks(const std::vector<std::string>& seg, const httplib::Request& req,
+                       httplib::Response& res, Events& events) {
+  // seg: ... managedClusters/{c}/agentPools[/{ap}[/machines|/deleteMachines]]
+  if (seg.size() < 9 || !Eq(seg[8], "agentPools") || !aks_.contains(seg[7])) {
+    return SendError(res, 404, "ResourceNotFound", "The managed cluster was not found.");
+  }
+  const std::string& cluster = seg[7];
+  auto& pools = aks_[cluster];
+  if (seg.size() == 9 && req.method == "GET") {
+    std::vector<json> items;
+    for (const auto& [name, ap] : pools) items.push_back(AgentPoolJson(cluster, ap));
+    return SendList(req, res, items);
+  }
+  auto it = pools.find(seg[9]);
+  if (it == pools.end()) {
+    return SendError(res, 404, "NotFound", "Agent pool '" + seg[9] + "' not found.");
+  }
+  AgentPool& ap = it->second;
+  ScaleSet& ss = scale_sets_.at(Lower(ap.scale_set));
+  auto async_headers = [&](const std::string& op) {
+    // As common/AgentPoolsAbortOperation.json: Azure-AsyncOperation and location.
+    std::string base = endpoint() + "/subscriptions/" + options_.subscription +
+                       "/providers/Microsoft.ContainerService/locations/" + options_.location;
+    res.set_header("Azure-AsyncOperation",
+                   base + "/operations/" + op + "?api-version=2026-08-01");
+    res.set_header("Location", base + "/operationresults/" + op + "?api-version=2026-08-01");
+    res.set_header("Retry-After",
+                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                      options_.retry_after)
+                                      .count()));
+  };
+  if (seg.size() == 10 && req.method == "GET") {
+    res.status = 200;
+    res.set_content(AgentPoolJson(cluster, ap).dump(), "application/json");
+    return;
+  }
+  if (seg.size() == 10 && req.method == "PUT") {
+    std::string if_match = req.get_header_value("If-Match");
+    if (etag_mismatch_next_ && !if_match.empty()) {
+      etag_mismatch_next_ = false;
+      ++ap.etag;
+    }
+    if (!if_match.empty() && if_match != "etag-" + std::to_string(ap.etag)) {
+      return SendError(res, 412, "PreconditionFailed",
+                       "Operation failed: the eTag given does not match.");
+    }
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("properties") ||
+        !body["properties"].contains("count")) {
+      return SendError(res, 400, "InvalidParameter", "properties.count is required.");
+    }
+    if (body["properties"].contains("provisioningState")) {
+      return SendError(res, 400, "InvalidParameter", "provisioningState is read-only.");
+    }
+    ++ap.etag;
+    bool failing = fail_next_scale_up_.has_value();
+    std::string op = Resize(ss, body["properties"]["count"].get<int>(), events);
+    if (failing) {
+      ap.provisioning = "Failed";
+      ap.error_code = ops_[op].code;
+      ap.error_message = ops_[op].message;
+    } else {
+      ap.provisioning = "Succeeded";
+      ap.error_code.clear();
+    }
+    async_headers(op);
+    res.status = 201;
+    res.set_content(AgentPoolJson(cluster, ap).dump(), "application/json");
+    return;
+  }
+  if (seg.size() == 11 && Eq(seg[10], "machines") && req.method == "GET") {
+    std::vector<json> items;
+    for (const auto& in : ss.instances) items.push_back(MachineJson(ss, in));
+    return SendList(req, res, items);
+  }
+  if (seg.size() == 11 && Eq(seg[10], "deleteMachines") && req.method == "POST") {
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("machineNames") || !body["machineNames"].is_array()) {
+      return SendError(res, 400, "InvalidParameter", "machineNames is required.");
+    }
+    Op op;
+    op.scale_set = Lower(ss.spec.name);
+    for (const auto& n : body["machineNames"]) {
+      std::string name = n.get<std::string>();
+      auto in = std::find_if(ss.instances.begin(), ss.instances.end(), [&](const Instance& i) {
+        return ss.spec.name + Base36(std::stoi(i.id)) == name;
+      });
+      if (in == ss.instances.end()) {
+        return SendError(res, 404, "NotFound", "Machine '" + name + "' not found.");
+      }
+      if (in->provisioning != "Deleting") {
+        in->provisioning = "Deleting";
+        ss.capacity = std::max(0, ss.capacity - 1);
+      }
+      op.deleting.push_back(in->id);
+    }
+    ++ap.etag;
+    std::string id = StartOp(std::move(op), events);
+    // As aks/AgentPoolsDeleteMachines.json: 202 with a location header.
+    res.status = 202;
+    res.set_header("Location", endpoint() + "/subscriptions/" + options_.subscription +
+                                   "/providers/Microsoft.ContainerService/locations/" +
+                                   options_.location + "/operationresults/" + id +
+                                   "?api-version=2026-08-01");
+    return;
+  }
+  SendError(res, 405, "MethodNotAllowed", "The requested method is not supported by the fake.");
+}
+
+void FakeArm::RouteOperation(const std::string& id, bool location_style, httplib::Response& res,
+                             Events& events) {
+  auto it = ops_.find(id);
+  if (it == ops_.end()) return SendError(res, 404, "NotFound", "Operation not found.");
+  Op& op = it->second;
+  std::string retry = std::to_string(
+      std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after).count());
+  bool running = op.polls_left > 0;
+  if (running) {
+    --op.polls_left;
+    if (op.polls_left == 0) FinishOp(op, events);
+  }
+  if (location_style) {
+    if (running) {
+      res.status = 202;
+      res.set_header("Retry-After", retry);
+      return;
+    }
+    if (op.failed) return SendError(res, 409, op.code, op.message);
+    res.status = 200;
+    return;
+  }
+  // OperationStatusResult (common/types.json).
+  json body = {{"id", id}, {"name", id}};
+  if (running) {
+    body["status"] = "InProgress";
+    res.set_header("Retry-After", retry);
+  } else if (op.failed) {
+    body["status"] = "Failed";
+    body["error"] = {{"code", op.code}, {"message", op.message}};
+  } else {
+    body["status"] = "Succeeded";
+  }
+  res.status = 200;
+  res.set_content(body.dump(), "application/json");
+}
+
+}  // namespace tidepool::testing::azure

@@ -1,0 +1,239 @@
+// FakeArm: an in-process Azure Resource Manager + Azure AD + IMDS on 127.0.0.1 for the Azure
+// provider tests, answering with the official example payloads (../shared/azure-arm-examples).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/time.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace tidepool::testing::azure {
+
+// A VM that came up in (or went from) a scale set or agent pool. What a kubelet on it would
+// register: Node `node_name` with spec.providerID `provider_id`, labels from the scale set's
+// tags / agent pool profile.
+struct InstanceEvent {
+  std::string scale_set;    // the VMSS (for AKS: aks-<agentpool>-12345678-vmss)
+  std::string instance_id;  // "3"
+  std::string provider_id;  // azure:///subscriptions/.../virtualMachines/3
+  std::string node_name;    // the computer name: <computerNamePrefix>00000<base36> / AKS machine
+  std::string vm_size;
+  bool spot = false;
+  std::string agent_pool;  // AKS only
+  std::map<std::string, std::string> labels;  // poolName / node-template tags, nodeLabels
+};
+
+struct FakeArmOptions {
+  std::string shared_dir;  // the folder holding azure-arm-examples/
+  std::string subscription = "00000000-0000-0000-0000-000000000000";
+  std::string resource_group = "rg1";
+  std::string location = "westus";
+  std::string tenant = "tenant-1";
+  std::string client_id = "client-1";
+  std::string client_secret = "s3cr3t-value-never-logged";
+  std::string federated_token = "federated-jwt-assertion";
+  Duration token_lifetime = std::chrono::hours(1);
+  Duration retry_after = std::chrono::seconds(2);  // on 202s and in-progress operation status
+  size_t page_size = 50;                           // list items per page (nextLink beyond)
+  const Clock* clock = nullptr;                    // token expiry; required, thread-safe
+};
+
+// One request as received (for counting and for checking that secrets stay out of URLs).
+struct RecordedRequest {
+  std::string method;
+  std::string path;
+  std::string query;  // raw, without '?'
+  std::string body;
+  std::map<std::string, std::string> headers;  // as received
+};
+
+struct ScaleSetSpec {
+  std::string name;
+  std::string sku = "Standard_D2_v2";
+  int capacity = 0;
+  bool spot = false;
+  std::map<std::string, std::string> tags;
+};
+
+struct AgentPoolSpec {
+  std::string name;
+  std::string vm_size = "Standard_D2_v2";
+  int count = 0;
+  bool spot = false;
+  bool enable_autoscaling = false;
+  std::map<std::string, std::string> node_labels;
+  std::vector<std::string> node_taints;  // "key=value:Effect"
+};
+
+// Behaviour, in short:
+//  - Auth: POST /{tenant}/oauth2/v2.0/token (client secret or federated assertion) and
+//    GET /metadata/identity/oauth2/token (IMDS, needs "Metadata: true") issue opaque tokens
+//    valid for token_lifetime on the injected clock. ARM calls need a live token: unknown -> 401
+//    InvalidAuthenticationToken, expired -> 401 ExpiredAuthenticationToken.
+//  - Scale sets: GET (with an etag), PATCH sku.capacity (If-Match checked: 412 on mismatch),
+//    list, VM list with instance view, POST /delete with instanceIds. Instances come up at once
+//    as Succeeded unless a scale-up was scripted to fail; writes answer 200 + Azure-AsyncOperation
+//    (PATCH) or 202 + Location (delete) whose status resources report InProgress
+//    `operation_polls` times, then the outcome.
+//  - AKS: agent pool GET / list / PUT (count, If-Match on eTag), machines list, deleteMachines.
+//    The agent pool's VMs live in a scale set aks-<pool>-12345678-vmss (machines' resourceId).
+//  - Faults are scripted with the methods below; each applies to the next matching request(s).
+// Thread-safety: all methods may be called from any thread while the server runs. Hooks are
+// called on a server thread after the state changed, with no FakeArm lock held, so they may call
+// FakeArm's methods; the HTTP answer waits for them.
+class FakeArm {
+ public:
+  static Result<std::unique_ptr<FakeArm>> Start(FakeArmOptions options);
+  ~FakeArm();
+
+  std::string endpoint() const;       // "http://127.0.0.1:<port>"
+  std::string imds_endpoint() const;  // endpoint() + "/metadata/identity/oauth2/token"
+  const FakeArmOptions& options() const { return options_; }
+
+  // --- State.
+  void AddScaleSet(const ScaleSetSpec& spec);
+  int Capacity(const std::string& scale_set) const;
+  std::vector<std::string> InstanceIds(const std::string& scale_set) const;
+  std::string InstanceState(const std::string& scale_set, const std::string& id) const;
+  void AddManagedCluster(const std::string& name);
+  void AddAgentPool(const std::string& cluster, const AgentPoolSpec& spec);
+  int AgentPoolCount(const std::string& cluster, const std::string& agent_pool) const;
+  std::vector<std::string> MachineNames(const std::string& cluster,
+                                        const std::string& agent_pool) const;
+  // Sets an agent pool's provisioning state and status.provisioningError (AKS's view of a
+  // failed scale).
+  void FailAgentPool(const std::string& cluster, const std::string& agent_pool,
+                     const std::string& code, const std::string& message);
+
+  // --- Faults.
+  void ThrottleNext(int requests, int retry_after_seconds);  // next ARM requests: 429
+  void ConflictNextWrite(const std::string& code, const std::string& message);  // 409
+  void EtagMismatchNextWrite();  // the resource changes under the next If-Match write: 412
+  // The next capacity increase (VMSS PATCH or agent pool PUT) provisions Failed instances with
+  // this code and its operation ends Failed with it.
+  void FailNextScaleUp(const std::string& code, const std::string& message);
+  void SetOperationPolls(int polls);  // status answers InProgress this many times first
+  void ExpireAllTokens();             // every token issued so far is now expired
+  // A spot VM evicted with evictionPolicy Delete: the instance disappears and the capacity
+  // drops by one, without any API call.
+  void EvictSpotInstance(const std::string& scale_set, const std::string& instance_id);
+
+  // --- Hooks (one each; setting again replaces).
+  void OnInstanceCreated(std::function<void(const InstanceEvent&)> hook);
+  void OnInstanceDeleted(std::function<void(const InstanceEvent&)> hook);
+
+  // --- What was asked.
+  std::vector<RecordedRequest> requests() const;
+  // Requests whose method equals `method` ("" any) and whose path contains `path_part`.
+  int CountRequests(std::string_view method, std::string_view path_part) const;
+  int token_requests() const;
+
+ private:
+  struct Instance {
+    std::string id;
+    std::string provisioning;  // Creating, Succeeded, Failed, Deleting
+    std::string error_code;
+    std::string error_message;
+    bool announced = false;  // OnInstanceCreated fired
+  };
+  struct ScaleSet {
+    ScaleSetSpec spec;
+    int capacity = 0;
+    int next_id = 0;
+    int etag = 1;
+    std::vector<Instance> instances;
+    std::string agent_pool;  // AKS-owned
+    std::string cluster;
+  };
+  struct AgentPool {
+    AgentPoolSpec spec;
+    int etag = 1;
+    std::string scale_set;
+    std::string provisioning = "Succeeded";
+    std::string error_code;
+    std::string error_message;
+  };
+  struct Op {
+    int polls_left = 0;
+    bool failed = false;
+    std::string code;
+    std::string message;
+    std::string scale_set;
+    std::vector<std::string> creating;  // instance ids to finish when the op ends
+    std::vector<std::string> deleting;
+  };
+  using Events = std::vector<std::pair<bool, InstanceEvent>>;  // (created?, event)
+
+  explicit FakeArm(FakeArmOptions options);
+  void Handle(const httplib::Request& req, httplib::Response& res);
+  void HandleToken(const httplib::Request& req, httplib::Response& res);
+  void HandleImds(const httplib::Request& req, httplib::Response& res);
+  // ARM routes; called with mu_ held. Events to announce are appended to `events`.
+  void Route(const httplib::Request& req, httplib::Response& res, Events& events);
+  void RouteCompute(const std::vector<std::string>& seg, const httplib::Request& req,
+                    httplib::Response& res, Events& events);
+  void RouteAks(const std::vector<std::string>& seg, const httplib::Request& req,
+                httplib::Response& res, Events& events);
+  void RouteOperation(const std::string& id, bool location_style, httplib::Response& res,
+                      Events& events);
+
+  nlohmann::json Example(const std::string& relative) const;  // responses.*.body of a file
+  nlohmann::json ScaleSetJson(const ScaleSet& ss) const;
+  nlohmann::json VmJson(const ScaleSet& ss, const Instance& in) const;
+  nlohmann::json AgentPoolJson(const std::string& cluster, const AgentPool& ap) const;
+  nlohmann::json MachineJson(const ScaleSet& ss, const Instance& in) const;
+  void SendList(const httplib::Request& req, httplib::Response& res,
+                const std::vector<nlohmann::json>& items) const;
+  static void SendError(httplib::Response& res, int status, const std::string& code,
+                        const std::string& message);
+
+  // Capacity changes; events collected for the hooks.
+  std::string Resize(ScaleSet& ss, int capacity, Events& events);  // returns an op id
+  std::string StartOp(Op op, Events& events);
+  void FinishOp(Op& op, Events& events);
+  void RemoveInstances(ScaleSet& ss, const std::vector<std::string>& ids, Events& events);
+  InstanceEvent EventFor(const ScaleSet& ss, const Instance& in) const;
+  void Announce(const Events& events);
+  std::string ResourceGroupPath() const;
+
+  FakeArmOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+
+  mutable std::mutex mu_;
+  std::map<std::string, ScaleSet> scale_sets_;                  // by lower-case name
+  std::map<std::string, std::map<std::string, AgentPool>> aks_;  // cluster -> pools
+  std::map<std::string, Op> ops_;
+  int next_op_ = 1;
+  std::map<std::string, Time> tokens_;  // token -> expiry
+  int next_token_ = 1;
+  int token_requests_ = 0;
+  std::vector<RecordedRequest> requests_;
+  int throttle_left_ = 0;
+  int throttle_retry_after_ = 0;
+  std::optional<std::pair<std::string, std::string>> conflict_next_;
+  bool etag_mismatch_next_ = false;
+  std::optional<std::pair<std::string, std::string>> fail_next_scale_up_;
+  int operation_polls_ = 0;
+  std::function<void(const InstanceEvent&)> on_created_;
+  std::function<void(const InstanceEvent&)> on_deleted_;
+  std::map<std::string, nlohmann::json> examples_;
+};
+
+}  // namespace tidepool::testing::azure
