@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of tidepool from the package registries.
 # Idempotent: when everything is present it only checks and returns within a second or two.
+# --build-only: only what building the binary needs (the container image's build stage): no
+# Chromium, no Go or kubectl checks.
 set -euo pipefail
+
+build_only=false
+if [[ ${1:-} == --build-only ]]; then build_only=true; fi
 
 # Debian packages (DESIGN §5). kubectl comes with the machine image; it is checked, not installed.
 packages=(
@@ -11,6 +16,8 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   openssl
 )
+# Test-only: headless Chromium renders the status page (tests/ops/status_page_chromium_test.sh).
+if ! $build_only; then packages+=(chromium); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,6 +33,8 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+if $build_only; then exit 0; fi
 
 if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
   export PATH="$PATH:/usr/local/go/bin"

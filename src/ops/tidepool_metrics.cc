@@ -1,0 +1,265 @@
+#include "ops/tidepool_metrics.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+namespace tidepool::ops {
+namespace {
+
+double ToSeconds(Time t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+std::string CodeLabel(int http_status) {
+  return http_status <= 0 ? std::string("none") : std::to_string(http_status);
+}
+
+bool IsError(int http_status) { return http_status <= 0 || http_status >= 400; }
+
+}  // namespace
+
+const std::vector<double>& DurationBuckets() {
+  static const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                               0.5,   1,      2.5,   5,    10,    30,   60};
+  return kBuckets;
+}
+
+std::string_view EvictionResultName(EvictionResult r) {
+  switch (r) {
+    case EvictionResult::kEvicted:
+      return "evicted";
+    case EvictionResult::kNotFound:
+      return "not_found";
+    case EvictionResult::kBlockedByPdb:
+      return "blocked_by_pdb";
+    case EvictionResult::kError:
+      return "error";
+  }
+  return "error";
+}
+
+EvictionResult EvictionResultOf(const Result<void>& result) {
+  if (result) return EvictionResult::kEvicted;
+  switch (result.error().code()) {
+    case Error::Code::kNotFound:
+      return EvictionResult::kNotFound;
+    case Error::Code::kThrottled:
+      return EvictionResult::kBlockedByPdb;
+    default:
+      return EvictionResult::kError;
+  }
+}
+
+std::string_view UnschedulableCategory(std::string_view r) {
+  // Order matters: a gang reason embeds a member's reason, and pool limit reasons are checked
+  // before the scheduler filter words they never contain.
+  if (r.starts_with("gang ")) return "gang";
+  if (r.starts_with("pool ") && r.find(" in backoff") != std::string_view::npos) return "backoff";
+  if (r.starts_with("pool ") && r.find(" at max ") != std::string_view::npos) return "pool_max";
+  if (r.starts_with("cluster limit")) return "cluster_limit";
+  if (r.starts_with("maxNodesPerScaleUp") ||
+      r.find("cannot take it in this pass") != std::string_view::npos) {
+    return "scale_up_limit";
+  }
+  if (r.starts_with("Insufficient ")) return "insufficient_resources";
+  if (r.starts_with("Too many pods")) return "too_many_pods";
+  if (r.find("untolerated taint") != std::string_view::npos) return "taint";
+  if (r.find("node affinity/selector") != std::string_view::npos ||
+      r.find("node selector") != std::string_view::npos) {
+    return "node_affinity";
+  }
+  if (r.find("requested node name") != std::string_view::npos) return "node_name";
+  if (r.find("were unschedulable") != std::string_view::npos) return "node_unschedulable";
+  if (r.find("free ports") != std::string_view::npos) return "node_ports";
+  if (r.find("topology spread") != std::string_view::npos) return "topology_spread";
+  if (r.find("anti-affinity") != std::string_view::npos) return "pod_anti_affinity";
+  if (r.find("pod affinity") != std::string_view::npos) return "pod_affinity";
+  return "other";
+}
+
+std::string_view ScaleDownReason(planner::RemovalKind kind) {
+  return kind == planner::RemovalKind::kEmpty ? "empty" : "underutilized";
+}
+
+TidepoolMetrics::TidepoolMetrics(Registry& registry, std::string_view version)
+    : registry_(&registry) {
+  Registry& r = registry;
+  r.AddGauge("tidepool_build_info", "tidepool's version; the value is always 1.", {"version"})
+      ->Set({version}, 1);
+  leader_ = r.AddGauge("tidepool_leader",
+                       "1 while this replica holds the leader lease and runs the loop, else 0.");
+  last_step_ = r.AddGauge("tidepool_last_step_timestamp_seconds",
+                          "Unix time of the decision loop's last step (0 before the first).");
+  pending_ =
+      r.AddGauge("tidepool_pending_pods", "Pending pods the scale-up considered at the last step.");
+  unschedulable_ = r.AddGauge(
+      "tidepool_unschedulable_pods",
+      "Pending pods no scale-up can help, by reason category (a pod counts once per distinct "
+      "category among its pools' reasons).",
+      {"reason"});
+  unneeded_ = r.AddGauge("tidepool_unneeded_nodes",
+                         "Managed nodes found unneeded and waiting for scaleDown.unneededTime.");
+  nodes_ = r.AddGauge("tidepool_nodes",
+                      "Nodes per pool and state: ready, not_ready (registered, not ready yet), "
+                      "upcoming (requested or starting) and removing (being drained or deleted).",
+                      {"pool", "state"});
+  pool_min_ =
+      r.AddGauge("tidepool_pool_min_nodes", "Configured minimum size of the pool.", {"pool"});
+  pool_max_ =
+      r.AddGauge("tidepool_pool_max_nodes", "Configured maximum size of the pool.", {"pool"});
+  pool_target_ = r.AddGauge("tidepool_pool_target_nodes",
+                            "The pool's target size as the loop counts it.", {"pool"});
+  pool_backoff_ =
+      r.AddGauge("tidepool_pool_backoff",
+                 "1 while the pool may not grow after a failed scale-up, else 0.", {"pool"});
+  pool_backoff_until_ =
+      r.AddGauge("tidepool_pool_backoff_until_timestamp_seconds",
+                 "Unix time the pool's scale-up backoff ends (pools in backoff).", {"pool"});
+  pool_stockout_ = r.AddGauge("tidepool_pool_stockout",
+                              "1 when the provider reported no capacity for the pool at the last "
+                              "step, else 0.",
+                              {"pool"});
+  pool_cost_ = r.AddGauge("tidepool_pool_estimated_cost_per_hour",
+                          "Estimated cost per hour of the pool's nodes: max(target, registered + "
+                          "removing) times the configured pricePerHour.",
+                          {"pool"});
+  scale_ups_ = r.AddCounter("tidepool_scale_ups_total",
+                            "Pool size increases requested from the provider.", {"pool", "reason"});
+  scale_up_nodes_ =
+      r.AddCounter("tidepool_scale_up_nodes_total", "Nodes requested by scale-ups.", {"pool"});
+  scale_downs_ = r.AddCounter("tidepool_scale_downs_total",
+                              "Nodes removed by scale-down, by reason (empty, underutilized).",
+                              {"pool", "reason"});
+  scale_down_failures_ =
+      r.AddCounter("tidepool_scale_down_failures_total",
+                   "Node removals rolled back (taint, eviction or deletion failed).", {"pool"});
+  evictions_ = r.AddCounter("tidepool_evictions_total",
+                            "Pod eviction requests, by result (evicted, not_found, "
+                            "blocked_by_pdb, error).",
+                            {"result"});
+  loop_duration_ = r.AddHistogram("tidepool_loop_duration_seconds",
+                                  "Duration of one decision loop step, observation to actions.", {},
+                                  DurationBuckets());
+  planning_duration_ = r.AddHistogram("tidepool_planning_duration_seconds",
+                                      "Duration of one planning pass, by phase (scale_up, "
+                                      "scale_down).",
+                                      {"phase"}, DurationBuckets());
+  kube_requests_ = r.AddCounter(
+      "tidepool_kube_api_requests_total",
+      "Kubernetes API requests, by verb, resource and HTTP status (none: no response).",
+      {"verb", "resource", "code"});
+  kube_errors_ = r.AddCounter("tidepool_kube_api_errors_total",
+                              "Kubernetes API requests that failed (status >= 400 or no response).",
+                              {"verb", "resource", "code"});
+  kube_duration_ = r.AddHistogram("tidepool_kube_api_request_duration_seconds",
+                                  "Kubernetes API request latency (watches: until the stream "
+                                  "opened).",
+                                  {"verb"}, DurationBuckets());
+  cloud_requests_ =
+      r.AddCounter("tidepool_cloud_requests_total",
+                   "Cloud provider API requests, by operation and HTTP status (none: no response).",
+                   {"provider", "operation", "code"});
+  cloud_errors_ = r.AddCounter("tidepool_cloud_errors_total",
+                               "Cloud provider API requests that failed (status >= 400 or no "
+                               "response).",
+                               {"provider", "operation", "code"});
+  cloud_duration_ = r.AddHistogram("tidepool_cloud_request_duration_seconds",
+                                   "Cloud provider API request latency.", {"provider", "operation"},
+                                   DurationBuckets());
+  invalid_objects_ = r.AddCounter(
+      "tidepool_invalid_objects_skipped_total",
+      "Objects that could not be decoded and were left out of the cluster view, by kind.",
+      {"kind"});
+}
+
+void TidepoolMetrics::Update(const autoscaler::Status& status,
+                             const model::AutoscalerConfig& config) {
+  last_step_->Set({}, status.last_step ? ToSeconds(*status.last_step) : 0);
+  pending_->Set({}, status.pending_pods);
+  unneeded_->Set({}, static_cast<double>(status.unneeded.size()));
+
+  std::map<std::string, int> removing;
+  for (const autoscaler::RemovalStatus& r : status.removals) ++removing[r.pool];
+
+  std::map<LabelValues, double> nodes, min, max, target, backoff, backoff_until, stockout, cost;
+  for (const autoscaler::PoolStatus& p : status.pools) {
+    int rm = removing.contains(p.name) ? removing[p.name] : 0;
+    nodes[{p.name, "ready"}] = p.ready;
+    nodes[{p.name, "not_ready"}] = std::max(0, p.registered - p.ready);
+    nodes[{p.name, "upcoming"}] = p.upcoming;
+    nodes[{p.name, "removing"}] = rm;
+    min[{p.name}] = p.min;
+    max[{p.name}] = p.max;
+    target[{p.name}] = p.target;
+    backoff[{p.name}] = p.backoff_until ? 1 : 0;
+    if (p.backoff_until) backoff_until[{p.name}] = ToSeconds(*p.backoff_until);
+    stockout[{p.name}] = p.stockout ? 1 : 0;
+    const model::Pool* pool = config.FindPool(p.name);
+    double price = pool ? pool->price_per_hour : 0;
+    cost[{p.name}] = std::max(p.target, p.registered + rm) * price;
+  }
+  nodes_->Replace(std::move(nodes));
+  pool_min_->Replace(std::move(min));
+  pool_max_->Replace(std::move(max));
+  pool_target_->Replace(std::move(target));
+  pool_backoff_->Replace(std::move(backoff));
+  pool_backoff_until_->Replace(std::move(backoff_until));
+  pool_stockout_->Replace(std::move(stockout));
+  pool_cost_->Replace(std::move(cost));
+}
+
+void TidepoolMetrics::SetUnschedulable(const std::vector<planner::Unschedulable>& pods) {
+  std::map<LabelValues, double> counts;
+  for (const planner::Unschedulable& u : pods) {
+    std::set<std::string_view> categories;
+    for (const auto& [pool, reason] : u.reasons) categories.insert(UnschedulableCategory(reason));
+    if (categories.empty()) categories.insert("other");
+    for (std::string_view c : categories) counts[{std::string(c)}] += 1;
+  }
+  unschedulable_->Replace(std::move(counts));
+}
+
+void TidepoolMetrics::SetLeader(bool leader) { leader_->Set({}, leader ? 1 : 0); }
+
+void TidepoolMetrics::RecordScaleUp(std::string_view pool, std::string_view reason, int nodes) {
+  scale_ups_->Inc({pool, reason});
+  if (nodes > 0) scale_up_nodes_->Inc({pool}, nodes);
+}
+
+void TidepoolMetrics::RecordScaleDown(std::string_view pool, std::string_view reason) {
+  scale_downs_->Inc({pool, reason});
+}
+
+void TidepoolMetrics::RecordScaleDownFailure(std::string_view pool) {
+  scale_down_failures_->Inc({pool});
+}
+
+void TidepoolMetrics::RecordEviction(EvictionResult result) {
+  evictions_->Inc({EvictionResultName(result)});
+}
+
+void TidepoolMetrics::ObserveLoopDuration(double seconds) { loop_duration_->Observe({}, seconds); }
+
+void TidepoolMetrics::ObservePlanningDuration(std::string_view phase, double seconds) {
+  planning_duration_->Observe({phase}, seconds);
+}
+
+void TidepoolMetrics::RecordKubeRequest(std::string_view verb, std::string_view resource,
+                                        int http_status, double seconds) {
+  std::string code = CodeLabel(http_status);
+  kube_requests_->Inc({verb, resource, code});
+  if (IsError(http_status)) kube_errors_->Inc({verb, resource, code});
+  kube_duration_->Observe({verb}, seconds);
+}
+
+void TidepoolMetrics::RecordCloudRequest(std::string_view provider, std::string_view operation,
+                                         int http_status, double seconds) {
+  std::string code = CodeLabel(http_status);
+  cloud_requests_->Inc({provider, operation, code});
+  if (IsError(http_status)) cloud_errors_->Inc({provider, operation, code});
+  cloud_duration_->Observe({provider, operation}, seconds);
+}
+
+void TidepoolMetrics::RecordInvalidObject(std::string_view kind) { invalid_objects_->Inc({kind}); }
+
+}  // namespace tidepool::ops
