@@ -22,6 +22,23 @@ bool HasTaint(const model::Node& node, std::string_view key) {
   return false;
 }
 
+// Taints a node carries while it is still starting, whatever its Ready condition says: the node
+// lifecycle controller removes node.kubernetes.io/not-ready a moment after Ready turns True, the
+// cloud controller removes uninitialized, and CA's startup-taint prefix marks taints a node
+// agent removes once it is set up. Pods cannot land on such a node yet, so it is upcoming.
+bool HasStartupTaint(const model::Node& node) {
+  for (const model::Taint& t : node.taints) {
+    if (t.effect == model::TaintEffect::kPreferNoSchedule) continue;
+    if (t.key == "node.kubernetes.io/not-ready" || t.key == "node.kubernetes.io/unreachable" ||
+        t.key == "node.kubernetes.io/network-unavailable" ||
+        t.key == "node.cloudprovider.kubernetes.io/uninitialized" ||
+        t.key.starts_with("startup-taint.cluster-autoscaler.kubernetes.io/")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // A pod that must leave before its node goes: not finished, not a DaemonSet or mirror pod.
 bool MustLeave(const model::Pod& pod) {
   return !pod.IsTerminal() && !pod.IsDaemonSetPod() && !pod.IsMirrorPod();
@@ -230,7 +247,8 @@ void Autoscaler::ObservePools(StepContext& ctx) {
     const model::Node& node = *ctx.nodes.at(name);
     NodeMemory& mem = nodes_.find(name)->second;
     bool usable =
-        node.ready && !(pool->template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0);
+        node.ready && !HasStartupTaint(node) &&
+        !(pool->template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0);
     Time created = node.meta.creation_timestamp.value_or(mem.first_seen);
     Time deadline = created + ProvisionTimeout(*pool);
     if (usable) {

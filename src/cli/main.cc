@@ -1,4 +1,4 @@
-// tidepool command-line entry point: `plan`, `explain`, `simulate` and `version` (DESIGN §2 cli/).
+// tidepool command-line entry point: run, plan, explain, simulate, version (DESIGN §2 cli/).
 // Bad configuration or state input prints a clear error and exits with code 2.
 #include <charconv>
 #include <cstdio>
@@ -11,6 +11,7 @@
 
 #include "base/time.h"
 #include "cli/plan_output.h"
+#include "cli/run_command.h"
 #include "cli/simulate_command.h"
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
@@ -120,6 +121,9 @@ int Main(int argc, char** argv) {
   explain->add_option("--upcoming", upcoming, "POOL=N, as for plan");
   explain->add_option("--backoff", backoff, "POOL=TIME, as for plan");
 
+  RunFlags run_flags;
+  auto* run = AddRunCommand(app, run_flags);
+
   SimulateFlags simulate_flags;
   auto* simulate = AddSimulateCommand(app, simulate_flags);
 
@@ -140,6 +144,7 @@ int Main(int argc, char** argv) {
   }
 
   if (*simulate) return RunSimulateCommand(simulate_flags);
+  if (*run) return RunRunCommand(run_flags);
 
   Inputs in;
   if (auto ok = LoadInputs(config_path, state_path, now_text, in); !ok) return Fail(ok.error());

@@ -102,6 +102,13 @@ PassReport Controller::RunOnce(Time now) {
   report.time = now;
   auto finish = [&](PassReport& r) {
     r.duration = std::chrono::duration_cast<Duration>(clock_.Now() - now);
+    if (options_.metrics != nullptr) {
+      options_.metrics->SetLeader(loop_ != nullptr);
+      if (r.acted) {
+        options_.metrics->ObserveLoopDuration(std::chrono::duration<double>(r.duration).count());
+      }
+      if (loop_) options_.metrics->Update(loop_->GetStatus(), config_);
+    }
     std::lock_guard lock(mu_);
     last_pass_ = r;
     if (loop_) status_ = loop_->GetStatus();
@@ -194,6 +201,9 @@ void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
     case Action::Kind::kIncreasePool: {
       auto r = provider_.IncreaseSize(a.pool, a.count, now);
       log_failure(r);
+      if (r && options_.metrics != nullptr) {
+        options_.metrics->RecordScaleUp(a.pool, "pending_pods", a.count);
+      }
       loop_->OnIncreaseResult(a.pool, a.count, r, clock_.Now());
       break;
     }
@@ -237,6 +247,9 @@ void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
         if (!r && r.error().code() != Error::Code::kNotFound) {
           spdlog::info("eviction of {} from {} refused: {}", pod, a.node, r.error().message());
         }
+        if (options_.metrics != nullptr) {
+          options_.metrics->RecordEviction(ops::EvictionResultOf(r));
+        }
         loop_->OnEvictResult(a.node, pod, r, clock_.Now());
       }
       break;
@@ -256,10 +269,22 @@ void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
         }
       }
       log_failure(r);
+      if (r && options_.metrics != nullptr) {
+        options_.metrics->RecordScaleDown(
+            a.pool, a.reason.find("empty") != std::string::npos ? "empty" : "underutilized");
+      }
       loop_->OnDeleteResult(a.node, r, clock_.Now());
       break;
     }
     case Action::Kind::kEvent: {
+      if (a.reason == "ScaleDownFailed" && options_.metrics != nullptr) {
+        const model::Node* n = find_node(a.object);
+        std::string pool = n != nullptr ? provider_.PoolOf(*n) : "";
+        if (pool.empty() && n != nullptr) {
+          if (const std::string* l = n->meta.Label(model::kLabelPool)) pool = *l;
+        }
+        options_.metrics->RecordScaleDownFailure(pool);
+      }
       EventSpec e;
       e.object_kind = a.object_kind;
       auto [ns, name] = SplitKey(a.object);

@@ -15,6 +15,7 @@
 #include "cloud/provider.h"
 #include "controller/ports.h"
 #include "model/pool.h"
+#include "ops/tidepool_metrics.h"
 
 namespace tidepool::controller {
 
@@ -32,6 +33,9 @@ struct ControllerOptions {
   // Whether this replica may act now (leader election); unset: always.
   std::function<bool()> is_leader;
   autoscaler::LoopOptions loop;
+  // Where the controller counts what it does (scale-ups, evictions, pass durations) and
+  // publishes the loop's status gauges. Borrowed; unset: no metrics.
+  ops::TidepoolMetrics* metrics = nullptr;
 };
 
 // What happened in the last pass, for tests, metrics and the status page.

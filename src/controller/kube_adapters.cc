@@ -1,0 +1,113 @@
+#include "controller/kube_adapters.h"
+
+namespace tidepool::controller {
+
+InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune)
+    : pods_(kube::MakePodInformer(client, tune)),
+      nodes_(kube::MakeNodeInformer(client, tune)),
+      pdbs_(kube::MakePdbInformer(client, tune)),
+      daemon_sets_(kube::MakeDaemonSetInformer(client, tune)) {
+  pods_->SetChangeCallback([this](kube::ChangeType type, const std::string& key) {
+    if (type == kube::ChangeType::kDeleted) {
+      Changed(false);
+      return;
+    }
+    auto pod = pods_->Get(key);
+    Changed(pod != nullptr && pod->node_name.empty() && !pod->IsTerminal());
+  });
+  nodes_->SetChangeCallback([this](kube::ChangeType type, const std::string&) {
+    Changed(type != kube::ChangeType::kModified);
+  });
+  pdbs_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
+  daemon_sets_->SetChangeCallback(
+      [this](kube::ChangeType, const std::string&) { Changed(false); });
+}
+
+InformerClusterReader::~InformerClusterReader() { Stop(); }
+
+void InformerClusterReader::Start() {
+  pods_->Start();
+  nodes_->Start();
+  pdbs_->Start();
+  daemon_sets_->Start();
+}
+
+void InformerClusterReader::Stop() {
+  pods_->Stop();
+  nodes_->Stop();
+  pdbs_->Stop();
+  daemon_sets_->Stop();
+}
+
+bool InformerClusterReader::HasSynced() const {
+  return pods_->HasSynced() && nodes_->HasSynced() && pdbs_->HasSynced() &&
+         daemon_sets_->HasSynced();
+}
+
+ClusterView InformerClusterReader::Snapshot() const {
+  ClusterView v;
+  v.nodes = nodes_->Snapshot();
+  v.pods = pods_->Snapshot();
+  v.pdbs = pdbs_->Snapshot();
+  v.daemon_sets = daemon_sets_->Snapshot();
+  return v;
+}
+
+void InformerClusterReader::SetOnChange(std::function<void(bool)> on_change) {
+  std::lock_guard lock(mu_);
+  on_change_ = std::move(on_change);
+}
+
+void InformerClusterReader::Changed(bool urgent) {
+  std::function<void(bool)> f;
+  {
+    std::lock_guard lock(mu_);
+    f = on_change_;
+  }
+  if (f) f(urgent);
+}
+
+uint64_t InformerClusterReader::DecodeErrors() const {
+  return pods_->Stats().decode_errors + nodes_->Stats().decode_errors +
+         pdbs_->Stats().decode_errors + daemon_sets_->Stats().decode_errors;
+}
+
+ApiClusterWriter::ApiClusterWriter(kube::ApiClient& client, const Clock& clock,
+                                   WriterOptions options)
+    : client_(client),
+      options_(std::move(options)),
+      events_(client, clock, {.reporting_instance = options_.reporting_instance}) {}
+
+Result<void> ApiClusterWriter::AddTaint(const std::string& node, const model::Taint& taint) {
+  TIDEPOOL_RETURN_IF_ERROR(
+      kube::AddTaint(client_, node, taint.key, taint.value, model::TaintEffectName(taint.effect)));
+  return {};
+}
+
+Result<void> ApiClusterWriter::RemoveTaint(const std::string& node, const std::string& key) {
+  auto r = kube::RemoveTaint(client_, node, key);
+  if (!r && r.error().code() != Error::Code::kNotFound) return std::unexpected(r.error());
+  return {};
+}
+
+Result<void> ApiClusterWriter::Evict(const std::string& ns, const std::string& name) {
+  return client_.Evict(ns, name);
+}
+
+Result<void> ApiClusterWriter::DeleteNode(const std::string& name, const std::string& uid) {
+  return kube::DeleteNode(client_, name, uid);
+}
+
+Result<void> ApiClusterWriter::RecordEvent(const EventSpec& e) {
+  kube::ObjectRef ref{e.object_kind, e.ns, e.name, e.uid};
+  return events_.RecordEvent(ref, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
+                             e.reason, e.message);
+}
+
+Result<void> ApiClusterWriter::WriteStatus(const std::string& text) {
+  TIDEPOOL_RETURN_IF_ERROR(kube::ApplyConfigMap(client_, options_.status_namespace,
+                                                options_.status_configmap, {{"status", text}}));
+  return {};
+}
+
+}  // namespace tidepool::controller

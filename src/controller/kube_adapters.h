@@ -1,0 +1,70 @@
+// The controller's ports over the real API server: a ClusterReader backed by informers and a
+// ClusterWriter backed by kube/client writes, Events and the status ConfigMap.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "controller/ports.h"
+#include "kube/client/api_client.h"
+#include "kube/client/informer.h"
+#include "kube/client/writes.h"
+
+namespace tidepool::controller {
+
+// Pods, Nodes, PodDisruptionBudgets and DaemonSets. A change is urgent when a pod without a node
+// (not finished) appears or changes, or a node is added or deleted; node status updates
+// (heartbeats) and pod deletions are not. Thread-safe.
+class InformerClusterReader final : public ClusterReader {
+ public:
+  InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune = {});
+  ~InformerClusterReader() override;
+
+  void Start();
+  void Stop();
+
+  bool HasSynced() const override;
+  ClusterView Snapshot() const override;
+  void SetOnChange(std::function<void(bool urgent)> on_change) override;
+
+  // Objects skipped because they did not decode, over all informers (for metrics).
+  uint64_t DecodeErrors() const;
+  const kube::PodInformer& pods() const { return *pods_; }
+  const kube::NodeInformer& nodes() const { return *nodes_; }
+
+ private:
+  void Changed(bool urgent);
+
+  std::unique_ptr<kube::PodInformer> pods_;
+  std::unique_ptr<kube::NodeInformer> nodes_;
+  std::unique_ptr<kube::PdbInformer> pdbs_;
+  std::unique_ptr<kube::DaemonSetInformer> daemon_sets_;
+  std::mutex mu_;
+  std::function<void(bool)> on_change_;
+};
+
+struct WriterOptions {
+  std::string status_namespace = "kube-system";
+  std::string status_configmap = "tidepool-status";
+  std::string reporting_instance;  // Events' reportingInstance, e.g. the pod name
+};
+
+class ApiClusterWriter final : public ClusterWriter {
+ public:
+  ApiClusterWriter(kube::ApiClient& client, const Clock& clock, WriterOptions options);
+
+  Result<void> AddTaint(const std::string& node, const model::Taint& taint) override;
+  Result<void> RemoveTaint(const std::string& node, const std::string& key) override;
+  Result<void> Evict(const std::string& ns, const std::string& name) override;
+  Result<void> DeleteNode(const std::string& name, const std::string& uid) override;
+  Result<void> RecordEvent(const EventSpec& event) override;
+  Result<void> WriteStatus(const std::string& text) override;
+
+ private:
+  kube::ApiClient& client_;
+  WriterOptions options_;
+  kube::EventRecorder events_;
+};
+
+}  // namespace tidepool::controller

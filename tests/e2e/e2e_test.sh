@@ -1,0 +1,418 @@
+#!/usr/bin/env bash
+# End-to-end tests of `tidepool run` on the real control plane (testenv/): scale from zero,
+# spot fallback, gangs, drain with PDBs, Job pods, crash in the middle of a scale-up, leader
+# election. Usage: e2e_test.sh TIDEPOOL_BINARY [SCENARIO...]   (no scenario: all of them)
+#
+# Each scenario starts from an empty cluster (no nodes, no test pods, no tidepool state) and
+# runs tidepool as a separate process, as users do. Prints "PASS name" / "FAIL name: why" and
+# a summary; exits 0 iff every scenario passed. Logs of a failed scenario are printed.
+set -uo pipefail
+
+TIDEPOOL=${1:?usage: e2e_test.sh TIDEPOOL_BINARY [SCENARIO...]}
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-e2e.XXXXXX")
+export TESTENV_DIR=${E2E_TESTENV_DIR:-$WORK/testenv}
+export TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+NS=e2e
+TP_PIDS=()
+
+cleanup() {
+  stop_all_tidepool
+  if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then
+  KUBECONFIG=$("$ROOT/testenv/up" 2>"$WORK/up.log" | tail -1) || {
+    cat "$WORK/up.log" >&2
+    echo "FAIL setup: testenv did not come up" >&2
+    exit 1
+  }
+else
+  KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
+fi
+export KUBECONFIG
+k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+# start_tidepool NAME CONFIG [ARGS...]: runs tidepool in the background, log in $WORK/NAME.log;
+# its pid in LAST_PID. (Not meant for $(...): the pid list must stay in this shell.)
+start_tidepool() {
+  local name=$1 config=$2
+  shift 2
+  "$TIDEPOOL" run --config "$config" --kubeconfig "$KUBECONFIG" --namespace "$NS" \
+    --identity "$name" --lease-duration 6s --renew-deadline 4s --retry-period 1s \
+    --listen "${LISTEN:-}" "$@" \
+    >>"$WORK/$name.log" 2>&1 &
+  LAST_PID=$!
+  TP_PIDS+=("$LAST_PID")
+}
+
+stop_all_tidepool() {
+  for pid in "${TP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${TP_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+  TP_PIDS=()
+}
+
+# wait_until SECONDS CMD...: polls CMD every 0.5 s; fails after SECONDS.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  while ((SECONDS < deadline)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  return 1
+}
+
+nodes_of() { k get nodes -l "tidepool.dev/pool=$1" -o name | wc -l; }
+node_count() { k get nodes -o name | wc -l; }
+has_nodes() { [[ $(nodes_of "$1") -eq $2 ]]; }
+pod_phase() { k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}'; }
+pod_running() { [[ $(pod_phase "$1") == Running ]]; }
+pods_running() { [[ $(k -n "$NS" get pods -l "$1" --field-selector=status.phase=Running -o name | wc -l) -eq $2 ]]; }
+tainted_nodes() {
+  k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}{"\n"}{end}' |
+    grep -c ToBeDeletedByClusterAutoscaler
+}
+event_for() {  # event_for REASON OBJECT_NAME
+  k get events -A --field-selector "reason=$1,involvedObject.name=$2" -o name | grep -q .
+}
+
+reset_cluster() {
+  stop_all_tidepool
+  k delete namespace "$NS" --wait=true --timeout=60s >/dev/null
+  k delete nodes --all --wait=false >/dev/null
+  wait_until 60 bash -c "[[ \$(kubectl get nodes -o name 2>/dev/null | wc -l) -eq 0 ]]" || true
+  k create namespace "$NS" >/dev/null
+  wait_until 30 k -n "$NS" get serviceaccount default || true
+}
+
+# config_with KEY_SED...: a copy of the e2e config edited by sed expressions.
+config_with() {
+  local out
+  out=$(mktemp "$WORK/config.XXXX.yaml")
+  cp "$HERE/config.yaml" "$out"
+  for expr in "$@"; do sed -i "$expr" "$out"; done
+  echo "$out"
+}
+
+# gpu_pod NAME GPUS [spot] [EXTRA_YAML]: a pod requesting GPUs (and tolerating spot if asked).
+gpu_pod() {
+  local name=$1 gpus=$2 spot=${3:-} extra=${4:-}
+  local tol=""
+  if [[ $spot == spot ]]; then
+    tol='  tolerations: [{key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}]'
+  fi
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: $NS
+$extra
+spec:
+$tol
+  containers:
+  - name: train
+    image: tensorflow/tensorflow:latest-gpu
+    resources:
+      requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "$gpus"}
+      limits: {nvidia.com/gpu: "$gpus"}
+EOF
+}
+
+FAILED=()
+PASSED=()
+CURRENT=""
+fail() {
+  echo "FAIL $CURRENT: $*"
+  FAILED+=("$CURRENT")
+  for f in "$WORK"/*.log; do
+    [[ -f $f ]] || continue
+    echo "---- $(basename "$f") (last 40 lines)"
+    tail -40 "$f"
+  done
+  k get nodes -o wide
+  k -n "$NS" get pods -o wide
+  return 1
+}
+pass() {
+  echo "PASS $CURRENT"
+  PASSED+=("$CURRENT")
+}
+
+# ---- scenarios -------------------------------------------------------------------------------
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Also checks the operations endpoints of a running tidepool.
+scenario_scale_from_zero() {
+  local cfg port
+  cfg=$(config_with)
+  port=$(free_port)
+  LISTEN=127.0.0.1:$port start_tidepool tp "$cfg"
+  gpu_pod train-1 1 | k apply -f - >/dev/null || { fail "could not create the pod"; return 1; }
+  wait_until 60 pod_running train-1 || { fail "pod not Running within 60 s"; return 1; }
+  [[ $(nodes_of gpu) -eq 1 ]] || { fail "expected 1 node in pool gpu, got $(nodes_of gpu)"; return 1; }
+  [[ $(node_count) -eq 1 ]] || { fail "expected 1 node in all, got $(node_count)"; return 1; }
+  wait_until 10 event_for TriggeredScaleUp train-1 || { fail "no TriggeredScaleUp event"; return 1; }
+  sleep 5
+  [[ $(node_count) -eq 1 ]] || { fail "a second node appeared: $(node_count)"; return 1; }
+  local base=http://127.0.0.1:$port
+  [[ $(curl -s "$base/healthz") == ok ]] || { fail "/healthz is not ok"; return 1; }
+  [[ $(curl -s -o /dev/null -w '%{http_code}' "$base/readyz") == 200 ]] || { fail "/readyz is not 200"; return 1; }
+  curl -s "$base/metrics" | grep -q '^tidepool_scale_up_nodes_total{pool="gpu"} 1$' ||
+    { fail "/metrics does not count the scale-up: $(curl -s "$base/metrics" | grep scale_up)"; return 1; }
+  curl -s "$base/metrics" | grep -q '^tidepool_leader 1$' || { fail "/metrics: not leader"; return 1; }
+  curl -s "$base/status" | grep -q '<td[^>]*>[^<]*gpu' || { fail "/status has no gpu pool row"; return 1; }
+  k -n "$NS" get configmap tidepool-status -o jsonpath='{.data.status}' | grep -q "gpu: min 0 max 4 target 1" ||
+    { fail "the tidepool-status ConfigMap does not show the gpu pool at 1"; return 1; }
+  pass
+}
+
+scenario_two_pods_two_nodes() {
+  local cfg
+  cfg=$(config_with)
+  start_tidepool tp "$cfg"
+  gpu_pod a 1 | k apply -f - >/dev/null
+  gpu_pod b 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running a || { fail "pod a not Running"; return 1; }
+  wait_until 30 pod_running b || { fail "pod b not Running"; return 1; }
+  sleep 4
+  [[ $(nodes_of gpu) -eq 2 ]] || { fail "expected 2 gpu nodes, got $(nodes_of gpu)"; return 1; }
+  [[ $(node_count) -eq 2 ]] || { fail "expected 2 nodes, got $(node_count)"; return 1; }
+  pass
+}
+
+scenario_spot_fallback() {
+  local cfg
+  cfg=$(config_with 's/^  bootDelay: 2s/  bootDelay: 2s\n  unavailablePools: [gpu-spot]/')
+  start_tidepool tp "$cfg"
+  local t0=$SECONDS
+  gpu_pod spotty 1 spot | k apply -f - >/dev/null
+  # One batch window (batchMax 5 s) plus boot (2 s) and binding: well within 20 s.
+  wait_until 20 has_nodes gpu 1 || { fail "no on-demand node within 20 s"; return 1; }
+  [[ $(nodes_of gpu-spot) -eq 0 ]] || { fail "a spot node appeared"; return 1; }
+  wait_until 20 pod_running spotty || { fail "pod not Running on the fallback node"; return 1; }
+  log "spot fallback: on-demand node after $((SECONDS - t0)) s"
+  pass
+}
+
+# Gang of 4 pods with 2 GPUs each: 8 GPUs = 2 heavy nodes (4 GPUs). Both come, in one go.
+# Then a gang that cannot fit (4 x 4 GPUs with heavy max 2): no node at all.
+scenario_gang() {
+  local cfg
+  cfg=$(config_with)
+  start_tidepool tp "$cfg"
+  local meta="  labels: {scheduling.x-k8s.io/pod-group: g1, job: g1}
+  annotations: {tidepool.dev/gang-size: \"4\"}"
+  for i in 0 1 2 3; do gpu_pod "g1-$i" 2 "" "$meta" | k apply -f - >/dev/null; done
+  wait_until 60 pods_running job=g1 4 || { fail "gang g1 not all Running"; return 1; }
+  [[ $(nodes_of heavy) -eq 2 ]] || { fail "expected 2 heavy nodes, got $(nodes_of heavy)"; return 1; }
+  grep -q "IncreasePool heavy +2" "$WORK/tp.log" || { fail "the 2 nodes were not one scale-up"; return 1; }
+
+  local big="  labels: {scheduling.x-k8s.io/pod-group: g2, job: g2}
+  annotations: {tidepool.dev/gang-size: \"4\"}"
+  for i in 0 1 2 3; do gpu_pod "g2-$i" 4 "" "$big" | k apply -f - >/dev/null; done
+  wait_until 30 event_for NotTriggerScaleUp g2-0 || { fail "no NotTriggerScaleUp for g2"; return 1; }
+  sleep 5
+  [[ $(nodes_of heavy) -eq 2 ]] || { fail "part of gang g2 was scaled up"; return 1; }
+  [[ $(node_count) -eq 2 ]] || { fail "unexpected nodes: $(node_count)"; return 1; }
+  pass
+}
+
+# web-a runs alone on node A; web-b and an anchor pod run on node B (the anchor keeps B needed
+# and leaves room). One PDB (minAvailable 1) covers both web pods. A is underutilized: tidepool
+# taints it, evicts web-a through the Eviction API (the PDB allows one disruption), waits for
+# it to go, and deletes the node. The PDB's healthy count, sampled throughout, never drops
+# below 1, and no node is left tainted.
+web_deployment() {  # web_deployment NAME [NOT_ON_NODE]
+  local affinity=""
+  if [[ -n ${2:-} ]]; then
+    affinity="      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+            - matchExpressions:
+              - {key: kubernetes.io/hostname, operator: NotIn, values: [$2]}"
+  fi
+  cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1, namespace: $NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web, part: $1}}
+  template:
+    metadata: {labels: {app: web, part: $1}}
+    spec:
+      nodeSelector: {pool-kind: cpu}
+$affinity
+      containers:
+      - {name: web, image: nginx, resources: {requests: {cpu: 500m, memory: 256Mi}}}
+EOF
+}
+
+scenario_drain_honours_pdb() {
+  local cfg node_a sampler
+  cfg=$(config_with)
+  start_tidepool tp "$cfg"
+  k apply -f - >/dev/null <<EOF
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: $NS}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+EOF
+  web_deployment web-a | k apply -f - >/dev/null
+  wait_until 60 pods_running part=web-a 1 || { fail "web-a not Running"; return 1; }
+  node_a=$(k -n "$NS" get pods -l part=web-a -o jsonpath='{.items[0].spec.nodeName}')
+  web_deployment web-b "$node_a" | k apply -f - >/dev/null
+  wait_until 60 pods_running part=web-b 1 || { fail "web-b not Running"; return 1; }
+  k apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: anchor, namespace: $NS}
+spec:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions:
+          - {key: kubernetes.io/hostname, operator: NotIn, values: [$node_a]}
+          - {key: pool-kind, operator: In, values: [cpu]}
+  containers:
+  - {name: c, image: busybox, resources: {requests: {cpu: 2500m, memory: 1Gi}}}
+EOF
+  ( while true; do
+      k -n "$NS" get pdb web -o jsonpath='{.status.currentHealthy}{"\n"}' >>"$WORK/healthy"
+      sleep 0.3
+    done ) &
+  sampler=$!
+  wait_until 60 pod_running anchor || { kill $sampler; fail "anchor not Running"; return 1; }
+  [[ $(nodes_of cpu) -eq 2 ]] || { kill $sampler; fail "expected 2 cpu nodes, got $(nodes_of cpu)"; return 1; }
+  wait_until 90 bash -c "! kubectl get node $node_a >/dev/null 2>&1" ||
+    { kill $sampler; fail "$node_a was not drained and removed"; return 1; }
+  wait_until 60 pods_running app=web 2 || { kill $sampler; fail "web pods not back"; return 1; }
+  kill $sampler
+  wait $sampler 2>/dev/null
+  local min
+  min=$(grep -E '^[0-9]+$' "$WORK/healthy" | sort -n | head -1)
+  [[ -n $min && $min -ge 1 ]] || { fail "PDB healthy count dropped to ${min:-?}"; return 1; }
+  grep -q "EvictPods $node_a" "$WORK/tp.log" || { fail "no eviction logged for $node_a"; return 1; }
+  event_for ScaleDown "$node_a" || { fail "no ScaleDown event for $node_a"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "a node was left tainted"; return 1; }
+  log "drain: PDB healthy never below $min over $(wc -l <"$WORK/healthy") samples"
+  pass
+}
+
+# A running Job pod keeps its node (a training pod is not evicted); once it completes, the
+# node goes.
+scenario_job_keeps_node() {
+  local cfg
+  cfg=$(config_with)
+  start_tidepool tp "$cfg"
+  k apply -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata: {name: retrain, namespace: $NS}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      labels: {job: retrain}
+      annotations: {tidepool.dev/run-seconds: "25"}
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: train
+        image: tensorflow/tensorflow:latest-gpu
+        resources: {requests: {cpu: 500m, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+EOF
+  wait_until 60 pods_running job=retrain 1 || { fail "job pod not Running"; return 1; }
+  local node
+  node=$(k -n "$NS" get pods -l job=retrain -o jsonpath='{.items[0].spec.nodeName}')
+  # unneededTime 6 s + delayAfterAdd 4 s have long passed before the 25 s run ends.
+  sleep 15
+  k get node "$node" >/dev/null 2>&1 || { fail "the node of a running Job pod was removed"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "the node of a running Job pod was tainted"; return 1; }
+  wait_until 60 bash -c "[[ \$(kubectl -n $NS get job retrain -o jsonpath='{.status.succeeded}' 2>/dev/null) == 1 ]]" ||
+    { fail "the job did not complete"; return 1; }
+  wait_until 60 bash -c "! kubectl get node $node >/dev/null 2>&1" ||
+    { fail "the node was not removed after the job completed"; return 1; }
+  pass
+}
+
+# tidepool killed (SIGKILL) right after it asked for nodes, restarted: no duplicate nodes.
+scenario_crash_during_scale_up() {
+  local cfg pid
+  cfg=$(config_with 's/^  bootDelay: 2s/  bootDelay: 8s/')
+  start_tidepool tp "$cfg"
+  pid=$LAST_PID
+  gpu_pod c-0 1 | k apply -f - >/dev/null
+  gpu_pod c-1 1 | k apply -f - >/dev/null
+  wait_until 30 bash -c "kubectl -n $NS get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' 2>/dev/null | grep -q gpu-" ||
+    { fail "tidepool never asked for nodes"; return 1; }
+  kill -KILL "$pid"
+  wait "$pid" 2>/dev/null
+  log "killed tidepool with nodes booting; restarting"
+  start_tidepool tp "$cfg"
+  wait_until 60 pod_running c-0 || { fail "c-0 not Running after the restart"; return 1; }
+  wait_until 30 pod_running c-1 || { fail "c-1 not Running after the restart"; return 1; }
+  sleep 8
+  [[ $(nodes_of gpu) -eq 2 ]] || { fail "expected 2 gpu nodes after the restart, got $(nodes_of gpu)"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "a node is left tainted"; return 1; }
+  pass
+}
+
+lease_holder() { k -n "$NS" get lease tidepool -o jsonpath='{.spec.holderIdentity}'; }
+
+# Two replicas: one leads; kill it and the other takes over within the lease duration (6 s)
+# plus a retry period, and acts.
+scenario_leader_election() {
+  local cfg pa pb holder
+  cfg=$(config_with)
+  start_tidepool replica-a "$cfg"
+  pa=$LAST_PID
+  wait_until 20 bash -c "[[ \$(kubectl -n $NS get lease tidepool -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) == replica-a ]]" ||
+    { fail "replica-a did not take the lease"; return 1; }
+  start_tidepool replica-b "$cfg"
+  pb=$LAST_PID
+  sleep 4
+  [[ $(lease_holder) == replica-a ]] || { fail "the lease moved to $(lease_holder) while a lived"; return 1; }
+  grep -q "acting as leader" "$WORK/replica-b.log" && { fail "replica-b acted while a led"; return 1; }
+  kill -KILL "$pa"
+  wait "$pa" 2>/dev/null
+  local t0=$SECONDS
+  wait_until 15 bash -c "[[ \$(kubectl -n $NS get lease tidepool -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) == replica-b ]]" ||
+    { fail "replica-b did not take over within 15 s"; return 1; }
+  log "takeover after $((SECONDS - t0)) s"
+  gpu_pod after-failover 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running after-failover || { fail "the new leader did not scale up"; return 1; }
+  pass
+}
+
+ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node
+  crash_during_scale_up leader_election)
+SELECTED=("$@")
+((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
+
+for s in "${SELECTED[@]}"; do
+  CURRENT=$s
+  rm -f "$WORK"/*.log
+  reset_cluster
+  log "scenario $s"
+  "scenario_$s" || true
+done
+stop_all_tidepool
+
+echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
+((${#FAILED[@]} == 0))
