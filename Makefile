@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build testenv test demo bench fuzz clean
+.PHONY: setup configure build testenv test demo demo-offline bench fuzz clean
 
 setup:
 	@scripts/setup.sh
@@ -24,9 +24,15 @@ testenv: setup
 test: build testenv
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# The main job on the built-in default: what tidepool decides for the example cluster now,
-# then two simulated days of bursty training on its pools.
-demo: build
+# The main job on the built-in default: a real control plane (testenv), tidepool running on the
+# example cluster's pools, the source documents' training workloads, and a timeline from
+# pending to scale-up from zero to running to drained and back to zero. A few minutes.
+demo: build testenv
+	@scripts/live-demo.sh $(TIDEPOOL)
+
+# The same example offline: one planning decision on a cluster snapshot, then two simulated
+# days of bursty training on its pools.
+demo-offline: build
 	$(TIDEPOOL) plan --config examples/seed/config.yaml --state examples/seed/state.yaml -o text
 	@echo
 	$(TIDEPOOL) simulate --config examples/seed/config.yaml

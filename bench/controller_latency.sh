@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Controller reaction time on testenv: pod created -> the provider's node request, minus the
+# batch window, with NODES nodes and PODS pods in tidepool's caches.
+# Usage: bench/controller_latency.sh [TIDEPOOL_BINARY] [NODES=1000] [PODS=20000] [SAMPLES=10]
+#
+# The cluster: NODES kwok nodes of pool `filled` (4 CPU each), every one full with PODS/NODES
+# pods bound to it. Each sample creates one pending pod that fits no existing node; tidepool
+# (batchIdle 1s) asks pool `fresh` for a node. Latency = time of tidepool's IncreasePool log
+# line - time just before the pod was created - batchIdle. Prints each sample and p50/max.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TIDEPOOL=${1:-$ROOT/build/src/cli/tidepool}
+NODES=${2:-1000}
+PODS=${3:-20000}
+SAMPLES=${4:-10}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-latency.XXXXXX")
+export TESTENV_DIR=$WORK/testenv TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+TP_PID=""
+cleanup() {
+  [[ -n $TP_PID ]] && kill -TERM "$TP_PID" 2>/dev/null && wait "$TP_PID" 2>/dev/null
+  "$ROOT/testenv/down" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+KUBECONFIG=$("$ROOT/testenv/up" 2>"$WORK/up.log" | tail -1) || { cat "$WORK/up.log"; exit 1; }
+export KUBECONFIG
+PER_NODE=$(((PODS + NODES - 1) / NODES))
+MILLI=$((4000 / PER_NODE))
+
+cat >"$WORK/config.yaml" <<EOF
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider: {type: kwok, bootDelay: 1h}
+scanInterval: 10s
+scaleUp: {batchIdle: 1s, batchMax: 10s}
+scaleDown: {enabled: false}
+pools:
+  - name: filled
+    min: 0
+    max: $((NODES + 10))
+    template:
+      labels: {bench: filled}
+      capacity: {cpu: "4", memory: 64Gi, pods: "$((PER_NODE + 10))"}
+  - name: fresh
+    min: 0
+    max: 1000
+    template:
+      labels: {bench: fresh}
+      capacity: {cpu: "8", memory: 64Gi, pods: "110"}
+EOF
+
+echo "creating $NODES nodes and $PODS pods ($PER_NODE per node, ${MILLI}m CPU each)..." >&2
+python3 - "$WORK" "$NODES" "$PODS" "$PER_NODE" "$MILLI" <<'PY'
+import json, sys
+work, nodes, pods, per_node, milli = sys.argv[1], *map(int, sys.argv[2:])
+chunks = 8
+files = [open(f"{work}/objects-{i}.json", "w") for i in range(chunks)]
+items = [[] for _ in range(chunks)]
+for n in range(nodes):
+    name = f"filled-{n:05d}"
+    items[n % chunks].append({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"tidepool.dev/pool": "filled", "bench": "filled",
+                                              "kubernetes.io/hostname": name},
+                     "annotations": {"kwok.x-k8s.io/node": "fake"}},
+        "spec": {"providerID": f"kwok://{name}"},
+        "status": {"capacity": {"cpu": "4", "memory": "64Gi", "pods": str(per_node + 10)},
+                   "allocatable": {"cpu": "4", "memory": "64Gi", "pods": str(per_node + 10)}}})
+for p in range(pods):
+    node = p // per_node
+    items[node % chunks].append({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": f"filler-{p:06d}", "namespace": "default", "labels": {"app": "filler"}},
+        "spec": {"nodeName": f"filled-{node:05d}",
+                 "containers": [{"name": "c", "image": "busybox",
+                                 "resources": {"requests": {"cpu": f"{milli}m", "memory": "1Gi"}}}]}})
+for f, it in zip(files, items):
+    json.dump({"apiVersion": "v1", "kind": "List", "items": it}, f)
+PY
+start=$SECONDS
+for f in "$WORK"/objects-*.json; do
+  # Nodes first within each chunk (List order); chunks in parallel.
+  kubectl create -f "$f" >/dev/null 2>"$f.err" &
+done
+wait
+echo "created in $((SECONDS - start)) s" >&2
+
+"$TIDEPOOL" run --config "$WORK/config.yaml" --namespace default --listen "" --no-leader-elect \
+  >"$WORK/tidepool.log" 2>&1 &
+TP_PID=$!
+for _ in $(seq 1 240); do grep -q "caches synced" "$WORK/tidepool.log" && break; sleep 0.5; done
+grep -q "caches synced" "$WORK/tidepool.log" || { echo "tidepool did not sync" >&2; tail "$WORK/tidepool.log"; exit 1; }
+sleep 12  # let the first passes settle
+
+now_ms() { date +%s%3N; }
+log_ms() {  # the time of the first IncreasePool line naming pod $1
+  local line
+  line=$(grep -m1 "IncreasePool.*default/$1\b" "$WORK/tidepool.log") || return 1
+  date -d "${line%% *}" +%s%3N
+}
+results=()
+for i in $(seq 1 "$SAMPLES"); do
+  name=probe-$i
+  t0=$(now_ms)
+  kubectl create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $name, namespace: default}
+spec:
+  nodeSelector: {bench: fresh}
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: "6"}}}]
+EOF
+  for _ in $(seq 1 100); do log_ms "$name" >/dev/null && break; sleep 0.2; done
+  t1=$(log_ms "$name") || { echo "sample $i: no scale-up for $name" >&2; continue; }
+  lat=$((t1 - t0 - 1000))
+  results+=("$lat")
+  echo "sample $i: ${lat} ms (created -> IncreasePool $((t1 - t0)) ms, minus batchIdle 1000 ms)"
+  sleep 11  # past batchMax, so every sample opens its own batch
+done
+sorted=$(printf '%s\n' "${results[@]}" | sort -n)
+n=${#results[@]}
+echo "nodes=$NODES pods=$PODS samples=$n p50=$(sed -n "$(((n + 1) / 2))p" <<<"$sorted") ms max=$(tail -1 <<<"$sorted") ms"
