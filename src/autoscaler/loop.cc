@@ -171,6 +171,10 @@ Autoscaler::Autoscaler(const model::AutoscalerConfig& config, LoopOptions option
 }
 
 std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
+  if (SkipUnchangedStep(obs, now)) return {};
+  const bool may_skip_next = options_.skip_unchanged && obs.version != 0;
+  const uint64_t digest_before = may_skip_next ? StateDigest() : 0;
+  quiet_.reset();
   StepContext ctx(obs, now);
   ctx.actions = std::move(outbox_);
   outbox_.clear();
@@ -221,7 +225,166 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   }
   Cleanup(ctx);
   ComputeWakeup(ctx);
+  // A periodic pass that decided nothing and changed nothing: until a timer comes due, the same
+  // observation would decide nothing again.
+  if (may_skip_next && scan && ctx.actions.empty() && outbox_.empty() && !replan_ &&
+      StateDigest() == digest_before) {
+    quiet_ = QuietStep{obs.version, NextDecisionTime(ctx), timers_wakeup_};
+  }
   return std::move(ctx.actions);
+}
+
+bool Autoscaler::SkipUnchangedStep(const Observation& obs, Time now) {
+  if (!quiet_ || !options_.skip_unchanged) return false;
+  if (obs.version == 0 || obs.version != quiet_->version || now >= quiet_->until ||
+      !outbox_.empty() || replan_ || !last_scan_ || (last_step_ && now < *last_step_)) {
+    quiet_.reset();
+    return false;
+  }
+  // What the full Step would change: the step and scan times and, at a periodic pass with pods
+  // pending, the time of the last scale-up plan (which found nothing to add).
+  last_step_ = now;
+  if (now >= *last_scan_ + config_.scan_interval) {
+    last_scan_ = now;
+    if (pending_count_ > 0) last_planned_ = now;
+  }
+  wakeup_ = std::max(std::min(*last_scan_ + config_.scan_interval, quiet_->timers_wakeup), now);
+  return true;
+}
+
+namespace {
+
+// A streaming 64-bit digest of loop state (collisions are not a practical concern at 64 bits
+// for comparing two consecutive states).
+class Digest {
+ public:
+  void Add(uint64_t v) { h_ ^= v + 0x9e3779b97f4a7c15ULL + (h_ << 6) + (h_ >> 2); }
+  void Add(std::string_view s) {
+    Add(std::hash<std::string_view>()(s));
+    Add(s.size());
+  }
+  void Add(Time t) { Add(static_cast<uint64_t>(t.time_since_epoch().count())); }
+  void Add(const std::optional<Time>& t) {
+    Add(uint64_t{t.has_value()});
+    if (t) Add(*t);
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+}  // namespace
+
+uint64_t Autoscaler::StateDigest() const {
+  Digest d;
+  for (const auto& [name, ps] : pools_) {
+    d.Add(name);
+    for (int v :
+         {int{ps.observed}, ps.observed_target, ps.provider_registered, int{ps.stockout},
+          ps.expected_target.value_or(-1), int{ps.expected_target.has_value()}, ps.unreported,
+          ps.backoff_level, ps.registered, ps.ready, ps.starting, ps.not_registered}) {
+      d.Add(static_cast<uint64_t>(v));
+    }
+    d.Add(ps.stockout_reason);
+    d.Add(ps.expected_touched);
+    for (const ScaleUpRequest& r : ps.requests) {
+      d.Add(static_cast<uint64_t>(r.remaining));
+      d.Add(r.requested_at);
+    }
+    d.Add(ps.backoff_until);
+    d.Add(ps.backoff_reason);
+  }
+  d.Add(nodes_.size());
+  for (const auto& [name, mem] : nodes_) {
+    d.Add(name);
+    d.Add(mem.first_seen);
+    d.Add(uint64_t{mem.ever_usable} * 2 + uint64_t{mem.broken_reported});
+  }
+  d.Add(removals_.size());
+  for (const auto& [name, r] : removals_) {
+    d.Add(name);
+    d.Add(r.pool);
+    d.Add(static_cast<uint64_t>(r.kind));
+    d.Add(r.detail);
+    d.Add(static_cast<uint64_t>(r.phase));
+    d.Add(r.started);
+    d.Add(uint64_t{r.taint_confirmed});
+    d.Add(r.drain_started);
+    d.Add(r.all_evicted_at);
+    for (const auto& [key, ev] : r.pods) {
+      d.Add(key);
+      d.Add(static_cast<uint64_t>(ev.state));
+      d.Add(static_cast<uint64_t>(ev.failures));
+      d.Add(ev.retry_at);
+      d.Add(ev.last_error);
+    }
+  }
+  for (const auto* times : {&deleted_, &cooldown_, &unneeded_since_, &untainted_}) {
+    d.Add(times->size());
+    for (const auto& [name, t] : *times) {
+      d.Add(name);
+      d.Add(t);
+    }
+  }
+  d.Add(marked_.size());
+  for (const std::string& name : marked_) d.Add(name);
+  // An unordered set: combine its members order-independently.
+  uint64_t pending_sum = 0;
+  for (const std::string& key : prev_pending_) pending_sum += std::hash<std::string>()(key);
+  d.Add(pending_sum);
+  d.Add(prev_pending_.size());
+  d.Add(batch_start_);
+  d.Add(batch_last_add_);
+  d.Add(uint64_t{replan_});
+  d.Add(static_cast<uint64_t>(pending_count_));
+  d.Add(not_triggered_.size());
+  for (const auto& [pod, message] : not_triggered_) {
+    d.Add(pod);
+    d.Add(message);
+  }
+  return d.value();
+}
+
+Time Autoscaler::NextDecisionTime(const StepContext& ctx) const {
+  const Time now = ctx.now;
+  Time next = Time::max();
+  auto at = [&](Time t) {
+    if (t > now) next = std::min(next, t);
+  };
+  for (const model::Pool& pool : config_.pools) {
+    const PoolState& ps = pools_.at(pool.name);
+    if (!ps.requests.empty()) at(ps.requests.front().requested_at + ProvisionTimeout(pool));
+    if (ps.backoff_until) at(*ps.backoff_until);
+    if (ps.expected_target) {
+      at(ps.expected_touched + options_.observe_grace);
+      at(ps.expected_touched + ProvisionTimeout(pool));
+    }
+  }
+  if (ctx.next_starting_deadline) at(*ctx.next_starting_deadline);
+  if (batch_start_) {
+    at(batch_last_add_ + config_.scale_up.batch_idle);
+    at(*batch_start_ + config_.scale_up.batch_max);
+  }
+  const Duration max_eviction = config_.scale_down.max_pod_eviction_time;
+  for (const auto& [name, r] : removals_) {
+    at(r.started + max_eviction);
+    if (r.drain_started) at(*r.drain_started + max_eviction);
+    if (r.all_evicted_at) at(*r.all_evicted_at + options_.pod_termination_wait);
+    for (const auto& [key, ev] : r.pods) at(ev.retry_at);
+  }
+  for (const auto& [name, t] : cooldown_) at(t);
+  for (const auto& [name, t] : unneeded_since_) at(t + config_.scale_down.unneeded_time);
+  for (const auto& [name, t] : untainted_) at(t + options_.observe_grace);
+  // Nodes younger than delayAfterAdd are not scale-down candidates yet; starting nodes become
+  // unusable at their provision timeout (next_starting_deadline above).
+  for (const auto& [name, pool] : ctx.pool_of) {
+    const model::Node& node = *ctx.nodes.at(name);
+    if (node.meta.creation_timestamp) {
+      at(*node.meta.creation_timestamp + config_.scale_down.delay_after_add);
+    }
+  }
+  return next;
 }
 
 void Autoscaler::ObservePools(StepContext& ctx) {
@@ -455,7 +618,7 @@ bool Autoscaler::RunScaleUp(StepContext& ctx) {
     if (InBackoff(ps, now)) in.backoff_until[name] = *ps.backoff_until;
   }
 
-  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(in);
+  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(in, options_.scale_up);
   batch_start_.reset();
   last_planned_ = now;
 
@@ -653,6 +816,7 @@ void Autoscaler::AdoptTaintedNodes(StepContext& ctx) {
   }
   planner::ScaleDownOptions options;
   options.rate_limit = false;
+  options.evict_training_pods = options_.evict_training_pods;
   options.may_remove = [&](const model::Node& n) {
     auto cd = cooldown_.find(n.name());
     return orphans.contains(n.name()) && (cd == cooldown_.end() || cd->second <= ctx.now);
@@ -735,6 +899,7 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   std::vector<std::string> list;
   planner::ScaleDownOptions all;
   all.rate_limit = false;
+  all.evict_training_pods = options_.evict_training_pods;
   kept_ = planner.Plan(in, all, &list).keep;
   for (std::string& name : list)
     if (!removals_.contains(name)) unneeded.insert(std::move(name));
@@ -752,6 +917,7 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   if (ripe.empty()) return;
   planner::ScaleDownOptions options;
   options.rate_limit = true;
+  options.evict_training_pods = options_.evict_training_pods;
   options.may_remove = [&](const model::Node& n) { return ripe.contains(n.name()); };
   options.not_yet_reason = [&](const model::Node& n) {
     std::string why = NotRemovableReason(ctx, n.name());
@@ -836,7 +1002,7 @@ void Autoscaler::Cleanup(StepContext& ctx) {
 
 void Autoscaler::ComputeWakeup(const StepContext& ctx) {
   const Time now = ctx.now;
-  Time w = *last_scan_ + config_.scan_interval;
+  Time w = Time::max();
   auto at = [&w](Time t) { w = std::min(w, t); };
   if (batch_start_) {
     at(std::min(batch_last_add_ + config_.scale_up.batch_idle,
@@ -864,7 +1030,8 @@ void Autoscaler::ComputeWakeup(const StepContext& ctx) {
       if (ev.state == PodEviction::State::kRetry) at(ev.retry_at);
   }
   if (replan_ || !outbox_.empty()) at(now);
-  wakeup_ = std::max(w, now);
+  timers_wakeup_ = w;
+  wakeup_ = std::max(std::min(w, *last_scan_ + config_.scan_interval), now);
 }
 
 void Autoscaler::Backoff(PoolState& ps, std::string reason, Time now) {
@@ -885,6 +1052,7 @@ void Autoscaler::ExpectTargetChange(PoolState& ps, int delta, Time now) {
 
 void Autoscaler::OnIncreaseResult(const std::string& pool, int count, const Result<void>& result,
                                   Time now) {
+  quiet_.reset();  // feedback changes state outside a Step
   auto it = pools_.find(pool);
   if (it == pools_.end()) return;
   PoolState& ps = it->second;
@@ -902,6 +1070,7 @@ void Autoscaler::OnIncreaseResult(const std::string& pool, int count, const Resu
 
 void Autoscaler::OnDecreaseResult(const std::string& pool, int count, const Result<void>& result,
                                   Time now) {
+  quiet_.reset();  // feedback changes state outside a Step
   auto it = pools_.find(pool);
   if (it == pools_.end()) return;
   PoolState& ps = it->second;
@@ -913,6 +1082,7 @@ void Autoscaler::OnDecreaseResult(const std::string& pool, int count, const Resu
 }
 
 void Autoscaler::OnTaintResult(const std::string& node, const Result<void>& result, Time now) {
+  quiet_.reset();  // feedback changes state outside a Step
   auto it = removals_.find(node);
   if (it == removals_.end() || it->second.phase != Removal::Phase::kTainting) return;
   if (result) {
@@ -926,6 +1096,7 @@ void Autoscaler::OnTaintResult(const std::string& node, const Result<void>& resu
 
 void Autoscaler::OnEvictResult(const std::string& node, const std::string& pod,
                                const Result<void>& result, Time now) {
+  quiet_.reset();  // feedback changes state outside a Step
   auto it = removals_.find(node);
   if (it == removals_.end() || it->second.phase != Removal::Phase::kDraining) return;
   Removal& r = it->second;
@@ -948,6 +1119,7 @@ void Autoscaler::OnEvictResult(const std::string& node, const std::string& pod,
 }
 
 void Autoscaler::OnDeleteResult(const std::string& node, const Result<void>& result, Time now) {
+  quiet_.reset();  // feedback changes state outside a Step
   auto it = removals_.find(node);
   if (it == removals_.end() || it->second.phase != Removal::Phase::kDeleting) return;
   Removal& r = it->second;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "model/pod.h"
 #include "model/pool.h"
 #include "planner/decision.h"
+#include "planner/scale_up.h"
 
 namespace tidepool::autoscaler {
 
@@ -49,6 +51,11 @@ struct Observation {
   // The provider's node -> pool mapping, consulted when the labels name no pool (DESIGN §3).
   // Optional; returns "" for "not mine".
   std::function<std::string(const model::Node&)> provider_pool_of;
+  // Optional change counter of the whole observation (an informer's resourceVersion high-water
+  // mark, the simulator's mutation counter). 0: unknown. A driver that sets it promises that two
+  // observations with the same nonzero version are identical in every field above, so the loop
+  // may skip planning that cannot decide anything new (LoopOptions::skip_unchanged).
+  uint64_t version = 0;
 };
 
 // Something the driver carries out (controller: cloud + kube; simulator: its fakes). Actions of
@@ -107,6 +114,17 @@ struct LoopOptions {
   // believes what it observes again: a target change after its result was reported (in
   // PoolObservation::target), an untaint (a node still showing the ToBeDeleted taint).
   Duration observe_grace = std::chrono::minutes(1);
+  // Planner knobs the shipped policy keeps at their defaults; the simulator's comparison
+  // policies (e.g. `ca-like`) change them.
+  planner::ScaleUpOptions scale_up;
+  // Running training pods (Job, JobSet, Kubeflow kinds, gang members) may be evicted by
+  // scale-down like any controller-owned pod (the Cluster Autoscaler's behaviour).
+  bool evict_training_pods = false;
+  // Skip the planning of a Step whose Observation::version equals that of an earlier Step that
+  // changed nothing (no action, loop state unchanged) while no timer has come due since: such a
+  // Step would decide nothing either. Results are identical with and without; off only in the
+  // tests that check exactly that.
+  bool skip_unchanged = true;
 };
 
 // The decision loop (DESIGN §2). It owns the scale-up batching window, the nodes requested and
@@ -221,6 +239,13 @@ class Autoscaler {
   }
   // Why a ripe unneeded node may not go now, or "" when it may.
   std::string NotRemovableReason(const StepContext& ctx, std::string_view node) const;
+  // The skip of unchanged Steps (LoopOptions::skip_unchanged): a digest of every piece of loop
+  // state that decisions read (all but the step and scan times), and the earliest time after
+  // `ctx.now` at which a timer, a backoff or a node's age could change a decision.
+  uint64_t StateDigest() const;
+  Time NextDecisionTime(const StepContext& ctx) const;
+  // Takes the shortcut when it applies: returns true after updating the step and scan times.
+  bool SkipUnchangedStep(const Observation& obs, Time now);
 
   model::AutoscalerConfig config_;
   LoopOptions options_;
@@ -248,6 +273,16 @@ class Autoscaler {
   std::optional<Time> last_step_;
   Time wakeup_{};
   std::vector<Action> outbox_;  // actions caused by feedback, returned by the next Step
+
+  // The last Step that decided nothing (see SkipUnchangedStep): its observation version, until
+  // when its decisions hold, and the wakeup it computed apart from the periodic scan.
+  struct QuietStep {
+    uint64_t version = 0;
+    Time until{};
+    Time timers_wakeup{};
+  };
+  std::optional<QuietStep> quiet_;
+  Time timers_wakeup_{};  // ComputeWakeup's earliest timer, the periodic scan left out
 
   std::optional<ScaleUpRecord> last_scale_up_;
   std::optional<ScaleDownRecord> last_scale_down_;

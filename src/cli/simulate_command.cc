@@ -2,9 +2,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "kube/config/autoscaler_config.h"
+#include "sim/compare.h"
+#include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
@@ -16,15 +19,24 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
       "simulate", "Replay a training trace through the decision loop: cost and waiting times");
   cmd->add_option("--trace", flags.trace,
                   "Trace CSV (native or the Alibaba GPU trace); default: the built-in scenario");
-  cmd->add_option("--config", flags.config, "AutoscalerConfig YAML file")->capture_default_str();
+  cmd->add_option("--config", flags.config,
+                  "AutoscalerConfig YAML file (its optional `simulation:` section sets the "
+                  "simulated world)")
+      ->capture_default_str();
   cmd->add_option("--sim-config", flags.sim_config,
-                  "Simulation settings YAML (seed, bootDelay, pools, scheduler, checkpointEvery)");
-  cmd->add_option("--seed", flags.seed, "Random seed (overrides the sim config's seed)")
+                  "Simulation settings YAML (seed, bootDelay, pools, scheduler, checkpointEvery, "
+                  "gpuSharing); replaces the config's `simulation:` section");
+  cmd->add_option("--seed", flags.seed, "Random seed (overrides the simulation settings' seed)")
       ->each([&flags](const std::string&) { flags.seed_set = true; });
   cmd->add_option("-o,--output", flags.output, "Output format")
       ->check(CLI::IsMember({"json", "text"}));
   cmd->add_flag("--check-invariants", flags.check_invariants,
                 "Check the simulator's invariants after every event (slower)");
+  cmd->add_flag("--compare", flags.compare,
+                "Run the same trace under tidepool's policy, a Cluster Autoscaler-like policy "
+                "and a static cluster sized for the peak; print one table");
+  cmd->add_option("--report", flags.report,
+                  "Write a self-contained HTML report (charts and summary) to this file");
   return cmd;
 }
 
@@ -34,29 +46,60 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     return 2;
   };
   sim::SimInput in;
-  auto config = kube::config::LoadAutoscalerConfig(flags.config);
-  if (!config) return fail(config.error());
-  in.config = std::move(*config);
+  auto file = kube::config::LoadConfigFile(flags.config);
+  if (!file) return fail(file.error());
+  in.config = std::move(file->config);
   if (!flags.sim_config.empty()) {
     auto sc = sim::LoadSimConfig(flags.sim_config);
     if (!sc) return fail(sc.error());
     in.sim = std::move(*sc);
+  } else if (file->simulation) {
+    auto sc = sim::ParseSimSection(file->simulation->value());
+    if (!sc) return fail(sc.error());
+    in.sim = std::move(*sc);
   }
-  if (flags.seed_set || flags.sim_config.empty()) in.sim.seed = flags.seed;
+  if (flags.seed_set) in.sim.seed = flags.seed;
   in.sim.check_invariants = flags.check_invariants;
+  in.record_timeline = !flags.report.empty();
   if (flags.trace.empty()) {
     in.jobs = sim::BuiltinScenario(in.sim.seed);
   } else {
-    auto jobs = sim::LoadTrace(flags.trace);
+    auto jobs = sim::LoadTrace(flags.trace, sim::TraceOptions{.gpu_sharing = in.sim.gpu_sharing});
     if (!jobs) return fail(jobs.error());
     in.jobs = std::move(*jobs);
   }
-  auto summary = sim::RunSimulation(in);
-  if (!summary) return fail(summary.error());
-  if (flags.output == "json") {
-    std::cout << sim::SummaryToJson(*summary).dump(2) << "\n";
+
+  std::vector<sim::PolicyRun> runs;
+  if (flags.compare) {
+    auto r = sim::RunComparison(in);
+    if (!r) return fail(r.error());
+    runs = std::move(*r);
   } else {
-    std::cout << sim::SummaryToText(*summary);
+    auto summary = sim::RunSimulation(in);
+    if (!summary) return fail(summary.error());
+    runs.push_back(
+        {"tidepool", "tidepool's default policy (the config as written)", std::move(*summary)});
+  }
+
+  if (!flags.report.empty()) {
+    sim::ReportInput report;
+    report.title = flags.trace.empty() ? std::string("built-in scenario")
+                                       : std::filesystem::path(flags.trace).filename().string();
+    report.config_name = flags.config;
+    report.runs = runs;
+    if (auto ok = sim::WriteHtmlReport(report, flags.report); !ok) return fail(ok.error());
+  }
+
+  if (flags.compare) {
+    if (flags.output == "json") {
+      std::cout << sim::ComparisonToJson(runs).dump(2) << "\n";
+    } else {
+      std::cout << sim::ComparisonToText(runs);
+    }
+  } else if (flags.output == "json") {
+    std::cout << sim::SummaryToJson(runs.front().summary).dump(2) << "\n";
+  } else {
+    std::cout << sim::SummaryToText(runs.front().summary);
   }
   return 0;
 }

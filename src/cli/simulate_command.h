@@ -16,13 +16,17 @@ struct SimulateFlags {
   bool seed_set = false;
   std::string output = "text";
   bool check_invariants = false;
+  bool compare = false;  // run tidepool, ca-like and static on the same trace
+  std::string report;    // write the HTML report here when set
 };
 
 // Registers the subcommand and its flags on `app`; the flags are written into `flags`.
 CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags);
 
-// Runs it. Returns the exit code: 0, or 2 for bad input (config, sim config, trace), printed
-// to stderr as "tidepool: file:line: ...".
+// Runs it. The simulation settings come from the config file's `simulation:` section, replaced
+// as a whole by --sim-config when given; --seed overrides either's seed. Returns the exit code:
+// 0, or 2 for bad input (config, sim config, trace) or an unwritable report, printed to stderr as
+// "tidepool: file:line: ...".
 int RunSimulateCommand(const SimulateFlags& flags);
 
 }  // namespace tidepool::cli

@@ -337,7 +337,8 @@ struct PassResult {
 // committed when all its pods found a place and reverted otherwise.
 class ScaleDownRun {
  public:
-  explicit ScaleDownRun(const PlannerInput& input);
+  // `evict_training_pods`: running training pods are evictable (ScaleDownOptions).
+  explicit ScaleDownRun(const PlannerInput& input, bool evict_training_pods = false);
 
   PassResult RunPass(const PassOptions& options);
 
@@ -377,6 +378,7 @@ class ScaleDownRun {
 
   const PlannerInput& input_;
   const model::ScaleDownConfig& config_;
+  const bool evict_training_pods_;
   std::vector<NodeEntry> entries_;  // by name; entry i is snapshot node i
   std::vector<PodFacts> facts_;     // see NodeEntry::own_facts
   ClusterSnapshot snapshot_;
@@ -399,8 +401,11 @@ class ScaleDownRun {
   std::vector<uint32_t> covering_;
 };
 
-ScaleDownRun::ScaleDownRun(const PlannerInput& input)
-    : input_(input), config_(input.config->scale_down), placer_(snapshot_, destinations_, usable_) {
+ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
+    : input_(input),
+      config_(input.config->scale_down),
+      evict_training_pods_(evict_training_pods),
+      placer_(snapshot_, destinations_, usable_) {
   // Nodes in name order (the first of duplicate names wins); entry i is snapshot node i.
   std::vector<const model::Node*> nodes = input.nodes;
   std::stable_sort(nodes.begin(), nodes.end(), [](const model::Node* a, const model::Node* b) {
@@ -486,7 +491,7 @@ void ScaleDownRun::AddPods() {
     facts_.emplace_back(pod);
     if (maybe[i] && (e.blocker_pod == nullptr || by_key(pod, e.blocker_pod))) {
       CoveringPdbs(*pod, covering_);
-      std::string blocker = EvictionBlocker(*pod, !covering_.empty());
+      std::string blocker = EvictionBlocker(*pod, !covering_.empty(), evict_training_pods_);
       if (!blocker.empty()) {
         e.blocker = std::move(blocker);
         e.blocker_pod = pod;
@@ -813,7 +818,7 @@ ScaleDownPlan ScaleDownPlanner::Plan(const PlannerInput& input, const ScaleDownO
     }
     return plan;
   }
-  ScaleDownRun run(input);
+  ScaleDownRun run(input, options.evict_training_pods);
   bool second_pass = out_unneeded && (options.rate_limit || options.may_remove);
   PassOptions pass;
   pass.rate_limit = options.rate_limit;

@@ -20,6 +20,9 @@ struct ScaleDownOptions {
   // entry with `not_yet_reason(node)`.
   std::function<bool(const model::Node&)> may_remove;
   std::function<std::string(const model::Node&)> not_yet_reason;
+  // Running training pods (IsTrainingPod) may be evicted like any controller-owned pod, as the
+  // Cluster Autoscaler does. Off (tidepool's policy): they keep their node.
+  bool evict_training_pods = false;
 };
 
 // How a pass decides (details in scale_down.cc and scale_down_rules.h):

@@ -71,7 +71,7 @@ std::string DescribeUtilization(const NodeUtilization& u, double threshold) {
                              u.resource);
 }
 
-std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb) {
+std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb, bool evict_training_pods) {
   bool annotated = !pod.meta.annotations.empty();
   if (annotated && AnnotationIs(pod, kDoNotDisruptAnnotation, "true")) {
     return fmt::format("pod {} is not evictable: annotated {}=true", pod.Key(),
@@ -84,7 +84,7 @@ std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb) {
   if (annotated && AnnotationIs(pod, kSafeToEvictAnnotation, "true")) return "";
   const model::OwnerReference* owner = pod.meta.Controller();
   if (owner == nullptr) return fmt::format("pod {} has no controller (bare pod)", pod.Key());
-  if (pod.phase == model::PodPhase::kRunning && IsTrainingPod(pod)) {
+  if (!evict_training_pods && pod.phase == model::PodPhase::kRunning && IsTrainingPod(pod)) {
     std::string gang = GangOf(pod);
     std::string what = gang.empty()
                            ? fmt::format("owned by {} {}", owner->kind, owner->name)

@@ -43,6 +43,8 @@ std::string DescribeUtilization(const NodeUtilization& u, double threshold);
 // do-not-disrupt=true, safe-to-evict=false; then safe-to-evict=true allows everything below;
 // no controller (bare pod), a running training pod (IsTrainingPod), local storage (emptyDir not
 // in memory, hostPath), a kube-system pod that no PDB covers (`covered_by_pdb`).
-std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb);
+// `evict_training_pods` drops the running-training-pod rule (ScaleDownOptions).
+std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb,
+                            bool evict_training_pods = false);
 
 }  // namespace tidepool::planner

@@ -169,8 +169,8 @@ std::string EquivalenceKey(const Pod& p) {
 class Pass {
  public:
   // `explain_pod`: the one pod whose placement Explain wants to know; others are not tracked.
-  Pass(const PlannerInput& in, std::string explain_pod = "")
-      : in_(in), cfg_(*in.config), explain_pod_(std::move(explain_pod)) {}
+  Pass(const PlannerInput& in, std::string explain_pod = "", ScaleUpOptions options = {})
+      : in_(in), cfg_(*in.config), explain_pod_(std::move(explain_pod)), options_(options) {}
 
   ScaleUpPlan Run();
 
@@ -245,6 +245,7 @@ class Pass {
   std::deque<Pod> phantom_pods_;
   std::vector<PoolState> pools_;  // sorted by pool name
   int cluster_nodes_ = 0;         // registered + upcoming + added in this pass
+  int base_cluster_nodes_ = 0;    // cluster_nodes_ before this pass added any
   Resources cluster_capacity_;    // of the same nodes
   std::unordered_map<uint32_t, NodeIndex> hints_;  // group -> last node a member fit
   // Groups that fit no node of the snapshot as it had no_fit_node_slots_ node slots. Valid
@@ -259,6 +260,7 @@ class Pass {
   std::map<std::string, std::string> pool_for_;
   int round_ = 0;
   std::string explain_pod_;
+  ScaleUpOptions options_;
 };
 
 void Pass::BuildSnapshot() {
@@ -311,6 +313,7 @@ void Pass::BuildSnapshot() {
       cluster_capacity_ += node.capacity;
     }
   }
+  base_cluster_nodes_ = cluster_nodes_;
 }
 
 NodeIndex Pass::AddNewNode(PoolState& ps, int k) {
@@ -358,7 +361,9 @@ std::string Pass::LimitReason(const PoolState& ps, int extra, const Resources& e
                          model::FormatAmount(id, limit));
     }
   }
-  if (extra >= cfg_.scale_up.max_nodes_per_scale_up) {
+  // maxNodesPerScaleUp bounds the whole pass: nodes committed in earlier rounds (other pools,
+  // gangs) count as well as those of the estimate in progress.
+  if (cluster_nodes_ - base_cluster_nodes_ + extra >= cfg_.scale_up.max_nodes_per_scale_up) {
     return fmt::format("maxNodesPerScaleUp {} reached for this pass",
                        cfg_.scale_up.max_nodes_per_scale_up);
   }
@@ -612,7 +617,7 @@ ScaleUpPlan Pass::Run() {
   }
   std::vector<const Pod*> singles;
   for (const Pod* p : pending) {
-    std::string g = GangOf(*p);
+    std::string g = options_.gang_aware ? GangOf(*p) : std::string();
     if (g.empty()) {
       singles.push_back(p);
       continue;
@@ -762,9 +767,9 @@ ScaleUpPlan Pass::Run() {
 
 }  // namespace
 
-ScaleUpPlan ScaleUpPlanner::Plan(const PlannerInput& input) const {
+ScaleUpPlan ScaleUpPlanner::Plan(const PlannerInput& input, const ScaleUpOptions& options) const {
   TIDEPOOL_CHECK(input.config != nullptr);
-  Pass pass(input);
+  Pass pass(input, "", options);
   return pass.Run();
 }
 

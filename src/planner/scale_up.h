@@ -23,9 +23,17 @@ struct PodExplanation {
   std::map<std::string, std::string> pools;
 };
 
+// Knobs of a scale-up pass. The defaults are tidepool's policy; the simulator's comparison
+// policies (e.g. the Cluster Autoscaler-like one) turn some off.
+struct ScaleUpOptions {
+  // Gangs (GangOf) are planned all or nothing. Off: each member is planned as a single pod, so a
+  // pass may add nodes for part of a gang (what the Cluster Autoscaler does).
+  bool gang_aware = true;
+};
+
 class ScaleUpPlanner {
  public:
-  ScaleUpPlan Plan(const PlannerInput& input) const;
+  ScaleUpPlan Plan(const PlannerInput& input, const ScaleUpOptions& options = {}) const;
   PodExplanation Explain(const PlannerInput& input, std::string_view pod_key) const;
 };
 

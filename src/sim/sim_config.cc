@@ -47,15 +47,13 @@ Result<PoolSimConfig> ReadPool(const YamlValue& v) {
 
 }  // namespace
 
-Result<SimConfig> ParseSimConfig(std::string_view yaml, std::string_view source) {
+Result<SimConfig> ParseSimSection(const kube::config::YamlValue& section) {
   SimConfig c;
+  const std::string_view source = section.source();
   try {
-    TIDEPOOL_ASSIGN_OR_RETURN(YAML::Node doc,
-                              kube::config::LoadYamlDocument(yaml, source, "a simulation config"));
-    YamlValue root = YamlValue::Root(doc, source);
-    TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(root, "a map of simulation settings"));
-    static constexpr std::array<std::string_view, 5> kKeys = {"seed", "bootDelay", "pools",
-                                                              "scheduler", "checkpointEvery"};
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(section, "a map of simulation settings"));
+    static constexpr std::array<std::string_view, 6> kKeys = {
+        "seed", "bootDelay", "pools", "scheduler", "checkpointEvery", "gpuSharing"};
     TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kKeys));
     if (const YamlValue* s = m.Find("seed")) {
       TIDEPOOL_ASSIGN_OR_RETURN(int64_t seed,
@@ -88,10 +86,23 @@ Result<SimConfig> ParseSimConfig(std::string_view yaml, std::string_view source)
     if (const YamlValue* s = m.Find("checkpointEvery")) {
       TIDEPOOL_ASSIGN_OR_RETURN(c.checkpoint_every, s->ReadDuration(false));
     }
+    if (const YamlValue* s = m.Find("gpuSharing")) {
+      TIDEPOOL_ASSIGN_OR_RETURN(c.gpu_sharing, s->ReadBool());
+    }
   } catch (const std::exception& e) {
     return InvalidArgument("{}: {}", source, e.what());
   }
   return c;
+}
+
+Result<SimConfig> ParseSimConfig(std::string_view yaml, std::string_view source) {
+  try {
+    TIDEPOOL_ASSIGN_OR_RETURN(YAML::Node doc,
+                              kube::config::LoadYamlDocument(yaml, source, "a simulation config"));
+    return ParseSimSection(YamlValue::Root(doc, source));
+  } catch (const std::exception& e) {
+    return InvalidArgument("{}: {}", source, e.what());
+  }
 }
 
 Result<SimConfig> LoadSimConfig(const std::string& path) {

@@ -1,5 +1,6 @@
 // Settings of the simulated world (boot delays, spot stockouts and evictions, scheduler scoring,
-// checkpoints), read from the optional `--sim-config` YAML file; every key has a default.
+// checkpoints, GPU sharing), read from the `simulation:` section of the AutoscalerConfig file or
+// from a `--sim-config` YAML file (which wins); every key has a default.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/time.h"
+#include "kube/config/yaml_reader.h"
 
 namespace tidepool::sim {
 
@@ -37,15 +39,22 @@ struct SimConfig {
   ScoringPolicy scheduler = ScoringPolicy::kLeastAllocated;
   std::optional<Duration> checkpoint_every;  // unset: an evicted pod loses all its progress
   Duration eviction_notice = std::chrono::seconds(30);
+  // GPU sharing (Alibaba `gpu_milli` < 1000): off, a share counts as a whole GPU; on, it
+  // requests kGpuMilliResource and GPU nodes advertise 1000 of it per GPU (see trace.h).
+  bool gpu_sharing = false;
   // Check invariants after every event (tests); a violation ends the run with an error.
   bool check_invariants = false;
 };
 
-// Parses the YAML text of a sim config. Keys: seed, bootDelay: {cpu: [3m, 4m], gpu: [8m, 15m]},
+// Parses the settings map at `section`. Keys: seed, bootDelay: {cpu: [3m, 4m], gpu: [8m, 15m]},
 // pools: {<name>: {bootDelay: [a, b], stockouts: [[start, end], ...], evictionsPerNodeHour: x}},
-// scheduler: least-allocated | most-allocated, checkpointEvery: <duration>. Unknown keys and
-// wrong types are errors "file:line: key: expected ...". Pool names are checked by the
-// simulator against the autoscaler config.
+// scheduler: least-allocated | most-allocated, checkpointEvery: <duration>, gpuSharing: bool.
+// Unknown keys and wrong types are errors "file:line: key.path: expected ..." with the key path
+// from the document root (e.g. "simulation.bootDelay.cpu" for the config file's section). Pool
+// names are checked by the simulator against the autoscaler config. Never throws.
+Result<SimConfig> ParseSimSection(const kube::config::YamlValue& section);
+
+// Parses the YAML text of a stand-alone sim config file (the settings map at its root).
 Result<SimConfig> ParseSimConfig(std::string_view yaml, std::string_view source);
 Result<SimConfig> LoadSimConfig(const std::string& path);
 

@@ -30,6 +30,37 @@ const model::ResourceId& GpuId() {
   return id;
 }
 
+const model::ResourceId& GpuMilliId() {
+  static const model::ResourceId id = model::InternResource(kGpuMilliResource);
+  return id;
+}
+
+// GPUs a pod's requests occupy: whole GPUs, or shares (kGpuMilliResource) in GPU units.
+double GpuShare(const model::Resources& r) {
+  int64_t milli = r.Get(GpuMilliId());
+  return milli > 0 ? static_cast<double>(milli) / 1000 : static_cast<double>(r.Get(GpuId()));
+}
+
+// The config the simulated world runs: with GPU sharing, every GPU pool's template advertises
+// kGpuMilliResource (1000 per GPU), as a sharing device plugin would.
+model::AutoscalerConfig WorldConfig(const SimInput& in) {
+  model::AutoscalerConfig c = in.config;
+  if (!in.sim.gpu_sharing) return c;
+  for (model::Pool& pool : c.pools) {
+    model::Node& t = pool.template_node;
+    int64_t gpus = t.capacity.Get(GpuId());
+    if (gpus <= 0) continue;
+    t.capacity.Set(GpuMilliId(), gpus * 1000);
+    if (!t.allocatable.IsZero()) {
+      t.allocatable.Set(GpuMilliId(), t.allocatable.Get(GpuId()) * 1000);
+    }
+  }
+  return c;
+}
+
+// Digest of the actions of a run (Summary::action_digest).
+void MixDigest(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
 model::Resources Allocatable(const model::Node& n) {
   return n.allocatable.IsZero() ? n.capacity : n.allocatable;
 }
@@ -75,7 +106,7 @@ model::Pod MakePod(const JobSpec& job, int r, Time submit) {
 class Simulator {
  public:
   explicit Simulator(const SimInput& in)
-      : in_(in), loop_(in.config, in.loop_options), rng_(in.sim.seed) {}
+      : in_(in), config_(WorldConfig(in)), loop_(config_, in.loop_options), rng_(in.sim.seed) {}
 
   Result<Summary> Run();
 
@@ -144,6 +175,8 @@ class Simulator {
     int64_t gpus = 0;
   };
 
+  // Something the loop observes changed (a node, a pod, a taint, a pool's target).
+  void Changed() { ++version_; }
   void Push(Time at, EventKind kind, int index, uint64_t gen = 0) {
     queue_.push({at, seq_++, kind, index, gen});
   }
@@ -164,7 +197,9 @@ class Simulator {
   void EvictPod(int pod, bool spot);
   void FinishPod(int pod);
   void Bind();
-  autoscaler::Observation Observe();
+  const autoscaler::Observation& Observe();
+  // Adds a timeline point when nodes or pending pods changed; `last`: always (the end of the run).
+  void RecordTimeline(bool last = false);
   void Execute(const std::vector<Action>& actions);
   void StepLoop();
   bool Finished() const;
@@ -173,6 +208,7 @@ class Simulator {
   Summary Summarize();
 
   const SimInput& in_;
+  const model::AutoscalerConfig config_;  // WorldConfig(in_)
   autoscaler::Autoscaler loop_;
   std::mt19937_64 rng_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> queue_;
@@ -191,6 +227,16 @@ class Simulator {
 
   bool bind_dirty_ = false;
   bool step_needed_ = false;
+  // Observation::version: bumped by every change the loop could see; the last observation is
+  // reused while it stands.
+  uint64_t version_ = 1;
+  autoscaler::Observation obs_;
+  uint64_t obs_version_ = 0;
+  std::vector<std::tuple<int, int, bool>> obs_pools_;  // target, registered, stockout per pool
+  int64_t pending_pods_ = 0;
+  uint64_t timeline_version_ = 0;
+  double timeline_cost_ = 0;
+  Time timeline_at_{};
   Summary s_;
   double gpu_ms_used_ = 0;  // GPU-milliseconds of running pods
   double last_cost_ = 0;
@@ -206,6 +252,9 @@ int Simulator::CreateInstance(int pool, Time now, bool ready_now) {
   int idx = static_cast<int>(nodes_.size());
   nodes_.push_back(std::move(n));
   p.nodes.push_back(idx);
+  int& peak = s_.peak_nodes[p.pool->name];
+  peak = std::max(peak, static_cast<int>(p.nodes.size()));
+  Changed();
   if (ready_now) {
     JoinNode(idx, now);
   } else {
@@ -234,6 +283,7 @@ void Simulator::JoinNode(int idx, Time now) {
   n.node = std::move(node);
   n.joined = true;
   joined_.emplace(n.name, idx);
+  Changed();
   if (p.sim != nullptr && p.sim->evictions_per_node_hour > 0) {
     std::exponential_distribution<double> d(p.sim->evictions_per_node_hour);
     double hours = d(rng_);
@@ -253,15 +303,23 @@ void Simulator::EndInstance(int idx, Time now) {
   std::erase(p.nodes, idx);
   if (n.joined) joined_.erase(n.name);
   n.node.reset();
+  Changed();
   bind_dirty_ = step_needed_ = true;
 }
 
 void Simulator::Submit(int j) {
   SimJob& job = jobs_[j];
+  int r = 0;
   for (int pod : job.pods) {
-    pods_[pod].state = PodState::kPending;
+    SimPod& p = pods_[pod];
+    // Pods exist from their submit to their job's end, so memory follows the active jobs.
+    p.pod = std::make_unique<model::Pod>(MakePod(*job.spec, r++, job.submit));
+    pod_index_.emplace(p.pod->Key(), pod);
+    p.state = PodState::kPending;
     active_pods_.insert(pod);
+    ++pending_pods_;
   }
+  Changed();
   bind_dirty_ = step_needed_ = true;
 }
 
@@ -275,6 +333,8 @@ void Simulator::StartPod(int pod, int node) {
   p.pod->phase = model::PodPhase::kRunning;
   p.pod->start_time = now_;
   nodes_[node].pods.insert(pod);
+  --pending_pods_;
+  Changed();
   if (!p.ever_started) {
     p.ever_started = true;
     if (++job.started_once == job.spec->replicas) job.all_running_at = now_;
@@ -290,8 +350,9 @@ void Simulator::StopPod(int pod, bool evicted) {
   SimJob& job = jobs_[p.job];
   if (p.state != PodState::kRunning) return;
   Duration ran = now_ - p.started;
-  gpu_ms_used_ += static_cast<double>(ran.count()) * job.spec->requests.Get(GpuId());
+  gpu_ms_used_ += static_cast<double>(ran.count()) * GpuShare(job.spec->requests);
   nodes_[p.node].pods.erase(pod);
+  Changed();
   p.node = -1;
   p.pod->node_name.clear();
   p.pod->start_time.reset();
@@ -300,6 +361,7 @@ void Simulator::StopPod(int pod, bool evicted) {
   if (!evicted) return;
   p.state = PodState::kPending;
   p.pod->phase = model::PodPhase::kPending;
+  ++pending_pods_;
   step_needed_ = true;
   if (!job.spec->gang) {
     if (in_.sim.checkpoint_every) {
@@ -339,9 +401,14 @@ void Simulator::FinishPod(int pod) {
   active_pods_.erase(pod);
   step_needed_ = true;
   SimJob& job = jobs_[p.job];
+  Changed();
   if (++job.done == job.spec->replicas) {
     job.completed_at = now_;
     ++jobs_done_;
+    for (int m : job.pods) {  // the job is over: its pods go away
+      pod_index_.erase(pods_[m].pod->Key());
+      pods_[m].pod.reset();
+    }
   }
 }
 
@@ -418,7 +485,7 @@ void Simulator::Bind() {
       if (info.removed || !checker.Check(i).fits()) continue;
       double sum = 0;
       int n = 0;
-      for (model::ResourceId r : {model::kCpu, model::kMemory, GpuId()}) {
+      for (model::ResourceId r : {model::kCpu, model::kMemory, GpuId(), GpuMilliId()}) {
         int64_t alloc = info.allocatable.Get(r);
         if (alloc <= 0) continue;
         double used = static_cast<double>(info.requested.Get(r) + pod.requests.Get(r)) / alloc;
@@ -503,22 +570,71 @@ void Simulator::Bind() {
   }
 }
 
-autoscaler::Observation Simulator::Observe() {
-  autoscaler::Observation obs;
+const autoscaler::Observation& Simulator::Observe() {
+  // Stockout windows open without an event: compare what the provider would report.
+  bool pools_changed = obs_pools_.size() != pools_.size();
+  obs_pools_.resize(pools_.size());
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    const SimPool& p = pools_[i];
+    std::tuple<int, int, bool> now{p.target, static_cast<int>(p.nodes.size()), InStockout(p, now_)};
+    if (obs_pools_[i] != now) {
+      obs_pools_[i] = now;
+      pools_changed = true;
+    }
+  }
+  if (pools_changed) Changed();
+  if (obs_version_ == version_) return obs_;
+  obs_version_ = version_;
+  autoscaler::Observation& obs = obs_;
+  obs.version = version_;
+  obs.nodes.clear();
   obs.nodes.reserve(joined_.size());
   for (const auto& [name, idx] : joined_) obs.nodes.push_back(nodes_[idx].node.get());
+  obs.pods.clear();
   obs.pods.reserve(active_pods_.size());
   for (int pod : active_pods_) obs.pods.push_back(pods_[pod].pod.get());
-  for (const SimPool& p : pools_) {
+  obs.pools.clear();
+  for (size_t i = 0; i < pools_.size(); ++i) {
     autoscaler::PoolObservation po;
-    po.pool = p.pool->name;
-    po.target = p.target;
-    po.registered = static_cast<int>(p.nodes.size());
-    po.stockout = InStockout(p, now_);
+    po.pool = pools_[i].pool->name;
+    std::tie(po.target, po.registered, po.stockout) = obs_pools_[i];
     if (po.stockout) po.stockout_reason = "simulated stockout window";
     obs.pools.push_back(std::move(po));
   }
   return obs;
+}
+
+void Simulator::RecordTimeline(bool last) {
+  if (!in_.record_timeline) return;
+  Timeline& tl = s_.timeline;
+  if (tl.points.empty()) {
+    for (const SimPool& p : pools_) tl.pools.push_back(p.pool->name);
+  } else {
+    // Billing since the last point, at the node counts of the last point.
+    double last_rate = 0;
+    const TimelinePoint& last = tl.points.back();
+    for (size_t i = 0; i < pools_.size(); ++i) {
+      last_rate += last.nodes[i] * pools_[i].pool->price_per_hour;
+    }
+    timeline_cost_ += last_rate * Hours(now_ - timeline_at_);
+  }
+  timeline_at_ = now_;
+  if (timeline_version_ == version_ && !tl.points.empty() && !last) return;
+  timeline_version_ = version_;
+  TimelinePoint pt;
+  pt.hours = Hours(now_ - in_.start);
+  for (const SimPool& p : pools_) pt.nodes.push_back(static_cast<int>(p.nodes.size()));
+  pt.pending = pending_pods_;
+  pt.cost = timeline_cost_;
+  if (!last && !tl.points.empty() && tl.points.back().nodes == pt.nodes &&
+      tl.points.back().pending == pt.pending) {
+    return;
+  }
+  if (!tl.points.empty() && tl.points.back().hours == pt.hours) {
+    tl.points.back() = std::move(pt);  // several changes in one instant: keep the last
+  } else {
+    tl.points.push_back(std::move(pt));
+  }
 }
 
 void Simulator::Execute(const std::vector<Action>& actions) {
@@ -594,6 +710,7 @@ void Simulator::Execute(const std::vector<Action>& actions) {
             fmt::format("{}", now_.time_since_epoch().count() / 1000),
             candidate ? model::TaintEffect::kPreferNoSchedule : model::TaintEffect::kNoSchedule};
         std::erase_if(node.taints, [&](const model::Taint& x) { return x.key == t.key; });
+        Changed();
         if (taint || a.kind == Action::Kind::kMarkCandidate) node.taints.push_back(t);
         if (!taint) bind_dirty_ = true;
         if (taint) loop_.OnTaintResult(a.node, {}, now_);
@@ -636,9 +753,12 @@ void Simulator::Execute(const std::vector<Action>& actions) {
 void Simulator::StepLoop() {
   for (int guard = 0; guard < 50; ++guard) {
     step_needed_ = false;
-    autoscaler::Observation obs = Observe();
-    std::vector<Action> actions = loop_.Step(obs, now_);
+    std::vector<Action> actions = loop_.Step(Observe(), now_);
     ++s_.steps;
+    for (const Action& a : actions) {
+      MixDigest(s_.action_digest, static_cast<uint64_t>(now_.time_since_epoch().count()));
+      MixDigest(s_.action_digest, std::hash<std::string>()(autoscaler::DescribeAction(a)));
+    }
     Execute(actions);
     Bind();
     if (loop_.NextWakeup() > now_ && !step_needed_) return;
@@ -696,6 +816,11 @@ std::string Simulator::CheckInvariants() {
       }
     }
   }
+  int64_t pending = 0;
+  for (int pod : active_pods_) pending += pods_[pod].state == PodState::kPending;
+  if (pending != pending_pods_) {
+    return fmt::format("{}: {} pods pending, counted {}", at, pending, pending_pods_);
+  }
   double cost = CostAt(now_);
   if (cost + 1e-9 < last_cost_) {
     return fmt::format("{}: cost went down from {} to {}", at, last_cost_, cost);
@@ -706,6 +831,7 @@ std::string Simulator::CheckInvariants() {
 
 Summary Simulator::Summarize() {
   Summary& s = s_;
+  RecordTimeline(/*last=*/true);  // close the timeline at the end of the run
   for (int pod : active_pods_) StopPod(pod, false);  // accounts GPU time up to the end
   for (SimNode& n : nodes_) {
     Time end = n.end.value_or(now_);
@@ -737,6 +863,7 @@ Summary Simulator::Summarize() {
     }
   }
   std::sort(waits.begin(), waits.end());
+  s.waits = waits;
   auto pct = [&](double q) {
     if (waits.empty()) return 0.0;
     size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(waits.size())));
@@ -745,20 +872,21 @@ Summary Simulator::Summarize() {
   s.wait_p50 = pct(0.5);
   s.wait_p95 = pct(0.95);
   s.wait_max = waits.empty() ? 0 : waits.back();
-  s.lower_bound_cost = LowerBoundCost(in_.config, in_.jobs, &s.lower_bound_jobs_excluded);
+  s.lower_bound_cost = LowerBoundCost(config_, in_.jobs, &s.lower_bound_jobs_excluded);
+  for (const SimPool& p : pools_) s.peak_nodes.try_emplace(p.pool->name, 0);
   s.simulated_hours = Hours(now_ - in_.start);
   return s;
 }
 
 Result<Summary> Simulator::Run() {
   for (const auto& [name, _] : in_.sim.pools) {
-    if (in_.config.FindPool(name) == nullptr) {
+    if (config_.FindPool(name) == nullptr) {
       return InvalidArgument("simulation config: pools.{}: no pool of that name in the config",
                              name);
     }
   }
   now_ = in_.start;
-  for (const model::Pool& pool : in_.config.pools) {
+  for (const model::Pool& pool : config_.pools) {
     SimPool p;
     p.pool = &pool;
     if (auto it = in_.sim.pools.find(pool.name); it != in_.sim.pools.end()) p.sim = &it->second;
@@ -787,13 +915,10 @@ Result<Summary> Simulator::Run() {
         fmt::format("{}|{}|{}|{}|{}", spec.requests.ToString(), fmt::join(spec.gpu_models, ","),
                     spec.spot, spec.priority, spec.namespace_);
     int j = static_cast<int>(jobs_.size());
-    for (int r = 0; r < spec.replicas; ++r) {
+    for (int r = 0; r < spec.replicas; ++r) {  // the model::Pod is made at submit
       SimPod p;
-      p.pod = std::make_unique<model::Pod>(MakePod(spec, r, job.submit));
       p.job = j;
-      int idx = static_cast<int>(pods_.size());
-      pod_index_.emplace(p.pod->Key(), idx);
-      job.pods.push_back(idx);
+      job.pods.push_back(static_cast<int>(pods_.size()));
       pods_.push_back(std::move(p));
     }
     jobs_.push_back(std::move(job));
@@ -820,6 +945,7 @@ Result<Summary> Simulator::Run() {
     Bind();
     if (step_needed_ || loop_.NextWakeup() <= now_) StepLoop();
     step_needed_ = false;
+    RecordTimeline();
     if (in_.sim.check_invariants) {
       if (violation_.empty()) violation_ = CheckInvariants();
       if (!violation_.empty())
@@ -859,7 +985,7 @@ double LowerBoundCost(const model::AutoscalerConfig& config, const std::vector<J
         if (!sched::CheckNodeStatic(pod, node).fits()) continue;
         if (!sched::CheckResources(pod, alloc, model::Resources()).fits()) continue;
         double frac = 0;
-        for (model::ResourceId r : {model::kCpu, model::kMemory, GpuId()}) {
+        for (model::ResourceId r : {model::kCpu, model::kMemory, GpuId(), GpuMilliId()}) {
           int64_t a = alloc.Get(r);
           if (a > 0) frac = std::max(frac, static_cast<double>(job.requests.Get(r)) / a);
         }

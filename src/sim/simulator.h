@@ -25,8 +25,23 @@ struct SimInput {
   Time start = DefaultStart();
   // Extra time after the last submit before the run is cut off.
   Duration horizon_after_last_submit = std::chrono::hours(24 * 7);
+  // Record Summary::timeline (nodes per pool, pending pods, cost over time) for the report.
+  bool record_timeline = false;
 
   static Time DefaultStart();  // 2026-01-01T00:00:00Z
+};
+
+// One moment of a run, recorded when the number of nodes of a pool or of pending pods changed.
+struct TimelinePoint {
+  double hours = 0;        // since SimInput::start
+  std::vector<int> nodes;  // alive (requested, booting or joined) instances per pool
+  int64_t pending = 0;     // pods submitted and not running
+  double cost = 0;         // billed so far
+};
+
+struct Timeline {
+  std::vector<std::string> pools;  // the order of TimelinePoint::nodes (config order)
+  std::vector<TimelinePoint> points;
 };
 
 // The result of a run (DESIGN §3 summary keys, plus a few more for people).
@@ -53,6 +68,12 @@ struct Summary {
   int64_t sim_events = 0;                 // discrete events processed
   double simulated_hours = 0;
   bool hit_horizon = false;
+  std::map<std::string, int> peak_nodes;  // most alive instances per pool at any moment
+  std::vector<double> waits;              // seconds per job that got all pods running, sorted
+  // A digest of every action the loop asked for, with its time: two runs with equal digests
+  // made the same decisions at the same moments (tests compare runs with it).
+  uint64_t action_digest = 0;
+  Timeline timeline;  // with SimInput::record_timeline
 };
 
 // The clairvoyant fluid lower bound on cost: every job's replicas × duration, each replica

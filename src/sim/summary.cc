@@ -9,14 +9,16 @@ namespace {
 
 double Round6(double v) { return std::round(v * 1e6) / 1e6; }
 
-std::string Dur(double seconds) {
+std::string Dur(double seconds) { return FormatSeconds(seconds); }
+
+}  // namespace
+
+std::string FormatSeconds(double seconds) {
   int64_t s = static_cast<int64_t>(std::llround(seconds));
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}m{:02d}s", s / 60, s % 60);
   return fmt::format("{}h{:02d}m{:02d}s", s / 3600, (s % 3600) / 60, s % 60);
 }
-
-}  // namespace
 
 nlohmann::ordered_json SummaryToJson(const Summary& s) {
   nlohmann::ordered_json j;

@@ -16,4 +16,7 @@ nlohmann::ordered_json SummaryToJson(const Summary& s);
 // A human-readable table of the same numbers.
 std::string SummaryToText(const Summary& s);
 
+// A duration in seconds for people: "45s", "3m05s", "2h00m10s".
+std::string FormatSeconds(double seconds);
+
 }  // namespace tidepool::sim

@@ -144,7 +144,7 @@ struct AlibabaRow {
 };
 
 Result<AlibabaRow> ParseAlibabaRow(const std::vector<std::string_view>& f, std::string_view source,
-                                   int line) {
+                                   int line, const TraceOptions& options) {
   auto cell = [&](size_t i) { return Cell{source, line, kAlibabaColumns[i], f[i]}; };
   constexpr int64_t kMax = 1'000'000'000'000;
   AlibabaRow r;
@@ -156,10 +156,19 @@ Result<AlibabaRow> ParseAlibabaRow(const std::vector<std::string_view>& f, std::
   TIDEPOOL_ASSIGN_OR_RETURN(int64_t mem, ReadInt(cell(2), 0, kMax, "MiB >= 0"));
   TIDEPOOL_ASSIGN_OR_RETURN(int64_t gpus, ReadInt(cell(3), 0, 1024, "a GPU count >= 0"));
   TIDEPOOL_ASSIGN_OR_RETURN(int64_t gpu_milli, ReadInt(cell(4), 0, 1000, "0..1000"));
-  (void)gpu_milli;  // a share of one GPU counts as a whole GPU (no GPU sharing)
   j.requests.Set(model::kCpu, cpu);
   j.requests.Set(model::kMemory, mem * 1024 * 1024);
-  if (gpus > 0) j.requests.Set(GpuId(), gpus);
+  if (gpus > 0 && options.gpu_sharing) {
+    static const model::ResourceId kMilli = model::InternResource(kGpuMilliResource);
+    if (gpus == 1 && gpu_milli > 0 && gpu_milli < 1000) {
+      j.requests.Set(kMilli, gpu_milli);  // a share of one GPU
+    } else {
+      j.requests.Set(GpuId(), gpus);
+      j.requests.Set(kMilli, gpus * 1000);
+    }
+  } else if (gpus > 0) {
+    j.requests.Set(GpuId(), gpus);  // without sharing, a share of a GPU takes a whole one
+  }
   j.gpu_models = SplitModels(f[5]);
   j.spot = f[6] == "BE";  // best-effort pods tolerate spot capacity
   TIDEPOOL_ASSIGN_OR_RETURN(r.creation, ReadInt(cell(8), 0, kMax, "seconds >= 0"));
@@ -191,7 +200,8 @@ bool HeaderIs(const std::vector<std::string_view>& header, std::span<const std::
 
 }  // namespace
 
-Result<std::vector<JobSpec>> ParseTrace(std::string_view text, std::string_view source) {
+Result<std::vector<JobSpec>> ParseTrace(std::string_view text, std::string_view source,
+                                        const TraceOptions& options) {
   std::vector<JobSpec> jobs;
   std::vector<AlibabaRow> alibaba;
   TraceFormat format = TraceFormat::kNative;
@@ -232,7 +242,7 @@ Result<std::vector<JobSpec>> ParseTrace(std::string_view text, std::string_view 
       TIDEPOOL_ASSIGN_OR_RETURN(JobSpec j, ParseNativeRow(f, source, line_no));
       jobs.push_back(std::move(j));
     } else {
-      TIDEPOOL_ASSIGN_OR_RETURN(AlibabaRow r, ParseAlibabaRow(f, source, line_no));
+      TIDEPOOL_ASSIGN_OR_RETURN(AlibabaRow r, ParseAlibabaRow(f, source, line_no, options));
       alibaba.push_back(std::move(r));
     }
   }
@@ -254,12 +264,12 @@ Result<std::vector<JobSpec>> ParseTrace(std::string_view text, std::string_view 
   return jobs;
 }
 
-Result<std::vector<JobSpec>> LoadTrace(const std::string& path) {
+Result<std::vector<JobSpec>> LoadTrace(const std::string& path, const TraceOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return InvalidArgument("{}: cannot read the trace file", path);
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseTrace(ss.str(), path);
+  return ParseTrace(ss.str(), path, options);
 }
 
 }  // namespace tidepool::sim

@@ -15,6 +15,18 @@ namespace tidepool::sim {
 // The node label a job's gpu_model constrains (nodeSelector / In requirement).
 inline constexpr std::string_view kGpuModelLabel = "gpu-model";
 
+// With GPU sharing, the resource GPU shares are counted in: thousandths of a GPU. A sharing pod
+// requests only this; a whole-GPU pod requests nvidia.com/gpu and 1000 of this per GPU, so
+// shares and whole GPUs on one node never add up to more than its GPUs (shares are packed per
+// node as a fluid amount, not per physical GPU).
+inline constexpr std::string_view kGpuMilliResource = "tidepool.dev/gpu-milli";
+
+struct TraceOptions {
+  // Alibaba `gpu_milli` < 1000 (a share of one GPU): off, the pod takes a whole GPU; on, it
+  // requests `gpu_milli` of kGpuMilliResource (SimConfig::gpu_sharing).
+  bool gpu_sharing = false;
+};
+
 // One job of a trace: `replicas` pods with the same per-replica requests.
 struct JobSpec {
   std::string id;
@@ -38,9 +50,10 @@ enum class TraceFormat { kNative, kAlibaba };
 // Parses a trace from CSV text; `source` (the file name) prefixes errors, which name the line
 // and the column ("trace.csv:7: column cpu: expected a Kubernetes quantity, got \"x\"").
 // The format is detected from the header. Jobs come back sorted by (submit, line).
-Result<std::vector<JobSpec>> ParseTrace(std::string_view text, std::string_view source);
+Result<std::vector<JobSpec>> ParseTrace(std::string_view text, std::string_view source,
+                                        const TraceOptions& options = {});
 
 // Reads and parses the file at `path`.
-Result<std::vector<JobSpec>> LoadTrace(const std::string& path);
+Result<std::vector<JobSpec>> LoadTrace(const std::string& path, const TraceOptions& options = {});
 
 }  // namespace tidepool::sim

@@ -102,5 +102,46 @@ assert r["gpupool"] == "pool gpupool in backoff until 2099-01-01T00:00:00Z", r
 assert "untolerated taint" in r["gpupool-spot"], r
 ' "$tmp/out"
 
+# simulate: --compare in JSON, the HTML report, the config's simulation: section and
+# --sim-config replacing it.
+run simulate --config "$seed_cfg" --compare --report "$tmp/report.html" -o json
+check "simulate --compare exits 0" test "$rc" -eq 0
+check "simulate --compare json lists the three policies" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [x["policy"] for x in p["policies"]] == ["tidepool", "ca-like", "static"], p
+for x in p["policies"]:
+    for k in ["cost", "lowerBoundCost", "waitP95", "jobsCompleted", "scaleUps"]:
+        assert k in x, (x["policy"], k)
+' "$tmp/out"
+check "simulate --report writes a self-contained page" python3 -c '
+import sys
+h = open(sys.argv[1]).read()
+assert h.startswith("<!DOCTYPE html>") and h.count("<svg ") == 6, h[:200]
+assert "http://" not in h and "https://" not in h and "<script" not in h
+' "$tmp/report.html"
+
+sed -e '$a simulation:\n  bootDelay: {cpu: [1m, 1m], gpu: [1m, 1m]}' "$seed_cfg" >"$tmp/with-sim.yaml"
+run simulate --config "$tmp/with-sim.yaml" -o json
+check "simulation: section is read" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["waitP95"] < 300, a["waitP95"]   # one-minute boots
+' "$tmp/out"
+printf 'seed: 1\n' >"$tmp/sim.yaml"
+run simulate --config "$tmp/with-sim.yaml" --sim-config "$tmp/sim.yaml" -o json
+check "--sim-config replaces the section" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["waitP95"] > 480, a["waitP95"]   # default GPU boots of 8-15 minutes
+' "$tmp/out"
+run plan --config "$tmp/with-sim.yaml" --state "$seed_state" -o json
+check "plan ignores the simulation: section" test "$rc" -eq 0
+sed -e '$a simulation:\n  bootDelay: {cpu: [4m, 3m]}' "$seed_cfg" >"$tmp/bad-sim.yaml"
+run simulate --config "$tmp/bad-sim.yaml"
+check "a bad simulation: key exits 2" test "$rc" -eq 2
+check "the error names the file, line and key path" \
+  grep -q "bad-sim.yaml:[0-9]*: simulation.bootDelay.cpu: expected min <= max" "$tmp/err"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -289,10 +289,28 @@ TEST(AutoscalerConfig, SeedExampleLoads) {
 // Unknown keys
 
 TEST(AutoscalerConfigErrors, UnknownTopLevelKey) {
-  // `simulation` is reserved for a later version; until then it is rejected like any typo.
-  std::string e = ErrorOf(HEADER "simulation: {seed: 1}\n" ONE_POOL);
-  EXPECT_THAT(e, StartsWith("config.yaml:3: simulation: unknown key (expected one of: "));
+  std::string e = ErrorOf(HEADER "simulations: {seed: 1}\n" ONE_POOL);
+  EXPECT_THAT(e, StartsWith("config.yaml:3: simulations: unknown key (expected one of: "));
   EXPECT_THAT(e, HasSubstr("scaleUp"));
+  EXPECT_THAT(e, HasSubstr("did you mean \"simulation\"?"));
+}
+
+// `simulation:` belongs to sim/ (tests/sim checks its keys): the loader keeps the subtree with its
+// position and checks only that it is a map; plan and run ignore it.
+TEST(AutoscalerConfig, SimulationSectionIsKeptForSim) {
+  auto file =
+      ParseConfigFile(HEADER "simulation: {seed: 1, notASimKey: 2}\n" ONE_POOL, "config.yaml");
+  ASSERT_TRUE(file.has_value()) << file.error().message();
+  ASSERT_TRUE(file->simulation.has_value());
+  EXPECT_EQ(file->simulation->line, 3);
+  EXPECT_EQ(file->simulation->path, "simulation");
+  EXPECT_EQ(file->simulation->source, "config.yaml");
+  EXPECT_TRUE(file->simulation->value().IsMap());
+  EXPECT_EQ(file->config.pools.size(), 1u);
+  EXPECT_EQ(MustParse(HEADER "simulation:\n" ONE_POOL).pools.size(), 1u);
+  EXPECT_EQ(MustParse(HEADER "simulation: {seed: 1, notASimKey: 2}\n" ONE_POOL).pools.size(), 1u);
+  EXPECT_THAT(ErrorOf(HEADER "simulation: [1]\n" ONE_POOL),
+              StartsWith("config.yaml:3: simulation: expected a map of simulation settings, got"));
 }
 
 TEST(AutoscalerConfigErrors, UnknownNestedKeySuggestsTheClosest) {

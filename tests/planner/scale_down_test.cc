@@ -355,6 +355,27 @@ TEST(ScaleDown, KeptForGangMemberOfKubeflowJob) {
               HasSubstr("running training pod (owned by PyTorchJob llm, gang ml/kubeflow:llm)"));
 }
 
+// ScaleDownOptions::evict_training_pods (the Cluster Autoscaler's behaviour, used by the
+// simulator's ca-like policy): running Job and gang pods drain like any controlled pod, while
+// the other rules still hold.
+TEST(ScaleDown, TrainingPodsEvictableWhenTheOptionSaysSo) {
+  DrainCase d("worker-1", "ml");
+  d.pod->meta.owner_references = {{"kubeflow.org/v1", "PyTorchJob", "llm", "pj-uid", true}};
+  d.pod->meta.labels["training.kubeflow.org/job-name"] = "llm";
+  ScaleDownOptions options;
+  options.evict_training_pods = true;
+  ScaleDownPlan plan = d.c.Plan(options);
+  ASSERT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  EXPECT_EQ(plan.scale_downs[0].evict, Names{"ml/worker-1"});
+  EXPECT_THAT(KeepReason(d.c.Plan(), "n1"), HasSubstr("running training pod"));
+
+  d.pod->meta.annotations[std::string(kDoNotDisruptAnnotation)] = "true";
+  EXPECT_THAT(KeepReason(d.c.Plan(options), "n1"), HasSubstr("karpenter.sh/do-not-disrupt"));
+  d.pod->meta.annotations.clear();
+  d.pod->meta.owner_references.clear();  // a bare pod stays a bare pod
+  EXPECT_THAT(KeepReason(d.c.Plan(options), "n1"), HasSubstr("has no controller"));
+}
+
 TEST(ScaleDown, KeptForBarePod) {
   DrainCase d("bare");
   d.pod->meta.owner_references.clear();

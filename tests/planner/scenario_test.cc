@@ -98,6 +98,35 @@ TEST_P(Scenario, PlanMatchesExpected) {
   EXPECT_EQ(cli::PlanToJson(ScaleUpPlanner().Plan(in), ScaleDownPlanner().Plan(in)), actual);
 }
 
+// ScaleUpOptions::gang_aware off (the simulator's ca-like policy): the gang of four 4-GPU pods
+// that a pool of max one 8-GPU node cannot hold whole gets that one node for two members, as the
+// Cluster Autoscaler would; with gangs on (the default) nothing is added.
+TEST(ScaleUpOptions, GangAwarenessOff) {
+  fs::path dir = fs::path(TIDEPOOL_SOURCE_DIR) / "tests/scenarios/gang-pool-max-one";
+  auto config = kube::config::LoadAutoscalerConfig((dir / "config.yaml").string());
+  ASSERT_TRUE(config) << config.error().message();
+  auto state = kube::codec::LoadStatePath((dir / "state.yaml").string());
+  ASSERT_TRUE(state) << state.error().message();
+  PlannerInput in;
+  in.config = &*config;
+  in.now = *ParseRfc3339("2026-11-22T00:00:00Z");
+  for (const auto& p : state->pods) in.pods.push_back(&p);
+
+  EXPECT_TRUE(ScaleUpPlanner().Plan(in).scale_ups.empty());
+  ScaleUpOptions options;
+  options.gang_aware = false;
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(in, options);
+  ASSERT_EQ(plan.scale_ups.size(), 1u);
+  EXPECT_EQ(plan.scale_ups[0].pool, "gpu8");
+  EXPECT_EQ(plan.scale_ups[0].add, 1);
+  EXPECT_EQ(plan.scale_ups[0].pods, (std::vector<std::string>{"ml/dist-0", "ml/dist-1"}));
+  ASSERT_EQ(plan.unschedulable.size(), 2u);
+  for (const Unschedulable& u : plan.unschedulable) {
+    EXPECT_EQ(u.reasons.at("gpu8").find("all or nothing"), std::string::npos)
+        << u.reasons.at("gpu8");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, Scenario, testing::ValuesIn(ScenarioNames()),
                          [](const testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;

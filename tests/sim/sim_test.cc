@@ -1,13 +1,19 @@
 // Tests of the simulator: determinism, a hand-computed run, invariants under spot evictions and
-// stockouts, and the trace and sim-config readers' errors.
+// stockouts, the loop's skip of unchanged passes, the policy comparison, the HTML report, GPU
+// sharing, and the trace and sim-config readers' errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "kube/config/autoscaler_config.h"
+#include "sim/compare.h"
+#include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/sim_config.h"
 #include "sim/simulator.h"
@@ -45,6 +51,70 @@ TEST(SimulatorTest, SameSeedSameJson) {
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(a, b);
   EXPECT_NE(a, RunBuiltin(2));
+}
+
+// The decision loop skips a Step whose observation version is that of an earlier Step that
+// decided nothing (LoopOptions::skip_unchanged). The runs with and without the shortcut must make
+// the same decisions at the same moments (action digest) and end with the same summary.
+void ExpectSameWithAndWithoutSkip(SimInput in, const std::string& what) {
+  in.loop_options.skip_unchanged = true;
+  auto fast = RunSimulation(in);
+  ASSERT_TRUE(fast.has_value()) << what << ": " << fast.error().message();
+  in.loop_options.skip_unchanged = false;
+  auto slow = RunSimulation(in);
+  ASSERT_TRUE(slow.has_value()) << what << ": " << slow.error().message();
+  EXPECT_NE(fast->action_digest, 0u) << what;
+  EXPECT_EQ(fast->action_digest, slow->action_digest) << what;
+  EXPECT_EQ(SummaryToJson(*fast).dump(2), SummaryToJson(*slow).dump(2)) << what;
+  EXPECT_EQ(fast->waits, slow->waits) << what;
+}
+
+TEST(SimulatorTest, SkippingUnchangedPassesChangesNoDecision) {
+  for (uint64_t seed : {1, 2, 5}) {
+    SimInput in;
+    in.config = LoadSeedConfig();
+    in.sim.seed = seed;
+    in.sim.check_invariants = true;
+    in.jobs = BuiltinScenario(seed);
+    ExpectSameWithAndWithoutSkip(in, "builtin seed " + std::to_string(seed));
+    ExpectSameWithAndWithoutSkip(CaLikePolicy(in), "ca-like seed " + std::to_string(seed));
+  }
+  // Stockout windows (which open without an event), spot evictions and checkpoints.
+  auto sc = ParseSimConfig(R"(
+seed: 7
+checkpointEvery: 30m
+pools:
+  gpuheavy-spot: {evictionsPerNodeHour: 0.3, stockouts: [[2h, 10h], [20h, 30h]]}
+  gpupool-spot: {evictionsPerNodeHour: 0.5, stockouts: [[0s, 6h]]}
+)",
+                           "stress.yaml");
+  ASSERT_TRUE(sc.has_value()) << sc.error().message();
+  SimInput in;
+  in.config = LoadSeedConfig();
+  in.sim = *sc;
+  in.jobs = BuiltinScenario(3);
+  ExpectSameWithAndWithoutSkip(in, "stress");
+}
+
+// The first 600 pods of the Alibaba trace (weeks of long-running pods on many pools).
+TEST(SimulatorTest, SkippingUnchangedPassesOnTheAlibabaTrace) {
+  std::string path =
+      std::string(TIDEPOOL_SHARED_DIR) + "/traces/alibaba-gpu-v2023/openb_pod_list_default.csv";
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << path;
+  std::string text, line;
+  for (int i = 0; i < 601 && std::getline(f, line); ++i) text += line + "\n";
+  auto jobs = ParseTrace(text, "alibaba-head.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  auto config = kube::config::LoadAutoscalerConfig(std::string(TIDEPOOL_SOURCE_DIR) +
+                                                   "/examples/alibaba/config.yaml");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  SimInput in;
+  in.config = *config;
+  in.jobs = *jobs;
+  // Keep the run (and the reference run without the shortcut) short: pods of at most 4 days.
+  for (JobSpec& j : in.jobs) j.duration = std::min<Duration>(j.duration, std::chrono::hours(96));
+  ExpectSameWithAndWithoutSkip(in, "alibaba head");
 }
 
 TEST(SimulatorTest, BuiltinScenarioFinishesEveryJob) {
@@ -372,6 +442,322 @@ TEST(SimConfigTest, Errors) {
   EXPECT_THAT(e.error().message(), HasSubstr("s.yaml:2"));
   e = ParseSimConfig("pools:\n  a: {stockouts: [[1h]]}\n", "s.yaml");
   ASSERT_FALSE(e.has_value());
+}
+
+// --- The policy comparison --------------------------------------------------------------------
+
+TEST(CompareTest, ThreePoliciesOnTheBuiltinScenario) {
+  SimInput in;
+  in.config = LoadSeedConfig();
+  in.sim.check_invariants = true;  // every policy keeps the invariants
+  in.jobs = BuiltinScenario(1);
+  auto runs = RunComparison(in);
+  ASSERT_TRUE(runs.has_value()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 3u);
+  const Summary& tp = (*runs)[0].summary;
+  const Summary& ca = (*runs)[1].summary;
+  const Summary& st = (*runs)[2].summary;
+  EXPECT_EQ((*runs)[0].name, "tidepool");
+  EXPECT_EQ((*runs)[1].name, "ca-like");
+  EXPECT_EQ((*runs)[2].name, "static");
+  for (const PolicyRun& r : *runs) {
+    EXPECT_EQ(r.summary.jobs_completed, r.summary.jobs) << r.name;
+    EXPECT_DOUBLE_EQ(r.summary.lower_bound_cost, tp.lower_bound_cost) << r.name;
+    EXPECT_GE(r.summary.cost, r.summary.lower_bound_cost) << r.name;
+  }
+  // The default run is the plain run.
+  auto plain = RunSimulation(in);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(SummaryToJson(*plain).dump(), SummaryToJson(tp).dump());
+  // Static: the peak of every pool from the start, nothing added or removed.
+  EXPECT_EQ(st.scale_ups, 0);
+  EXPECT_EQ(st.scale_downs, 0);
+  EXPECT_EQ(st.peak_nodes, tp.peak_nodes);
+  EXPECT_GT(st.cost, tp.cost);
+  // ca-like evicts running training pods to consolidate; tidepool never does.
+  EXPECT_GT(ca.evictions, 0);
+  EXPECT_EQ(tp.evictions, 0);
+  EXPECT_LT(tp.cost, ca.cost);
+
+  nlohmann::ordered_json j = ComparisonToJson(*runs);
+  ASSERT_EQ(j["policies"].size(), 3u);
+  EXPECT_EQ(j["policies"][1]["policy"], "ca-like");
+  EXPECT_TRUE(j["policies"][2].contains("lowerBoundCost"));
+  std::string text = ComparisonToText(*runs);
+  EXPECT_THAT(text, HasSubstr("ca-like"));
+  EXPECT_THAT(text, HasSubstr("static"));
+}
+
+TEST(CompareTest, PoliciesAreConfigurationsOfTheSameLoop) {
+  SimInput in;
+  in.config = LoadSeedConfig();
+  SimInput ca = CaLikePolicy(in);
+  EXPECT_EQ(ca.config.scale_up.expanders, std::vector<std::string>{"least-waste"});
+  EXPECT_EQ(ca.config.scan_interval, std::chrono::seconds(10));
+  EXPECT_EQ(ca.config.scale_up.provision_timeout, std::chrono::minutes(15));
+  EXPECT_EQ(ca.config.scale_down.unneeded_time, std::chrono::minutes(10));
+  EXPECT_DOUBLE_EQ(ca.config.scale_down.utilization_threshold, 0.5);
+  EXPECT_FALSE(ca.loop_options.scale_up.gang_aware);
+  EXPECT_TRUE(ca.loop_options.evict_training_pods);
+  SimInput st = StaticPolicy(in, {{"cpupool", 3}, {"gpuheavy", 2}});
+  EXPECT_FALSE(st.config.scale_down.enabled);
+  EXPECT_EQ(st.config.FindPool("cpupool")->min, 3);
+  EXPECT_EQ(st.config.FindPool("cpupool")->max, 3);
+  EXPECT_EQ(st.config.FindPool("gpuheavy")->max, 2);
+  EXPECT_EQ(st.config.FindPool("gpupool")->max, 0);
+}
+
+// --- The HTML report ----------------------------------------------------------------------------
+
+// Checks that `html` is well-formed markup: every element closed in order (void elements written
+// as <x/>), attributes quoted, no stray '<' or '&'. Returns "" or what is wrong.
+std::string CheckWellFormed(const std::string& html) {
+  std::vector<std::string> open;
+  size_t i = 0;
+  while (i < html.size()) {
+    char c = html[i];
+    if (c == '&') {
+      size_t semi = html.find(';', i);
+      if (semi == std::string::npos || semi - i > 8) return "stray & at " + std::to_string(i);
+      i = semi + 1;
+      continue;
+    }
+    if (c != '<') {
+      if (c == '>') return "stray > at " + std::to_string(i);
+      ++i;
+      continue;
+    }
+    if (html.compare(i, 9, "<!DOCTYPE") == 0) {
+      i = html.find('>', i) + 1;
+      continue;
+    }
+    // A tag: read to its '>' outside quotes.
+    size_t j = i + 1;
+    char quote = 0;
+    for (; j < html.size(); ++j) {
+      if (quote) {
+        if (html[j] == quote) quote = 0;
+      } else if (html[j] == '"' || html[j] == '\'') {
+        quote = html[j];
+      } else if (html[j] == '<') {
+        return "'<' inside a tag at " + std::to_string(j);
+      } else if (html[j] == '>') {
+        break;
+      }
+    }
+    if (j >= html.size()) return "unterminated tag at " + std::to_string(i);
+    std::string tag = html.substr(i + 1, j - i - 1);
+    bool closing = !tag.empty() && tag[0] == '/';
+    bool self = !tag.empty() && tag.back() == '/';
+    std::string name = tag.substr(closing ? 1 : 0);
+    name = name.substr(0, name.find_first_of(" \t\n/"));
+    if (name.empty()) return "empty tag at " + std::to_string(i);
+    if (closing) {
+      if (open.empty() || open.back() != name) {
+        return "</" + name + "> closes <" + (open.empty() ? "nothing" : open.back()) + "> at " +
+               std::to_string(i);
+      }
+      open.pop_back();
+    } else if (!self) {
+      open.push_back(name);
+    }
+    i = j + 1;
+    // Raw text elements: skip their content to the closing tag.
+    if (!closing && !self && (name == "style" || name == "title")) {
+      size_t end = html.find("</" + name + ">", i);
+      if (end == std::string::npos) return "unclosed <" + name + ">";
+      if (html.substr(i, end - i).find('<') != std::string::npos) return "'<' in <" + name + ">";
+      i = end;
+    }
+  }
+  return open.empty() ? "" : "unclosed <" + open.back() + ">";
+}
+
+size_t Count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(ReportTest, WellFormedSelfContainedHtml) {
+  SimInput in;
+  in.config = LoadSeedConfig();
+  in.jobs = BuiltinScenario(1);
+  in.record_timeline = true;
+  auto runs = RunComparison(in);
+  ASSERT_TRUE(runs.has_value()) << runs.error().message();
+  for (const PolicyRun& r : *runs) {
+    const Timeline& tl = r.summary.timeline;
+    ASSERT_FALSE(tl.points.empty()) << r.name;
+    EXPECT_EQ(tl.pools.size(), in.config.pools.size());
+    // The timeline's cost integrates to the billed cost.
+    EXPECT_NEAR(tl.points.back().cost, r.summary.cost, 1e-6 * r.summary.cost) << r.name;
+    for (size_t k = 1; k < tl.points.size(); ++k) {
+      EXPECT_GE(tl.points[k].hours, tl.points[k - 1].hours);
+      EXPECT_GE(tl.points[k].cost, tl.points[k - 1].cost);
+    }
+  }
+  ReportInput report{"built-in scenario <seed 1>", "examples/seed/config.yaml", *runs};
+  std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "tidepool-report.html").string();
+  auto ok = WriteHtmlReport(report, path);
+  ASSERT_TRUE(ok.has_value()) << ok.error().message();
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string html = ss.str();
+  std::remove(path.c_str());
+  ASSERT_GT(html.size(), 1000u);
+  EXPECT_EQ(CheckWellFormed(html), "");
+  EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
+  // Nodes per pool for each of the 3 policies, pending pods, cumulative cost, wait CDF.
+  EXPECT_EQ(Count(html, "<svg "), 6u);
+  EXPECT_GE(Count(html, "<polygon "), 3u);   // stacked node areas
+  EXPECT_GE(Count(html, "<polyline "), 9u);  // pending, cost and CDF lines per policy
+  EXPECT_THAT(html, HasSubstr("Nodes per pool, stacked: ca-like"));
+  EXPECT_THAT(html, HasSubstr("Cumulative cost"));
+  EXPECT_THAT(html, HasSubstr("Wait time until all of a job"));
+  EXPECT_THAT(html, HasSubstr("<table>"));
+  EXPECT_THAT(html, HasSubstr("built-in scenario &lt;seed 1&gt;"));  // escaped
+  // Self-contained: no network references, no scripts.
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+
+  EXPECT_THAT(CheckWellFormed("<p><b>x</p></b>"), HasSubstr("closes"));  // the checker checks
+  EXPECT_THAT(CheckWellFormed("<p>a < b</p>"), HasSubstr("'<'"));
+  EXPECT_FALSE(WriteHtmlReport(report, "/nonexistent-dir/x.html").has_value());
+}
+
+// --- GPU sharing
+// ----------------------------------------------------------------------------------
+
+const char* kSharingTrace =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n"
+    "half-a,1000,1024,1,500,,LS,Running,0,3600,0\n"
+    "half-b,1000,1024,1,500,,LS,Running,0,3600,0\n";
+
+TEST(GpuSharingTest, TraceReadsSharesOnlyWhenEnabled) {
+  auto whole = ParseTrace(kSharingTrace, "s.csv");
+  ASSERT_TRUE(whole.has_value()) << whole.error().message();
+  const model::ResourceId milli = model::InternResource(kGpuMilliResource);
+  EXPECT_EQ((*whole)[0].requests.gpus(), 1);
+  EXPECT_EQ((*whole)[0].requests.Get(milli), 0);
+  auto shared = ParseTrace(kSharingTrace, "s.csv", TraceOptions{.gpu_sharing = true});
+  ASSERT_TRUE(shared.has_value()) << shared.error().message();
+  EXPECT_EQ((*shared)[0].requests.gpus(), 0);
+  EXPECT_EQ((*shared)[0].requests.Get(milli), 500);
+  // A whole GPU under sharing takes 1000 thousandths per GPU as well.
+  auto full =
+      ParseTrace(std::string(kSharingTrace).substr(0, std::string(kSharingTrace).find('\n') + 1) +
+                     "w,1000,1024,2,1000,,LS,Running,0,60,0\n",
+                 "w.csv", TraceOptions{.gpu_sharing = true});
+  ASSERT_TRUE(full.has_value()) << full.error().message();
+  EXPECT_EQ((*full)[0].requests.gpus(), 2);
+  EXPECT_EQ((*full)[0].requests.Get(milli), 2000);
+}
+
+// Two half-GPU pods for an hour on a pool of 1-GPU nodes: without sharing they need a node each,
+// with sharing they share one node.
+TEST(GpuSharingTest, SharesPackOntoOneGpu) {
+  auto config = kube::config::ParseAutoscalerConfig(R"(
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+pools:
+  - name: gpu
+    min: 0
+    max: 4
+    pricePerHour: 1.0
+    template:
+      capacity: {cpu: "8", memory: 32Gi, nvidia.com/gpu: "1", pods: "110"}
+)",
+                                                    "gpu.yaml");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  for (bool sharing : {false, true}) {
+    SimInput in;
+    in.config = *config;
+    in.sim.gpu_sharing = sharing;
+    in.sim.check_invariants = true;
+    in.sim.gpu_boot_delay = {std::chrono::minutes(10), std::chrono::minutes(10)};
+    auto jobs = ParseTrace(kSharingTrace, "s.csv", TraceOptions{.gpu_sharing = sharing});
+    ASSERT_TRUE(jobs.has_value());
+    in.jobs = *jobs;
+    auto s = RunSimulation(in);
+    ASSERT_TRUE(s.has_value()) << s.error().message();
+    EXPECT_EQ(s->jobs_completed, 2);
+    EXPECT_EQ(s->scale_ups, sharing ? 1 : 2) << "sharing " << sharing;
+    EXPECT_EQ(s->peak_nodes.at("gpu"), sharing ? 1 : 2);
+    EXPECT_NEAR(s->gpu_hours_used, sharing ? 1.0 : 2.0, 1e-9);
+    // Lower bound: two replica-hours at half (sharing) or all of a $1/h node.
+    EXPECT_NEAR(s->lower_bound_cost, sharing ? 1.0 : 2.0, 1e-9);
+  }
+}
+
+// --- The `simulation:` section of the config file
+// -------------------------------------------------
+
+constexpr std::string_view kConfigWithSection = R"(apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+pools:
+  - name: cpu
+    min: 0
+    max: 3
+    pricePerHour: 0.6
+    template:
+      capacity: {cpu: "2", memory: 8Gi, pods: "110"}
+simulation:
+  seed: 9
+  gpuSharing: true
+  bootDelay: {cpu: [1m, 2m]}
+  pools:
+    cpu: {evictionsPerNodeHour: 0.1}
+)";
+
+TEST(SimConfigTest, SectionOfTheMainConfig) {
+  auto file = kube::config::ParseConfigFile(kConfigWithSection, "c.yaml");
+  ASSERT_TRUE(file.has_value()) << file.error().message();
+  ASSERT_TRUE(file->simulation.has_value());
+  auto sc = ParseSimSection(file->simulation->value());
+  ASSERT_TRUE(sc.has_value()) << sc.error().message();
+  EXPECT_EQ(sc->seed, 9u);
+  EXPECT_TRUE(sc->gpu_sharing);
+  EXPECT_EQ(sc->cpu_boot_delay.hi, std::chrono::minutes(2));
+  EXPECT_DOUBLE_EQ(sc->pools.at("cpu").evictions_per_node_hour, 0.1);
+  // plan/run read the same file and ignore the section.
+  EXPECT_TRUE(kube::config::ParseAutoscalerConfig(kConfigWithSection, "c.yaml").has_value());
+  // No section: none kept.
+  auto plain = kube::config::ParseConfigFile(
+      std::string(kConfigWithSection.substr(0, kConfigWithSection.find("simulation:"))), "c.yaml");
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_FALSE(plain->simulation.has_value());
+}
+
+TEST(SimConfigTest, SectionErrorsNameTheFileLineAndKeyPath) {
+  auto parse = [](std::string_view section) -> std::string {
+    std::string text(kConfigWithSection.substr(0, kConfigWithSection.find("simulation:")));
+    text += section;
+    auto file = kube::config::ParseConfigFile(text, "c.yaml");
+    if (!file) return file.error().message();
+    if (!file->simulation) return "<no section>";
+    auto sc = ParseSimSection(file->simulation->value());
+    return sc ? "<ok>" : sc.error().message();
+  };
+  EXPECT_THAT(parse("simulation:\n  bootDelay: {cpu: [4m, 3m]}\n"),
+              HasSubstr("c.yaml:11: simulation.bootDelay.cpu: expected min <= max"));
+  EXPECT_THAT(parse("simulation:\n  seed: 1\n  gpuSharing: yes\n"),
+              HasSubstr("c.yaml:12: simulation.gpuSharing: expected"));
+  EXPECT_THAT(parse("simulation:\n  bootDelays: {}\n"), HasSubstr("c.yaml:11: simulation"));
+  EXPECT_THAT(parse("simulation:\n  scheduler: best\n"),
+              HasSubstr("c.yaml:11: simulation.scheduler: expected"));
+  EXPECT_THAT(parse("simulation: 5\n"),
+              HasSubstr("c.yaml:10: simulation: expected a map of simulation settings, got 5"));
+  EXPECT_EQ(parse("simulation:\n"), "<ok>");  // empty: all defaults
+  auto sc = ParseSimConfig("gpuSharing: true\n", "s.yaml");
+  ASSERT_TRUE(sc.has_value()) << sc.error().message();
+  EXPECT_TRUE(sc->gpu_sharing);
 }
 
 }  // namespace

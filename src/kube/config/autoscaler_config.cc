@@ -37,8 +37,9 @@ constexpr int64_t kDefaultPodsPerNode = 110;
 // What an empty or unparsable document was expected to be, for error messages.
 constexpr std::string_view kWhat = "an AutoscalerConfig";
 
-constexpr std::string_view kTopKeys[] = {"apiVersion", "kind",      "provider",     "limits",
-                                         "scaleUp",    "scaleDown", "scanInterval", "pools"};
+constexpr std::string_view kTopKeys[] = {"apiVersion",   "kind",    "provider",
+                                         "limits",       "scaleUp", "scaleDown",
+                                         "scanInterval", "pools",   "simulation"};
 constexpr std::string_view kProviderKeys[] = {"type", "bootDelay", "unavailablePools"};
 constexpr std::string_view kProviderTypes[] = {"kwok", "azure-vmss", "aks", "azure-vms"};
 constexpr std::string_view kScaleUpKeys[] = {
@@ -448,7 +449,7 @@ Result<void> ParsePool(const YamlValue& v, Pool& pool) {
   return {};
 }
 
-Result<AutoscalerConfig> ParseConfig(const YamlValue& root) {
+Result<AutoscalerConfig> ParseConfig(const YamlValue& root, std::optional<RawSection>* simulation) {
   TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(root, "a map (an AutoscalerConfig)"));
 
   // apiVersion and kind first: for a file that is not a config at all they say the most.
@@ -481,6 +482,15 @@ Result<AutoscalerConfig> ParseConfig(const YamlValue& root) {
   }
   TIDEPOOL_RETURN_IF_ERROR(
       ReadDurationField(m, "scanInterval", /*allow_zero=*/false, config.scan_interval));
+  // `simulation:` belongs to sim/, which parses it from the kept subtree; here only its shape.
+  if (const YamlValue* sim = m.Find("simulation")) {
+    if (!sim->IsNull() && !sim->IsMap()) {
+      return std::unexpected(sim->Expected("a map of simulation settings"));
+    }
+    if (simulation != nullptr) {
+      *simulation = RawSection{sim->node(), std::string(sim->source()), sim->path(), sim->line()};
+    }
+  }
 
   TIDEPOOL_ASSIGN_OR_RETURN(YamlValue pools_value, m.Require("pools", "a list of pools"));
   TIDEPOOL_ASSIGN_OR_RETURN(auto pools, pools_value.ReadList());
@@ -521,10 +531,13 @@ Result<AutoscalerConfig> ParseConfig(const YamlValue& root) {
 
 }  // namespace
 
-Result<AutoscalerConfig> ParseAutoscalerConfig(std::string_view yaml, std::string_view source) {
+Result<ConfigFile> ParseConfigFile(std::string_view yaml, std::string_view source) {
   try {
     TIDEPOOL_ASSIGN_OR_RETURN(YAML::Node doc, LoadYamlDocument(yaml, source, kWhat));
-    return ParseConfig(YamlValue::Root(doc, source));
+    ConfigFile file;
+    TIDEPOOL_ASSIGN_OR_RETURN(file.config,
+                              ParseConfig(YamlValue::Root(doc, source), &file.simulation));
+    return file;
   } catch (const YAML::Exception& e) {
     // Walking the tree does not throw in practice; this keeps it so if yaml-cpp ever does.
     if (e.mark.is_null() || e.mark.line < 0) return InvalidArgument("{}: {}", source, e.msg);
@@ -534,7 +547,12 @@ Result<AutoscalerConfig> ParseAutoscalerConfig(std::string_view yaml, std::strin
   }
 }
 
-Result<AutoscalerConfig> LoadAutoscalerConfig(const std::string& path) {
+Result<AutoscalerConfig> ParseAutoscalerConfig(std::string_view yaml, std::string_view source) {
+  TIDEPOOL_ASSIGN_OR_RETURN(ConfigFile file, ParseConfigFile(yaml, source));
+  return std::move(file.config);
+}
+
+Result<ConfigFile> LoadConfigFile(const std::string& path) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                        &std::fclose);
   if (!file) {
@@ -546,7 +564,12 @@ Result<AutoscalerConfig> LoadAutoscalerConfig(const std::string& path) {
   if (std::ferror(file.get())) {
     return InvalidArgument("cannot read config file \"{}\": {}", path, std::strerror(errno));
   }
-  return ParseAutoscalerConfig(text, path);
+  return ParseConfigFile(text, path);
+}
+
+Result<AutoscalerConfig> LoadAutoscalerConfig(const std::string& path) {
+  TIDEPOOL_ASSIGN_OR_RETURN(ConfigFile file, LoadConfigFile(path));
+  return std::move(file.config);
 }
 
 }  // namespace tidepool::kube::config

@@ -1,0 +1,48 @@
+// `simulate --compare`: the same trace and cloud model run under several autoscaling policies,
+// each one a configuration of the one decision loop and its planner options, not new code.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "sim/simulator.h"
+
+namespace tidepool::sim {
+
+// One policy's run.
+struct PolicyRun {
+  std::string name;         // "tidepool", "ca-like", "static"
+  std::string description;  // one line for tables and the report
+  Summary summary;
+};
+
+// tidepool's default policy: the config as written, default LoopOptions.
+SimInput TidepoolPolicy(const SimInput& base);
+
+// The Cluster Autoscaler's defaults on the same pools: 10 s scan interval, the least-waste
+// expander alone (no priority, so no spot-first), unneededTime 10m, utilization thresholds 0.5,
+// delayAfterAdd 10m, provisionTimeout 15m for every pool (the fallback waits for it), no gang
+// awareness in scale-up, running Job and training pods evictable by scale-down.
+SimInput CaLikePolicy(const SimInput& base);
+
+// A fixed cluster sized for the trace's peak: every pool starts with, and keeps, `peak` nodes
+// (min = max = peak, from the most nodes the pool had at once under tidepool's policy, i.e.
+// what the trace's busiest moment needed of it); scale-down is off. Pools missing from `peak`
+// get 0 nodes.
+SimInput StaticPolicy(const SimInput& base, const std::map<std::string, int>& peak);
+
+// Runs tidepool, then ca-like and static (static needs tidepool's peaks), in that order.
+// `base.loop_options` is the starting point for every policy. Errors: the first failed run.
+Result<std::vector<PolicyRun>> RunComparison(const SimInput& base);
+
+// {"policies": [{"policy": name, "description": ..., <SummaryToJson keys>}, ...]}.
+nlohmann::ordered_json ComparisonToJson(const std::vector<PolicyRun>& runs);
+
+// One table, a row per policy: cost, cost / lower bound, wait p50/p95/max, GPU hours paid and
+// used, jobs completed, evictions, nodes added/removed.
+std::string ComparisonToText(const std::vector<PolicyRun>& runs);
+
+}  // namespace tidepool::sim

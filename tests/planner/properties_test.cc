@@ -1,0 +1,779 @@
+// Property tests of the planners over randomly generated clusters (seeded, thousands of cases):
+// limits, PDB budgets, non-movable pods and template fit hold for every plan, whatever the input.
+//
+// Each case is generated from one seed. The oracles below are written from the rules as users
+// read them (DESIGN, docs/configuration.md), not from the planner's code, so a planner bug shows
+// up as a disagreement. A failing case is shrunk greedily (pods, PDBs, DaemonSets, nodes, pools
+// removed one at a time while the property still fails) and printed with its seed.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/daemonset.h"
+#include "model/node.h"
+#include "model/pdb.h"
+#include "model/pod.h"
+#include "model/pool.h"
+#include "planner/cluster.h"
+#include "planner/scale_down.h"
+#include "planner/scale_up.h"
+#include "sched/fit.h"
+#include "sched/snapshot.h"
+#include "tests/testing/values.h"
+
+namespace tidepool::planner {
+namespace {
+
+using model::Pod;
+using tidepool::testing::At;
+using tidepool::testing::Res;
+
+constexpr std::string_view kSpotKey = "kubernetes.azure.com/scalesetpriority";
+constexpr std::string_view kApp = "app";
+
+model::ResourceId GpuId() { return model::InternResource(model::kNvidiaGpu); }
+
+// Everything one case plans over, owned by value so a case can be copied and shrunk.
+struct Case {
+  uint64_t seed = 0;
+  model::AutoscalerConfig config;
+  std::vector<model::Node> nodes;
+  std::vector<Pod> pods;
+  std::vector<model::PodDisruptionBudget> pdbs;
+  std::vector<model::DaemonSet> daemon_sets;
+  std::map<std::string, int, std::less<>> upcoming;
+  std::map<std::string, Time, std::less<>> backoff_until;
+  Time now{};
+  bool rate_limit = true;
+  bool may_remove_all = true;  // else only nodes whose name ends in an even digit
+
+  // Pointers into this case; valid until the case changes.
+  PlannerInput Input() const {
+    PlannerInput in;
+    in.config = &config;
+    for (const auto& n : nodes) in.nodes.push_back(&n);
+    for (const auto& p : pods) in.pods.push_back(&p);
+    for (const auto& b : pdbs) in.pdbs.push_back(&b);
+    for (const auto& d : daemon_sets) in.daemon_sets.push_back(&d);
+    in.upcoming = upcoming;
+    in.backoff_until = backoff_until;
+    in.now = now;
+    return in;
+  }
+};
+
+// ---- Generation ------------------------------------------------------------------------------
+
+class Gen {
+ public:
+  explicit Gen(uint64_t seed) : rng_(seed) {}
+  int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) {
+    return v[static_cast<size_t>(Int(0, static_cast<int>(v.size()) - 1))];
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+struct PoolKind {
+  std::string kind;
+  std::string cpu, memory, gpus;
+};
+
+const std::vector<PoolKind>& PoolKinds() {
+  static const std::vector<PoolKind> kinds = {{"cpu", "4", "16Gi", "0"},
+                                              {"cpu-big", "16", "64Gi", "0"},
+                                              {"gpu", "6", "56Gi", "1"},
+                                              {"heavy", "24", "448Gi", "4"}};
+  return kinds;
+}
+
+void AddOwner(Pod& p, std::string kind, std::string api_version = "apps/v1") {
+  p.meta.owner_references.push_back({std::move(api_version), std::move(kind),
+                                     "owner-" + p.meta.name, "owner-uid-" + p.meta.name, true});
+}
+
+// A pending or bound pod with random requests and scheduling constraints. Bound pods get the
+// eviction-relevant attributes (owner kinds, annotations, volumes) at random.
+Pod RandomPod(Gen& g, int index, bool bound) {
+  Pod p;
+  p.meta.name = fmt::format("p{}", index);
+  p.meta.namespace_ = g.Pick<std::string>({"default", "default", "team-a", "kube-system"});
+  p.meta.uid = "uid-" + p.meta.name;
+  p.meta.labels[std::string(kApp)] = g.Pick<std::string>({"a", "b", "c"});
+  int gpus = g.Chance(0.3) ? g.Pick<int>({1, 1, 2, 4}) : 0;
+  std::string cpu = g.Pick<std::string>({"100m", "500m", "1", "2", "3", "6", "12"});
+  std::string memory = g.Pick<std::string>({"128Mi", "1Gi", "4Gi", "12Gi", "40Gi"});
+  p.containers.push_back({.name = "main", .requests = Res({{"cpu", cpu}, {"memory", memory}})});
+  if (gpus > 0) p.containers[0].requests.Set(GpuId(), gpus);
+  if (g.Chance(0.2)) {
+    p.node_selector["pool-kind"] = PoolKinds()[static_cast<size_t>(g.Int(0, 3))].kind;
+  }
+  if (g.Chance(0.4)) {
+    p.tolerations.push_back({std::string(kSpotKey), model::TolerationOp::kEqual, "spot",
+                             model::TaintEffect::kNoSchedule, std::nullopt});
+  }
+  if (g.Chance(0.1)) p.priority = g.Pick<int>({-20, -10, 100});
+  if (g.Chance(0.08)) {
+    model::PodAffinityTerm t;
+    t.topology_key = std::string(model::kLabelHostname);
+    t.label_selector.match_labels[std::string(kApp)] = p.meta.labels[std::string(kApp)];
+    t.has_label_selector = true;
+    p.affinity.pod_anti_affinity_required.push_back(std::move(t));
+  }
+  int owner = g.Int(0, 9);
+  if (owner <= 4) {
+    AddOwner(p, "ReplicaSet");
+  } else if (owner == 5) {
+    AddOwner(p, "StatefulSet");
+  } else if (owner == 6) {
+    AddOwner(p, "Job", "batch/v1");
+  } else if (owner == 7) {
+    AddOwner(p, "PyTorchJob", "kubeflow.org/v1");
+  }  // else: a bare pod
+  if (g.Chance(0.08)) {
+    p.meta.labels["scheduling.x-k8s.io/pod-group"] = g.Pick<std::string>({"g1", "g2"});
+  }
+  if (bound) {
+    p.phase =
+        g.Chance(0.9)
+            ? model::PodPhase::kRunning
+            : g.Pick<model::PodPhase>({model::PodPhase::kPending, model::PodPhase::kSucceeded});
+    if (g.Chance(0.05)) p.meta.deletion_timestamp = Time{};
+    if (g.Chance(0.1)) {
+      p.meta.annotations[std::string(kSafeToEvictAnnotation)] = g.Chance(0.5) ? "true" : "false";
+    }
+    if (g.Chance(0.05)) p.meta.annotations[std::string(kDoNotDisruptAnnotation)] = "true";
+    if (g.Chance(0.05)) p.meta.annotations["kubernetes.io/config.mirror"] = "x";
+    if (g.Chance(0.1)) {
+      model::Volume v;
+      v.name = "scratch";
+      int kind = g.Int(0, 3);
+      v.kind = kind == 0   ? model::Volume::Kind::kHostPath
+               : kind == 3 ? model::Volume::Kind::kPersistentVolumeClaim
+                           : model::Volume::Kind::kEmptyDir;
+      v.empty_dir_in_memory = kind == 2;
+      p.volumes.push_back(v);
+    }
+  }
+  return p;
+}
+
+Case Generate(uint64_t seed) {
+  Gen g(seed);
+  Case c;
+  c.seed = seed;
+  c.now = At("2026-03-01T12:00:00Z");
+  c.rate_limit = g.Chance(0.5);
+  c.may_remove_all = g.Chance(0.7);
+  auto& cfg = c.config;
+  cfg.scale_up.expanders = g.Pick<std::vector<std::string>>(
+      {{"priority", "least-waste"}, {"least-waste"}, {"price"}, {"most-pods"}, {"random"}});
+  cfg.scale_up.max_nodes_per_scale_up = g.Chance(0.3) ? g.Int(1, 4) : 1000;
+  cfg.scale_down.max_empty_bulk_delete = g.Int(1, 10);
+  cfg.scale_down.max_non_empty_per_pool = g.Int(1, 3);
+
+  int npools = g.Int(1, 5);
+  for (int i = 0; i < npools; ++i) {
+    const PoolKind& kind = g.Pick(PoolKinds());
+    model::Pool& pool = cfg.pools.emplace_back();
+    pool.name = fmt::format("{}-{}", kind.kind, i);
+    pool.min = g.Chance(0.7) ? 0 : g.Int(1, 2);
+    pool.max = pool.min + g.Int(0, 6);
+    pool.priority = g.Int(0, 3) * 10;
+    pool.price_per_hour = g.Int(1, 20) / 4.0;
+    bool spot = g.Chance(0.4);
+    pool.capacity_type = spot ? model::CapacityType::kSpot : model::CapacityType::kOnDemand;
+    model::Node& t = pool.template_node;
+    t.meta.name = "template-" + pool.name;
+    t.meta.labels[std::string(model::kLabelPool)] = pool.name;
+    t.meta.labels["pool-kind"] = kind.kind;
+    if (spot) t.taints.push_back({std::string(kSpotKey), "spot", model::TaintEffect::kNoSchedule});
+    t.capacity = Res({{"cpu", kind.cpu}, {"memory", kind.memory}, {"pods", "110"}});
+    if (kind.gpus != "0") t.capacity.Set(GpuId(), std::stoi(kind.gpus));
+    t.allocatable = t.capacity;
+    t.ready = true;
+    if (g.Chance(0.2)) c.upcoming[pool.name] = g.Int(1, 2);
+    if (g.Chance(0.1)) c.backoff_until[pool.name] = c.now + std::chrono::minutes(5);
+  }
+
+  // Nodes: per pool up to max + 1 (a pool may already be over its max), plus unmanaged ones.
+  int node_index = 0;
+  for (const model::Pool& pool : cfg.pools) {
+    int n = g.Int(0, pool.max + 1);
+    for (int k = 0; k < n; ++k) {
+      model::Node node = pool.template_node;
+      node.meta.name = fmt::format("n{}", node_index++);
+      node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
+      node.meta.creation_timestamp =
+          c.now - (g.Chance(0.85) ? std::chrono::hours(1) : std::chrono::minutes(2));
+      node.ready = g.Chance(0.95);
+      if (g.Chance(0.05)) node.unschedulable = true;
+      if (g.Chance(0.05)) {
+        node.taints.push_back(
+            {std::string(kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
+      }
+      if (g.Chance(0.05)) node.meta.annotations[std::string(kScaleDownDisabledAnnotation)] = "true";
+      c.nodes.push_back(std::move(node));
+    }
+  }
+  for (int k = g.Int(0, 2); k > 0; --k) {
+    model::Node node;
+    node.meta.name = fmt::format("n{}", node_index++);
+    node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
+    node.meta.creation_timestamp = c.now - std::chrono::hours(5);
+    node.capacity = Res({{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}});
+    node.allocatable = node.capacity;
+    node.ready = true;
+    c.nodes.push_back(std::move(node));
+  }
+
+  // Bound pods that fit their node (by resources; constraints of bound pods do not matter).
+  int pod_index = 0;
+  for (const model::Node& node : c.nodes) {
+    model::Resources used;
+    for (int k = g.Int(0, 4); k > 0; --k) {
+      Pod p = RandomPod(g, pod_index++, /*bound=*/true);
+      if (g.Chance(0.15)) {  // a DaemonSet pod
+        p.meta.owner_references.clear();
+        AddOwner(p, "DaemonSet");
+      }
+      p.node_name = node.meta.name;
+      p.Finalize();
+      model::Resources after = used;
+      after += p.requests;
+      bool fits = true;
+      p.requests.ForEach([&](model::ResourceId id, int64_t) {
+        if (after.Get(id) > node.allocatable.Get(id)) fits = false;
+      });
+      if (!fits) continue;
+      used = after;
+      c.pods.push_back(std::move(p));
+    }
+  }
+  for (int k = g.Int(0, 16); k > 0; --k) {
+    Pod p = RandomPod(g, pod_index++, /*bound=*/false);
+    if (g.Chance(0.1)) p.meta.annotations[std::string(kGangSizeAnnotation)] = "3";
+    p.Finalize();
+    c.pods.push_back(std::move(p));
+  }
+
+  for (int k = g.Int(0, 2); k > 0; --k) {
+    model::DaemonSet& ds = c.daemon_sets.emplace_back();
+    ds.meta.name = fmt::format("ds{}", k);
+    ds.meta.namespace_ = "kube-system";
+    Pod& t = ds.pod_template;
+    t.meta.name = ds.meta.name;
+    t.meta.namespace_ = "kube-system";
+    AddOwner(t, "DaemonSet");
+    t.containers.push_back(
+        {.name = "agent", .requests = Res({{"cpu", "200m"}, {"memory", "256Mi"}})});
+    if (g.Chance(0.5)) t.node_selector["pool-kind"] = g.Pick<std::string>({"gpu", "heavy"});
+    if (g.Chance(0.5))
+      t.tolerations.push_back({"", model::TolerationOp::kExists, "", std::nullopt, std::nullopt});
+    t.Finalize();
+  }
+
+  for (int k = g.Int(0, 3); k > 0; --k) {
+    model::PodDisruptionBudget& b = c.pdbs.emplace_back();
+    b.meta.name = fmt::format("pdb{}", k);
+    b.meta.namespace_ = g.Pick<std::string>({"default", "team-a", "kube-system"});
+    b.selector = model::LabelSelector{};
+    if (g.Chance(0.9))
+      b.selector->match_labels[std::string(kApp)] = g.Pick<std::string>({"a", "b", "c"});
+    int form = g.Int(0, 4);
+    if (form == 0) {
+      b.disruptions_allowed = g.Int(0, 2);
+    } else if (form == 1) {
+      b.min_available = model::IntOrPercent{g.Int(0, 3), false};
+    } else if (form == 2) {
+      b.max_unavailable = model::IntOrPercent{g.Int(0, 2), false};
+    } else if (form == 3) {
+      b.min_available = model::IntOrPercent{g.Pick<int>({30, 50, 80}), true};
+    } else {
+      b.max_unavailable = model::IntOrPercent{g.Pick<int>({10, 34, 50}), true};
+    }
+  }
+
+  // Cluster limits, sometimes tight.
+  if (g.Chance(0.4)) {
+    int total = static_cast<int>(c.nodes.size());
+    for (const auto& [pool, n] : c.upcoming) total += n;
+    cfg.limits.max_nodes = total + g.Int(-1, 4);
+  }
+  for (model::ResourceId id : {model::kCpu, model::kMemory, GpuId()}) {
+    if (!g.Chance(0.3)) continue;
+    model::Resources cap;
+    for (const auto& n : c.nodes) cap += n.capacity;
+    int64_t have = cap.Get(id);
+    int64_t unit = id == model::kCpu ? 8000 : id == model::kMemory ? (int64_t{64} << 30) : 2;
+    cfg.limits.resources.Set(id, std::max<int64_t>(0, have + unit * g.Int(-1, 4)));
+    cfg.limits.limited.push_back(id);
+  }
+  return c;
+}
+
+// ---- Oracles ---------------------------------------------------------------------------------
+
+// Human-readable summary of a case, for failures.
+std::string Describe(const Case& c) {
+  std::string out =
+      fmt::format("seed {} (rate_limit {}, may_remove_all {}, maxNodesPerScaleUp {})\n", c.seed,
+                  c.rate_limit, c.may_remove_all, c.config.scale_up.max_nodes_per_scale_up);
+  if (c.config.limits.max_nodes)
+    out += fmt::format("limits.maxNodes {}\n", *c.config.limits.max_nodes);
+  for (model::ResourceId id : c.config.limits.limited) {
+    out += fmt::format("limits.{} {}\n", model::ResourceName(id),
+                       model::FormatAmount(id, c.config.limits.resources.Get(id)));
+  }
+  for (const auto& p : c.config.pools) {
+    out += fmt::format("pool {} min {} max {} upcoming {} taints {} cpu {} gpu {}\n", p.name, p.min,
+                       p.max, c.upcoming.contains(p.name) ? c.upcoming.at(p.name) : 0,
+                       p.template_node.taints.size(), p.template_node.capacity.cpu_milli(),
+                       p.template_node.capacity.gpus());
+  }
+  for (const auto& n : c.nodes) {
+    const std::string* pool = n.meta.Label(model::kLabelPool);
+    out += fmt::format("node {} pool {} ready {} unsched {} taints {}\n", n.meta.name,
+                       pool ? *pool : "-", n.ready, n.unschedulable, n.taints.size());
+  }
+  for (const auto& p : c.pods) {
+    std::string owner = p.meta.Controller() ? p.meta.Controller()->kind : "none";
+    std::string ann;
+    for (const auto& [k, v] : p.meta.annotations) ann += " " + k + "=" + v;
+    out += fmt::format("pod {} node {} phase {} owner {} cpu {}m gpu {} labels app={}{}{}\n",
+                       p.Key(), p.node_name.empty() ? "-" : p.node_name, static_cast<int>(p.phase),
+                       owner, p.requests.cpu_milli(), p.requests.gpus(),
+                       p.meta.labels.contains("app") ? p.meta.labels.at("app") : "", ann,
+                       p.volumes.empty() ? "" : " volumes");
+  }
+  for (const auto& b : c.pdbs) {
+    out += fmt::format("pdb {} allowed {} minAvailable {}{} maxUnavailable {}{}\n", b.meta.Key(),
+                       b.disruptions_allowed ? std::to_string(*b.disruptions_allowed) : "-",
+                       b.min_available ? std::to_string(b.min_available->value) : "-",
+                       b.min_available && b.min_available->percent ? "%" : "",
+                       b.max_unavailable ? std::to_string(b.max_unavailable->value) : "-",
+                       b.max_unavailable && b.max_unavailable->percent ? "%" : "");
+  }
+  return out;
+}
+
+std::string PoolLabel(const model::Node& n) {
+  const std::string* p = n.meta.Label(model::kLabelPool);
+  return p ? *p : "";
+}
+
+// Disruptions a PDB allows, as the disruption controller computes them.
+int32_t Allowed(const model::PodDisruptionBudget& b, const std::vector<Pod>& pods) {
+  if (b.disruptions_allowed) return std::max(0, *b.disruptions_allowed);
+  int32_t expected = 0, healthy = 0;
+  for (const Pod& p : pods) {
+    if (p.IsTerminal() || !b.Selects(p.meta)) continue;
+    ++expected;
+    if (p.phase == model::PodPhase::kRunning && !p.meta.deletion_timestamp) ++healthy;
+  }
+  int32_t desired = 0;
+  if (b.max_unavailable) {
+    const auto& m = *b.max_unavailable;
+    int32_t unavailable = m.percent ? (expected * m.value + 99) / 100 : m.value;
+    desired = expected - unavailable;
+  } else if (b.min_available) {
+    const auto& m = *b.min_available;
+    desired = m.percent ? (expected * m.value + 99) / 100 : m.value;
+  }
+  return std::max(0, healthy - desired);
+}
+
+bool Annotated(const Pod& p, std::string_view key, std::string_view value) {
+  const std::string* v = p.meta.Annotation(key);
+  return v != nullptr && *v == value;
+}
+
+// Why draining may not move `p` (a pod on a node the plan removes), or "" when it may. Written
+// from the documented rules (docs/configuration.md, DESIGN §1).
+std::string NotMovable(const Pod& p, const std::vector<model::PodDisruptionBudget>& pdbs) {
+  if (p.IsTerminal() || p.meta.deletion_timestamp) return "";  // holds nothing
+  if (p.IsDaemonSetPod() || p.IsMirrorPod()) return "";        // goes with the node
+  if (Annotated(p, kDoNotDisruptAnnotation, "true")) return "do-not-disrupt";
+  if (Annotated(p, kSafeToEvictAnnotation, "false")) return "safe-to-evict=false";
+  if (Annotated(p, kSafeToEvictAnnotation, "true")) return "";
+  const model::OwnerReference* owner = p.meta.Controller();
+  if (owner == nullptr) return "bare pod";
+  bool training = p.meta.labels.contains("scheduling.x-k8s.io/pod-group") || owner->kind == "Job" ||
+                  owner->api_version.starts_with("kubeflow.org/");
+  if (training && p.phase == model::PodPhase::kRunning) return "running training pod";
+  for (const model::Volume& v : p.volumes) {
+    if (v.kind == model::Volume::Kind::kHostPath) return "hostPath volume";
+    if (v.kind == model::Volume::Kind::kEmptyDir && !v.empty_dir_in_memory) return "emptyDir";
+  }
+  if (p.meta.namespace_ == "kube-system") {
+    bool covered = std::any_of(pdbs.begin(), pdbs.end(), [&](const auto& b) {
+      return b.meta.namespace_ == p.meta.namespace_ && b.Selects(p.meta);
+    });
+    if (!covered) return "kube-system pod without a PDB";
+  }
+  return "";
+}
+
+// Checks every scale-down property; returns "" or what failed.
+std::string CheckScaleDown(const Case& c) {
+  PlannerInput in = c.Input();
+  ScaleDownOptions options;
+  options.rate_limit = c.rate_limit;
+  if (!c.may_remove_all) {
+    options.may_remove = [](const model::Node& n) { return (n.meta.name.back() - '0') % 2 == 0; };
+  }
+  ScaleDownPlan plan = ScaleDownPlanner().Plan(in, options);
+
+  std::map<std::string, const model::Node*> node_by_name;
+  for (const auto& n : c.nodes) node_by_name.emplace(n.meta.name, &n);
+  std::set<std::string> removed;
+  std::map<std::string, int> removed_per_pool;
+  std::map<std::string, std::vector<std::string>> evicted_from;
+  for (const ScaleDown& sd : plan.scale_downs) {
+    if (!removed.insert(sd.node).second) return "node " + sd.node + " removed twice";
+    auto it = node_by_name.find(sd.node);
+    if (it == node_by_name.end()) return "removes unknown node " + sd.node;
+    const model::Node& node = *it->second;
+    std::string pool = PoolLabel(node);
+    const model::Pool* cfg_pool = c.config.FindPool(pool);
+    if (cfg_pool == nullptr) return "removes unmanaged node " + sd.node;
+    if (sd.pool != pool) return "node " + sd.node + " reported in pool " + sd.pool;
+    for (const auto& t : node.taints) {
+      if (t.key == kToBeDeletedTaint) return "removes node " + sd.node + " already being deleted";
+    }
+    if (const std::string* v = node.meta.Annotation(kScaleDownDisabledAnnotation);
+        v != nullptr && *v == "true") {
+      return "removes node " + sd.node + " annotated scale-down-disabled";
+    }
+    if (*node.meta.creation_timestamp + c.config.scale_down.delay_after_add > c.now) {
+      return "removes node " + sd.node + " younger than delayAfterAdd";
+    }
+    if (!c.may_remove_all && !options.may_remove(node)) {
+      return "removes node " + sd.node + " that may_remove refused";
+    }
+    ++removed_per_pool[pool];
+    // Non-movable pods, and every pod that must move is listed for eviction.
+    std::set<std::string> evict(sd.evict.begin(), sd.evict.end());
+    for (const Pod& p : c.pods) {
+      if (p.node_name != sd.node) continue;
+      if (std::string why = NotMovable(p, c.pdbs); !why.empty()) {
+        return fmt::format("removes node {} holding non-movable pod {} ({})", sd.node, p.Key(),
+                           why);
+      }
+      bool must_move =
+          !p.IsTerminal() && !p.meta.deletion_timestamp && !p.IsDaemonSetPod() && !p.IsMirrorPod();
+      if (must_move != evict.contains(p.Key())) {
+        return fmt::format("node {}: pod {} {} in the eviction list", sd.node, p.Key(),
+                           must_move ? "missing" : "wrongly");
+      }
+    }
+    if (evict.size() != sd.evict.size()) return "node " + sd.node + ": duplicate evictions";
+    for (const std::string& key : sd.evict) evicted_from[key].push_back(sd.node);
+  }
+  // Pool minimums: counting nodes that are not already being deleted.
+  for (const auto& [pool, n] : removed_per_pool) {
+    int have = 0;
+    for (const auto& node : c.nodes) {
+      bool deleting = std::any_of(node.taints.begin(), node.taints.end(),
+                                  [](const auto& t) { return t.key == kToBeDeletedTaint; });
+      if (PoolLabel(node) == pool && !deleting) ++have;
+    }
+    int min = c.config.FindPool(pool)->min;
+    if (have - n < min)
+      return fmt::format("pool {} goes from {} to {} nodes, below min {}", pool, have, have - n,
+                         min);
+  }
+  // PDBs, counted over the whole plan.
+  for (const auto& b : c.pdbs) {
+    int32_t allowed = Allowed(b, c.pods);
+    int32_t planned = 0;
+    for (const Pod& p : c.pods) {
+      if (p.meta.namespace_ == b.meta.namespace_ && b.Selects(p.meta) &&
+          evicted_from.contains(p.Key()))
+        ++planned;
+    }
+    if (planned > allowed) {
+      return fmt::format("PDB {} allows {} disruption(s), the plan evicts {}", b.meta.Key(),
+                         allowed, planned);
+    }
+  }
+  // The removed nodes' pods fit, by total free resources, on the ready schedulable nodes left.
+  model::Resources free, moving;
+  for (const auto& node : c.nodes) {
+    bool deleting = std::any_of(node.taints.begin(), node.taints.end(),
+                                [](const auto& t) { return t.key == kToBeDeletedTaint; });
+    if (removed.contains(node.meta.name) || !node.ready || node.unschedulable || deleting) continue;
+    free += node.allocatable;
+    for (const Pod& p : c.pods)
+      if (p.node_name == node.meta.name && !p.IsTerminal()) free -= p.requests;
+  }
+  for (const Pod& p : c.pods)
+    if (evicted_from.contains(p.Key())) moving += p.requests;
+  for (model::ResourceId id : {model::kCpu, model::kMemory, GpuId()}) {
+    if (moving.Get(id) > 0 && moving.Get(id) > free.Get(id)) {
+      return fmt::format("evicted pods need {} {} but the nodes left have {} free",
+                         model::FormatAmount(id, moving.Get(id)), model::ResourceName(id),
+                         model::FormatAmount(id, free.Get(id)));
+    }
+  }
+  return "";
+}
+
+// Checks every scale-up property; returns "" or what failed.
+std::string CheckScaleUp(const Case& c) {
+  PlannerInput in = c.Input();
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(in);
+  const auto& cfg = c.config;
+
+  std::map<std::string, const Pod*> pod_by_key;
+  for (const Pod& p : c.pods) pod_by_key.emplace(p.Key(), &p);
+
+  // The cluster as the scale-up starts from: registered nodes and their pods.
+  sched::ClusterSnapshot snapshot;
+  for (const auto& n : c.nodes) (void)snapshot.AddNode(&n);
+  for (const Pod& p : c.pods)
+    if (!p.node_name.empty() && !p.IsTerminal()) (void)snapshot.AddPod(&p, p.node_name);
+
+  int total_nodes = 0, total_added = 0;
+  model::Resources capacity;
+  for (const auto& n : c.nodes) {
+    if (n.meta.deletion_timestamp) continue;
+    ++total_nodes;
+    capacity += n.capacity;
+  }
+  for (const auto& [pool, k] : c.upcoming) {
+    total_nodes += k;
+    for (int i = 0; i < k; ++i) capacity += cfg.FindPool(pool)->template_node.capacity;
+  }
+  std::set<model::ResourceId> grown;  // limited resources some added node has
+  std::set<std::string> planned;
+  for (const ScaleUp& up : plan.scale_ups) {
+    const model::Pool* pool = cfg.FindPool(up.pool);
+    if (pool == nullptr) return "scale-up of unknown pool " + up.pool;
+    if (up.add <= 0) return fmt::format("pool {}: add {}", up.pool, up.add);
+    if (c.backoff_until.contains(up.pool)) return "pool " + up.pool + " grows while in backoff";
+    int current = c.upcoming.contains(up.pool) ? c.upcoming.at(up.pool) : 0;
+    for (const auto& n : c.nodes)
+      if (!n.meta.deletion_timestamp && PoolLabel(n) == up.pool) ++current;
+    if (current + up.add > pool->max) {
+      return fmt::format("pool {} has {} nodes (with upcoming), adds {}, max {}", up.pool, current,
+                         up.add, pool->max);
+    }
+    total_added += up.add;
+    for (int i = 0; i < up.add; ++i) capacity += pool->template_node.capacity;
+    for (model::ResourceId id : cfg.limits.limited)
+      if (pool->template_node.capacity.Get(id) > 0) grown.insert(id);
+
+    // Every pod said to go on the new nodes fits the template by sched/, with its DaemonSets.
+    const model::Node& tmpl = pool->template_node;
+    std::vector<const Pod*> ds = DaemonSetPodsFor(tmpl, in.daemon_sets);
+    model::Resources ds_requests;
+    for (const Pod* d : ds) ds_requests += d->requests;
+    model::Resources sum;
+    for (int i = 0; i < up.add; ++i) sum += ds_requests;
+    for (const std::string& key : up.pods) {
+      auto it = pod_by_key.find(key);
+      if (it == pod_by_key.end()) return "scale-up for unknown pod " + key;
+      const Pod& p = *it->second;
+      if (!IsPendingForScaleUp(p, cfg.scale_up.expendable_priority_cutoff)) {
+        return "scale-up for pod " + key + " that is not pending (or expendable)";
+      }
+      if (!planned.insert(key).second) return "pod " + key + " in two scale-ups";
+      sched::FitChecker checker(p, snapshot);
+      sched::FitResult r = checker.CheckTemplate(tmpl, ds_requests, static_cast<int>(ds.size()));
+      if (!r.fits()) {
+        return fmt::format("pod {} planned on pool {} does not fit its template: {}", key, up.pool,
+                           r.reason);
+      }
+      sum += p.requests;
+    }
+    // Together, the pods and DaemonSets fit the added nodes' allocatable.
+    for (model::ResourceId id : {model::kCpu, model::kMemory, GpuId()}) {
+      if (sum.Get(id) > tmpl.allocatable.Get(id) * up.add) {
+        return fmt::format("pool {}: {} new node(s) get {} {} of requests", up.pool, up.add,
+                           model::FormatAmount(id, sum.Get(id)), model::ResourceName(id));
+      }
+    }
+  }
+  if (total_added > 0 && cfg.limits.max_nodes &&
+      total_nodes + total_added > *cfg.limits.max_nodes) {
+    return fmt::format("cluster grows to {} nodes, limits.maxNodes {}", total_nodes + total_added,
+                       *cfg.limits.max_nodes);
+  }
+  for (model::ResourceId id : grown) {
+    if (capacity.Get(id) > cfg.limits.resources.Get(id)) {
+      return fmt::format("cluster {} grows to {}, limit {}", model::ResourceName(id),
+                         model::FormatAmount(id, capacity.Get(id)),
+                         model::FormatAmount(id, cfg.limits.resources.Get(id)));
+    }
+  }
+  if (total_added > cfg.scale_up.max_nodes_per_scale_up) {
+    return fmt::format("one pass adds {} nodes, maxNodesPerScaleUp {}", total_added,
+                       cfg.scale_up.max_nodes_per_scale_up);
+  }
+  // Gangs are all or nothing: no scale-up for a gang with a member left unschedulable.
+  std::set<std::string> unschedulable;
+  for (const auto& u : plan.unschedulable) unschedulable.insert(u.pod);
+  std::map<std::string, std::pair<int, int>> gangs;  // gang -> (planned, unschedulable)
+  for (const Pod& p : c.pods) {
+    std::string gang = GangOf(p);
+    if (gang.empty() || !IsPendingForScaleUp(p, cfg.scale_up.expendable_priority_cutoff)) continue;
+    if (planned.contains(p.Key())) ++gangs[gang].first;
+    if (unschedulable.contains(p.Key())) ++gangs[gang].second;
+  }
+  for (const auto& [gang, counts] : gangs) {
+    if (counts.first > 0 && counts.second > 0) {
+      return fmt::format("gang {}: {} member(s) get new nodes while {} are unschedulable", gang,
+                         counts.first, counts.second);
+    }
+  }
+  // Every pending pod is accounted for exactly once.
+  std::set<std::string> fits(plan.fits_existing.begin(), plan.fits_existing.end());
+  for (const Pod& p : c.pods) {
+    if (!IsPendingForScaleUp(p, cfg.scale_up.expendable_priority_cutoff)) continue;
+    int n = planned.contains(p.Key()) + unschedulable.contains(p.Key()) + fits.contains(p.Key());
+    if (n != 1) return fmt::format("pending pod {} appears {} times in the plan", p.Key(), n);
+  }
+  return "";
+}
+
+// Removes parts of a failing case while it still fails; returns the smallest found.
+Case Shrink(Case c, const std::function<std::string(const Case&)>& check) {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    auto try_erase = [&](auto member) {
+      auto& v = c.*member;
+      for (size_t i = 0; i < v.size();) {
+        Case smaller = c;
+        auto& sv = smaller.*member;
+        sv.erase(sv.begin() + static_cast<long>(i));
+        if (!check(smaller).empty()) {
+          c = std::move(smaller);
+          progress = true;
+        } else {
+          ++i;
+        }
+      }
+    };
+    try_erase(&Case::pods);
+    try_erase(&Case::pdbs);
+    try_erase(&Case::daemon_sets);
+    try_erase(&Case::nodes);
+  }
+  return c;
+}
+
+constexpr uint64_t kBaseSeed = 20260301;
+constexpr int kCases = 5000;
+
+void RunProperty(const char* name, const std::function<std::string(const Case&)>& check) {
+  int failures = 0;
+  for (int i = 0; i < kCases && failures < 3; ++i) {
+    Case c = Generate(kBaseSeed + static_cast<uint64_t>(i));
+    std::string why = check(c);
+    if (why.empty()) continue;
+    ++failures;
+    Case small = Shrink(c, check);
+    ADD_FAILURE() << name << " property failed for seed " << c.seed << ": " << why
+                  << "\nshrunk case: " << check(small) << "\n"
+                  << Describe(small);
+  }
+}
+
+TEST(PlannerProperties, ScaleUpRespectsLimitsAndTemplates) {
+  RunProperty("scale-up", CheckScaleUp);
+}
+
+TEST(PlannerProperties, ScaleDownRespectsPdbsAndNonMovablePods) {
+  RunProperty("scale-down", CheckScaleDown);
+}
+
+// The generator produces the situations the properties are about (otherwise they would pass
+// vacuously): scale-ups, removals with evictions, PDB-covered evictions, limits that bind.
+TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
+  int ups = 0, removals = 0, evictions = 0, pdb_evictions = 0, limit_reasons = 0, blocked = 0;
+  for (int i = 0; i < 500; ++i) {
+    Case c = Generate(kBaseSeed + static_cast<uint64_t>(i));
+    PlannerInput in = c.Input();
+    ScaleUpPlan up = ScaleUpPlanner().Plan(in);
+    ups += static_cast<int>(up.scale_ups.size());
+    for (const auto& u : up.unschedulable)
+      for (const auto& [pool, r] : u.reasons)
+        if (r.find("limit") != std::string::npos || r.find("at max") != std::string::npos)
+          ++limit_reasons;
+    ScaleDownPlan down = ScaleDownPlanner().Plan(in);
+    removals += static_cast<int>(down.scale_downs.size());
+    for (const auto& sd : down.scale_downs) {
+      evictions += static_cast<int>(sd.evict.size());
+      for (const std::string& key : sd.evict)
+        for (const Pod& p : c.pods)
+          if (p.Key() == key)
+            for (const auto& b : c.pdbs)
+              if (b.meta.namespace_ == p.meta.namespace_ && b.Selects(p.meta)) ++pdb_evictions;
+    }
+    for (const auto& k : down.keep)
+      if (k.reason.find("not evictable") != std::string::npos) ++blocked;
+  }
+  EXPECT_GT(ups, 40);
+  EXPECT_GT(removals, 100);
+  EXPECT_GT(evictions, 50);
+  EXPECT_GT(pdb_evictions, 5);
+  EXPECT_GT(limit_reasons, 20);
+  EXPECT_GT(blocked, 50);
+  std::cout << fmt::format(
+      "500 cases: {} scale-ups, {} limit reasons, {} removals, {} evictions "
+      "({} under a PDB), {} nodes kept for a non-evictable pod\n",
+      ups, limit_reasons, removals, evictions, pdb_evictions, blocked);
+}
+
+// Regression (found by the scale-up property, seed 20260393): maxNodesPerScaleUp bounded each
+// pool's estimate, not the pass, so two pools could each add up to the limit in one pass.
+TEST(PlannerProperties, MaxNodesPerScaleUpBoundsTheWholePass) {
+  Case c;
+  c.now = At("2026-03-01T12:00:00Z");
+  c.config.scale_up.max_nodes_per_scale_up = 1;
+  for (const char* name : {"cpu", "gpu"}) {
+    model::Pool& pool = c.config.pools.emplace_back();
+    pool.name = name;
+    pool.max = 5;
+    pool.template_node.meta.labels[std::string(model::kLabelPool)] = name;
+    pool.template_node.meta.labels["pool-kind"] = name;
+    pool.template_node.capacity = Res({{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}});
+    pool.template_node.allocatable = pool.template_node.capacity;
+    pool.template_node.ready = true;
+  }
+  for (const char* kind : {"cpu", "gpu"}) {
+    Pod p;
+    p.meta.name = std::string("pending-") + kind;
+    p.meta.namespace_ = "default";
+    AddOwner(p, "ReplicaSet");
+    p.node_selector["pool-kind"] = kind;
+    p.containers.push_back({.name = "main", .requests = Res({{"cpu", "1"}})});
+    p.Finalize();
+    c.pods.push_back(std::move(p));
+  }
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(c.Input());
+  int added = 0;
+  for (const ScaleUp& up : plan.scale_ups) added += up.add;
+  EXPECT_EQ(added, 1);
+  ASSERT_EQ(plan.unschedulable.size(), 1u);
+  EXPECT_EQ(CheckScaleUp(c), "");
+}
+
+}  // namespace
+}  // namespace tidepool::planner
