@@ -113,6 +113,11 @@ int RunRunCommand(const RunFlags& f) {
 
   RealClock clock;
   kube::ApiClient api(*client_config);
+  ops::Registry registry;
+  ops::TidepoolMetrics metrics(registry, TIDEPOOL_VERSION);
+  api.SetObserver([&metrics](const kube::RequestRecord& r) {
+    metrics.RecordKubeRequest(r.verb, r.resource, r.status, r.seconds);
+  });
   spdlog::info("tidepool {} starting: API server {} ({}), provider {}, {} pools{}",
                TIDEPOOL_VERSION, client_config->server, client_config->source,
                config->provider.type, config->pools.size(), f.dry_run ? ", dry run" : "");
@@ -161,8 +166,6 @@ int RunRunCommand(const RunFlags& f) {
     elector = std::make_unique<kube::LeaderElector>(api, lease, clock);
     options.is_leader = [e = elector.get()] { return e->IsLeader(); };
   }
-  ops::Registry registry;
-  ops::TidepoolMetrics metrics(registry, TIDEPOOL_VERSION);
   options.metrics = &metrics;
   controller::Controller ctl(*config, reader, writer, *provider, clock, options);
 

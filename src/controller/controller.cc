@@ -1,6 +1,7 @@
 #include "controller/controller.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -220,6 +221,11 @@ void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
                                                             now.time_since_epoch())
                                                             .count()),
                                          model::TaintEffect::kNoSchedule});
+      // The plan came from the informer cache, which may lag (a cut watch, a slow API server).
+      // With the taint on, no new pod can land; now read the node's pods fresh and go on only
+      // if nothing is there that the plan did not see. Otherwise take the taint off again and
+      // report the failure, so the loop rolls the removal back.
+      if (r) r = VerifyNodePods(a.node, view);
       log_failure(r);
       loop_->OnTaintResult(a.node, r, clock_.Now());
       break;
@@ -307,6 +313,35 @@ void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
       break;
     }
   }
+}
+
+Result<void> Controller::VerifyNodePods(const std::string& node, const ClusterView& view) {
+  std::set<std::string> known;
+  for (const auto& p : view.pods) {
+    if (p->node_name == node && !p->IsTerminal() && !p->IsDaemonSetPod() && !p->IsMirrorPod()) {
+      known.insert(p->meta.Key());
+    }
+  }
+  auto fresh = writer_.PodsOnNode(node);
+  Result<void> verdict;
+  if (!fresh) {
+    verdict = std::unexpected(fresh.error().Wrap("node " + node + ": reading its pods"));
+  } else {
+    for (const std::string& pod : *fresh) {
+      if (!known.contains(pod)) {
+        verdict = Fail(Error::Code::kConflict,
+                       "node {}: pod {} runs there but was not in the cache the plan was made "
+                       "from; not removing the node on stale data",
+                       node, pod);
+        break;
+      }
+    }
+  }
+  if (!verdict) {
+    auto undo = writer_.RemoveTaint(node, std::string(planner::kToBeDeletedTaint));
+    if (!undo) spdlog::warn("node {}: removing the taint again: {}", node, undo.error().message());
+  }
+  return verdict;
 }
 
 void Controller::PublishStatus(Time now) {

@@ -77,6 +77,9 @@ class Controller {
   bool Leading() const { return !options_.is_leader || options_.is_leader(); }
   void Carry(const autoscaler::Action& action, const ClusterView& view, Time now);
   void PublishStatus(Time now);
+  // After the ToBeDeleted taint is on: ok when the API server shows no pod on `node` that
+  // `view` did not have; otherwise takes the taint off and returns why.
+  Result<void> VerifyNodePods(const std::string& node, const ClusterView& view);
 
   model::AutoscalerConfig config_;
   ClusterReader& reader_;

@@ -1,5 +1,7 @@
 #include "controller/kube_adapters.h"
 
+#include "kube/codec/objects.h"
+
 namespace tidepool::controller {
 
 InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune)
@@ -102,6 +104,26 @@ Result<void> ApiClusterWriter::RecordEvent(const EventSpec& e) {
   kube::ObjectRef ref{e.object_kind, e.ns, e.name, e.uid};
   return events_.RecordEvent(ref, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
                              e.reason, e.message);
+}
+
+Result<std::vector<std::string>> ApiClusterWriter::PodsOnNode(const std::string& node) {
+  TIDEPOOL_ASSIGN_OR_RETURN(
+      kube::ListPage page,
+      client_.ListAll(kube::CollectionPath("v1", "pods") +
+                      "?fieldSelector=" + net::UrlEncode("spec.nodeName=" + node)));
+  std::vector<std::string> out;
+  for (const auto& item : page.items) {
+    auto pod = kube::codec::DecodePod(item);
+    if (!pod) {
+      // A pod we cannot read is a pod we cannot vouch for: count it as one that must leave.
+      out.push_back(item.value("/metadata/namespace"_json_pointer, std::string()) + "/" +
+                    item.value("/metadata/name"_json_pointer, std::string()));
+      continue;
+    }
+    if (pod->IsTerminal() || pod->IsDaemonSetPod() || pod->IsMirrorPod()) continue;
+    out.push_back(pod->meta.Key());
+  }
+  return out;
 }
 
 Result<void> ApiClusterWriter::WriteStatus(const std::string& text) {

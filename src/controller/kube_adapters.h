@@ -59,6 +59,7 @@ class ApiClusterWriter final : public ClusterWriter {
   Result<void> Evict(const std::string& ns, const std::string& name) override;
   Result<void> DeleteNode(const std::string& name, const std::string& uid) override;
   Result<void> RecordEvent(const EventSpec& event) override;
+  Result<std::vector<std::string>> PodsOnNode(const std::string& node) override;
   Result<void> WriteStatus(const std::string& text) override;
 
  private:

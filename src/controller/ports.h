@@ -60,6 +60,9 @@ class ClusterWriter {
   // Deletes the Node object (uid precondition when non-empty); gone already is success.
   virtual Result<void> DeleteNode(const std::string& name, const std::string& uid) = 0;
   virtual Result<void> RecordEvent(const EventSpec& event) = 0;
+  // The pods on `node` that would have to leave before it goes (not finished, not DaemonSet or
+  // mirror pods), as "namespace/name", read fresh from the API server (never from a cache).
+  virtual Result<std::vector<std::string>> PodsOnNode(const std::string& node) = 0;
   // The readable status (the tidepool-status ConfigMap).
   virtual Result<void> WriteStatus(const std::string& text) = 0;
 };

@@ -60,6 +60,12 @@ class FakeWriter : public ClusterWriter {
                      (e.ns.empty() ? e.name : e.ns + "/" + e.name));
     return {};
   }
+  Result<std::vector<std::string>> PodsOnNode(const std::string& node) override {
+    calls.push_back("list pods " + node);
+    auto it = fresh_pods.find(node);
+    if (it == fresh_pods.end()) return std::vector<std::string>{};
+    return it->second;
+  }
   Result<void> WriteStatus(const std::string& text) override {
     status = text;
     return {};
@@ -67,6 +73,8 @@ class FakeWriter : public ClusterWriter {
   std::vector<std::string> calls;
   std::vector<std::string> events;
   std::string status;
+  // What the API server "really" has on a node, when it differs from the reader's cache.
+  std::map<std::string, std::vector<std::string>> fresh_pods;
 };
 
 class FakeProvider : public cloud::CloudProvider {
@@ -249,6 +257,26 @@ TEST_F(ControllerTest, IdleNodeIsTaintedThenDeleted) {
 
 // Nothing pending, so the loop's next wakeup is the 10 s scan: a pass within 2 s of an urgent
 // change is the change's doing.
+// The cache says the GPU node is empty, the API server says a pod runs there (a lagging
+// watch): the node is untainted again and never deleted.
+TEST_F(ControllerTest, StaleCacheNeverRemovesANodeWithAnUnseenPod) {
+  reader_.pods.clear();
+  writer_.fresh_pods["k8s-gpupool-29744472-0"] = {"default/late-pod"};
+  auto c = Make();
+  for (int i = 0; i < 80; ++i) {
+    c->RunOnce(clock_.Now());
+    clock_.Advance(std::chrono::seconds(10));
+  }
+  EXPECT_THAT(writer_.calls, ::testing::Contains("taint k8s-gpupool-29744472-0 "
+                                                 "ToBeDeletedByClusterAutoscaler"));
+  EXPECT_THAT(writer_.calls, ::testing::Contains("list pods k8s-gpupool-29744472-0"));
+  EXPECT_THAT(writer_.calls, ::testing::Contains("untaint k8s-gpupool-29744472-0 "
+                                                 "ToBeDeletedByClusterAutoscaler"));
+  EXPECT_THAT(provider_.calls, IsEmpty()) << "a node with an unseen pod was deleted";
+  EXPECT_THAT(writer_.calls, ::testing::Not(::testing::Contains("delete node "
+                                                                "k8s-gpupool-29744472-0")));
+}
+
 TEST_F(ControllerTest, UrgentChangeWakesRun) {
   reader_.pods.clear();
   std::atomic<bool> stop{false};

@@ -362,3 +362,20 @@ TEST_F(FakeServerTest, UnreachableServerIsUnavailable) {
 
 }  // namespace
 }  // namespace tidepool::kube
+
+namespace tidepool::kube {
+namespace {
+
+TEST(ResourceOfPathTest, NamesTheResourceAndSubresource) {
+  EXPECT_EQ(ResourceOfPath("/api/v1/pods"), "pods");
+  EXPECT_EQ(ResourceOfPath("/api/v1/nodes/n1"), "nodes");
+  EXPECT_EQ(ResourceOfPath("/api/v1/namespaces/default/pods/p1/eviction"), "pods/eviction");
+  EXPECT_EQ(ResourceOfPath("/apis/apps/v1/daemonsets?limit=5&continue=x"), "daemonsets");
+  EXPECT_EQ(ResourceOfPath("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/tp"),
+            "leases");
+  EXPECT_EQ(ResourceOfPath("/api/v1/namespaces/default"), "namespaces");
+  EXPECT_EQ(ResourceOfPath("/version"), "");
+}
+
+}  // namespace
+}  // namespace tidepool::kube

@@ -1,6 +1,8 @@
 #include "cloud/kwok/kwok_provider.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -56,8 +58,20 @@ bool KwokProvider::Unavailable(const std::string& pool) const {
 }
 
 Result<void> KwokProvider::Load() {
-  auto cm = api_.Get(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
-                                      options_.state_configmap));
+  const std::string path =
+      kube::ObjectPath("v1", "configmaps", options_.state_namespace, options_.state_configmap);
+  auto cm = api_.Get(path);
+  // A transient failure at start (429, 5xx, a dropped connection) is retried for a while
+  // rather than ending the process: found by the fault-proxy e2e test (tests/e2e/fault_proxy.sh).
+  auto delay = std::chrono::milliseconds(200);
+  for (int attempt = 1; !cm && attempt < 8 &&
+                        (cm.error().code() == Error::Code::kThrottled ||
+                         cm.error().code() == Error::Code::kUnavailable);
+       ++attempt) {
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, std::chrono::milliseconds(3000));
+    cm = api_.Get(path);
+  }
   if (!cm) {
     if (cm.error().code() == Error::Code::kNotFound) return {};
     return std::unexpected(cm.error().Wrap("kwok provider: reading its state"));

@@ -327,6 +327,43 @@ Result<std::vector<std::pair<std::string, std::string>>> ApiClient::Headers(
   return headers;
 }
 
+std::string ResourceOfPath(std::string_view path) {
+  path = path.substr(0, path.find('?'));
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    auto slash = path.find('/');
+    std::string_view part = path.substr(0, slash);
+    if (!part.empty()) parts.push_back(part);
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  // /api/v1/... or /apis/<group>/<version>/...
+  size_t i = (!parts.empty() && parts[0] == "api") ? 2 : 3;
+  if (i < parts.size() && parts[i] == "namespaces" && i + 2 < parts.size()) i += 2;
+  if (i >= parts.size()) return "";
+  std::string resource(parts[i]);
+  if (i + 2 < parts.size()) resource += "/" + std::string(parts[i + 2]);  // a subresource
+  return resource;
+}
+
+namespace {
+std::string_view VerbOf(std::string_view method, std::string_view path) {
+  if (method == "GET") {
+    if (path.find("watch=1") != std::string_view::npos) return "watch";
+    // A collection (even number of segments after the group/version) is a list.
+    return ResourceOfPath(path).find('/') == std::string::npos &&
+                   path.substr(0, path.find('?')).ends_with(ResourceOfPath(path))
+               ? "list"
+               : "get";
+  }
+  if (method == "POST") return "create";
+  if (method == "PUT") return "update";
+  if (method == "PATCH") return "patch";
+  if (method == "DELETE") return "delete";
+  return method;
+}
+}  // namespace
+
 Result<net::Response> ApiClient::Call(const std::string& method, const std::string& path,
                                       const std::string& body, std::string_view content_type) {
   net::Request request;
@@ -337,7 +374,12 @@ Result<net::Response> ApiClient::Call(const std::string& method, const std::stri
   auto headers = Headers(content_type);
   if (!headers) return std::unexpected(headers.error().Wrap(fmt::format("{} {}", method, path)));
   request.headers = std::move(*headers);
+  auto started = std::chrono::steady_clock::now();
   auto response = http_->Send(request);
+  if (observer_) {
+    observer_({VerbOf(method, path), ResourceOfPath(path), response ? response->status : 0,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
+  }
   if (!response) return std::unexpected(Scrub(response.error()));
   if (response->status < 200 || response->status >= 300) {
     return std::unexpected(Scrub(StatusToError(method, path, response->status, response->body,

@@ -84,12 +84,29 @@ Error StatusObjectToError(std::string_view method, std::string_view path,
 // Create, ...) or one stream (Watch); no retries inside except where a method says so. The
 // bearer token comes from config.token, else config.token_file, re-read whenever the file's
 // modification time changes (service-account token rotation).
+// One finished request, for metrics: the Kubernetes verb (get, list, create, update, patch,
+// delete, watch), the resource ("pods", "nodes", "pods/eviction", ...), the HTTP status (0 when
+// there was no response) and how long it took.
+struct RequestRecord {
+  std::string_view verb;
+  std::string resource;
+  int status = 0;
+  double seconds = 0;
+};
+using RequestObserver = std::function<void(const RequestRecord&)>;
+
+// The resource a request path names: "/api/v1/namespaces/x/pods/y/eviction" -> "pods/eviction",
+// "/apis/apps/v1/daemonsets?limit=5" -> "daemonsets".
+std::string ResourceOfPath(std::string_view path);
+
 class ApiClient {
  public:
   explicit ApiClient(ClientConfig config, Duration request_timeout = std::chrono::seconds(30));
   ~ApiClient();
 
   const ClientConfig& config() const { return config_; }
+  // Called after every request (from the calling thread). Set before any request is made.
+  void SetObserver(RequestObserver observer) { observer_ = std::move(observer); }
 
   Result<nlohmann::json> Get(const std::string& path);
   Result<ListPage> List(const std::string& collection, int limit,
@@ -132,6 +149,7 @@ class ApiClient {
   Error Scrub(Error error);
 
   ClientConfig config_;
+  RequestObserver observer_;
   Duration request_timeout_;
   std::unique_ptr<net::HttpClient> http_;
   std::unique_ptr<TokenCache> token_cache_;

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# API faults on the real control plane (testenv/): tidepool talks to the API server through
+# fault_proxy.py, which injects 429, 500 and slow responses, cuts watch streams, and simulates an
+# API server restart (every connection refused and every open stream cut for a while).
+#
+# Usage: fault_proxy.sh TIDEPOOL_BINARY [SCENARIO...]   (faults outage token_not_logged; none:
+# all). Environment: E2E_TESTENV_DIR (a running testenv, e.g. the ctest fixture's; otherwise a
+# private one is brought up and torn down on exit), FAULT_OUTAGE (seconds, default 10).
+#
+#   faults            429 20%, 500 10%, 1 s delays 10%, watches cut after 0.5-4 s, all the time:
+#                     one pending 1-GPU pod gets exactly one node, and no second one follows.
+#   outage            the "API server" goes away for FAULT_OUTAGE s while a second pod is
+#                     created; after it comes back, tidepool must ask for a node within 5 s.
+#   token_not_logged  tidepool runs at --log-level trace with a bearer token (through the proxy,
+#                     and straight to the API server with a real ServiceAccount token) through a
+#                     scale-up (5% 429 and 500 on the proxy path); neither token may be logged.
+# Prints figures ("resumed N.N s after the API came back") and PASS/FAIL per scenario.
+set -uo pipefail
+
+TIDEPOOL=${1:?usage: fault_proxy.sh TIDEPOOL_BINARY [SCENARIO...]}
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-faults.XXXXXX")
+export TESTENV_DIR=${E2E_TESTENV_DIR:-$WORK/testenv}
+export TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+OUTAGE=${FAULT_OUTAGE:-10}
+NS=faults
+TP_PID=""
+PROXY_PID=""
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+stop_tidepool() {
+  if [[ -n $TP_PID ]]; then kill -TERM "$TP_PID" 2>/dev/null; wait "$TP_PID" 2>/dev/null; TP_PID=""; fi
+}
+stop_proxy() {
+  if [[ -n $PROXY_PID ]]; then kill -TERM "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=""; fi
+}
+cleanup() {
+  stop_tidepool
+  stop_proxy
+  if [[ -n ${KUBECONFIG:-} ]]; then
+    kubectl --request-timeout=20s delete namespace "$NS" --wait=false >/dev/null 2>&1
+    kubectl --request-timeout=20s delete clusterrolebinding tidepool-faults-token >/dev/null 2>&1
+    kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
+  fi
+  if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap "exit 143" INT TERM
+
+if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then
+  KUBECONFIG=$("$ROOT/testenv/up" --timeout 180s 2>"$WORK/up.log" | tail -1) || {
+    cat "$WORK/up.log" >&2
+    echo "FAIL setup: testenv did not come up" >&2
+    exit 1
+  }
+else
+  KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
+fi
+export KUBECONFIG
+k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+PKI=$TESTENV_DIR/pki
+APISERVER=$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+now_ms() { date +%s%3N; }
+
+CONFIG=$WORK/config.yaml
+cp "$HERE/config.yaml" "$CONFIG"
+
+# kubeconfig_for SERVER TOKEN FILE: a kubeconfig with a bearer token, verifying the server
+# against testenv's CA (TLS verification stays on).
+kubeconfig_for() {
+  cat >"$3" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "$1", certificate-authority: "$PKI/ca.crt"}
+users:
+- name: u
+  user: {token: "$2"}
+contexts:
+- name: x
+  context: {cluster: c, user: u}
+current-context: x
+EOF
+}
+
+start_proxy() {
+  PROXY_PORT=$(free_port)
+  CONTROL_PORT=$(free_port)
+  python3 "$HERE/fault_proxy.py" --listen "$PROXY_PORT" --control "$CONTROL_PORT" \
+    --upstream "$APISERVER" --cert "$PKI/apiserver.crt" --key "$PKI/apiserver.key" \
+    --client-cert "$PKI/admin.crt" --client-key "$PKI/admin.key" --ca "$PKI/ca.crt" \
+    >>"$WORK/proxy.log" 2>&1 &
+  PROXY_PID=$!
+  local deadline=$((SECONDS + 10))
+  while ((SECONDS < deadline)) && ! curl -s "http://127.0.0.1:$CONTROL_PORT/stats" >/dev/null; do sleep 0.2; done
+}
+faults() { curl -s "http://127.0.0.1:$CONTROL_PORT/set?$1"; }
+stat() { curl -s "http://127.0.0.1:$CONTROL_PORT/stats" | python3 -c "import json,sys; print(int(json.load(sys.stdin)['stats']['$1']))"; }
+
+start_tidepool() {  # start_tidepool KUBECONFIG [ARGS...]
+  local kc=$1
+  shift
+  "$TIDEPOOL" run --config "$CONFIG" --kubeconfig "$kc" --namespace "$NS" --identity faults \
+    --lease-duration 15s --renew-deadline 10s --retry-period 1s --listen "" "$@" >>"$WORK/tidepool.log" 2>&1 &
+  TP_PID=$!
+}
+
+reset_cluster() {
+  stop_tidepool
+  k delete namespace "$NS" --wait=true --timeout=90s >/dev/null
+  k delete nodes --all --wait=false >/dev/null
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)) && [[ $(k get nodes -o name | wc -l) -ne 0 ]]; do sleep 0.5; done
+  k create namespace "$NS" >/dev/null
+  deadline=$((SECONDS + 30))
+  while ((SECONDS < deadline)) && ! k -n "$NS" get serviceaccount default >/dev/null; do sleep 0.5; done
+}
+
+gpu_pod() {
+  cat <<EOF | k apply -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $NS}
+spec:
+  containers:
+  - name: train
+    image: busybox
+    resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+EOF
+}
+nodes_of() { k get nodes -l "tidepool.dev/pool=$1" -o name | wc -l; }
+pod_running() { [[ $(k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}') == Running ]]; }
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  while ((SECONDS < deadline)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  return 1
+}
+# Machines tidepool asked the kwok provider for (booting or registered).
+requested() {
+  local booting
+  booting=$(k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' | grep -o '"name"' | wc -l)
+  echo $((booting + $(nodes_of gpu)))
+}
+
+FAILED=()
+PASSED=()
+fail() {
+  echo "FAIL $CURRENT: $*"
+  FAILED+=("$CURRENT")
+  echo "---- tidepool.log (last 40 lines)"; tail -40 "$WORK/tidepool.log"
+  echo "---- proxy stats: $(curl -s "http://127.0.0.1:${CONTROL_PORT:-1}/stats")"
+  k get nodes
+  k -n "$NS" get pods -o wide
+  return 1
+}
+pass() { echo "PASS $CURRENT"; PASSED+=("$CURRENT"); }
+
+TOKEN=fake-bearer-$RANDOM$RANDOM-$(date +%s%N)
+
+scenario_faults() {
+  start_proxy
+  kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
+  faults 'p429=0.2&p500=0.1&pslow=0.1&slow=1&cut=4' >/dev/null
+  start_tidepool "$WORK/proxy.kubeconfig"
+  sleep 3
+  gpu_pod f-0
+  local t0=$SECONDS
+  wait_until 90 pod_running f-0 || { fail "pod not Running within 90 s under faults"; return 1; }
+  log "faults: pod Running after $((SECONDS - t0)) s"
+  sleep 12
+  [[ $(nodes_of gpu) -eq 1 ]] || { fail "expected exactly 1 gpu node, got $(nodes_of gpu)"; return 1; }
+  [[ $(k get nodes -o name | wc -l) -eq 1 ]] || { fail "expected 1 node in all"; return 1; }
+  # The node the pod runs on must still be there (not removed on a stale view of its pods).
+  local bound
+  bound=$(k -n "$NS" get pod f-0 -o jsonpath='{.spec.nodeName}')
+  k get node "$bound" >/dev/null || { fail "f-0 runs on node $bound, which tidepool deleted"; return 1; }
+  local s429 s500 cut
+  s429=$(stat injected_429) s500=$(stat injected_500) cut=$(stat watches_cut)
+  echo "faults: $(stat requests) requests, $s429 injected 429, $s500 injected 500, $(stat slowed) slowed, $cut watches cut; 1 node for 1 pod"
+  ((s429 > 0 && s500 > 0 && cut > 0)) || { fail "the proxy injected too little to mean anything"; return 1; }
+  pass
+}
+
+scenario_outage() {
+  [[ -n $PROXY_PID ]] || start_proxy
+  kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
+  faults 'p429=0&p500=0&pslow=0&cut=0&down=0' >/dev/null
+  [[ -n $TP_PID ]] || start_tidepool "$WORK/proxy.kubeconfig"
+  gpu_pod o-0
+  wait_until 60 pod_running o-0 || { fail "o-0 not Running before the outage"; return 1; }
+  local before
+  before=$(requested)
+  faults 'down=1' >/dev/null
+  log "outage: API down for $OUTAGE s"
+  sleep 1
+  gpu_pod o-1  # created straight at the API server while tidepool cannot see it
+  sleep $((OUTAGE - 1))
+  local t0
+  t0=$(now_ms)
+  faults 'down=0' >/dev/null
+  wait_until 30 bash -c "[[ \$(( \$(kubectl -n $NS get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' 2>/dev/null | grep -o '\"name\"' | wc -l) + \$(kubectl get nodes -l tidepool.dev/pool=gpu -o name 2>/dev/null | wc -l) )) -gt $before ]]" ||
+    { fail "no node requested within 30 s of the API coming back"; return 1; }
+  local took=$(( $(now_ms) - t0 ))
+  echo "outage: ${OUTAGE} s down; node requested $((took / 1000)).$(printf %03d $((took % 1000))) s after the API came back (refused $(stat refused_down) connections, cut $(stat cut_by_down) streams)"
+  wait_until 60 pod_running o-1 || { fail "o-1 not Running after the outage"; return 1; }
+  sleep 8
+  local want=$((before + 1))
+  [[ $(nodes_of gpu) -eq $want ]] || { fail "expected $want gpu nodes, got $(nodes_of gpu)"; return 1; }
+  ((took <= 5000)) || { fail "resumed after $took ms, more than 5 s"; return 1; }
+  pass
+}
+
+scenario_token_not_logged() {
+  [[ -n $PROXY_PID ]] || start_proxy
+  faults 'p429=0.05&p500=0.05&pslow=0&cut=0&down=0' >/dev/null
+  kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
+  : >"$WORK/tidepool.log"
+  start_tidepool "$WORK/proxy.kubeconfig" --log-level trace
+  gpu_pod t-0
+  wait_until 90 pod_running t-0 || { fail "t-0 not Running"; return 1; }
+  stop_tidepool
+  # A real ServiceAccount token, straight to the API server.
+  k -n "$NS" create serviceaccount tidepool-faults >/dev/null
+  k create clusterrolebinding tidepool-faults-token --clusterrole=cluster-admin \
+    --serviceaccount="$NS:tidepool-faults" >/dev/null
+  local real
+  real=$(k -n "$NS" create token tidepool-faults --duration=1h)
+  [[ -n $real ]] || { fail "could not create a ServiceAccount token"; return 1; }
+  kubeconfig_for "$APISERVER" "$real" "$WORK/direct.kubeconfig"
+  start_tidepool "$WORK/direct.kubeconfig" --log-level trace
+  gpu_pod t-1
+  wait_until 60 pod_running t-1 || { fail "t-1 not Running with the ServiceAccount token"; return 1; }
+  stop_tidepool
+  local lines hits_fake hits_real
+  lines=$(wc -l <"$WORK/tidepool.log")
+  hits_fake=$(grep -c -F "$TOKEN" "$WORK/tidepool.log")
+  hits_real=$(grep -c -F "$real" "$WORK/tidepool.log")
+  # The signature part of the JWT alone must not appear either.
+  local sig=${real##*.}
+  local hits_sig
+  hits_sig=$(grep -c -F "$sig" "$WORK/tidepool.log")
+  echo "token_not_logged: $lines log lines at trace level, proxy token found $hits_fake times, ServiceAccount token $hits_real times, its signature $hits_sig times; proxy saw the bearer header on $(stat bearer_seen) requests"
+  ((lines > 20)) || { fail "the log is too short to mean anything"; return 1; }
+  (($(stat bearer_seen) > 0)) || { fail "tidepool did not send the token at all"; return 1; }
+  ((hits_fake == 0 && hits_real == 0 && hits_sig == 0)) || { fail "a bearer token is in the log"; return 1; }
+  pass
+}
+
+ALL=(faults outage token_not_logged)
+SELECTED=("$@")
+((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
+reset_cluster
+for s in "${SELECTED[@]}"; do
+  CURRENT=$s
+  log "scenario $s"
+  "scenario_$s" || true
+done
+stop_tidepool
+stop_proxy
+echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
+((${#FAILED[@]} == 0))

@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# Kill loop on the real control plane (testenv/): `tidepool run` with the kwok provider is
+# SIGKILLed at random points of scale-ups and scale-downs and restarted, RUNS times; after each
+# restart the cluster must converge with no duplicate node, no orphaned cordon or
+# ToBeDeletedByClusterAutoscaler taint, and no PodDisruptionBudget violation.
+#
+# Usage: soak_kill_test.sh TIDEPOOL_BINARY [RUNS]      (RUNS default 50; ctest runs 5)
+# Environment: SOAK_SEED (default: from the clock; printed, so a run can be replayed),
+#   E2E_TESTENV_DIR (use that running testenv, e.g. the ctest fixture's; otherwise a private
+#   one is brought up in a temporary directory and torn down on exit, also on failure).
+#
+# Workload (namespace soak): Deployment cpu-wave (2 cpu per pod) and gpu-wave (1 GPU per pod)
+# are scaled to random sizes in waves, alternately growing (pending pods: a scale-up) and
+# shrinking (empty or half-empty nodes: a scale-down); Deployment guarded (3 pods of 2 cpu) has a
+# PDB minAvailable 2, so scale-downs must evict through it. In each run tidepool is killed at a
+# random moment 0-6 s (growing) or 2.5-7.5 s (shrinking: unneededTime is 3 s) after the wave
+# changed, then restarted.
+#
+# Figures, defined precisely:
+#   converged   all Deployment pods Running, no Pending pod, no machine booting in the kwok
+#               provider's state, and the node set (names, taints, cordons) unchanged for
+#               STABLE seconds (longer than unneededTime + maxPodEvictionTime + scanInterval,
+#               so any drain that is still meant to happen would have changed it).
+#   duplicates  at convergence, per pool: nodes - need, where need = max over cpu and GPUs of
+#               ceil(sum of requests of the pods bound to the pool's nodes / one node's
+#               allocatable). Every pod of a resource kind has the same size and the scale-down
+#               threshold (0.6) is above one pod's share, so need is what a correct autoscaler
+#               reaches; any positive difference is a node too many.
+#   orphaned    at convergence, nodes still tainted ToBeDeletedByClusterAutoscaler or cordoned.
+#   pdb         sampled every second from the first time guarded is fully up: PDB
+#   violations  status.currentHealthy < status.desiredHealthy, plus guarded pods bound to a node
+#               that no longer exists (deleted without eviction).
+# Exit 0 iff every run converged and all three counts are 0.
+set -uo pipefail
+
+TIDEPOOL=${1:?usage: soak_kill_test.sh TIDEPOOL_BINARY [RUNS]}
+RUNS=${2:-50}
+SEED=${SOAK_SEED:-$(date +%s)}
+STABLE=${SOAK_STABLE:-12}
+CONVERGE_TIMEOUT=${SOAK_CONVERGE_TIMEOUT:-150}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-soak.XXXXXX")
+export TESTENV_DIR=${E2E_TESTENV_DIR:-$WORK/testenv}
+export TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+NS=soak
+TP_PID=""
+SAMPLER_PID=""
+RANDOM=$((SEED % 32768))
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+stop_tidepool() {
+  if [[ -n $TP_PID ]]; then
+    kill -TERM "$TP_PID" 2>/dev/null
+    wait "$TP_PID" 2>/dev/null
+    TP_PID=""
+  fi
+}
+cleanup() {
+  stop_tidepool
+  if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; fi
+  if [[ -n ${KUBECONFIG:-} ]]; then
+    kubectl --request-timeout=20s delete namespace "$NS" --wait=false >/dev/null 2>&1
+    kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
+  fi
+  if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap "exit 143" INT TERM
+
+if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then
+  KUBECONFIG=$("$ROOT/testenv/up" --timeout 180s 2>"$WORK/up.log" | tail -1) || {
+    cat "$WORK/up.log" >&2
+    echo "FAIL setup: testenv did not come up" >&2
+    exit 1
+  }
+else
+  KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
+fi
+export KUBECONFIG
+k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+
+# ---- cluster and workload --------------------------------------------------------------------
+
+CONFIG=$WORK/config.yaml
+cat >"$CONFIG" <<'EOF'
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider: {type: kwok, bootDelay: 3s}
+scanInterval: 1s
+scaleUp:
+  expanders: [priority, least-waste]
+  provisionTimeout: 60s
+  batchIdle: 1s
+  batchMax: 3s
+  backoff: {initial: 60s, max: 120s}
+scaleDown:
+  enabled: true
+  utilizationThreshold: 0.6
+  gpuUtilizationThreshold: 0.6
+  unneededTime: 3s
+  delayAfterAdd: 2s
+  maxPodEvictionTime: 6s
+  maxNonEmptyPerPool: 1
+pools:
+  - name: cpu
+    min: 0
+    max: 8
+    priority: 10
+    template:
+      labels: {pool-kind: cpu}
+      capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+  - name: gpu
+    min: 0
+    max: 5
+    priority: 10
+    template:
+      labels: {pool-kind: gpu}
+      capacity: {cpu: "6", memory: 56Gi, nvidia.com/gpu: "1", pods: "110"}
+EOF
+
+deployment() {  # deployment NAME REPLICAS REQUESTS_FLOW_MAP
+  cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1, namespace: $NS}
+spec:
+  replicas: $2
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: main
+        image: busybox
+        resources: {requests: $3, limits: $3}
+EOF
+}
+
+reset_cluster() {
+  k delete namespace "$NS" --wait=true --timeout=90s >/dev/null
+  k delete nodes --all --wait=false >/dev/null
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)) && [[ $(k get nodes -o name | wc -l) -ne 0 ]]; do sleep 0.5; done
+  k create namespace "$NS" >/dev/null
+  deadline=$((SECONDS + 30))
+  while ((SECONDS < deadline)) && ! k -n "$NS" get serviceaccount default >/dev/null; do sleep 0.5; done
+}
+
+start_tidepool() {
+  "$TIDEPOOL" run --config "$CONFIG" --kubeconfig "$KUBECONFIG" --namespace "$NS" \
+    --identity soak --lease-duration 6s --renew-deadline 4s --retry-period 1s --listen "" \
+    >>"$WORK/tidepool.log" 2>&1 &
+  TP_PID=$!
+}
+
+# What was in flight when tidepool died: "booting" (kwok machines requested, not registered),
+# "draining" (a node carries the ToBeDeleted taint), or "idle".
+in_flight() {
+  local booting tainted
+  booting=$(k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' | grep -o '"name"' | wc -l)
+  tainted=$(k get nodes -o jsonpath='{range .items[*]}{.spec.taints[*].key}{"\n"}{end}' | grep -c ToBeDeletedByClusterAutoscaler || true)
+  if ((tainted > 0)); then echo draining; elif ((booting > 0)); then echo booting; else echo idle; fi
+}
+
+# One line describing nodes with their taints and cordons (changes when anything relevant does).
+node_fingerprint() {
+  k get nodes -o jsonpath='{range .items[*]}{.metadata.name}:{.spec.unschedulable}:{.spec.taints[*].key};{end}'
+}
+
+# Prints "ok" when every Deployment pod runs, nothing is Pending and nothing is booting.
+workload_settled() {
+  k get -n "$NS" deployments,pods,configmaps -o json | python3 -c '
+import json, sys
+items = json.load(sys.stdin)["items"]
+for o in items:
+    if o["kind"] == "Deployment":
+        want = o["spec"].get("replicas", 1)
+        if o.get("status", {}).get("readyReplicas", 0) != want or o["status"].get("replicas", 0) != want:
+            sys.exit(0)
+    elif o["kind"] == "Pod":
+        if o.get("status", {}).get("phase") != "Running" or o["metadata"].get("deletionTimestamp"):
+            sys.exit(0)
+    elif o["metadata"]["name"] == "tidepool-kwok-provider":
+        state = json.loads(o.get("data", {}).get("state", "") or "{}")
+        if any(state.get("pools", {}).values()):
+            sys.exit(0)
+print("ok")'
+}
+
+# wait_converged: waits until converged (see the header); returns 1 on timeout.
+wait_converged() {
+  local deadline=$((SECONDS + CONVERGE_TIMEOUT)) last="" since=$SECONDS fp
+  while ((SECONDS < deadline)); do
+    fp=$(node_fingerprint)
+    if [[ $fp != "$last" ]]; then last=$fp; since=$SECONDS; fi
+    if ((SECONDS - since >= STABLE)) && [[ $(workload_settled) == ok ]]; then return 0; fi
+    sleep 1
+  done
+  return 1
+}
+
+# Prints "DUPLICATES ORPHANED per-pool-detail" for the cluster as it is now.
+measure() {
+  k get nodes,pods -A -o json | python3 -c '
+import json, math, sys
+items = json.load(sys.stdin)["items"]
+def qty(s):
+    s = str(s)
+    for suf, m in (("m", 1e-3), ("Ki", 2**10), ("Mi", 2**20), ("Gi", 2**30), ("Ti", 2**40)):
+        if s.endswith(suf): return float(s[:-len(suf)]) * m
+    return float(s)
+nodes = {o["metadata"]["name"]: o for o in items if o["kind"] == "Node"}
+pools, orphaned = {}, 0
+for n in nodes.values():
+    pool = n["metadata"].get("labels", {}).get("tidepool.dev/pool", "")
+    pools.setdefault(pool, []).append(n)
+    keys = [t["key"] for t in n["spec"].get("taints", [])]
+    if "ToBeDeletedByClusterAutoscaler" in keys or n["spec"].get("unschedulable"):
+        orphaned += 1
+dup, detail = 0, []
+for pool, ns in sorted(pools.items()):
+    alloc = ns[0]["status"]["allocatable"]
+    names = {n["metadata"]["name"] for n in ns}
+    need = 0
+    for res in ("cpu", "nvidia.com/gpu"):
+        if qty(alloc.get(res, 0)) <= 0: continue
+        total = 0.0
+        for p in items:
+            if p["kind"] != "Pod" or p["spec"].get("nodeName") not in names: continue
+            for c in p["spec"]["containers"]:
+                total += qty(c.get("resources", {}).get("requests", {}).get(res, 0))
+        need = max(need, math.ceil(total / qty(alloc[res]) - 1e-9))
+    extra = max(0, len(ns) - need)
+    dup += extra
+    label = pool or "unmanaged"
+    detail.append(f"{label}={len(ns)}/{need}")
+print(dup, orphaned, ",".join(detail))'
+}
+
+# Background PDB sampler: one line per violation in $WORK/pdb.log, a tick per sample.
+pdb_sampler() {
+  while true; do
+    local line
+    line=$(k -n "$NS" get pdb guarded -o jsonpath='{.status.currentHealthy} {.status.desiredHealthy}')
+    # shellcheck disable=SC2086
+    set -- $line
+    if [[ $# -eq 2 && $1 -lt $2 ]]; then echo "$(date -u +%T) currentHealthy $1 < desiredHealthy $2" >>"$WORK/pdb.log"; fi
+    local nodes lost
+    nodes=" $(k get nodes -o jsonpath='{.items[*].metadata.name}') "
+    lost=0
+    for n in $(k -n "$NS" get pods -l app=guarded -o jsonpath='{.items[*].spec.nodeName}'); do
+      [[ $nodes == *" $n "* ]] || lost=$((lost + 1))
+    done
+    if ((lost > 0)) && [[ $nodes != "  " ]]; then
+      echo "$(date -u +%T) $lost guarded pod(s) on a node that no longer exists" >>"$WORK/pdb.log"
+    fi
+    echo . >>"$WORK/pdb.ticks"
+    sleep 1
+  done
+}
+
+# ---- the loop --------------------------------------------------------------------------------
+
+log "soak: $RUNS run(s), seed $SEED (replay with SOAK_SEED=$SEED)"
+reset_cluster
+start_tidepool
+deployment guarded 3 '{cpu: "2", memory: 1Gi}' | k apply -f - >/dev/null
+deployment cpu-wave 0 '{cpu: "2", memory: 1Gi}' | k apply -f - >/dev/null
+deployment gpu-wave 0 '{cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}' | k apply -f - >/dev/null
+cat <<EOF | k apply -f - >/dev/null
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: guarded, namespace: $NS}
+spec:
+  minAvailable: 2
+  selector: {matchLabels: {app: guarded}}
+EOF
+wait_converged || { echo "FAIL setup: the initial workload did not converge"; tail -40 "$WORK/tidepool.log"; exit 1; }
+touch "$WORK/pdb.log" "$WORK/pdb.ticks"
+pdb_sampler &
+SAMPLER_PID=$!
+
+converged=0 not_converged=0 duplicates=0 orphaned=0 kills_booting=0 kills_draining=0 kills_idle=0
+recovery_max=0 recovery_sum=0
+cpu=0 gpu=0
+for ((run = 1; run <= RUNS; run++)); do
+  if ((run % 2 == 1)); then  # grow
+    cpu=$((cpu + 1 + RANDOM % 4)); ((cpu > 8)) && cpu=8
+    gpu=$((gpu + RANDOM % 3)); ((gpu > 4)) && gpu=4
+    delay_ms=$((RANDOM % 6000))
+    phase=grow
+  else  # shrink
+    cpu=$((RANDOM % (cpu + 1))); gpu=$((RANDOM % (gpu + 1)))
+    delay_ms=$((2500 + RANDOM % 5000))
+    phase=shrink
+  fi
+  k -n "$NS" scale deployment cpu-wave --replicas="$cpu" >/dev/null
+  k -n "$NS" scale deployment gpu-wave --replicas="$gpu" >/dev/null
+  sleep "$((delay_ms / 1000)).$(printf %03d $((delay_ms % 1000)))"
+  what=$(in_flight)
+  kill -KILL "$TP_PID" 2>/dev/null
+  wait "$TP_PID" 2>/dev/null
+  TP_PID=""
+  case $what in booting) kills_booting=$((kills_booting + 1)) ;; draining) kills_draining=$((kills_draining + 1)) ;; *) kills_idle=$((kills_idle + 1)) ;; esac
+  t0=$SECONDS
+  start_tidepool
+  if wait_converged; then
+    converged=$((converged + 1))
+    took=$((SECONDS - t0 - STABLE)); ((took < 0)) && took=0
+    recovery_sum=$((recovery_sum + took)); ((took > recovery_max)) && recovery_max=$took
+    read -r d o detail <<<"$(measure)"
+    duplicates=$((duplicates + d)); orphaned=$((orphaned + o))
+    log "run $run/$RUNS: $phase to cpu-wave=$cpu gpu-wave=$gpu, killed after ${delay_ms} ms ($what); converged ${took} s after restart; nodes/need $detail; duplicates $d, orphaned $o"
+  else
+    not_converged=$((not_converged + 1))
+    log "run $run/$RUNS: $phase to cpu-wave=$cpu gpu-wave=$gpu, killed after ${delay_ms} ms ($what); DID NOT CONVERGE in ${CONVERGE_TIMEOUT} s: $(measure)"
+    k get nodes -o wide >&2
+    k -n "$NS" get pods -o wide >&2
+  fi
+done
+kill "$SAMPLER_PID" 2>/dev/null
+wait "$SAMPLER_PID" 2>/dev/null
+SAMPLER_PID=""
+pdb_violations=$(wc -l <"$WORK/pdb.log")
+pdb_samples=$(wc -l <"$WORK/pdb.ticks")
+stop_tidepool
+
+echo "soak seed $SEED: runs $RUNS, converged $converged, not converged $not_converged"
+echo "kills: $kills_booting during scale-up (machines booting), $kills_draining during scale-down (node tainted), $kills_idle otherwise"
+echo "duplicates $duplicates, orphaned taints/cordons $orphaned, PDB violations $pdb_violations (of $pdb_samples samples)"
+if ((converged > 0)); then
+  echo "recovery after restart: mean $((recovery_sum / converged)) s, max $recovery_max s (excluding the ${STABLE} s stability window)"
+fi
+if ((pdb_violations > 0)); then cat "$WORK/pdb.log"; fi
+if ((not_converged > 0 || duplicates > 0 || orphaned > 0 || pdb_violations > 0)); then
+  echo "---- tidepool log (last 60 lines)"
+  tail -60 "$WORK/tidepool.log"
+  echo "FAIL kill_loop"
+  exit 1
+fi
+echo "PASS kill_loop"
