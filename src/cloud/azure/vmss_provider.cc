@@ -387,6 +387,14 @@ Result<void> VmssProvider::DecreaseTargetSize(const std::string& pool, int delta
     --remaining;
   }
   TIDEPOOL_RETURN_IF_ERROR(DeleteInstances(pool, scale_set, ids, now));
+  // With no joined instance left, the rest cannot have joined: they are gone already (failed
+  // instances Refresh deleted, evicted spot VMs), and the target is as low as it goes.
+  bool any_joined = listed > static_cast<int>(candidates.size());
+  if (remaining > 0 && !any_joined) {
+    spdlog::info("azure-vmss: pool {}: {} of {} instance(s) to cancel are gone already", pool,
+                 remaining, delta);
+    return {};
+  }
   if (remaining > 0) {
     return Fail(Error::Code::kConflict,
                 "azure-vmss: pool {}: cancelled {} of {} requested instance(s); the other "

@@ -111,8 +111,14 @@ Result<std::unique_ptr<FakeArm>> FakeArm::Start(FakeArmOptions options) {
   fake->server_->Put(".*", handler);
   fake->server_->Patch(".*", handler);
   fake->server_->Delete(".*", handler);
-  fake->port_ = fake->server_->bind_to_any_port("127.0.0.1");
-  if (fake->port_ <= 0) return InvalidArgument("FakeArm: cannot bind 127.0.0.1");
+  if (fake->options_.port == 0) {
+    fake->port_ = fake->server_->bind_to_any_port("127.0.0.1");
+  } else if (fake->server_->bind_to_port("127.0.0.1", fake->options_.port)) {
+    fake->port_ = fake->options_.port;
+  }
+  if (fake->port_ <= 0) {
+    return InvalidArgument("FakeArm: cannot bind 127.0.0.1:{}", fake->options_.port);
+  }
   fake->thread_ = std::thread([raw = fake.get()] { raw->server_->listen_after_bind(); });
   // The socket is bound and listening already; wait for the accept loop so tests start clean.
   for (int i = 0; i < 2000 && !fake->server_->is_running(); ++i) {
@@ -293,6 +299,11 @@ void FakeArm::OnInstanceCreated(std::function<void(const InstanceEvent&)> hook) 
 void FakeArm::OnInstanceDeleted(std::function<void(const InstanceEvent&)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
   on_deleted_ = std::move(hook);
+}
+
+void FakeArm::AddRoute(std::string prefix, RawHandler handler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  routes_.emplace_back(std::move(prefix), std::move(handler));
 }
 
 std::vector<RecordedRequest> FakeArm::requests() const {
@@ -570,6 +581,14 @@ void FakeArm::SendError(httplib::Response& res, int status, const std::string& c
 // HTTP.
 
 void FakeArm::Handle(const httplib::Request& req, httplib::Response& res) {
+  RawHandler route;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [prefix, handler] : routes_) {
+      if (req.path.starts_with(prefix)) route = handler;
+    }
+  }
+  if (route) return route(req, res);
   {
     std::lock_guard<std::mutex> lock(mu_);
     RecordedRequest r;

@@ -51,6 +51,7 @@ struct FakeArmOptions {
   Duration retry_after = std::chrono::seconds(2);  // on 202s and in-progress operation status
   size_t page_size = 50;                           // list items per page (nextLink beyond)
   const Clock* clock = nullptr;                    // token expiry; required, thread-safe
+  int port = 0;  // the port to listen on (127.0.0.1); 0: any free one
 };
 
 // One request as received (for counting and for checking that secrets stay out of URLs).
@@ -136,6 +137,12 @@ class FakeArm {
   // --- Hooks (one each; setting again replaces).
   void OnInstanceCreated(std::function<void(const InstanceEvent&)> hook);
   void OnInstanceDeleted(std::function<void(const InstanceEvent&)> hook);
+
+  // --- Extra routes (for the standalone fake, fake_arm_main.cc): a request whose path starts
+  // with `prefix` goes to `handler` instead of ARM; it needs no token and is not recorded. The
+  // handler runs on a server thread with no FakeArm lock held, so it may call FakeArm's methods.
+  using RawHandler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  void AddRoute(std::string prefix, RawHandler handler);
 
   // --- What was asked.
   std::vector<RecordedRequest> requests() const;
@@ -233,6 +240,7 @@ class FakeArm {
   int operation_polls_ = 0;
   std::function<void(const InstanceEvent&)> on_created_;
   std::function<void(const InstanceEvent&)> on_deleted_;
+  std::vector<std::pair<std::string, RawHandler>> routes_;
   std::map<std::string, nlohmann::json> examples_;
 };
 

@@ -132,6 +132,26 @@ TEST_F(AzureVmssTest, DecreaseTargetSizeCancelsOnlyInstancesThatHaveNotJoined) {
   EXPECT_EQ(fake_->CountRequests("POST", "/delete"), 1);
 }
 
+TEST_F(AzureVmssTest, CancellingInstancesAStockoutRemovedAlreadyIsNoConflict) {
+  // The autoscaler's flow on a stockout: Refresh deletes the failed instance (target 0), then
+  // the autoscaler cancels the node it asked for. It is gone: success, and no more writes.
+  fake_->AddScaleSet({.name = "vmss-gpu-spot", .sku = "Standard_NC6", .spot = true});
+  node_joined_ = [](std::string_view) { return false; };
+  auto p = Make(VmssConfig({MakePool("gpu-spot", 5, true)},
+                           {{"scaleSets.gpu-spot", "vmss-gpu-spot"}}));
+  ASSERT_NE(p, nullptr);
+  fake_->FailNextScaleUp("AllocationFailed", "Allocation failed.");
+  ASSERT_TRUE(p->IncreaseSize("gpu-spot", 1, clock_.Now()).has_value());
+  auto size = RefreshOne(*p, "gpu-spot");
+  EXPECT_TRUE(size.stockout);
+  EXPECT_EQ(size.target, 0);
+  int writes = fake_->CountRequests("PATCH", "") + fake_->CountRequests("POST", "");
+  auto r = p->DecreaseTargetSize("gpu-spot", 1, clock_.Now());
+  EXPECT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(fake_->CountRequests("PATCH", "") + fake_->CountRequests("POST", ""), writes);
+  EXPECT_EQ(fake_->Capacity("vmss-gpu-spot"), 0);
+}
+
 TEST_F(AzureVmssTest, WithoutNodeInformationOnlyUnfinishedInstancesAreCancelled) {
   fake_->AddScaleSet({.name = "vmss-cpu", .capacity = 1});
   auto p = Make(VmssConfig({MakePool("cpu", 10)}, {{"scaleSets.cpu", "vmss-cpu"}}));

@@ -1,0 +1,430 @@
+#!/usr/bin/env bash
+# End-to-end tests of `tidepool run` with provider azure-vmss on the real control plane (testenv/),
+# against tidepool-fake-arm: ARM + Azure AD on 127.0.0.1, whose scale sets register and remove
+# Node objects as real VMs would (kwok runs them). Scenarios: scale from zero, spot -> on-demand
+# fallback on AllocationFailed, scale down by instance id.
+# Usage: azure_e2e_test.sh TIDEPOOL FAKE_ARM SHARED_DIR [SCENARIO...]   (no scenario: all)
+#
+# Each scenario starts from an empty cluster and a fresh fake (scale sets at capacity 0), runs
+# tidepool as a separate process, and checks both sides: the fake's scale sets and the ARM calls
+# it received, and the cluster's Nodes and pods. Prints "PASS name" / "FAIL name: why" and a
+# summary; exits 0 iff every scenario passed. Logs of a failed scenario are printed.
+set -uo pipefail
+
+TIDEPOOL=${1:?usage: azure_e2e_test.sh TIDEPOOL FAKE_ARM SHARED_DIR [SCENARIO...]}
+FAKE_ARM=${2:?usage: azure_e2e_test.sh TIDEPOOL FAKE_ARM SHARED_DIR [SCENARIO...]}
+SHARED_DIR=${3:?usage: azure_e2e_test.sh TIDEPOOL FAKE_ARM SHARED_DIR [SCENARIO...]}
+shift 3
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-azure-e2e.XXXXXX")
+export TESTENV_DIR=${E2E_TESTENV_DIR:-$WORK/testenv}
+export TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+NS=e2e
+TP_PIDS=()
+FAKE_PID=""
+FAKE_URL=""
+
+SUBSCRIPTION=8c1a2e7b-5d41-4f0e-9b3a-2f6d7c8e9a10
+RESOURCE_GROUP=MC_mlcluster-rg
+TENANT=72f988bf-86f1-41af-91ab-2d7cd011db47
+CLIENT_ID=0f8d6a3c-2b1e-4d5f-9a7c-6e5b4d3c2a10
+# A fresh secret per run, so finding it in a log can only mean it was logged.
+SECRET="e2e-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+SECRET_FILE=$WORK/client-secret
+printf '%s\n' "$SECRET" >"$SECRET_FILE"
+chmod 600 "$SECRET_FILE"
+SS_CPU=k8s-cpu-29744472-vmss
+SS_SPOT=k8s-gpuspot-29744472-vmss
+SS_GPU=k8s-gpu-29744472-vmss
+
+cleanup() {
+  stop_all_tidepool
+  stop_fake
+  if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+
+if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then
+  KUBECONFIG=$("$ROOT/testenv/up" 2>"$WORK/up.log" | tail -1) || {
+    cat "$WORK/up.log" >&2
+    echo "FAIL setup: testenv did not come up" >&2
+    exit 1
+  }
+else
+  KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
+fi
+export KUBECONFIG
+k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+
+# ---- helpers ---------------------------------------------------------------------------------
+
+# start_fake [ARGS...]: tidepool-fake-arm with the three scale sets at capacity 0, registering
+# Nodes 2 s after their VM succeeded; its log in $WORK/fake-arm.log, its URL in FAKE_URL.
+start_fake() {
+  "$FAKE_ARM" --shared-dir "$SHARED_DIR" --kubeconfig "$KUBECONFIG" --boot-delay 2s \
+    --subscription "$SUBSCRIPTION" --resource-group "$RESOURCE_GROUP" --tenant "$TENANT" \
+    --client-id "$CLIENT_ID" --client-secret-file "$SECRET_FILE" --retry-after 1s \
+    --scale-set "name=$SS_CPU,sku=Standard_D2_v2,capacity=0,tag.poolName=cpu" \
+    --scale-set "name=$SS_SPOT,sku=Standard_NC6,capacity=0,spot=true,tag.poolName=gpu-spot" \
+    --scale-set "name=$SS_GPU,sku=Standard_NC6,capacity=0,tag.poolName=gpu" \
+    "$@" >"$WORK/fake.out" 2>>"$WORK/fake-arm.log" &
+  FAKE_PID=$!
+  wait_until 10 grep -q '^listening http' "$WORK/fake.out" || return 1
+  FAKE_URL=$(sed -n 's/^listening //p' "$WORK/fake.out" | head -1)
+}
+
+# stop_fake: SIGTERM; FAKE_RC is its exit code (0 when it stopped cleanly).
+stop_fake() {
+  FAKE_RC=""
+  [[ -n $FAKE_PID ]] || return 0
+  kill -TERM "$FAKE_PID" 2>/dev/null
+  wait "$FAKE_PID" 2>/dev/null
+  FAKE_RC=$?
+  FAKE_PID=""
+}
+
+fake_get() { curl -s --max-time 5 "$FAKE_URL/_fake/$1"; }
+fake_post() { curl -s --max-time 5 -d "" "$FAKE_URL/_fake/$1"; }
+capacity_of() { fake_get scale-sets | jq -r --arg s "$1" '.[$s].capacity'; }
+has_capacity() { [[ $(capacity_of "$1") == "$2" ]]; }
+# requests_to METHOD PATH_PART: the ARM requests received, one JSON object per line.
+requests_to() { fake_get "requests?method=$1&path=$2" | jq -c '.[]'; }
+count_requests() { requests_to "$1" "$2" | grep -c .; }
+
+# The azure-vmss config: pools cpu, gpu-spot (priority 100) and gpu (on-demand fallback) on the
+# fake's scale sets, with timers short enough for a test run.
+write_config() {
+  cat >"$WORK/config.yaml" <<EOF
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider:
+  type: azure-vmss
+  subscriptionId: $SUBSCRIPTION
+  resourceGroup: $RESOURCE_GROUP
+  armEndpoint: $FAKE_URL
+  authorityHost: $FAKE_URL
+  requestTimeout: 10s
+  stockoutHold: 3m
+  auth:
+    type: clientSecret
+    tenantId: $TENANT
+    clientId: $CLIENT_ID
+    clientSecretFile: $SECRET_FILE
+  scaleSets:
+    cpu: $SS_CPU
+    gpu-spot: $SS_SPOT
+    gpu: $SS_GPU
+scanInterval: 2s
+scaleUp:
+  expanders: [priority, least-waste]
+  provisionTimeout: 60s
+  batchIdle: 1s
+  batchMax: 5s
+  backoff: {initial: 60s, max: 120s}
+scaleDown:
+  enabled: true
+  utilizationThreshold: 0.5
+  gpuUtilizationThreshold: 0.5
+  unneededTime: 6s
+  delayAfterAdd: 4s
+  maxPodEvictionTime: 12s
+pools:
+  - name: cpu
+    min: 0
+    max: 5
+    priority: 10
+    pricePerHour: 0.146
+    instanceType: Standard_D2_v2
+    template:
+      capacity: {cpu: "2", memory: 7Gi, pods: "110"}
+  - name: gpu-spot
+    min: 0
+    max: 4
+    capacityType: spot
+    priority: 100
+    pricePerHour: 0.18
+    instanceType: Standard_NC6
+    template:
+      labels: {kubernetes.azure.com/scalesetpriority: spot}
+      taints:
+        - {key: kubernetes.azure.com/scalesetpriority, value: spot, effect: NoSchedule}
+      capacity: {cpu: "6", memory: 56Gi, nvidia.com/gpu: "1", pods: "110"}
+  - name: gpu
+    min: 0
+    max: 4
+    priority: 10
+    pricePerHour: 0.90
+    instanceType: Standard_NC6
+    template:
+      capacity: {cpu: "6", memory: 56Gi, nvidia.com/gpu: "1", pods: "110"}
+EOF
+  echo "$WORK/config.yaml"
+}
+
+# start_tidepool NAME CONFIG [ARGS...]: runs tidepool in the background, log in $WORK/NAME.log;
+# its pid in LAST_PID. (Not meant for $(...): the pid list must stay in this shell.)
+start_tidepool() {
+  local name=$1 config=$2
+  shift 2
+  "$TIDEPOOL" run --config "$config" --kubeconfig "$KUBECONFIG" --namespace "$NS" \
+    --identity "$name" --lease-duration 6s --renew-deadline 4s --retry-period 1s \
+    --listen "" "$@" \
+    >>"$WORK/$name.log" 2>&1 &
+  LAST_PID=$!
+  TP_PIDS+=("$LAST_PID")
+}
+
+stop_all_tidepool() {
+  for pid in "${TP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${TP_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+  TP_PIDS=()
+}
+
+# wait_until SECONDS CMD...: polls CMD every 0.5 s; fails after SECONDS.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  while ((SECONDS < deadline)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  return 1
+}
+
+# Nodes of a pool by the agentpool label the fake's VMs register with (as aks-engine's do).
+nodes_of() { k get nodes -l "agentpool=$1" -o name | wc -l; }
+node_count() { k get nodes -o name | wc -l; }
+has_nodes() { [[ $(nodes_of "$1") -eq $2 ]]; }
+pod_phase() { k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}'; }
+pod_running() { [[ $(pod_phase "$1") == Running ]]; }
+pod_node() { k -n "$NS" get pod "$1" -o jsonpath='{.spec.nodeName}'; }
+node_gone() { ! kubectl --request-timeout=20s get node "$1" >/dev/null 2>&1; }
+tainted_nodes() {
+  k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}{"\n"}{end}' |
+    grep -c ToBeDeletedByClusterAutoscaler
+}
+event_for() {  # event_for REASON OBJECT_NAME
+  k get events -A --field-selector "reason=$1,involvedObject.name=$2" -o name | grep -q .
+}
+
+reset_cluster() {
+  stop_all_tidepool
+  stop_fake
+  k delete namespace "$NS" --wait=true --timeout=60s >/dev/null
+  k delete nodes --all --wait=false >/dev/null
+  wait_until 60 bash -c "[[ \$(kubectl get nodes -o name 2>/dev/null | wc -l) -eq 0 ]]" || true
+  k create namespace "$NS" >/dev/null
+  wait_until 30 k -n "$NS" get serviceaccount default || true
+}
+
+# gpu_pod NAME GPUS [spot]: a pod requesting GPUs (and tolerating spot if asked).
+gpu_pod() {
+  local name=$1 gpus=$2 spot=${3:-}
+  local tol=""
+  if [[ $spot == spot ]]; then
+    tol='  tolerations: [{key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}]'
+  fi
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $name
+  namespace: $NS
+spec:
+$tol
+  containers:
+  - name: train
+    image: tensorflow/tensorflow:latest-gpu
+    resources:
+      requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "$gpus"}
+      limits: {nvidia.com/gpu: "$gpus"}
+EOF
+}
+
+FAILED=()
+PASSED=()
+CURRENT=""
+fail() {
+  echo "FAIL $CURRENT: $*"
+  FAILED+=("$CURRENT")
+  for f in "$WORK"/*.log; do
+    [[ -f $f ]] || continue
+    echo "---- $(basename "$f") (last 40 lines)"
+    tail -40 "$f" | sed "s/$SECRET/<the client secret>/g"
+  done
+  if [[ -n $FAKE_URL ]]; then
+    echo "---- fake scale sets: $(fake_get scale-sets)"
+    echo "---- ARM writes received (token requests left out):"
+    fake_get requests | jq -r '.[] | select(.method != "GET" and (.path | contains("/oauth2/") | not)) |
+      "\(.method) \(.path) \(.body)"' | sed "s/$SECRET/<the client secret>/g"
+  fi
+  k get nodes -o wide --show-labels
+  k -n "$NS" get pods -o wide
+  return 1
+}
+pass() {
+  echo "PASS $CURRENT"
+  PASSED+=("$CURRENT")
+}
+
+# The client secret reached the fake (tidepool authenticated) but no log line.
+secret_not_logged() {
+  if grep -qF -- "$SECRET" "$WORK"/tp.log; then
+    fail "the client secret appears in tidepool's log"
+    return 1
+  fi
+}
+
+# start_both [FAKE_ARGS...]: a fresh fake and tidepool against it.
+start_both() {
+  start_fake "$@" || { fail "tidepool-fake-arm did not start"; return 1; }
+  local cfg
+  cfg=$(write_config)
+  start_tidepool tp "$cfg"
+}
+
+# ---- scenarios -------------------------------------------------------------------------------
+
+# One 1-GPU pod, no GPU VM anywhere: the on-demand scale set grows 0 -> 1 by a capacity PATCH, its
+# VM registers a Node (labels and capacity from the scale set), the pod runs there, and nothing
+# more is asked for.
+scenario_scale_from_zero() {
+  start_both || return 1
+  local t0=$SECONDS
+  gpu_pod train-1 1 | k apply -f - >/dev/null || { fail "could not create the pod"; return 1; }
+  wait_until 30 has_capacity "$SS_GPU" 1 || { fail "scale set $SS_GPU not at capacity 1 within 30 s"; return 1; }
+  wait_until 30 has_nodes gpu 1 || { fail "no Node of pool gpu within 30 s of the VM"; return 1; }
+  wait_until 30 pod_running train-1 || { fail "pod not Running within 30 s of the Node"; return 1; }
+  log "scale from zero: pod Running after $((SECONDS - t0)) s"
+  local node want_pid
+  node=$(pod_node train-1)
+  want_pid="azure:///subscriptions/$SUBSCRIPTION/resourceGroups/$RESOURCE_GROUP/providers/Microsoft.Compute/virtualMachineScaleSets/$SS_GPU/virtualMachines/0"
+  [[ $node == "${SS_GPU}000000" ]] || { fail "pod runs on $node, not the VM's node ${SS_GPU}000000"; return 1; }
+  [[ $(k get node "$node" -o jsonpath='{.spec.providerID}') == "$want_pid" ]] ||
+    { fail "node $node has providerID $(k get node "$node" -o jsonpath='{.spec.providerID}')"; return 1; }
+  [[ $(k get node "$node" -o jsonpath='{.status.capacity.nvidia\.com/gpu}') == 1 ]] ||
+    { fail "node $node does not have the NC6's one GPU"; return 1; }
+  # The increase was one PATCH of sku.capacity to 1, with the ETag precondition.
+  local patches
+  patches=$(requests_to PATCH "/virtualMachineScaleSets/$SS_GPU")
+  [[ $(grep -c . <<<"$patches") -eq 1 ]] || { fail "expected 1 PATCH of $SS_GPU, got: $patches"; return 1; }
+  jq -e '.body | fromjson | .sku.capacity == 1' <<<"$patches" >/dev/null ||
+    { fail "the PATCH did not set capacity 1: $patches"; return 1; }
+  wait_until 10 event_for TriggeredScaleUp train-1 || { fail "no TriggeredScaleUp event"; return 1; }
+  # Stable: no second VM in the next scan intervals.
+  sleep 5
+  [[ $(capacity_of "$SS_GPU") -eq 1 && $(capacity_of "$SS_SPOT") -eq 0 && $(capacity_of "$SS_CPU") -eq 0 ]] ||
+    { fail "more VMs than needed: $(fake_get scale-sets)"; return 1; }
+  [[ $(node_count) -eq 1 ]] || { fail "expected 1 node in all, got $(node_count)"; return 1; }
+  secret_not_logged || return 1
+  stop_all_tidepool
+  stop_fake
+  [[ $FAKE_RC == 0 ]] || { fail "tidepool-fake-arm did not stop cleanly on SIGTERM (exit $FAKE_RC)"; return 1; }
+  pass
+}
+
+# A spot-tolerating pod: tidepool tries the spot scale set first (priority 100); its new VM fails
+# with AllocationFailed. tidepool must see the stockout, delete the failed VM, and scale the
+# on-demand scale set instead, quickly, and the pod runs on the on-demand node.
+scenario_spot_fallback() {
+  start_both || return 1
+  fake_post "fail-next-scale-up?code=AllocationFailed" | grep -q '"ok"' ||
+    { fail "could not script the AllocationFailed"; return 1; }
+  local t0=$SECONDS
+  gpu_pod spotty 1 spot | k apply -f - >/dev/null || { fail "could not create the pod"; return 1; }
+  wait_until 30 has_capacity "$SS_GPU" 1 || { fail "no on-demand VM within 30 s"; return 1; }
+  local dt=$((SECONDS - t0))
+  wait_until 30 pod_running spotty || { fail "pod not Running on the fallback node"; return 1; }
+  log "spot fallback: on-demand capacity after $dt s, pod Running after $((SECONDS - t0)) s"
+  [[ $(k get node "$(pod_node spotty)" -o jsonpath='{.metadata.labels.agentpool}') == gpu ]] ||
+    { fail "the pod runs on $(pod_node spotty), not an on-demand gpu node"; return 1; }
+  # The spot scale set was asked first, and its failed VM was deleted again.
+  [[ $(count_requests PATCH "/virtualMachineScaleSets/$SS_SPOT") -ge 1 ]] ||
+    { fail "the spot scale set was never asked (priority expander)"; return 1; }
+  wait_until 15 has_capacity "$SS_SPOT" 0 || { fail "the spot scale set kept the failed VM: $(fake_get scale-sets)"; return 1; }
+  [[ $(count_requests POST "/virtualMachineScaleSets/$SS_SPOT/delete") -ge 1 ]] ||
+    { fail "the failed spot VM was not deleted with POST .../delete"; return 1; }
+  [[ $(nodes_of gpu-spot) -eq 0 ]] || { fail "a spot node appeared"; return 1; }
+  grep -q "AllocationFailed" "$WORK/tp.log" || { fail "tidepool's log does not name AllocationFailed"; return 1; }
+  # Cancelling the request whose VM failed is no conflict: that VM is gone already.
+  if grep -q "DecreaseTarget failed" "$WORK/tp.log"; then
+    fail "cancelling the failed spot request failed: $(grep "DecreaseTarget failed" "$WORK/tp.log" | head -1)"
+    return 1
+  fi
+  sleep 4
+  [[ $(capacity_of "$SS_GPU") -eq 1 && $(capacity_of "$SS_SPOT") -eq 0 ]] ||
+    { fail "capacity moved after the fallback: $(fake_get scale-sets)"; return 1; }
+  secret_not_logged || return 1
+  pass
+}
+
+# Two 1-GPU pods on two new VMs (instances 0 and 1). The pod on instance 0 is deleted: its node
+# is unneeded, tidepool taints it and removes exactly that VM with POST .../delete naming the
+# instance id from the node's providerID. (A capacity PATCH down would remove the newest VM,
+# instance 1, which still runs a pod.) The capacity drops, the Node goes, the other node and its
+# pod stay, and no node is left tainted.
+scenario_scale_down_by_instance_id() {
+  start_both || return 1
+  gpu_pod a 1 | k apply -f - >/dev/null
+  gpu_pod b 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running a || { fail "pod a not Running"; return 1; }
+  wait_until 30 pod_running b || { fail "pod b not Running"; return 1; }
+  wait_until 10 has_capacity "$SS_GPU" 2 || { fail "expected capacity 2: $(fake_get scale-sets)"; return 1; }
+  local node="${SS_GPU}000000" victim keeper keep pid id
+  if [[ $(pod_node a) == "$node" ]]; then victim=a keeper=b; else victim=b keeper=a; fi
+  [[ $(pod_node $victim) == "$node" ]] || { fail "no pod runs on $node (a: $(pod_node a), b: $(pod_node b))"; return 1; }
+  keep=$(pod_node $keeper)
+  [[ -n $keep && $keep != "$node" ]] || { fail "pods a and b share node $node"; return 1; }
+  pid=$(k get node "$node" -o jsonpath='{.spec.providerID}')
+  id=${pid##*/virtualMachines/}
+  [[ $id == 0 ]] || { fail "node $node has providerID $pid, not instance 0"; return 1; }
+  local patches_before t0=$SECONDS
+  patches_before=$(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU")
+  k -n "$NS" delete pod "$victim" --wait=false >/dev/null
+  # unneededTime 6 s after delayAfterAdd 4 s: the node should go well within 45 s.
+  wait_until 45 node_gone "$node" || { fail "node $node was not removed within 45 s"; return 1; }
+  log "scale down: $node gone $((SECONDS - t0)) s after its pod was deleted"
+  local deletes
+  deletes=$(requests_to POST "/virtualMachineScaleSets/$SS_GPU/delete")
+  [[ $(grep -c . <<<"$deletes") -eq 1 ]] || { fail "expected one POST .../delete, got: $deletes"; return 1; }
+  jq -e --arg id "$id" '.body | fromjson | .instanceIds == [$id]' <<<"$deletes" >/dev/null ||
+    { fail "POST .../delete did not name instance $id only: $deletes"; return 1; }
+  [[ $(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU") -eq $patches_before ]] ||
+    { fail "capacity was PATCHed during the scale-down: $(requests_to PATCH "/virtualMachineScaleSets/$SS_GPU")"; return 1; }
+  wait_until 10 has_capacity "$SS_GPU" 1 || { fail "capacity did not drop to 1: $(fake_get scale-sets)"; return 1; }
+  [[ $(fake_get scale-sets | jq -r --arg s "$SS_GPU" '[.[$s].instances[].id] | join(",")') == 1 ]] ||
+    { fail "expected only instance 1 left in $SS_GPU: $(fake_get scale-sets)"; return 1; }
+  grep -q "TaintNode $node" "$WORK/tp.log" || { fail "tidepool did not taint $node before deleting it"; return 1; }
+  grep -q "DeleteNode $node" "$WORK/tp.log" || { fail "no DeleteNode $node in tidepool's log"; return 1; }
+  wait_until 5 grep -q "VM $SS_GPU/$id deleted" "$WORK/fake-arm.log" || { fail "the fake did not delete VM $id"; return 1; }
+  wait_until 10 event_for ScaleDown "$node" || { fail "no ScaleDown event for $node"; return 1; }
+  # The other node keeps its pod and its VM.
+  sleep 4
+  pod_running $keeper || { fail "pod $keeper is no longer Running"; return 1; }
+  k get node "$keep" >/dev/null 2>&1 || { fail "node $keep of the running pod was removed"; return 1; }
+  [[ $(capacity_of "$SS_GPU") -eq 1 ]] || { fail "capacity changed again: $(fake_get scale-sets)"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "a node was left tainted"; return 1; }
+  secret_not_logged || return 1
+  pass
+}
+
+ALL=(scale_from_zero spot_fallback scale_down_by_instance_id)
+SELECTED=("$@")
+((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
+
+for s in "${SELECTED[@]}"; do
+  CURRENT=$s
+  rm -f "$WORK"/*.log
+  reset_cluster
+  log "scenario $s"
+  "scenario_$s" || true
+done
+stop_all_tidepool
+stop_fake
+
+echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
+((${#FAILED[@]} == 0))
