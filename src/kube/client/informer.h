@@ -34,7 +34,9 @@ struct InformerOptions {
   // Reconnect backoff after a failed list or watch: initial, doubled per failure, capped; back to
   // initial after a healthy stream (one that delivered an event or lasted `healthy_after`).
   Duration backoff_initial = std::chrono::milliseconds(200);
-  Duration backoff_max = std::chrono::seconds(30);
+  // Capped low so the cache is current again within seconds of the API server coming back
+  // (each informer retries a dead server about every 4 s: a few requests per second in all).
+  Duration backoff_max = std::chrono::seconds(4);
   Duration healthy_after = std::chrono::seconds(10);
   // For a resource that may not exist (a CRD): a 404 on list means "absent": the informer is
   // synced with an empty cache and lists again after `absent_recheck`.
