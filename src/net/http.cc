@@ -228,6 +228,28 @@ Result<Response> HttpClient::Perform(const Request& request,
   return Fail(Error::Code::kUnavailable, "{} {}: {}", request.method, request.url, detail);
 }
 
+Error::Code ErrorCodeForStatus(int status) {
+  switch (status) {
+    case 400:
+    case 422:
+      return Error::Code::kInvalidArgument;
+    case 401:
+    case 403:
+      return Error::Code::kPermissionDenied;
+    case 404:
+      return Error::Code::kNotFound;
+    case 409:
+    case 412:
+      return Error::Code::kConflict;
+    case 410:
+      return Error::Code::kExpired;
+    case 429:
+      return Error::Code::kThrottled;
+    default:
+      return Error::Code::kUnavailable;
+  }
+}
+
 std::string UrlEncode(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -86,6 +86,11 @@ class HttpClient {
   std::vector<std::unique_ptr<Handle>> idle_;
 };
 
+// The Error::Code for an HTTP error status, as the Kubernetes and ARM clients read it: 400/422
+// kInvalidArgument, 401/403 kPermissionDenied, 404 kNotFound, 409/412 kConflict, 410
+// kExpired, 429 kThrottled, anything else (5xx) kUnavailable.
+Error::Code ErrorCodeForStatus(int status);
+
 // Percent-encodes a query parameter value or path segment (RFC 3986 unreserved kept).
 std::string UrlEncode(std::string_view text);
 

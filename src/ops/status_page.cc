@@ -408,33 +408,6 @@ void Backoffs(std::string& out, const Status& s, const StatusPageExtras& x) {
 
 }  // namespace
 
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 std::string FormatAge(Duration d) {
   if (d < Duration::zero()) return "in " + FormatAge(-d);
   int64_t s = std::chrono::duration_cast<std::chrono::seconds>(d).count();

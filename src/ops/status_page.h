@@ -2,6 +2,8 @@
 // last decisions and backoffs, rendered from the loop's Status plus what the controller knows.
 #pragma once
 
+#include "base/html.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,8 +40,8 @@ struct StatusPageExtras {
 // piece of text from the cluster is HTML-escaped). Pure function: no I/O, no clock.
 std::string RenderStatusPage(const autoscaler::Status& status, const StatusPageExtras& extras);
 
-// Escapes &, <, >, " and ' for HTML text and attribute values.
-std::string HtmlEscape(std::string_view text);
+// Kept under ops:: for its callers; one implementation in base/html.h.
+using ::tidepool::HtmlEscape;
 
 // A compact age or duration: "0s", "45s", "3m12s", "2h05m", "3d04h". Negative durations are
 // shown as "in <duration>".

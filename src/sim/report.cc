@@ -1,5 +1,7 @@
 #include "sim/report.h"
 
+#include "base/html.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,33 +31,6 @@ std::string_view PolicyColor(const std::string& name, size_t i) {
   if (name == "ca-like") return "#d1495b";
   if (name == "static") return "#6c757d";
   return kPalette[i % kPalette.size()];
-}
-
-std::string Esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 // Axis range and ticks at 1, 2 or 5 times a power of ten.
@@ -146,7 +121,7 @@ class Chart {
         "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
         Px(x_.lo), Py(y), Px(x_.hi), Py(y), color);
     body_ += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"12\" fill=\"{}\">{}</text>\n",
-                         Px(x_.lo) + 6, Py(y) - 5, color, Esc(label));
+                         Px(x_.lo) + 6, Py(y) - 5, color, HtmlEscape(label));
   }
 
   void AddLegend(std::string name, std::string_view color) {
@@ -159,19 +134,19 @@ class Chart {
         "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, "
         "sans-serif\">\n",
         kChartWidth, kChartHeight);
-    s += fmt::format("<title>{}</title>\n", Esc(title_));
+    s += fmt::format("<title>{}</title>\n", HtmlEscape(title_));
     s += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
                      kChartWidth, kChartHeight);
     s += fmt::format(
         "<text x=\"{}\" y=\"20\" font-size=\"15\" font-weight=\"600\" fill=\"#222\">{}</text>\n",
-        kLeft, Esc(title_));
+        kLeft, HtmlEscape(title_));
     // Legend on one row under the title.
     double lx = kLeft;
     for (const auto& [name, color] : legend_) {
       s += fmt::format(
           "<rect x=\"{:.0f}\" y=\"31\" width=\"14\" height=\"10\" fill=\"{}\"/>"
           "<text x=\"{:.0f}\" y=\"40\" font-size=\"12\" fill=\"#333\">{}</text>\n",
-          lx, color, lx + 19, Esc(name));
+          lx, color, lx + 19, HtmlEscape(name));
       lx += 19 + 7.2 * static_cast<double>(name.size()) + 22;
     }
     // Grid and ticks.
@@ -200,11 +175,11 @@ class Chart {
         kLeft, kChartHeight - kBottom, kChartWidth - kRight, kTop);
     s += fmt::format(
         "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#333\" text-anchor=\"middle\">{}</text>\n",
-        (kLeft + kChartWidth - kRight) / 2, kChartHeight - 10, Esc(x_label_));
+        (kLeft + kChartWidth - kRight) / 2, kChartHeight - 10, HtmlEscape(x_label_));
     s += fmt::format(
         "<text x=\"16\" y=\"{0}\" font-size=\"12\" fill=\"#333\" text-anchor=\"middle\" "
         "transform=\"rotate(-90 16 {0})\">{1}</text>\n",
-        (kTop + kChartHeight - kBottom) / 2, Esc(y_label_));
+        (kTop + kChartHeight - kBottom) / 2, HtmlEscape(y_label_));
     s += "</svg>\n";
     return s;
   }
@@ -298,7 +273,7 @@ std::string SummaryTable(const std::vector<PolicyRun>& runs) {
         "<tr><td class=\"l\"><span class=\"dot\" style=\"background:{}\"></span>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td>"
         "<td>{:.0f}</td><td>{} / {}</td><td>{}</td><td>{} / {}</td></tr>\n",
-        PolicyColor(runs[i].name, i), Esc(runs[i].name), Money(m.cost),
+        PolicyColor(runs[i].name, i), HtmlEscape(runs[i].name), Money(m.cost),
         m.lower_bound_cost > 0 ? fmt::format("{:.2f}x", m.cost / m.lower_bound_cost) : "-",
         FormatSeconds(m.wait_p50), FormatSeconds(m.wait_p95), FormatSeconds(m.wait_max),
         m.gpu_hours_paid, m.gpu_hours_used, m.jobs_completed, m.jobs, m.evictions, m.scale_ups,
@@ -306,7 +281,7 @@ std::string SummaryTable(const std::vector<PolicyRun>& runs) {
   }
   s += "</tbody>\n</table>\n<ul class=\"notes\">\n";
   for (const PolicyRun& r : runs) {
-    s += fmt::format("<li><b>{}</b>: {}</li>\n", Esc(r.name), Esc(r.description));
+    s += fmt::format("<li><b>{}</b>: {}</li>\n", HtmlEscape(r.name), HtmlEscape(r.description));
   }
   if (!runs.empty()) {
     const Summary& m = runs.front().summary;
@@ -354,7 +329,7 @@ std::string RenderHtmlReport(const ReportInput& input) {
   html +=
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
-  html += fmt::format("<title>tidepool simulation: {}</title>\n", Esc(input.title));
+  html += fmt::format("<title>tidepool simulation: {}</title>\n", HtmlEscape(input.title));
   html +=
       "<style>\n"
       "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;"
@@ -380,7 +355,7 @@ std::string RenderHtmlReport(const ReportInput& input) {
   html += fmt::format(
       "<p class=\"sub\">Trace: {} &#183; config: {} &#183; {} jobs &#183; {:.1f} simulated "
       "hours ({:.1f} days) &#183; {} {}</p>\n",
-      Esc(input.title), Esc(input.config_name), first ? first->jobs : 0, hours, hours / 24,
+      HtmlEscape(input.title), HtmlEscape(input.config_name), first ? first->jobs : 0, hours, hours / 24,
       runs.size(), runs.size() == 1 ? "policy" : "policies");
 
   html += "<h2>Summary</h2>\n<div class=\"card\">\n" + SummaryTable(runs) + "</div>\n";

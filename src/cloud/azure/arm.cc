@@ -13,25 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-Error::Code CodeForStatus(int status) {
-  switch (status) {
-    case 400:
-      return Error::Code::kInvalidArgument;
-    case 401:
-    case 403:
-      return Error::Code::kPermissionDenied;
-    case 404:
-      return Error::Code::kNotFound;
-    case 409:
-    case 412:
-      return Error::Code::kConflict;
-    case 429:
-      return Error::Code::kThrottled;
-    default:
-      return Error::Code::kUnavailable;
-  }
-}
-
 // {"error": {"code", "message"}} (ARM and Compute); also a bare {"code", "message"}.
 void ParseArmError(const json& body, std::string& code, std::string& message) {
   if (!body.is_object()) return;
@@ -59,8 +40,8 @@ Error ArmResponse::AsError() const {
   std::string detail = error_code.empty() ? "" : " " + error_code;
   if (!error_message.empty()) detail += ": " + error_message;
   if (detail.empty()) detail = " (no error details in the response)";
-  return Error(CodeForStatus(status), fmt::format("ARM {} {}: HTTP {}{}", method, path, status,
-                                                  detail));
+  return Error(net::ErrorCodeForStatus(status),
+               fmt::format("ARM {} {}: HTTP {}{}", method, path, status, detail));
 }
 
 bool IsStockoutError(std::string_view code, std::string_view message) {

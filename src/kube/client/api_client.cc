@@ -52,28 +52,6 @@ std::string_view ReasonPhrase(int status) {
   }
 }
 
-Error::Code CodeForStatus(int status) {
-  switch (status) {
-    case 400:
-    case 422:
-      return Error::Code::kInvalidArgument;
-    case 401:
-    case 403:
-      return Error::Code::kPermissionDenied;
-    case 404:
-      return Error::Code::kNotFound;
-    case 409:
-    case 412:
-      return Error::Code::kConflict;
-    case 410:
-      return Error::Code::kExpired;
-    case 429:
-      return Error::Code::kThrottled;
-    default:
-      return Error::Code::kUnavailable;
-  }
-}
-
 // Printable, short: for a body that is not a Status object (a proxy's HTML page, say).
 std::string Excerpt(std::string_view body) {
   std::string out;
@@ -251,7 +229,7 @@ Error StatusToError(std::string_view method, std::string_view path, int status,
   if (status == 429 && !retry_after.empty()) {
     message += fmt::format(" (Retry-After: {}s)", Excerpt(retry_after));
   }
-  return Error(CodeForStatus(status), std::move(message));
+  return Error(net::ErrorCodeForStatus(status), std::move(message));
 }
 
 Error StatusObjectToError(std::string_view method, std::string_view path, const Json& status) {
@@ -263,7 +241,7 @@ Error StatusObjectToError(std::string_view method, std::string_view path, const 
   std::string detail = StatusMessage(status);
   std::string message = fmt::format("{} {}: watch error {}", method, path, StatusLine(code));
   if (!detail.empty()) message += ": " + detail;
-  return Error(CodeForStatus(code), std::move(message));
+  return Error(net::ErrorCodeForStatus(code), std::move(message));
 }
 
 struct ApiClient::TokenCache {
