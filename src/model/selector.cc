@@ -86,6 +86,14 @@ std::string_view TaintEffectName(TaintEffect e) {
   return "?";
 }
 
+std::optional<TaintEffect> ParseTaintEffect(std::string_view name) {
+  for (TaintEffect e : {TaintEffect::kNoSchedule, TaintEffect::kPreferNoSchedule,
+                        TaintEffect::kNoExecute}) {
+    if (TaintEffectName(e) == name) return e;
+  }
+  return std::nullopt;
+}
+
 std::string Taint::ToString() const {
   std::string out = "{";
   out += key;

@@ -54,6 +54,8 @@ struct NodeSelector {
 
 enum class TaintEffect { kNoSchedule, kPreferNoSchedule, kNoExecute };
 std::string_view TaintEffectName(TaintEffect e);
+// The effect of its API spelling ("NoSchedule", ...), or nullopt for anything else.
+std::optional<TaintEffect> ParseTaintEffect(std::string_view name);
 
 struct Taint {
   std::string key;

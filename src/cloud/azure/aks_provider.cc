@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "cloud/azure/json_fields.h"
 #include "cloud/azure/node_template.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/url.h"
@@ -14,19 +15,6 @@ namespace tidepool::cloud::azure {
 namespace {
 
 using nlohmann::json;
-
-std::string Str(const json& j, std::string_view key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& Obj(const json& j, std::string_view key) {
-  static const json kEmpty = json::object();
-  if (!j.is_object()) return kEmpty;
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : kEmpty;
-}
 
 // Read-only agent pool properties that must not be sent back in a PUT.
 constexpr std::string_view kReadOnlyProperties[] = {
@@ -59,7 +47,7 @@ Result<AksProvider::AgentPoolView> AksProvider::ReadAgentPool(const std::string&
   TIDEPOOL_ASSIGN_OR_RETURN(ArmResponse r,
                             arm_->Get(AgentPoolPath(agent_pool), settings_.aks_api_version));
   if (!r.ok()) return std::unexpected(r.AsError());
-  const json& props = Obj(r.body, "properties");
+  const json& props = ObjectField(r.body, "properties");
   if (!props.contains("count") || !props["count"].is_number_integer()) {
     return Fail(Error::Code::kUnavailable,
                 "ARM GET {}: the agent pool has no properties.count (expected an integer)", r.path);
@@ -85,11 +73,11 @@ Result<std::optional<std::vector<AksMachine>>> AksProvider::ListMachines(
   std::vector<AksMachine> out;
   for (const json& m : *items) {
     AksMachine machine;
-    machine.name = Str(m, "name");
-    const json& props = Obj(m, "properties");
-    std::string rid = Str(props, "resourceId");
+    machine.name = StringField(m, "name");
+    const json& props = ObjectField(m, "properties");
+    std::string rid = StringField(props, "resourceId");
     if (!rid.empty()) machine.provider_id = "azure://" + rid;
-    machine.provisioning = Str(Obj(props, "status"), "provisioningState");
+    machine.provisioning = StringField(ObjectField(props, "status"), "provisioningState");
     if (!machine.name.empty()) out.push_back(std::move(machine));
   }
   return std::optional<std::vector<AksMachine>>(std::move(out));
@@ -118,7 +106,7 @@ Result<void> AksProvider::SetCount(const std::string& pool, const std::string& a
       return Fail(Error::Code::kThrottled,
                   "aks: pool {}: ARM is throttling reads; not scaling on a cached count", pool);
     }
-    const json& props = Obj(ap.body, "properties");
+    const json& props = ObjectField(ap.body, "properties");
     if (props.contains("enableAutoScaling") && props["enableAutoScaling"].is_boolean() &&
         props["enableAutoScaling"].get<bool>()) {
       return InvalidArgument(
@@ -173,7 +161,7 @@ Result<std::optional<PoolSize>> AksProvider::RefreshPool(const model::Pool& pool
   TIDEPOOL_ASSIGN_OR_RETURN(std::string agent_pool, AgentPoolOf(pool.name));
   TIDEPOOL_ASSIGN_OR_RETURN(AgentPoolView ap, ReadAgentPool(agent_pool));
   TIDEPOOL_ASSIGN_OR_RETURN(auto machines, ListMachines(agent_pool));
-  const json& props = Obj(ap.body, "properties");
+  const json& props = ObjectField(ap.body, "properties");
   PoolSize size;
   size.pool = pool.name;
   size.target = ap.count;
@@ -185,10 +173,10 @@ Result<std::optional<PoolSize>> AksProvider::RefreshPool(const model::Pool& pool
   } else {
     size.instances = ap.count;
   }
-  if (EqualsIgnoreCase(Str(props, "provisioningState"), "Failed") && !ap.from_cache) {
-    const json& err = Obj(Obj(props, "status"), "provisioningError");
-    std::string code = Str(err, "code");
-    std::string message = Str(err, "message");
+  if (EqualsIgnoreCase(StringField(props, "provisioningState"), "Failed") && !ap.from_cache) {
+    const json& err = ObjectField(ObjectField(props, "status"), "provisioningError");
+    std::string code = StringField(err, "code");
+    std::string message = StringField(err, "message");
     if (IsStockoutError(code, message)) {
       NoteStockout(pool.name, fmt::format("{}: {} (agent pool {})", code, message, agent_pool),
                    now);
@@ -340,9 +328,9 @@ Result<std::vector<model::Pool>> AksProvider::DiscoverPools(Time) {
   for (const auto& [pool, agent_pool] : settings_.agent_pools) taken.insert(agent_pool);
   std::vector<model::Pool> out;
   for (const json& ap : items) {
-    std::string name = Str(ap, "name");
+    std::string name = StringField(ap, "name");
     if (name.empty() || taken.contains(name) || FindPool(name) != nullptr) continue;
-    const json& props = Obj(ap, "properties");
+    const json& props = ObjectField(ap, "properties");
     if (props.contains("enableAutoScaling") && props["enableAutoScaling"].is_boolean() &&
         props["enableAutoScaling"].get<bool>()) {
       spdlog::info("aks: agent pool {} is scaled by AKS's own autoscaler; not adopted", name);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "cloud/azure/json_fields.h"
 #include "cloud/azure/sku.h"
 #include "cloud/azure/url.h"
 #include "model/quantity.h"
@@ -12,19 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string Str(const json& j, std::string_view key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& Obj(const json& j, std::string_view key) {
-  static const json kEmpty = json::object();
-  if (!j.is_object()) return kEmpty;
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : kEmpty;
-}
-
 std::optional<int64_t> IntOf(const json& v) {
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_string()) {
@@ -33,13 +21,6 @@ std::optional<int64_t> IntOf(const json& v) {
     long long n = std::strtoll(s.c_str(), &end, 10);
     if (!s.empty() && *end == '\0') return n;
   }
-  return std::nullopt;
-}
-
-std::optional<model::TaintEffect> EffectOf(std::string_view s) {
-  if (s == "NoSchedule") return model::TaintEffect::kNoSchedule;
-  if (s == "PreferNoSchedule") return model::TaintEffect::kPreferNoSchedule;
-  if (s == "NoExecute") return model::TaintEffect::kNoExecute;
   return std::nullopt;
 }
 
@@ -53,7 +34,7 @@ void AddTaint(model::Node& node, model::Taint t) {
 std::optional<model::Taint> ParseTaintSpec(std::string_view spec) {
   auto colon = spec.rfind(':');
   if (colon == std::string_view::npos) return std::nullopt;
-  auto effect = EffectOf(spec.substr(colon + 1));
+  auto effect = model::ParseTaintEffect(spec.substr(colon + 1));
   if (!effect) return std::nullopt;
   std::string_view kv = spec.substr(0, colon);
   auto eq = kv.find('=');
@@ -103,7 +84,7 @@ void ApplyTagLabelsAndTaints(const json& tags, model::Node& node, model::Resourc
       std::string key = DecodeTagKey(std::string_view(name).substr(kTagTaintPrefix.size()));
       auto colon = v.rfind(':');
       if (key.empty() || colon == std::string::npos) continue;
-      auto effect = EffectOf(std::string_view(v).substr(colon + 1));
+      auto effect = model::ParseTaintEffect(std::string_view(v).substr(colon + 1));
       if (!effect) continue;
       AddTaint(node, model::Taint{key, v.substr(0, colon), *effect});
     } else if (name.starts_with(kTagResourcesPrefix)) {
@@ -135,8 +116,8 @@ std::string DecodeTagKey(std::string_view encoded) {
 Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const json& scale_set) {
   model::Pool pool;
   pool.name = pool_name;
-  const json& tags = Obj(scale_set, "tags");
-  const std::string vmss_name = Str(scale_set, "name");
+  const json& tags = ObjectField(scale_set, "tags");
+  const std::string vmss_name = StringField(scale_set, "name");
   auto where = [&](const Error& e) { return e.Wrap(fmt::format("scale set {}", vmss_name)); };
   std::optional<int64_t> min, max;
   if (tags.contains(kTagMin)) min = IntOf(tags[std::string(kTagMin)]);
@@ -152,10 +133,10 @@ Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const json& s
         Error::Code::kInvalidArgument,
         fmt::format("tags min {} and max {} (expected 0 <= min <= max)", pool.min, pool.max))));
   }
-  std::string priority = Str(Obj(scale_set, "properties"), "priority");
+  std::string priority = StringField(ObjectField(scale_set, "properties"), "priority");
   const bool spot = EqualsIgnoreCase(priority, "Spot") || EqualsIgnoreCase(priority, "Low");
   pool.capacity_type = spot ? model::CapacityType::kSpot : model::CapacityType::kOnDemand;
-  pool.instance_type = Str(Obj(scale_set, "sku"), "name");
+  pool.instance_type = StringField(ObjectField(scale_set, "sku"), "name");
 
   model::Node& node = pool.template_node;
   node.meta.name = "template-" + pool_name;
@@ -165,8 +146,8 @@ Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const json& s
   if (auto r = ApplySku(pool.instance_type, 110, node, from_tags); !r) {
     return std::unexpected(where(r.error()));
   }
-  std::string agent_pool = Str(tags, kTagAksPoolName);
-  if (agent_pool.empty()) agent_pool = Str(tags, kTagPoolName);
+  std::string agent_pool = StringField(tags, kTagAksPoolName);
+  if (agent_pool.empty()) agent_pool = StringField(tags, kTagPoolName);
   if (!agent_pool.empty()) {
     node.meta.labels[std::string(kLabelAgentPool)] = agent_pool;
     node.meta.labels[std::string(kLabelLegacyAgentPool)] = agent_pool;
@@ -179,13 +160,13 @@ Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const json& s
 Result<model::Pool> PoolFromAgentPool(const std::string& pool_name, const json& agent_pool) {
   model::Pool pool;
   pool.name = pool_name;
-  const json& props = Obj(agent_pool, "properties");
-  const std::string ap_name = Str(agent_pool, "name");
+  const json& props = ObjectField(agent_pool, "properties");
+  const std::string ap_name = StringField(agent_pool, "name");
   auto where = [&](const Error& e) { return e.Wrap(fmt::format("agent pool {}", ap_name)); };
   std::optional<int64_t> min, max;
   if (props.contains("minCount")) min = IntOf(props["minCount"]);
   if (props.contains("maxCount")) max = IntOf(props["maxCount"]);
-  const json& tags = Obj(props, "tags");
+  const json& tags = ObjectField(props, "tags");
   if (!max && tags.contains(kTagMax)) max = IntOf(tags[std::string(kTagMax)]);
   if (!min && tags.contains(kTagMin)) min = IntOf(tags[std::string(kTagMin)]);
   if (!max || *max < 0) {
@@ -200,13 +181,13 @@ Result<model::Pool> PoolFromAgentPool(const std::string& pool_name, const json& 
         Error::Code::kInvalidArgument,
         fmt::format("min {} and max {} (expected 0 <= min <= max)", pool.min, pool.max))));
   }
-  const bool spot = EqualsIgnoreCase(Str(props, "scaleSetPriority"), "Spot");
+  const bool spot = EqualsIgnoreCase(StringField(props, "scaleSetPriority"), "Spot");
   pool.capacity_type = spot ? model::CapacityType::kSpot : model::CapacityType::kOnDemand;
   if (spot && props.contains("spotMaxPrice") && props["spotMaxPrice"].is_number() &&
       props["spotMaxPrice"].get<double>() > 0) {
     pool.price_per_hour = props["spotMaxPrice"].get<double>();  // an upper bound of the price
   }
-  pool.instance_type = Str(props, "vmSize");
+  pool.instance_type = StringField(props, "vmSize");
   int max_pods = 110;
   if (props.contains("maxPods")) {
     if (auto n = IntOf(props["maxPods"]); n && *n > 0) max_pods = static_cast<int>(*n);
@@ -218,7 +199,7 @@ Result<model::Pool> PoolFromAgentPool(const std::string& pool_name, const json& 
   if (auto r = ApplySku(pool.instance_type, max_pods, node, model::Resources()); !r) {
     return std::unexpected(where(r.error()));
   }
-  if (const json& labels = Obj(props, "nodeLabels"); labels.is_object()) {
+  if (const json& labels = ObjectField(props, "nodeLabels"); labels.is_object()) {
     for (const auto& [k, v] : labels.items()) {
       if (v.is_string()) node.meta.labels[k] = v.get<std::string>();
     }

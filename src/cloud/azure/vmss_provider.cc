@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "cloud/azure/json_fields.h"
 #include "cloud/azure/node_template.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/url.h"
@@ -17,19 +18,6 @@ namespace {
 using nlohmann::json;
 
 constexpr Duration kDiscoveryInterval = std::chrono::minutes(1);
-
-std::string Str(const json& j, std::string_view key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
-const json& Obj(const json& j, std::string_view key) {
-  static const json kEmpty = json::object();
-  if (!j.is_object()) return kEmpty;
-  auto it = j.find(key);
-  return it != j.end() && it->is_object() ? *it : kEmpty;
-}
 
 long long NumericId(const std::string& id) {
   char* end = nullptr;
@@ -52,10 +40,10 @@ std::string PoolNameFrom(std::string_view raw) {
 
 // The name a discovered scale set is known by as a pool.
 std::string DiscoveredPoolName(const json& scale_set) {
-  const json& tags = Obj(scale_set, "tags");
-  std::string name = Str(tags, kTagAksPoolName);
-  if (name.empty()) name = Str(tags, kTagPoolName);
-  if (name.empty()) name = Str(scale_set, "name");
+  const json& tags = ObjectField(scale_set, "tags");
+  std::string name = StringField(tags, kTagAksPoolName);
+  if (name.empty()) name = StringField(tags, kTagPoolName);
+  if (name.empty()) name = StringField(scale_set, "name");
   return PoolNameFrom(name);
 }
 
@@ -105,22 +93,22 @@ Result<void> VmssProvider::Discover(Time now, bool force) {
   discovered_at_ = now;
   discovered_.clear();
   for (auto& ss : items) {
-    const json& tags = Obj(ss, "tags");
+    const json& tags = ObjectField(ss, "tags");
     bool match = false;
     if (!settings_.discovery_cluster.empty()) {
       match = tags.contains(kTagAutoscalerEnabled) &&
               tags.contains(std::string(kTagAutoscalerClusterPrefix) +
                             settings_.discovery_cluster);
     }
-    if (settings_.discovery_pool_name_tag && !Str(tags, kTagPoolName).empty()) match = true;
+    if (settings_.discovery_pool_name_tag && !StringField(tags, kTagPoolName).empty()) match = true;
     if (match) discovered_.push_back(std::move(ss));
   }
   // Bind configured (and adopted) pools that have no explicit scale set.
   for (const model::Pool& pool : pools()) {
     if (settings_.scale_sets.contains(pool.name)) continue;
     for (const json& ss : discovered_) {
-      if (DiscoveredPoolName(ss) == pool.name || Str(ss, "name") == pool.name) {
-        bound_[pool.name] = Str(ss, "name");
+      if (DiscoveredPoolName(ss) == pool.name || StringField(ss, "name") == pool.name) {
+        bound_[pool.name] = StringField(ss, "name");
         break;
       }
     }
@@ -135,7 +123,7 @@ Result<std::vector<model::Pool>> VmssProvider::DiscoverPools(Time now) {
   for (const auto& [pool, ss] : bound_) taken.insert(ToLower(ss));
   std::vector<model::Pool> out;
   for (const json& ss : discovered_) {
-    std::string ss_name = Str(ss, "name");
+    std::string ss_name = StringField(ss, "name");
     if (taken.contains(ToLower(ss_name))) continue;
     std::string name = DiscoveredPoolName(ss);
     if (name.empty() || FindPool(name) != nullptr) {
@@ -160,7 +148,7 @@ Result<VmssProvider::ScaleSetView> VmssProvider::ReadScaleSet(const std::string&
                             arm_->Get(ScaleSetPath(scale_set), settings_.compute_api_version));
   if (!r.ok()) return std::unexpected(r.AsError());
   ScaleSetView v;
-  const json& sku = Obj(r.body, "sku");
+  const json& sku = ObjectField(r.body, "sku");
   if (!sku.contains("capacity") || !sku["capacity"].is_number_integer()) {
     return Fail(Error::Code::kUnavailable,
                 "ARM GET {}: the scale set has no sku.capacity (expected an integer)", r.path);
@@ -180,25 +168,25 @@ Result<std::vector<VmssInstance>> VmssProvider::ListInstances(const std::string&
   out.reserve(items.size());
   for (const json& vm : items) {
     VmssInstance inst;
-    inst.id = Str(vm, "instanceId");
-    std::string rid = Str(vm, "id");
+    inst.id = StringField(vm, "instanceId");
+    std::string rid = StringField(vm, "id");
     if (inst.id.empty()) inst.id = rid.substr(rid.rfind('/') + 1);
     if (inst.id.empty()) continue;
     inst.provider_id = VmssProviderId(
         {settings_.subscription_id, settings_.resource_group, scale_set, inst.id});
-    const json& props = Obj(vm, "properties");
-    inst.provisioning = Str(props, "provisioningState");
-    inst.computer_name = Str(Obj(props, "osProfile"), "computerName");
-    const json& view = Obj(props, "instanceView");
+    const json& props = ObjectField(vm, "properties");
+    inst.provisioning = StringField(props, "provisioningState");
+    inst.computer_name = StringField(ObjectField(props, "osProfile"), "computerName");
+    const json& view = ObjectField(props, "instanceView");
     if (view.contains("statuses") && view["statuses"].is_array()) {
       for (const json& st : view["statuses"]) {
-        std::string code = Str(st, "code");
+        std::string code = StringField(st, "code");
         if (code.starts_with("PowerState/")) {
           inst.power = code.substr(std::string_view("PowerState/").size());
         } else if (code.starts_with("ProvisioningState/failed")) {
           auto slash = code.find('/', std::string_view("ProvisioningState/").size());
           inst.error_code = slash == std::string::npos ? "" : code.substr(slash + 1);
-          inst.error_message = Str(st, "message");
+          inst.error_message = StringField(st, "message");
           if (inst.provisioning.empty()) inst.provisioning = "Failed";
         }
       }
@@ -281,7 +269,7 @@ Result<std::optional<PoolSize>> VmssProvider::RefreshPool(const model::Pool& poo
   TIDEPOOL_ASSIGN_OR_RETURN(ScaleSetView ss, ReadScaleSet(*bound));
   TIDEPOOL_ASSIGN_OR_RETURN(std::vector<VmssInstance> instances, ListInstances(*bound));
   if (!pool.instance_type.empty()) {
-    std::string sku = Str(Obj(ss.body, "sku"), "name");
+    std::string sku = StringField(ObjectField(ss.body, "sku"), "name");
     if (!sku.empty() && !EqualsIgnoreCase(sku, pool.instance_type)) {
       spdlog::warn("azure-vmss: pool {}: config says {} but scale set {} runs {}", pool.name,
                    pool.instance_type, *bound, sku);

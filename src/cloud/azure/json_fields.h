@@ -1,0 +1,27 @@
+// Lenient readers of ARM JSON bodies: a field of the expected type, or an empty value, for the
+// many optional properties ARM may leave out. Shared by the providers and the template builder.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace tidepool::cloud::azure {
+
+// j[key] when j is an object and the field is a string; "" otherwise.
+inline std::string StringField(const nlohmann::json& j, std::string_view key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// j[key] when j is an object and the field is an object; an empty object otherwise.
+inline const nlohmann::json& ObjectField(const nlohmann::json& j, std::string_view key) {
+  static const nlohmann::json kEmpty = nlohmann::json::object();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_object() ? *it : kEmpty;
+}
+
+}  // namespace tidepool::cloud::azure
