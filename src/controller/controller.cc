@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "planner/cluster.h"
+#include "kube/client/writes.h"
 
 namespace tidepool::controller {
 
@@ -215,11 +215,8 @@ void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
       break;
     }
     case Action::Kind::kTaintNode: {
-      auto r = writer_.AddTaint(a.node, {std::string(planner::kToBeDeletedTaint),
-                                         std::to_string(std::chrono::duration_cast<
-                                                            std::chrono::seconds>(
-                                                            now.time_since_epoch())
-                                                            .count()),
+      auto r = writer_.AddTaint(a.node, {std::string(model::kToBeDeletedTaint),
+                                         kube::TaintTimestamp(now),
                                          model::TaintEffect::kNoSchedule});
       // The plan came from the informer cache, which may lag (a cut watch, a slow API server).
       // With the taint on, no new pod can land; now read the node's pods fresh and go on only
@@ -231,20 +228,17 @@ void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
       break;
     }
     case Action::Kind::kMarkCandidate: {
-      auto r = writer_.AddTaint(a.node, {std::string(planner::kDeletionCandidateTaint),
-                                         std::to_string(std::chrono::duration_cast<
-                                                            std::chrono::seconds>(
-                                                            now.time_since_epoch())
-                                                            .count()),
+      auto r = writer_.AddTaint(a.node, {std::string(model::kDeletionCandidateTaint),
+                                         kube::TaintTimestamp(now),
                                          model::TaintEffect::kPreferNoSchedule});
       log_failure(r);
       break;
     }
     case Action::Kind::kUnmarkCandidate:
-      log_failure(writer_.RemoveTaint(a.node, std::string(planner::kDeletionCandidateTaint)));
+      log_failure(writer_.RemoveTaint(a.node, std::string(model::kDeletionCandidateTaint)));
       break;
     case Action::Kind::kUntaintNode:
-      log_failure(writer_.RemoveTaint(a.node, std::string(planner::kToBeDeletedTaint)));
+      log_failure(writer_.RemoveTaint(a.node, std::string(model::kToBeDeletedTaint)));
       break;
     case Action::Kind::kEvictPods:
       for (const std::string& pod : a.pods) {
@@ -338,7 +332,7 @@ Result<void> Controller::VerifyNodePods(const std::string& node, const ClusterVi
     }
   }
   if (!verdict) {
-    auto undo = writer_.RemoveTaint(node, std::string(planner::kToBeDeletedTaint));
+    auto undo = writer_.RemoveTaint(node, std::string(model::kToBeDeletedTaint));
     if (!undo) spdlog::warn("node {}: removing the taint again: {}", node, undo.error().message());
   }
   return verdict;

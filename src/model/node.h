@@ -16,6 +16,12 @@ inline constexpr std::string_view kLabelHostname = "kubernetes.io/hostname";
 inline constexpr std::string_view kLabelZone = "topology.kubernetes.io/zone";
 inline constexpr std::string_view kLabelInstanceType = "node.kubernetes.io/instance-type";
 
+// The taints Cluster Autoscaler puts on nodes, which other tools recognise; tidepool writes and
+// reads the same. ToBeDeleted (NoSchedule) marks a node being removed, its value the unix time
+// in seconds it was added; DeletionCandidate (PreferNoSchedule) marks an unneeded node.
+inline constexpr std::string_view kToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler";
+inline constexpr std::string_view kDeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler";
+
 struct Node {
   ObjectMeta meta;
   bool unschedulable = false;

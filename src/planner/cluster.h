@@ -24,8 +24,8 @@ inline constexpr std::string_view kCaScaleDownDisabledAnnotation =
     "cluster-autoscaler.kubernetes.io/scale-down-disabled";
 inline constexpr std::string_view kScaleDownDisabledAnnotation = "tidepool.dev/scale-down-disabled";
 inline constexpr std::string_view kDoNotDisruptAnnotation = "karpenter.sh/do-not-disrupt";
-inline constexpr std::string_view kToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler";
-inline constexpr std::string_view kDeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler";
+using model::kDeletionCandidateTaint;
+using model::kToBeDeletedTaint;
 inline constexpr std::string_view kGangSizeAnnotation = "tidepool.dev/gang-size";
 inline constexpr std::string_view kAgentPoolLabel = "agentpool";
 inline constexpr std::string_view kAksAgentPoolLabel = "kubernetes.azure.com/agentpool";

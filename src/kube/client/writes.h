@@ -16,13 +16,13 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "kube/client/api_client.h"
+#include "model/node.h"
 
 namespace tidepool::kube {
 
-// Taints Cluster Autoscaler puts on nodes, which other tools (and kube-scheduler users)
-// recognise. The value of kToBeDeletedTaint is the unix time in seconds when it was added.
-inline constexpr std::string_view kToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler";
-inline constexpr std::string_view kDeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler";
+// The taint names (model/node.h), under kube:: for the writes' callers.
+using model::kDeletionCandidateTaint;
+using model::kToBeDeletedTaint;
 inline constexpr std::string_view kNoSchedule = "NoSchedule";
 inline constexpr std::string_view kPreferNoSchedule = "PreferNoSchedule";
 inline constexpr std::string_view kNoExecute = "NoExecute";
