@@ -18,10 +18,8 @@ shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-azure-e2e.XXXXXX")
-export TESTENV_DIR=${E2E_TESTENV_DIR:-$WORK/testenv}
-export TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+source "$HERE/lib.sh"
 NS=e2e
-TP_PIDS=()
 FAKE_PID=""
 FAKE_URL=""
 
@@ -41,24 +39,12 @@ SS_GPU=k8s-gpu-29744472-vmss
 cleanup() {
   stop_all_tidepool
   stop_fake
-  if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+  e2e_disconnect
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
-
-if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then
-  KUBECONFIG=$("$ROOT/testenv/up" 2>"$WORK/up.log" | tail -1) || {
-    cat "$WORK/up.log" >&2
-    echo "FAIL setup: testenv did not come up" >&2
-    exit 1
-  }
-else
-  KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
-fi
-export KUBECONFIG
-k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+e2e_connect
 
 # ---- helpers ---------------------------------------------------------------------------------
 
@@ -165,51 +151,14 @@ EOF
   echo "$WORK/config.yaml"
 }
 
-# start_tidepool NAME CONFIG [ARGS...]: runs tidepool in the background, log in $WORK/NAME.log;
-# its pid in LAST_PID. (Not meant for $(...): the pid list must stay in this shell.)
-start_tidepool() {
-  local name=$1 config=$2
-  shift 2
-  "$TIDEPOOL" run --config "$config" --kubeconfig "$KUBECONFIG" --namespace "$NS" \
-    --identity "$name" --lease-duration 6s --renew-deadline 4s --retry-period 1s \
-    --listen "" "$@" \
-    >>"$WORK/$name.log" 2>&1 &
-  LAST_PID=$!
-  TP_PIDS+=("$LAST_PID")
-}
 
-stop_all_tidepool() {
-  for pid in "${TP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for pid in "${TP_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-  TP_PIDS=()
-}
 
-# wait_until SECONDS CMD...: polls CMD every 0.5 s; fails after SECONDS.
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ((SECONDS < deadline)); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
-    sleep 0.5
-  done
-  return 1
-}
 
 # Nodes of a pool by the agentpool label the fake's VMs register with (as aks-engine's do).
 nodes_of() { k get nodes -l "agentpool=$1" -o name | wc -l; }
-node_count() { k get nodes -o name | wc -l; }
 has_nodes() { [[ $(nodes_of "$1") -eq $2 ]]; }
-pod_phase() { k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}'; }
-pod_running() { [[ $(pod_phase "$1") == Running ]]; }
 pod_node() { k -n "$NS" get pod "$1" -o jsonpath='{.spec.nodeName}'; }
 node_gone() { ! kubectl --request-timeout=20s get node "$1" >/dev/null 2>&1; }
-tainted_nodes() {
-  k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}{"\n"}{end}' |
-    grep -c ToBeDeletedByClusterAutoscaler
-}
-event_for() {  # event_for REASON OBJECT_NAME
-  k get events -A --field-selector "reason=$1,involvedObject.name=$2" -o name | grep -q .
-}
 
 reset_cluster() {
   stop_all_tidepool

@@ -22,14 +22,12 @@ shift
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-faults.XXXXXX")
-export TESTENV_DIR=${E2E_TESTENV_DIR:-$WORK/testenv}
-export TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+source "$HERE/lib.sh"
 OUTAGE=${FAULT_OUTAGE:-10}
 NS=faults
 TP_PID=""
 PROXY_PID=""
 
-log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 stop_tidepool() {
   if [[ -n $TP_PID ]]; then kill -TERM "$TP_PID" 2>/dev/null; wait "$TP_PID" 2>/dev/null; TP_PID=""; fi
 }
@@ -44,27 +42,16 @@ cleanup() {
     kubectl --request-timeout=20s delete clusterrolebinding tidepool-faults-token >/dev/null 2>&1
     kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
   fi
-  if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+  e2e_disconnect
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap "exit 143" INT TERM
 
-if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then
-  KUBECONFIG=$("$ROOT/testenv/up" --timeout 180s 2>"$WORK/up.log" | tail -1) || {
-    cat "$WORK/up.log" >&2
-    echo "FAIL setup: testenv did not come up" >&2
-    exit 1
-  }
-else
-  KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
-fi
-export KUBECONFIG
-k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+e2e_connect
 PKI=$TESTENV_DIR/pki
 APISERVER=$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now_ms() { date +%s%3N; }
 
 CONFIG=$WORK/config.yaml
@@ -103,7 +90,7 @@ start_proxy() {
 faults() { curl -s "http://127.0.0.1:$CONTROL_PORT/set?$1"; }
 stat() { curl -s "http://127.0.0.1:$CONTROL_PORT/stats" | python3 -c "import json,sys; print(int(json.load(sys.stdin)['stats']['$1']))"; }
 
-start_tidepool() {  # start_tidepool KUBECONFIG [ARGS...]
+run_tidepool() {  # run_tidepool KUBECONFIG [ARGS...]
   local kc=$1
   shift
   "$TIDEPOOL" run --config "$CONFIG" --kubeconfig "$kc" --namespace "$NS" --identity faults \
@@ -136,12 +123,6 @@ EOF
 }
 nodes_of() { k get nodes -l "tidepool.dev/pool=$1" -o name | wc -l; }
 pod_running() { [[ $(k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}') == Running ]]; }
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ((SECONDS < deadline)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.2; done
-  return 1
-}
 # Machines tidepool asked the kwok provider for (booting or registered).
 requested() {
   local booting
@@ -168,7 +149,7 @@ scenario_faults() {
   start_proxy
   kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
   faults 'p429=0.2&p500=0.1&pslow=0.1&slow=1&cut=4' >/dev/null
-  start_tidepool "$WORK/proxy.kubeconfig"
+  run_tidepool "$WORK/proxy.kubeconfig"
   sleep 3
   gpu_pod f-0
   local t0=$SECONDS
@@ -192,7 +173,7 @@ scenario_outage() {
   [[ -n $PROXY_PID ]] || start_proxy
   kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
   faults 'p429=0&p500=0&pslow=0&cut=0&down=0' >/dev/null
-  [[ -n $TP_PID ]] || start_tidepool "$WORK/proxy.kubeconfig"
+  [[ -n $TP_PID ]] || run_tidepool "$WORK/proxy.kubeconfig"
   gpu_pod o-0
   wait_until 60 pod_running o-0 || { fail "o-0 not Running before the outage"; return 1; }
   local before
@@ -222,7 +203,7 @@ scenario_token_not_logged() {
   faults 'p429=0.05&p500=0.05&pslow=0&cut=0&down=0' >/dev/null
   kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
   : >"$WORK/tidepool.log"
-  start_tidepool "$WORK/proxy.kubeconfig" --log-level trace
+  run_tidepool "$WORK/proxy.kubeconfig" --log-level trace
   gpu_pod t-0
   wait_until 90 pod_running t-0 || { fail "t-0 not Running"; return 1; }
   stop_tidepool
@@ -234,7 +215,7 @@ scenario_token_not_logged() {
   real=$(k -n "$NS" create token tidepool-faults --duration=1h)
   [[ -n $real ]] || { fail "could not create a ServiceAccount token"; return 1; }
   kubeconfig_for "$APISERVER" "$real" "$WORK/direct.kubeconfig"
-  start_tidepool "$WORK/direct.kubeconfig" --log-level trace
+  run_tidepool "$WORK/direct.kubeconfig" --log-level trace
   gpu_pod t-1
   wait_until 60 pod_running t-1 || { fail "t-1 not Running with the ServiceAccount token"; return 1; }
   stop_tidepool

@@ -41,14 +41,12 @@ CONVERGE_TIMEOUT=${SOAK_CONVERGE_TIMEOUT:-150}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-soak.XXXXXX")
-export TESTENV_DIR=${E2E_TESTENV_DIR:-$WORK/testenv}
-export TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
+source "$HERE/lib.sh"
 NS=soak
 TP_PID=""
 SAMPLER_PID=""
 RANDOM=$((SEED % 32768))
 
-log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 
 stop_tidepool() {
   if [[ -n $TP_PID ]]; then
@@ -64,23 +62,13 @@ cleanup() {
     kubectl --request-timeout=20s delete namespace "$NS" --wait=false >/dev/null 2>&1
     kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
   fi
-  if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+  e2e_disconnect
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap "exit 143" INT TERM
 
-if [[ -z "${E2E_TESTENV_DIR:-}" ]]; then
-  KUBECONFIG=$("$ROOT/testenv/up" --timeout 180s 2>"$WORK/up.log" | tail -1) || {
-    cat "$WORK/up.log" >&2
-    echo "FAIL setup: testenv did not come up" >&2
-    exit 1
-  }
-else
-  KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
-fi
-export KUBECONFIG
-k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+e2e_connect
 
 # ---- cluster and workload --------------------------------------------------------------------
 
@@ -150,7 +138,7 @@ reset_cluster() {
   while ((SECONDS < deadline)) && ! k -n "$NS" get serviceaccount default >/dev/null; do sleep 0.5; done
 }
 
-start_tidepool() {
+run_tidepool() {
   "$TIDEPOOL" run --config "$CONFIG" --kubeconfig "$KUBECONFIG" --namespace "$NS" \
     --identity soak --lease-duration 6s --renew-deadline 4s --retry-period 1s --listen "" \
     >>"$WORK/tidepool.log" 2>&1 &
@@ -267,7 +255,7 @@ pdb_sampler() {
 
 log "soak: $RUNS run(s), seed $SEED (replay with SOAK_SEED=$SEED)"
 reset_cluster
-start_tidepool
+run_tidepool
 deployment guarded 3 '{cpu: "2", memory: 1Gi}' | k apply -f - >/dev/null
 deployment cpu-wave 0 '{cpu: "2", memory: 1Gi}' | k apply -f - >/dev/null
 deployment gpu-wave 0 '{cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}' | k apply -f - >/dev/null
@@ -307,7 +295,7 @@ for ((run = 1; run <= RUNS; run++)); do
   TP_PID=""
   case $what in booting) kills_booting=$((kills_booting + 1)) ;; draining) kills_draining=$((kills_draining + 1)) ;; *) kills_idle=$((kills_idle + 1)) ;; esac
   t0=$SECONDS
-  start_tidepool
+  run_tidepool
   if wait_converged; then
     converged=$((converged + 1))
     took=$((SECONDS - t0 - STABLE)); ((took < 0)) && took=0

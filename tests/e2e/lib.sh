@@ -1,0 +1,73 @@
+# Shared helpers of the end-to-end scripts (sourced, not run). The script sets ROOT (the
+# repository), WORK (its scratch directory) and NS (its namespace) before sourcing.
+
+log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
+k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+
+# e2e_connect: exports KUBECONFIG for the testenv in $E2E_TESTENV_DIR (a ctest fixture's) or,
+# without it, for a private one brought up in $WORK/testenv; e2e_disconnect stops only the
+# private one.
+e2e_connect() {
+  if [[ -n ${E2E_TESTENV_DIR:-} ]]; then
+    export TESTENV_DIR=$E2E_TESTENV_DIR
+    KUBECONFIG=$TESTENV_DIR/admin.kubeconfig
+  else
+    export TESTENV_DIR=$WORK/testenv
+    E2E_OWN_TESTENV=1
+    KUBECONFIG=$(TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1} "$ROOT/testenv/up" --timeout 180s \
+      2>"$WORK/up.log" | tail -1) || {
+      cat "$WORK/up.log" >&2
+      echo "FAIL setup: testenv did not come up" >&2
+      exit 1
+    }
+  fi
+  export KUBECONFIG
+}
+e2e_disconnect() {
+  if [[ -n ${E2E_OWN_TESTENV:-} ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
+}
+
+# wait_until SECONDS CMD...: polls CMD every 0.5 s; fails after SECONDS.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  while ((SECONDS < deadline)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  return 1
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start_tidepool NAME CONFIG [ARGS...]: `tidepool run` ($TIDEPOOL) in the background in $NS, log
+# in $WORK/NAME.log, pid in LAST_PID and TP_PIDS (not for $(...): the list must stay in this
+# shell); short lease timings; ops server on $LISTEN (default: off).
+TP_PIDS=()
+start_tidepool() {
+  local name=$1 config=$2
+  shift 2
+  "$TIDEPOOL" run --config "$config" --kubeconfig "$KUBECONFIG" --namespace "$NS" \
+    --identity "$name" --lease-duration 6s --renew-deadline 4s --retry-period 1s \
+    --listen "${LISTEN:-}" "$@" >>"$WORK/$name.log" 2>&1 &
+  LAST_PID=$!
+  TP_PIDS+=("$LAST_PID")
+}
+stop_all_tidepool() {
+  local pid
+  for pid in "${TP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${TP_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+  TP_PIDS=()
+}
+
+node_count() { k get nodes -o name | wc -l; }
+pod_phase() { k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}'; }
+pod_running() { [[ $(pod_phase "$1") == Running ]]; }
+# Nodes carrying the ToBeDeletedByClusterAutoscaler taint.
+tainted_nodes() {
+  k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}{"\n"}{end}' |
+    grep -c ToBeDeletedByClusterAutoscaler
+}
+event_for() {  # event_for REASON OBJECT_NAME
+  k get events -A --field-selector "reason=$1,involvedObject.name=$2" -o name | grep -q .
+}
