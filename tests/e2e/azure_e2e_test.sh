@@ -281,7 +281,7 @@ scenario_scale_from_zero() {
 # on-demand scale set instead, quickly, and the pod runs on the on-demand node.
 scenario_spot_fallback() {
   start_both || return 1
-  fake_post "fail-next-scale-up?code=AllocationFailed" | grep -q '"ok"' ||
+  grep -q '"ok"' <<<"$(fake_post "fail-next-scale-up?code=AllocationFailed")" ||
     { fail "could not script the AllocationFailed"; return 1; }
   local t0=$SECONDS
   gpu_pod spotty 1 spot | k apply -f - >/dev/null || { fail "could not create the pod"; return 1; }

@@ -116,11 +116,15 @@ scenario_scale_from_zero() {
   local base=http://127.0.0.1:$port
   [[ $(curl -s "$base/healthz") == ok ]] || { fail "/healthz is not ok"; return 1; }
   [[ $(curl -s -o /dev/null -w '%{http_code}' "$base/readyz") == 200 ]] || { fail "/readyz is not 200"; return 1; }
-  curl -s "$base/metrics" | grep -q '^tidepool_scale_up_nodes_total{pool="gpu"} 1$' ||
-    { fail "/metrics does not count the scale-up: $(curl -s "$base/metrics" | grep scale_up)"; return 1; }
-  curl -s "$base/metrics" | grep -q '^tidepool_leader 1$' || { fail "/metrics: not leader"; return 1; }
-  curl -s "$base/status" | grep -q '<td[^>]*>[^<]*gpu' || { fail "/status has no gpu pool row"; return 1; }
-  k -n "$NS" get configmap tidepool-status -o jsonpath='{.data.status}' | grep -q "gpu: min 0 max 4 target 1" ||
+  # Read whole bodies first: with pipefail, `curl | grep -q` fails when grep stops early.
+  local metrics status
+  metrics=$(curl -s "$base/metrics")
+  status=$(curl -s "$base/status")
+  grep -q '^tidepool_scale_up_nodes_total{pool="gpu"} 1$' <<<"$metrics" ||
+    { fail "/metrics does not count the scale-up: $(grep scale_up <<<"$metrics")"; return 1; }
+  grep -q '^tidepool_leader 1$' <<<"$metrics" || { fail "/metrics: not leader"; return 1; }
+  grep -q '<td[^>]*>[^<]*gpu' <<<"$status" || { fail "/status has no gpu pool row"; return 1; }
+  grep -q "gpu: min 0 max 4 target 1" <<<"$(k -n "$NS" get configmap tidepool-status -o jsonpath='{.data.status}')" ||
     { fail "the tidepool-status ConfigMap does not show the gpu pool at 1"; return 1; }
   pass
 }
@@ -307,7 +311,7 @@ scenario_crash_during_scale_up() {
   pid=$LAST_PID
   gpu_pod c-0 1 | k apply -f - >/dev/null
   gpu_pod c-1 1 | k apply -f - >/dev/null
-  wait_until 30 bash -c "kubectl -n $NS get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' 2>/dev/null | grep -q gpu-" ||
+  wait_until 30 bash -c "kubectl -n $NS get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' 2>/dev/null | grep gpu- >/dev/null" ||
     { fail "tidepool never asked for nodes"; return 1; }
   kill -KILL "$pid"
   wait "$pid" 2>/dev/null

@@ -69,5 +69,5 @@ tainted_nodes() {
     grep -c ToBeDeletedByClusterAutoscaler
 }
 event_for() {  # event_for REASON OBJECT_NAME
-  k get events -A --field-selector "reason=$1,involvedObject.name=$2" -o name | grep -q .
+  [[ -n $(k get events -A --field-selector "reason=$1,involvedObject.name=$2" -o name) ]]
 }
