@@ -146,7 +146,9 @@ int RunRunCommand(const RunFlags& f) {
     provider = std::move(*p);
   } else if (config->provider.type == "kwok") {
     auto p = cloud::kwok::KwokProvider::Create(
-        *config, api, clock, {.state_namespace = lease.namespace_});
+        *config, api, clock,
+        {.state_namespace = lease.namespace_,
+         .list_nodes = [&reader] { return reader.nodes().Snapshot(); }});
     if (!p) return Fail(kExitFailed, p.error());
     provider = std::move(*p);
   } else {

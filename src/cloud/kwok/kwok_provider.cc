@@ -1,6 +1,7 @@
 #include "cloud/kwok/kwok_provider.h"
 
 #include <algorithm>
+#include <set>
 #include <chrono>
 #include <thread>
 
@@ -16,6 +17,7 @@ namespace {
 
 constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 constexpr Duration kCreateRetry = std::chrono::seconds(2);
+constexpr Duration kUnseenTtl = std::chrono::minutes(1);
 
 }  // namespace
 
@@ -164,20 +166,43 @@ Result<json> KwokProvider::NodeObject(const std::string& pool, const std::string
   return kube::codec::EncodeNode(node);
 }
 
-Result<std::vector<PoolSize>> KwokProvider::Refresh(Time) {
-  TIDEPOOL_ASSIGN_OR_RETURN(
-      auto list, api_.ListAll(kube::CollectionPath("v1", "nodes") + "?labelSelector=" +
-                              net::UrlEncode(model::kLabelPool)));
+Result<std::vector<PoolSize>> KwokProvider::Refresh(Time now) {
   std::map<std::string, int> nodes;
-  for (const auto& n : list.items) {
-    auto pool = n.value("/metadata/labels"_json_pointer, json::object())
-                    .value(std::string(model::kLabelPool), std::string());
-    auto pid = n.value("/spec/providerID"_json_pointer, std::string());
-    if (!pid.starts_with(kProviderIdPrefix)) continue;
-    if (!n.value("/metadata/deletionTimestamp"_json_pointer, std::string()).empty()) continue;
-    ++nodes[pool];
+  std::set<std::string> seen;
+  auto count = [&](const std::string& name, const std::string* pool, std::string_view pid,
+                   bool deleting) {
+    if (!pid.starts_with(kProviderIdPrefix) || deleting || pool == nullptr) return;
+    ++nodes[*pool];
+    seen.insert(name);
+  };
+  if (options_.list_nodes) {
+    for (const auto& n : options_.list_nodes()) {
+      count(n->name(), n->meta.Label(model::kLabelPool), n->provider_id,
+            n->meta.deletion_timestamp.has_value());
+    }
+  } else {
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        auto list, api_.ListAll(kube::CollectionPath("v1", "nodes") + "?labelSelector=" +
+                                net::UrlEncode(model::kLabelPool)));
+    for (const auto& n : list.items) {
+      auto labels = n.value("/metadata/labels"_json_pointer, json::object());
+      std::string pool = labels.value(std::string(model::kLabelPool), std::string());
+      count(n.value("/metadata/name"_json_pointer, std::string()), &pool,
+            n.value("/spec/providerID"_json_pointer, std::string()),
+            !n.value("/metadata/deletionTimestamp"_json_pointer, std::string()).empty());
+    }
   }
   std::lock_guard lock(mu_);
+  // A node created a moment ago that the cache does not show yet still counts; one the cache
+  // never shows (deleted by someone else before it got there) is forgotten after a while.
+  for (auto it = unseen_.begin(); it != unseen_.end();) {
+    if (seen.contains(it->first) || now - it->second.second > kUnseenTtl) {
+      it = unseen_.erase(it);
+    } else {
+      ++nodes[it->second.first];
+      ++it;
+    }
+  }
   std::vector<PoolSize> out;
   for (const auto& pool : config_.pools) {
     PoolSize s;
@@ -251,6 +276,7 @@ Result<void> KwokProvider::DeleteNode(const std::string& pool, const model::Node
       items.erase(it);
       TIDEPOOL_RETURN_IF_ERROR(PersistLocked());
     }
+    unseen_.erase(node.name());
   }
   auto r = api_.Delete(kube::ObjectPath("v1", "nodes", "", node.name()), node.meta.uid);
   if (!r && r.error().code() != Error::Code::kNotFound) {
@@ -307,6 +333,7 @@ void KwokProvider::Run() {
       spdlog::info("kwok provider: node {} of pool {} is up", name, pool);
       auto& items = booting_[pool];
       std::erase_if(items, [&](const Booting& b) { return b.name == name; });
+      if (options_.list_nodes) unseen_[name] = {pool, clock_.Now()};
     }
     if (auto r = PersistLocked(); !r) {
       spdlog::warn("{}", r.error().message());

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,11 @@ struct KwokOptions {
   std::string state_namespace = "kube-system";
   std::string state_configmap = "tidepool-kwok-provider";
   uint64_t seed = 0;  // node name suffixes; 0: from std::random_device
+  // The Nodes as the controller's node informer has them. When set, Refresh counts the pools'
+  // nodes from it instead of LISTing them from the API server on every pass (the controller
+  // reads that cache anyway); nodes the provider created that the cache does not show yet are
+  // counted until it does. Unset: a LIST per Refresh.
+  std::function<std::vector<std::shared_ptr<const model::Node>>()> list_nodes;
 };
 
 // CloudProvider over the Kubernetes API (see cloud/provider.h for the contract).
@@ -41,7 +47,8 @@ struct KwokOptions {
 //  - Pools in provider.unavailablePools are out of stock: IncreaseSize fails with kUnavailable
 //    and Refresh reports the stockout.
 //  - DeleteNode deletes the Node object; DecreaseTargetSize drops the newest booting machines.
-//  - target = booting machines + the pool's Nodes (providerID kwok://, label tidepool.dev/pool).
+//  - target = booting machines + the pool's Nodes (providerID kwok://, label tidepool.dev/pool),
+//    plus Nodes just created that options.list_nodes does not show yet.
 // Thread-safe; the background thread stops in Stop() or the destructor.
 class KwokProvider final : public CloudProvider {
  public:
@@ -87,6 +94,8 @@ class KwokProvider final : public CloudProvider {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::vector<Booting>> booting_;  // pool -> oldest first
+  // Nodes created, not yet seen through options_.list_nodes: name -> (pool, created at).
+  std::map<std::string, std::pair<std::string, Time>> unseen_;
   std::string state_rv_;  // resourceVersion of the state ConfigMap ("" when absent)
   std::mt19937_64 rng_;
   bool stop_ = false;
