@@ -17,21 +17,12 @@
 #include "model/resources.h"
 #include "model/selector.h"
 #include "sched/snapshot.h"
+#include "tests/testing/values.h"
 
 namespace tidepool::sched::testing {
 
-using ResourceList = std::initializer_list<std::pair<std::string_view, std::string_view>>;
-
-// {{"cpu", "500m"}, {"nvidia.com/gpu", "1"}} -> Resources.
-inline model::Resources Res(ResourceList list) {
-  model::Resources r;
-  for (const auto& [name, quantity] : list) {
-    auto q = model::Quantity::Parse(quantity);
-    TIDEPOOL_CHECK_MSG(q.has_value(), "bad quantity in test");
-    r.SetQuantity(model::InternResource(name), *q);
-  }
-  return r;
-}
+using tidepool::testing::ResourceList;
+using tidepool::testing::Res;
 
 inline model::SelectorRequirement Req(std::string key, model::SelectorOp op,
                                       std::vector<std::string> values = {}) {
