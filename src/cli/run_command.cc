@@ -141,6 +141,10 @@ int RunRunCommand(const RunFlags& f) {
       }
       return false;
     };
+    o.arm_observer = [&metrics, type = config->provider.type](
+                         const cloud::azure::ArmRequestRecord& r) {
+      metrics.RecordCloudRequest(type, r.operation, r.status, r.seconds);
+    };
     auto p = cloud::azure::MakeAzureProvider(*config, std::move(o));
     if (!p) return Fail(kExitBadInput, p.error().Wrap(f.config_path));
     provider = std::move(*p);

@@ -73,8 +73,8 @@ class TidepoolMetrics {
  public:
   TidepoolMetrics(Registry& registry, std::string_view version);
 
-  // Recomputes every Status-derived gauge (pools, nodes, backoffs, cost, pending, unneeded) from
-  // one Status. Series of pools no longer in the Status are dropped. Cost per pool is
+  // Recomputes every Status-derived gauge (pools, nodes, backoffs, cost, pending, unschedulable,
+  // unneeded) from one Status. Series of pools no longer in the Status are dropped. Cost per pool is
   // max(target, registered + removing) x pricePerHour of the pool in `config`.
   void Update(const autoscaler::Status& status, const model::AutoscalerConfig& config);
   // Recomputes tidepool_unschedulable_pods from the last scale-up plan: each pod counts once under
@@ -101,7 +101,9 @@ class TidepoolMetrics {
   // also counts as an error.
   void RecordKubeRequest(std::string_view verb, std::string_view resource, int http_status,
                          double seconds);
-  // One cloud provider request (ARM for Azure): `operation` such as "vmss.get", "vmss.scale".
+  // One cloud provider request (ARM for Azure): `operation` names the call without resource
+  // names, e.g. "GET virtualMachineScaleSets" (cloud/azure ArmOperationName); `http_status` as
+  // for RecordKubeRequest.
   void RecordCloudRequest(std::string_view provider, std::string_view operation, int http_status,
                           double seconds);
   // An object from the API server or a state file that could not be decoded and was skipped.

@@ -242,7 +242,9 @@ start_both() {
 # VM registers a Node (labels and capacity from the scale set), the pod runs there, and nothing
 # more is asked for.
 scenario_scale_from_zero() {
-  start_both || return 1
+  local port
+  port=$(free_port)
+  LISTEN=127.0.0.1:$port start_both || return 1
   local t0=$SECONDS
   gpu_pod train-1 1 | k apply -f - >/dev/null || { fail "could not create the pod"; return 1; }
   wait_until 30 has_capacity "$SS_GPU" 1 || { fail "scale set $SS_GPU not at capacity 1 within 30 s"; return 1; }
@@ -269,6 +271,13 @@ scenario_scale_from_zero() {
   [[ $(capacity_of "$SS_GPU") -eq 1 && $(capacity_of "$SS_SPOT") -eq 0 && $(capacity_of "$SS_CPU") -eq 0 ]] ||
     { fail "more VMs than needed: $(fake_get scale-sets)"; return 1; }
   [[ $(node_count) -eq 1 ]] || { fail "expected 1 node in all, got $(node_count)"; return 1; }
+  # The ARM requests are counted by operation and status, the PATCH exactly once.
+  local metrics
+  metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+  grep -q '^tidepool_cloud_requests_total{provider="azure-vmss",operation="PATCH virtualMachineScaleSets",code="200"} 1$' <<<"$metrics" ||
+    { fail "/metrics does not count the PATCH: $(grep '^tidepool_cloud_requests_total' <<<"$metrics")"; return 1; }
+  grep -q '^tidepool_cloud_requests_total{provider="azure-vmss",operation="GET virtualMachineScaleSets/virtualMachines",code="200"} [1-9]' <<<"$metrics" ||
+    { fail "/metrics does not count the instance reads"; return 1; }
   secret_not_logged || return 1
   stop_all_tidepool
   stop_fake

@@ -191,7 +191,16 @@ Result<ArmResponse> ArmClient::SendLocked(
     }
     for (const auto& h : headers) req.headers.push_back(h);
     ++requests_;
+    const auto sent_at = std::chrono::steady_clock::now();
     auto sent = http_->Send(req);
+    if (observer_) {
+      observer_({.method = method,
+                 .operation = ArmOperationName(method, path_for_messages),
+                 .status = sent ? sent->status : 0,
+                 .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                          sent_at)
+                                .count()});
+    }
     if (!sent) return std::unexpected(sent.error());
     const net::Response& resp = *sent;
 
@@ -335,6 +344,40 @@ std::optional<Time> ArmClient::throttled_until() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (throttled_until_ && clock_->Now() < *throttled_until_) return throttled_until_;
   return std::nullopt;
+}
+
+void ArmClient::SetObserver(ArmObserver observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observer_ = std::move(observer);
+}
+
+std::string ArmOperationName(std::string_view method, std::string_view path_or_url) {
+  std::string_view path = WithoutQuery(path_or_url);
+  if (auto scheme = path.find("://"); scheme != std::string_view::npos) {
+    auto slash = path.find('/', scheme + 3);
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
+  }
+  // Case-insensitive search for the last "/providers/".
+  size_t at = std::string_view::npos;
+  for (size_t i = 0; i + 11 <= path.size(); ++i) {
+    if (EqualsIgnoreCase(path.substr(i, 11), "/providers/")) at = i;
+  }
+  std::string out(method);
+  if (at == std::string_view::npos) return out + " other";
+  std::vector<std::string_view> parts;
+  for (std::string_view rest = path.substr(at + 11); !rest.empty();) {
+    auto slash = rest.find('/');
+    if (auto part = rest.substr(0, slash); !part.empty()) parts.push_back(part);
+    if (slash == std::string_view::npos) break;
+    rest.remove_prefix(slash + 1);
+  }
+  // parts: namespace, type, name, subtype, subname, ...: keep the types.
+  std::string types;
+  for (size_t i = 1; i < parts.size(); i += 2) {
+    if (!types.empty()) types += '/';
+    types += parts[i];
+  }
+  return out + " " + (types.empty() ? "other" : types);
 }
 
 int ArmClient::requests_sent() const {

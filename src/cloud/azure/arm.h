@@ -72,6 +72,22 @@ struct ArmResponse {
   Error AsError() const;
 };
 
+// One HTTP request sent to ARM, for metrics: `operation` from ArmOperationName, `status` the
+// response's HTTP status (0: no response, a transport error or timeout).
+struct ArmRequestRecord {
+  std::string_view method;
+  std::string operation;
+  int status = 0;
+  double seconds = 0;
+};
+using ArmObserver = std::function<void(const ArmRequestRecord&)>;
+
+// A metric-friendly name of an ARM request: the method and the resource type chain after the
+// last `providers/<namespace>/`, names left out ("GET virtualMachineScaleSets/virtualMachines",
+// "POST virtualMachineScaleSets/delete", "GET locations/operations" for an operation poll).
+// A path with no provider segment gives the method and "other".
+std::string ArmOperationName(std::string_view method, std::string_view path_or_url);
+
 // Contract:
 //  - Paths start with "/subscriptions/..." and get `?api-version=` appended (plus `query`);
 //    absolute URLs (nextLink, operation URLs) are used as given but must have the endpoint's
@@ -113,6 +129,10 @@ class ArmClient {
   // the next poll time, throttling waits until it ends.
   Result<OperationResult> Wait(Operation& op);
 
+  // Called after every HTTP request to ARM (tokens excluded), on the calling thread, with the
+  // client's lock held: keep it short and do not call back into the client.
+  void SetObserver(ArmObserver observer);
+
   std::optional<Time> throttled_until() const;
   int requests_sent() const;  // HTTP requests to ARM (tokens excluded)
   const ArmOptions& options() const { return options_; }
@@ -137,6 +157,7 @@ class ArmClient {
   std::optional<Time> throttled_until_;
   std::map<std::string, ArmResponse> cache_;  // last 2xx GET per URL
   int requests_ = 0;
+  ArmObserver observer_;
 };
 
 // True when an ARM error code (and its message) means "no capacity for this VM size here now":

@@ -180,6 +180,7 @@ Result<std::unique_ptr<AzureProvider>> NewAzureProvider(const model::AutoscalerC
   arm.operation_timeout = settings.operation_timeout;
   deps.arm = std::make_unique<ArmClient>(deps.http.get(), deps.tokens.get(), deps.clock,
                                          options.sleep ? options.sleep : RealSleeper(), arm);
+  if (options.arm_observer) deps.arm->SetObserver(std::move(options.arm_observer));
   deps.node_joined = options.node_joined;
   if (settings.type == "azure-vmss") {
     return std::unique_ptr<AzureProvider>(

@@ -35,6 +35,8 @@ struct Options {
   // above the API's" (AKS) as "not joined", which misses machines that booted but never
   // registered. The controller should always set it.
   NodeJoined node_joined;
+  // Told of every request to ARM (metrics); empty: nobody.
+  ArmObserver arm_observer;
 };
 
 // Common behaviour of both providers (CloudProvider's contract, plus):

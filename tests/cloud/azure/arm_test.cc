@@ -148,6 +148,54 @@ TEST_F(AzureArmTest, ThrottledWithoutCacheIsAnError) {
   EXPECT_THAT(r.error().message(), HasSubstr("TooManyRequests"));
 }
 
+TEST_F(AzureArmTest, ObserverSeesEveryArmRequestWithItsOperationAndStatus) {
+  std::vector<std::pair<std::string, int>> seen;
+  auto options = ProviderOptions();
+  options.arm_observer = [&seen](const cloud::azure::ArmRequestRecord& r) {
+    EXPECT_GE(r.seconds, 0);
+    seen.emplace_back(std::string(r.operation), r.status);
+  };
+  auto p = cloud::azure::NewAzureProvider(
+      VmssConfig({MakePool("cpu", 10)}, {{"scaleSets.cpu", "vmss-cpu"}}), options);
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  RefreshOne(**p, "cpu");
+  ASSERT_TRUE((*p)->IncreaseSize("cpu", 1, clock_.Now()).has_value());
+  fake_->ThrottleNext(1, 60);
+  clock_.Advance(std::chrono::seconds(2));
+  (void)(*p)->Refresh(clock_.Now());
+  auto count = [&](std::string_view op, int status) {
+    return std::count(seen.begin(), seen.end(), std::pair<std::string, int>(op, status));
+  };
+  EXPECT_GE(count("GET virtualMachineScaleSets", 200), 1);
+  EXPECT_GE(count("GET virtualMachineScaleSets/virtualMachines", 200), 1);
+  EXPECT_EQ(count("PATCH virtualMachineScaleSets", 200), 1);
+  EXPECT_GE(count("GET locations/operations", 429), 1);  // the throttled poll
+  int throttled = 0;
+  for (const auto& [op, status] : seen) throttled += status == 429;
+  EXPECT_EQ(throttled, 1);
+  // Token requests are not ARM requests.
+  EXPECT_EQ(static_cast<int>(seen.size()), (*p)->arm().requests_sent());
+}
+
+TEST(AzureArmOperationNameTest, KeepsTheResourceTypesAndDropsTheNames) {
+  using cloud::azure::ArmOperationName;
+  const std::string rg = "/subscriptions/s/resourceGroups/rg/providers/";
+  EXPECT_EQ(ArmOperationName("GET", rg + "Microsoft.Compute/virtualMachineScaleSets/ss"),
+            "GET virtualMachineScaleSets");
+  EXPECT_EQ(ArmOperationName("GET", rg + "Microsoft.Compute/virtualMachineScaleSets/ss/"
+                                         "virtualMachines?$expand=instanceView"),
+            "GET virtualMachineScaleSets/virtualMachines");
+  EXPECT_EQ(ArmOperationName("POST", rg + "Microsoft.Compute/virtualMachineScaleSets/ss/delete"),
+            "POST virtualMachineScaleSets/delete");
+  EXPECT_EQ(ArmOperationName("GET", "https://management.azure.com/subscriptions/s/providers/"
+                                    "Microsoft.Compute/locations/westus/operations/abc?x=1"),
+            "GET locations/operations");
+  EXPECT_EQ(ArmOperationName("GET", rg + "Microsoft.ContainerService/managedClusters/c/"
+                                         "agentPools/gpu/machines"),
+            "GET managedClusters/agentPools/machines");
+  EXPECT_EQ(ArmOperationName("GET", "/subscriptions/s/resourceGroups/rg"), "GET other");
+}
+
 TEST_F(AzureArmTest, ConflictCarriesTheArmCodeAndMessage) {
   fake_->ConflictNextWrite("OperationNotAllowed",
                            "Operation 'write' is not allowed: another operation is in progress.");
