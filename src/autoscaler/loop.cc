@@ -644,7 +644,13 @@ bool Autoscaler::RunScaleUp(StepContext& ctx) {
     }
     any = true;
   }
+  unschedulable_.clear();
+  waiting_for_capacity_.clear();
+  waiting_for_capacity_.insert(plan.fits_existing.begin(), plan.fits_existing.end());
+  for (const planner::ScaleUp& su : plan.scale_ups)
+    waiting_for_capacity_.insert(su.pods.begin(), su.pods.end());
   for (const planner::Unschedulable& u : plan.unschedulable) {
+    unschedulable_[u.pod] = u;
     std::string message = "pod didn't trigger scale-up: ";
     std::string_view sep;
     for (const auto& [pool, reason] : u.reasons) {
@@ -996,6 +1002,8 @@ void Autoscaler::Cleanup(StepContext& ctx) {
   std::erase_if(cooldown_, [&](const auto& e) { return e.second <= ctx.now; });
   std::erase_if(marked_, [&](const std::string& n) { return !ctx.nodes.contains(n); });
   std::erase_if(not_triggered_, [&](const auto& e) { return !ctx.pending_keys.contains(e.first); });
+  std::erase_if(unschedulable_, [&](const auto& e) { return !ctx.pending_keys.contains(e.first); });
+  std::erase_if(waiting_for_capacity_, [&](const auto& k) { return !ctx.pending_keys.contains(k); });
   pending_count_ = static_cast<int>(ctx.pending.size());
   prev_pending_ = std::move(ctx.pending_keys);
 }
@@ -1182,6 +1190,8 @@ Status Autoscaler::GetStatus() const {
   s.kept = kept_;
   s.pending_pods = pending_count_;
   s.batch_open_since = batch_start_;
+  for (const auto& [pod, u] : unschedulable_) s.unschedulable.push_back(u);
+  s.waiting_for_capacity.assign(waiting_for_capacity_.begin(), waiting_for_capacity_.end());
   return s;
 }
 

@@ -268,6 +268,10 @@ class Autoscaler {
   int pending_count_ = 0;
   // NotTriggerScaleUp messages sent per pending pod, so each reason change is told once.
   std::map<std::string, std::string> not_triggered_;
+  // The last scale-up plan's verdict per pod still pending (Status::unschedulable and
+  // waiting_for_capacity); not decision state.
+  std::map<std::string, planner::Unschedulable, std::less<>> unschedulable_;
+  std::set<std::string, std::less<>> waiting_for_capacity_;
 
   std::optional<Time> last_scan_;
   std::optional<Time> last_step_;

@@ -70,6 +70,11 @@ struct Status {
   std::vector<planner::Keep> kept;
   int pending_pods = 0;
   std::optional<Time> batch_open_since;  // a scale-up batch window is open
+  // From the last scale-up plan, pods still pending at the last Step (pod-key order): those no
+  // scale-up helps, with the reason per pool, and those that will land on existing or upcoming
+  // nodes (nothing to do for them).
+  std::vector<planner::Unschedulable> unschedulable;
+  std::vector<std::string> waiting_for_capacity;
 };
 
 // A readable multi-line rendering (the body of the tidepool-status ConfigMap).

@@ -141,7 +141,7 @@ void Summary(std::string& out, const Status& s, const StatusPageExtras& x) {
   }
   out += "<div class=\"cards\">\n";
   Card(out, "pending pods", fmt::format("{}", s.pending_pods));
-  Card(out, "unschedulable", fmt::format("{}", x.unschedulable.size()));
+  Card(out, "unschedulable", fmt::format("{}", s.unschedulable.size()));
   Card(out, "nodes ready", fmt::format("{} / {}", ready, registered));
   Card(out, "upcoming", fmt::format("{}", upcoming));
   Card(out, "being removed", fmt::format("{}", s.removals.size()));
@@ -238,20 +238,20 @@ void Pools(std::string& out, const Status& s, const StatusPageExtras& x) {
 }
 
 void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
-  OpenSection(out, "pending", "Pending pods no scale-up helps", x.unschedulable.size());
-  if (x.unschedulable.empty()) {
+  OpenSection(out, "pending", "Pending pods no scale-up helps", s.unschedulable.size());
+  if (s.unschedulable.empty()) {
     out += fmt::format(
         "<div class=\"empty\">None. {} pending pod(s) in total{}.</div>\n", s.pending_pods,
-        x.waiting_for_capacity.empty() ? std::string()
+        s.waiting_for_capacity.empty() ? std::string()
                                        : fmt::format(", {} waiting for existing or upcoming nodes",
-                                                     x.waiting_for_capacity.size()));
+                                                     s.waiting_for_capacity.size()));
   } else {
     out +=
         "<table id=\"pending-table\"><thead><tr><th>Pod</th><th>Why, per pool</th></tr>"
         "</thead><tbody>\n";
-    size_t n = std::min(x.unschedulable.size(), x.max_rows);
+    size_t n = std::min(s.unschedulable.size(), x.max_rows);
     for (size_t i = 0; i < n; ++i) {
-      const planner::Unschedulable& u = x.unschedulable[i];
+      const planner::Unschedulable& u = s.unschedulable[i];
       out += fmt::format("<tr><td class=\"name narrow\">{}</td><td><ul class=\"reasons\">",
                          HtmlEscape(u.pod));
       if (u.reasons.empty()) out += "<li class=\"muted\">no pool can take it</li>";
@@ -262,19 +262,19 @@ void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
       out += "</ul></td></tr>\n";
     }
     out += "</tbody></table>\n";
-    More(out, n, x.unschedulable.size());
+    More(out, n, s.unschedulable.size());
   }
-  if (!x.waiting_for_capacity.empty()) {
-    size_t n = std::min(x.waiting_for_capacity.size(), x.max_rows);
+  if (!s.waiting_for_capacity.empty()) {
+    size_t n = std::min(s.waiting_for_capacity.size(), x.max_rows);
     out +=
         "<div class=\"legend\" style=\"margin:0;padding:8px 16px\">Waiting for existing or "
         "upcoming nodes: ";
     for (size_t i = 0; i < n; ++i) {
       out += fmt::format("{}<span class=\"name\">{}</span>", i ? ", " : "",
-                         HtmlEscape(x.waiting_for_capacity[i]));
+                         HtmlEscape(s.waiting_for_capacity[i]));
     }
-    if (x.waiting_for_capacity.size() > n) {
-      out += fmt::format(" ... and {} more", x.waiting_for_capacity.size() - n);
+    if (s.waiting_for_capacity.size() > n) {
+      out += fmt::format(" ... and {} more", s.waiting_for_capacity.size() - n);
     }
     out += "</div>\n";
   }

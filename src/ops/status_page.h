@@ -24,10 +24,6 @@ struct StatusPageExtras {
   std::string identity;  // this replica (leader election identity, usually the pod name)
   std::string leader;    // the current leader's identity; "" when unknown
   bool is_leader = false;
-  // Pending pods no scale-up helps, with the reason per pool (the last scale-up plan).
-  std::vector<planner::Unschedulable> unschedulable;
-  // Pending pods that will land on existing or upcoming nodes (nothing to do for them).
-  std::vector<std::string> waiting_for_capacity;
   std::string last_error;  // the controller's last error; "" when none
   std::optional<Time> last_error_time;
   // Optional: capacity type, instance type and price per pool. Borrowed for the call only.

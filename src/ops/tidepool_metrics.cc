@@ -177,6 +177,7 @@ void TidepoolMetrics::Update(const autoscaler::Status& status,
   last_step_->Set({}, status.last_step ? ToSeconds(*status.last_step) : 0);
   pending_->Set({}, status.pending_pods);
   unneeded_->Set({}, static_cast<double>(status.unneeded.size()));
+  SetUnschedulable(status.unschedulable);
 
   std::map<std::string, int> removing;
   for (const autoscaler::RemovalStatus& r : status.removals) ++removing[r.pool];

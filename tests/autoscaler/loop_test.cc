@@ -670,6 +670,29 @@ TEST(LoopScaleUpTest, NotTriggerScaleUpOncePerReason) {
   EXPECT_THAT(ev->message, HasSubstr("nvidia.com/gpu"));
 }
 
+// The status carries the last plan's verdict for pods still pending, and drops a pod once it is
+// no longer pending.
+TEST(LoopScaleUpTest, StatusListsUnschedulableAndWaitingPodsWhilePending) {
+  World w;
+  w.AddGpuPools();
+  w.Start();
+  w.AddPod("huge", {{"cpu", "1"}, {"nvidia.com/gpu", "8"}});
+  w.AddPod("small", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}});
+  w.RunUntil(w.now + seconds(30));
+  Status s = w.loop->GetStatus();
+  ASSERT_EQ(s.unschedulable.size(), 1u);
+  EXPECT_EQ(s.unschedulable[0].pod, "default/huge");
+  EXPECT_EQ(s.unschedulable[0].reasons.size(), 2u);  // gpu and gpu-spot
+  EXPECT_THAT(s.unschedulable[0].reasons.begin()->second, HasSubstr("nvidia.com/gpu"));
+  EXPECT_THAT(s.waiting_for_capacity, ::testing::ElementsAre("default/small"));
+  w.pods.erase("huge");
+  w.pods.erase("small");
+  w.RunUntil(w.now + seconds(30));
+  s = w.loop->GetStatus();
+  EXPECT_TRUE(s.unschedulable.empty());
+  EXPECT_TRUE(s.waiting_for_capacity.empty());
+}
+
 // --- Scale-down ------------------------------------------------------------------------------
 
 // cpu pool: n1 with a small movable pod, n2 busy (75% cpu) with room for it.

@@ -74,6 +74,16 @@ inline autoscaler::Status SampleStatus() {
              "ml/llama-pretrain); annotate cluster-autoscaler.kubernetes.io/safe-to-evict=true "
              "to allow"},
             {"aks-cpu-12345678-vmss000000", "pool cpu at min 1"}};
+  s.unschedulable = {
+      {"ml/llama-pretrain-worker-3",
+       {{"cpu", "Insufficient nvidia.com/gpu"},
+        {"gpu-heavy", "pool gpu-heavy at max 8"},
+        {"gpu-heavy-spot", "pool gpu-heavy-spot in backoff until 2026-03-01T12:07:30Z"},
+        {"gpu-light-spot", "Insufficient nvidia.com/gpu"}}},
+      {"research/<script>alert('x')</script>",
+       {{"cpu", "node(s) didn't match Pod's node affinity/selector"}}},
+  };
+  s.waiting_for_capacity = {"ml/bert-finetune-3", "ml/bert-finetune-4"};
   return s;
 }
 
@@ -87,16 +97,6 @@ inline StatusPageExtras SampleExtras(const model::AutoscalerConfig* config) {
   x.leader = "tidepool-6d5f7c9b8-x2k4q";
   x.is_leader = true;
   x.config = config;
-  x.unschedulable = {
-      {"ml/llama-pretrain-worker-3",
-       {{"cpu", "Insufficient nvidia.com/gpu"},
-        {"gpu-heavy", "pool gpu-heavy at max 8"},
-        {"gpu-heavy-spot", "pool gpu-heavy-spot in backoff until 2026-03-01T12:07:30Z"},
-        {"gpu-light-spot", "Insufficient nvidia.com/gpu"}}},
-      {"research/<script>alert('x')</script>",
-       {{"cpu", "node(s) didn't match Pod's node affinity/selector"}}},
-  };
-  x.waiting_for_capacity = {"ml/bert-finetune-3", "ml/bert-finetune-4"};
   x.last_error = "patch node aks-cpu-12345678-vmss000003: 409 Conflict (retrying)";
   x.last_error_time = At("2026-03-01T11:59:40Z");
   return x;

@@ -53,6 +53,7 @@ autoscaler::Status SampleStatus() {
   s.removals = {{"cpu-node-1", "cpu", "draining", At("2026-03-01T11:59:00Z"), 2}};
   s.unneeded = {{"cpu-node-1", At("2026-03-01T11:40:00Z")},
                 {"cpu-node-2", At("2026-03-01T11:50:00Z")}};
+  s.unschedulable = {{"ml/big", {{"cpu", "Insufficient nvidia.com/gpu"}}}};
   return s;
 }
 
@@ -83,6 +84,7 @@ TEST(TidepoolMetricsTest, UpdateDerivesGaugesFromStatus) {
   ASSERT_EQ(p.error, "");
   EXPECT_EQ(p.Value("tidepool_pending_pods"), 7);
   EXPECT_EQ(p.Value("tidepool_unneeded_nodes"), 2);
+  EXPECT_EQ(p.Value("tidepool_unschedulable_pods", {{"reason", "insufficient_resources"}}), 1);
   EXPECT_EQ(p.Value("tidepool_last_step_timestamp_seconds"), 1772366400);
   EXPECT_EQ(p.Value("tidepool_nodes", {{"pool", "gpu-spot"}, {"state", "ready"}}), 2);
   EXPECT_EQ(p.Value("tidepool_nodes", {{"pool", "gpu-spot"}, {"state", "not_ready"}}), 1);
@@ -105,6 +107,7 @@ TEST(TidepoolMetricsTest, UpdateDerivesGaugesFromStatus) {
   autoscaler::Status later = SampleStatus();
   later.pools.pop_back();
   later.pools[0].backoff_until.reset();
+  later.unschedulable.clear();
   m.Update(later, TwoPools());
   auto p2 = ParseExposition(r.Render());
   ASSERT_EQ(p2.error, "");
@@ -112,6 +115,7 @@ TEST(TidepoolMetricsTest, UpdateDerivesGaugesFromStatus) {
   EXPECT_FALSE(p2.Value("tidepool_nodes", {{"pool", "cpu"}, {"state", "ready"}}));
   EXPECT_FALSE(p2.Value("tidepool_pool_backoff_until_timestamp_seconds", {{"pool", "gpu-spot"}}));
   EXPECT_EQ(p2.Value("tidepool_pool_backoff", {{"pool", "gpu-spot"}}), 0);
+  EXPECT_FALSE(p2.Value("tidepool_unschedulable_pods", {{"reason", "insufficient_resources"}}));
 }
 
 TEST(TidepoolMetricsTest, UnschedulableCountsEachPodOncePerCategory) {
