@@ -118,12 +118,14 @@ void HttpClient::Release(std::unique_ptr<Handle> handle) {
 Result<Response> HttpClient::Send(const Request& request) { return Perform(request, nullptr); }
 
 Result<Response> HttpClient::Stream(const Request& request,
-                                    const std::function<bool(std::string_view)>& on_data) {
-  return Perform(request, &on_data);
+                                    const std::function<bool(std::string_view)>& on_data,
+                                    int* status_seen) {
+  return Perform(request, &on_data, status_seen);
 }
 
 Result<Response> HttpClient::Perform(const Request& request,
-                                     const std::function<bool(std::string_view)>* on_data) {
+                                     const std::function<bool(std::string_view)>* on_data,
+                                     int* status_seen) {
   auto handle = Acquire();
   CURL* c = handle->curl;
   if (c == nullptr) return Fail(Error::Code::kInternal, "curl_easy_init failed");
@@ -214,6 +216,7 @@ Result<Response> HttpClient::Perform(const Request& request,
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   response.status = static_cast<int>(code);
+  if (status_seen != nullptr) *status_seen = response.status;
   curl_slist_free_all(headers);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, nullptr);
   Release(std::move(handle));

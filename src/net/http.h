@@ -68,9 +68,12 @@ class HttpClient {
   // Sends the request and hands the body to `on_data` piece by piece as it arrives (pieces
   // are arbitrary byte ranges, not lines). `on_data` returns false to stop reading; that
   // ends the call successfully. The returned Response carries the status and headers; a
-  // non-2xx body is collected into Response::body instead of being streamed.
+  // non-2xx body is collected into Response::body instead of being streamed. `status_seen`
+  // (optional) gets the HTTP status even when the transfer fails after the response began (a
+  // stream cut mid-way), 0 when no response came at all.
   Result<Response> Stream(const Request& request,
-                          const std::function<bool(std::string_view)>& on_data);
+                          const std::function<bool(std::string_view)>& on_data,
+                          int* status_seen = nullptr);
 
   const TlsOptions& tls() const { return tls_; }
 
@@ -79,7 +82,8 @@ class HttpClient {
   std::unique_ptr<Handle> Acquire();
   void Release(std::unique_ptr<Handle> handle);
   Result<Response> Perform(const Request& request,
-                           const std::function<bool(std::string_view)>* on_data);
+                           const std::function<bool(std::string_view)>* on_data,
+                           int* status_seen = nullptr);
 
   TlsOptions tls_;
   std::mutex mu_;

@@ -358,12 +358,45 @@ Result<net::Response> ApiClient::Call(const std::string& method, const std::stri
     observer_({VerbOf(method, path), ResourceOfPath(path), response ? response->status : 0,
                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
   }
+  NoteReachability(response ? response->status : 0);
   if (!response) return std::unexpected(Scrub(response.error()));
   if (response->status < 200 || response->status >= 300) {
     return std::unexpected(Scrub(StatusToError(method, path, response->status, response->body,
                                                response->Header("Retry-After"))));
   }
   return response;
+}
+
+void ApiClient::NoteReachability(int status) {
+  const bool down = status == 0 || status == 502 || status == 503 || status == 504;
+  std::vector<std::function<void()>> wake;
+  {
+    std::lock_guard lock(reach_mu_);
+    if (down || !unreachable_) {
+      unreachable_ = down;
+      return;
+    }
+    unreachable_ = false;
+    for (const auto& [id, listener] : recovery_listeners_) wake.push_back(listener);
+  }
+  for (const auto& listener : wake) listener();
+}
+
+ApiClient::ListenerId ApiClient::AddRecoveryListener(std::function<void()> listener) {
+  std::lock_guard lock(reach_mu_);
+  ListenerId id = next_listener_++;
+  recovery_listeners_.emplace(id, std::move(listener));
+  return id;
+}
+
+void ApiClient::RemoveRecoveryListener(ListenerId id) {
+  std::lock_guard lock(reach_mu_);
+  recovery_listeners_.erase(id);
+}
+
+bool ApiClient::Reachable() const {
+  std::lock_guard lock(reach_mu_);
+  return !unreachable_;
 }
 
 Result<nlohmann::json> ApiClient::Get(const std::string& path) {
@@ -512,9 +545,12 @@ Result<void> ApiClient::Watch(const std::string& collection, const std::string& 
     }
     return on_event(*event);
   };
-  auto response =
-      http_->Stream(request, [&](std::string_view chunk) { return splitter.Feed(chunk, on_line); });
+  int status_seen = 0;  // a stream cut after the server answered still means it was there
+  auto response = http_->Stream(
+      request, [&](std::string_view chunk) { return splitter.Feed(chunk, on_line); },
+      &status_seen);
   if (cancel != nullptr && cancel->load()) return {};
+  NoteReachability(status_seen);
   if (!response) return std::unexpected(Scrub(response.error()));
   if (response->status < 200 || response->status >= 300) {
     return std::unexpected(Scrub(StatusToError("GET", path, response->status, response->body,

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -139,6 +141,17 @@ class ApiClient {
   // kNotFound when the pod is gone.
   Result<void> Evict(const std::string& ns, const std::string& name);
 
+  // Reachability of the API server, as the requests of every user of this client see it: a
+  // request with no answer (connect error, reset, timeout) or a 502/503/504 marks the server
+  // unreachable; the next request that gets any other answer marks it reachable again and calls
+  // every recovery listener (on that request's thread, outside the client's locks). Informers
+  // use it to end their reconnect backoff as soon as anyone (the Lease renewal every second,
+  // another informer) gets through, instead of sleeping out their backoff.
+  using ListenerId = uint64_t;
+  ListenerId AddRecoveryListener(std::function<void()> listener);
+  void RemoveRecoveryListener(ListenerId id);
+  bool Reachable() const;
+
  private:
   struct TokenCache;
   Result<net::Response> Call(const std::string& method, const std::string& path,
@@ -147,12 +160,19 @@ class ApiClient {
   Result<std::string> BearerToken();
   // Removes the bearer token from an error message, should a server or library echo it.
   Error Scrub(Error error);
+  // Records a request's outcome for Reachable(); `status` 0: no answer.
+  void NoteReachability(int status);
 
   ClientConfig config_;
   RequestObserver observer_;
   Duration request_timeout_;
   std::unique_ptr<net::HttpClient> http_;
   std::unique_ptr<TokenCache> token_cache_;
+
+  mutable std::mutex reach_mu_;
+  bool unreachable_ = false;
+  ListenerId next_listener_ = 1;
+  std::map<ListenerId, std::function<void()>> recovery_listeners_;
 };
 
 }  // namespace tidepool::kube

@@ -56,6 +56,13 @@ void InformerBase::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
   cancel_watch_ = false;
+  recovery_listener_ = client_.AddRecoveryListener([this] {
+    {
+      std::lock_guard lock(mu_);
+      woken_ = true;
+    }
+    cv_.notify_all();
+  });
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -67,6 +74,10 @@ void InformerBase::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (recovery_listener_ != 0) {
+    client_.RemoveRecoveryListener(recovery_listener_);
+    recovery_listener_ = 0;
+  }
 }
 
 bool InformerBase::WaitForSync(Duration timeout) const {
@@ -116,7 +127,9 @@ InformerBase::Decoded InformerBase::GetErased(const std::string& key) const {
 
 bool InformerBase::Sleep(Duration d) {
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, d, [this] { return stop_.load(); });
+  if (cv_.wait_for(lock, d, [this] { return stop_.load() || woken_; }) && woken_ && !stop_) {
+    spdlog::info("informer {}: the API server answers again; reconnecting now", options_.name);
+  }
   return !stop_.load();
 }
 
@@ -128,7 +141,13 @@ void InformerBase::Run() {
   Duration backoff = options_.backoff_initial;
   auto grow = [&] { backoff = std::min(backoff * 2, options_.backoff_max); };
   bool need_list = true;
+  // A recovery seen before this attempt's failure says nothing about it: forget it.
+  auto attempt = [this] {
+    std::lock_guard lock(mu_);
+    woken_ = false;
+  };
   while (!stop_) {
+    attempt();
     if (need_list) {
       auto listed = ListAndReplace();
       if (stop_) break;
@@ -161,6 +180,7 @@ void InformerBase::Run() {
       need_list = false;
     }
     bool healthy = false;
+    attempt();
     auto watched = WatchOnce(healthy);
     if (stop_) break;
     if (healthy) backoff = options_.backoff_initial;

@@ -111,11 +111,14 @@ class InformerBase {
   Result<void> ListAndReplace();
   Result<void> WatchOnce(bool& healthy);
   void Apply(const WatchEvent& event);
-  // Sleeps up to `d` or until Stop; returns false when stopping.
+  // Sleeps up to `d`, or until Stop or the API server is seen reachable again after being
+  // unreachable (ApiClient's recovery listeners); returns false when stopping.
   bool Sleep(Duration d);
   void Notify(ChangeType type, const std::string& key);
 
   ApiClient& client_;
+  uint64_t recovery_listener_ = 0;  // ApiClient::AddRecoveryListener
+  bool woken_ = false;              // the API server came back: end the backoff now (mu_)
   InformerOptions options_;
   Decoder decoder_;
   ChangeCallback on_change_;
