@@ -5,7 +5,8 @@
 #
 # Usage: fault_proxy.sh TIDEPOOL_BINARY [SCENARIO...]   (faults outage token_not_logged; none:
 # all). Environment: E2E_TESTENV_DIR (a running testenv, e.g. the ctest fixture's; otherwise a
-# private one is brought up and torn down on exit), FAULT_OUTAGE (seconds, default 10).
+# private one is brought up and torn down on exit), FAULT_OUTAGE (seconds, default 10),
+# E2E_KEEP_LOGS (a folder to copy tidepool's and the proxy's logs to).
 #
 #   faults            429 20%, 500 10%, 1 s delays 10%, watches cut after 0.5-4 s, all the time:
 #                     one pending 1-GPU pod gets exactly one node, and no second one follows.
@@ -43,6 +44,7 @@ cleanup() {
     kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
   fi
   e2e_disconnect
+  [[ -n ${E2E_KEEP_LOGS:-} ]] && mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -121,13 +123,12 @@ spec:
     resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
 EOF
 }
-nodes_of() { k get nodes -l "tidepool.dev/pool=$1" -o name | wc -l; }
 pod_running() { [[ $(k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}') == Running ]]; }
-# Machines tidepool asked the kwok provider for (booting or registered).
+# Machines tidepool asked the kwok provider for (booting or registered), in any pool.
 requested() {
   local booting
   booting=$(k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' | grep -o '"name"' | wc -l)
-  echo $((booting + $(nodes_of gpu)))
+  echo $((booting + $(k get nodes -o name | wc -l)))
 }
 
 FAILED=()
@@ -156,8 +157,10 @@ scenario_faults() {
   wait_until 90 pod_running f-0 || { fail "pod not Running within 90 s under faults"; return 1; }
   log "faults: pod Running after $((SECONDS - t0)) s"
   sleep 12
-  [[ $(nodes_of gpu) -eq 1 ]] || { fail "expected exactly 1 gpu node, got $(nodes_of gpu)"; return 1; }
-  [[ $(k get nodes -o name | wc -l) -eq 1 ]] || { fail "expected 1 node in all"; return 1; }
+  # One node in all. Which GPU pool it comes from may vary: an injected 500 on the kwok
+  # provider's write fails that pool's increase, which backs it off and falls back to the next.
+  [[ $(k get nodes -o name | wc -l) -eq 1 ]] ||
+    { fail "expected exactly 1 node, got: $(k get nodes -o name | tr '\n' ' ')"; return 1; }
   # The node the pod runs on must still be there (not removed on a stale view of its pods).
   local bound
   bound=$(k -n "$NS" get pod f-0 -o jsonpath='{.spec.nodeName}')
@@ -170,10 +173,11 @@ scenario_faults() {
 }
 
 scenario_outage() {
+  reset_cluster  # a node left by an earlier scenario could hold the pods of this one
   [[ -n $PROXY_PID ]] || start_proxy
   kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
   faults 'p429=0&p500=0&pslow=0&cut=0&down=0' >/dev/null
-  [[ -n $TP_PID ]] || run_tidepool "$WORK/proxy.kubeconfig"
+  run_tidepool "$WORK/proxy.kubeconfig"
   gpu_pod o-0
   wait_until 60 pod_running o-0 || { fail "o-0 not Running before the outage"; return 1; }
   local before
@@ -186,14 +190,15 @@ scenario_outage() {
   local t0
   t0=$(now_ms)
   faults 'down=0' >/dev/null
-  wait_until 30 bash -c "[[ \$(( \$(kubectl -n $NS get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' 2>/dev/null | grep -o '\"name\"' | wc -l) + \$(kubectl get nodes -l tidepool.dev/pool=gpu -o name 2>/dev/null | wc -l) )) -gt $before ]]" ||
+  wait_until 30 bash -c "[[ \$(( \$(kubectl -n $NS get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' 2>/dev/null | grep -o '\"name\"' | wc -l) + \$(kubectl get nodes -o name 2>/dev/null | wc -l) )) -gt $before ]]" ||
     { fail "no node requested within 30 s of the API coming back"; return 1; }
   local took=$(( $(now_ms) - t0 ))
   echo "outage: ${OUTAGE} s down; node requested $((took / 1000)).$(printf %03d $((took % 1000))) s after the API came back (refused $(stat refused_down) connections, cut $(stat cut_by_down) streams)"
   wait_until 60 pod_running o-1 || { fail "o-1 not Running after the outage"; return 1; }
   sleep 8
   local want=$((before + 1))
-  [[ $(nodes_of gpu) -eq $want ]] || { fail "expected $want gpu nodes, got $(nodes_of gpu)"; return 1; }
+  [[ $(k get nodes -o name | wc -l) -eq $want ]] ||
+    { fail "expected $want nodes, got: $(k get nodes -o name | tr '\n' ' ')"; return 1; }
   ((took <= 5000)) || { fail "resumed after $took ms, more than 5 s"; return 1; }
   pass
 }
