@@ -3,7 +3,7 @@
 # fault_proxy.py, which injects 429, 500 and slow responses, cuts watch streams, and simulates an
 # API server restart (every connection refused and every open stream cut for a while).
 #
-# Usage: fault_proxy.sh TIDEPOOL_BINARY [SCENARIO...]   (faults outage token_not_logged; none:
+# Usage: fault_proxy.sh TIDEPOOL_BINARY [SCENARIO...]   (faults outage restart token_not_logged; none:
 # all). Environment: E2E_TESTENV_DIR (a running testenv, e.g. the ctest fixture's; otherwise a
 # private one is brought up and torn down on exit), FAULT_OUTAGE (seconds, default 10),
 # E2E_KEEP_LOGS (a folder to copy tidepool's and the proxy's logs to).
@@ -12,6 +12,8 @@
 #                     one pending 1-GPU pod gets exactly one node, and no second one follows.
 #   outage            the "API server" goes away for FAULT_OUTAGE s while a second pod is
 #                     created; after it comes back, tidepool must ask for a node within 5 s.
+#   restart           the real kube-apiserver is killed and started again (testenv restart);
+#                     a pod created once it is ready must get a node requested within 5 s.
 #   token_not_logged  tidepool runs at --log-level trace with a bearer token (through the proxy,
 #                     and straight to the API server with a real ServiceAccount token) through a
 #                     scale-up (5% 429 and 500 on the proxy path); neither token may be logged.
@@ -203,6 +205,38 @@ scenario_outage() {
   pass
 }
 
+# A real kube-apiserver restart (testenv restart: SIGKILL, down RESTART_DOWN s, started again
+# with the same flags, a fresh watch cache). tidepool talks to it directly. After it is ready
+# again a pod is created: tidepool must ask for its node within 5 s, with no duplicate and no
+# node left tainted.
+scenario_restart() {
+  reset_cluster
+  run_tidepool "$KUBECONFIG"
+  gpu_pod r-0
+  wait_until 60 pod_running r-0 || { fail "r-0 not Running before the restart"; return 1; }
+  local before
+  before=$(requested)
+  log "restart: kube-apiserver killed, down ${RESTART_DOWN:-3} s"
+  "$ROOT/testenv/bin/testenv" restart --dir "$TESTENV_DIR" --kill --down "${RESTART_DOWN:-3}s" \
+    kube-apiserver >>"$WORK/restart.log" 2>&1 ||
+    { fail "testenv restart failed: $(tail -3 "$WORK/restart.log")"; return 1; }
+  local t0
+  t0=$(now_ms)
+  gpu_pod r-1
+  wait_until 30 bash -c "[[ \$(( \$(kubectl -n $NS get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' 2>/dev/null | grep -o '\"name\"' | wc -l) + \$(kubectl get nodes -o name 2>/dev/null | wc -l) )) -gt $before ]]" ||
+    { fail "no node requested within 30 s of the restarted API server being ready"; return 1; }
+  local took=$(( $(now_ms) - t0 ))
+  echo "restart: $(grep -o 'ready again, [0-9.]*s' "$WORK/restart.log" | tail -1) after the kill; node requested $((took / 1000)).$(printf %03d $((took % 1000))) s after that (pod created then)"
+  wait_until 60 pod_running r-1 || { fail "r-1 not Running after the restart"; return 1; }
+  sleep 8
+  [[ $(k get nodes -o name | wc -l) -eq $((before + 1)) ]] ||
+    { fail "expected $((before + 1)) nodes, got: $(k get nodes -o name | tr '\n' ' ')"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "$(tainted_nodes) node(s) left tainted ToBeDeleted"; return 1; }
+  grep -q "lost leadership" "$WORK/tidepool.log" && log "restart: tidepool lost and regained the Lease"
+  ((took <= 5000)) || { fail "resumed after $took ms, more than 5 s"; return 1; }
+  pass
+}
+
 scenario_token_not_logged() {
   [[ -n $PROXY_PID ]] || start_proxy
   faults 'p429=0.05&p500=0.05&pslow=0&cut=0&down=0' >/dev/null
@@ -239,7 +273,7 @@ scenario_token_not_logged() {
   pass
 }
 
-ALL=(faults outage token_not_logged)
+ALL=(faults outage restart token_not_logged)
 SELECTED=("$@")
 ((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
 reset_cluster

@@ -25,6 +25,7 @@ var subcommands = map[string]func(args []string) int{
 	"kwok":                    runKwok,
 	"up":                      runUp,
 	"down":                    runDown,
+	"restart":                 runRestart,
 	"version":                 runVersion,
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,6 +23,8 @@ import (
 //	<dir>/kubeconfig/         kubeconfigs of the components
 //	<dir>/etcd/               etcd data
 //	<dir>/logs/<name>.log     stdout+stderr of each process
+//	<dir>/launch/<name>.json  the arguments and extra environment each was started with
+//	                          (so "restart" can start it again the same way)
 const (
 	markerFile = ".tidepool-testenv"
 	pidsFile   = "pids"
@@ -212,4 +215,34 @@ func runDown(args []string) int {
 	}
 	logf("stopped and removed %s", dir)
 	return 0
+}
+
+// launch is how a component was started: its arguments after the subcommand
+// name and the environment added to testenv's own.
+type launch struct {
+	Args []string `json:"args"`
+	Env  []string `json:"env,omitempty"`
+}
+
+func writeLaunch(dir, name string, l launch) error {
+	if err := os.MkdirAll(filepath.Join(dir, "launch"), 0o755); err != nil {
+		return err
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "launch", name+".json"), b, 0o644)
+}
+
+func readLaunch(dir, name string) (launch, error) {
+	var l launch
+	b, err := os.ReadFile(filepath.Join(dir, "launch", name+".json"))
+	if err != nil {
+		return l, err
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return l, fmt.Errorf("%s: %w", filepath.Join(dir, "launch", name+".json"), err)
+	}
+	return l, nil
 }

@@ -447,6 +447,10 @@ func (u *upper) spawn(name string, extraEnv []string, args ...string) error {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
 	p := proc{name: name, pid: cmd.Process.Pid, start: st}
+	if err := writeLaunch(u.opt.dir, name, launch{Args: args, Env: extraEnv}); err != nil {
+		_ = cmd.Process.Kill()
+		return err
+	}
 	u.procs = append(u.procs, p)
 	if err := appendPid(u.opt.dir, p); err != nil {
 		return err
