@@ -125,7 +125,8 @@ int RunRunCommand(const RunFlags& f) {
   controller::InformerClusterReader reader(api);
 
   std::unique_ptr<cloud::CloudProvider> provider;
-  if (config->provider.type == "azure-vmss" || config->provider.type == "aks") {
+  if (config->provider.type == "azure-vmss" || config->provider.type == "aks" ||
+      config->provider.type == "azure-vms") {
     cloud::azure::Options o;
     o.clock = &clock;
     o.node_joined = [&reader](std::string_view provider_id) {

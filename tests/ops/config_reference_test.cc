@@ -253,14 +253,14 @@ TEST(ConfigReferenceTest, AzureKeysMatchTheAzureSettingsParser) {
   std::set<std::string> known = {"provider.type", "provider.bootDelay",
                                  "provider.unavailablePools"};
   std::vector<std::string> prefixes;
-  for (const char* list : {"kCommonKeys", "kVmssKeys", "kAksKeys"}) {
+  for (const char* list : {"kCommonKeys", "kVmssKeys", "kAksKeys", "kVmsKeys"}) {
     ASSERT_TRUE(arrays.contains(list)) << list;
     for (const auto& k : arrays[list]) {
       known.insert("provider." + k);
       EXPECT_TRUE(Documented(keys, "provider." + k)) << "provider." << k << " is not documented";
     }
   }
-  for (const char* list : {"kVmssPrefixes", "kAksPrefixes"}) {
+  for (const char* list : {"kVmssPrefixes", "kAksPrefixes", "kVmsPrefixes"}) {
     ASSERT_TRUE(arrays.contains(list)) << list;
     for (const auto& p : arrays[list]) {
       prefixes.push_back("provider." + p);

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cloud/azure/aks_provider.h"
+#include "cloud/azure/vms_provider.h"
 #include "cloud/azure/vmss_provider.h"
 
 namespace tidepool::cloud::azure {
@@ -185,6 +186,10 @@ Result<std::unique_ptr<AzureProvider>> NewAzureProvider(const model::AutoscalerC
   if (settings.type == "azure-vmss") {
     return std::unique_ptr<AzureProvider>(
         std::make_unique<VmssProvider>(std::move(settings), config.pools, std::move(deps)));
+  }
+  if (settings.type == "azure-vms") {
+    return std::unique_ptr<AzureProvider>(
+        std::make_unique<VmsProvider>(std::move(settings), config.pools, std::move(deps)));
   }
   return std::unique_ptr<AzureProvider>(
       std::make_unique<AksProvider>(std::move(settings), config.pools, std::move(deps)));

@@ -1,4 +1,5 @@
-// The Azure CloudProviders (azure-vmss: VM scale sets; aks: AKS agent pools) and their factory.
+// The Azure CloudProviders (azure-vmss: VM scale sets; aks: AKS agent pools; azure-vms:
+// availability-set VMs) and their factory.
 // Shared here: options, pending long-running operations, stockout memory, serving from cache.
 #pragma once
 
@@ -125,9 +126,9 @@ class AzureProvider : public CloudProvider {
   std::unique_ptr<Deps> deps_;
 };
 
-// Builds the provider of config.provider.type ("azure-vmss" or "aks") from config.provider
-// settings (settings.h; errors name the key, e.g. "provider.subscriptionId: required for
-// azure-vmss") and config.pools. Nothing is sent to Azure until the first call.
+// Builds the provider of config.provider.type ("azure-vmss", "aks" or "azure-vms") from
+// config.provider settings (settings.h; errors name the key, e.g. "provider.subscriptionId:
+// required for azure-vmss") and config.pools. Nothing is sent to Azure until the first call.
 Result<std::unique_ptr<AzureProvider>> NewAzureProvider(const model::AutoscalerConfig& config,
                                                         Options options);
 

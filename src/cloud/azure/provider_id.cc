@@ -71,6 +71,39 @@ std::string VmssProviderId(const VmssInstanceRef& ref) {
   return "azure://" + VmssInstanceResourceId(ref);
 }
 
+std::optional<VmRef> ParseVmResourceId(std::string_view provider_id) {
+  std::string_view s = provider_id;
+  if (s.size() >= 8 && EqualsIgnoreCase(s.substr(0, 8), "azure://")) s.remove_prefix(8);
+  if (!s.starts_with('/')) return std::nullopt;
+  auto parts = Split(s.substr(1), '/');
+  // subscriptions/<s>/resourceGroups/<rg>/providers/Microsoft.Compute/virtualMachines/<name>
+  if (parts.size() != 8) return std::nullopt;
+  if (!EqualsIgnoreCase(parts[0], "subscriptions") ||
+      !EqualsIgnoreCase(parts[2], "resourceGroups") || !EqualsIgnoreCase(parts[4], "providers") ||
+      !EqualsIgnoreCase(parts[5], "Microsoft.Compute") ||
+      !EqualsIgnoreCase(parts[6], "virtualMachines")) {
+    return std::nullopt;
+  }
+  for (auto p : parts)
+    if (p.empty()) return std::nullopt;
+  return VmRef{std::string(parts[1]), std::string(parts[3]), std::string(parts[7])};
+}
+
+std::string VmResourceId(const VmRef& ref) {
+  return fmt::format(
+      "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/virtualMachines/{}",
+      ref.subscription, ref.resource_group, ref.name);
+}
+
+std::string VmProviderId(const VmRef& ref) { return "azure://" + VmResourceId(ref); }
+
+std::string ResourceName(std::string_view resource_id) {
+  while (resource_id.ends_with('/')) resource_id.remove_suffix(1);
+  auto slash = resource_id.rfind('/');
+  return std::string(slash == std::string_view::npos ? resource_id
+                                                     : resource_id.substr(slash + 1));
+}
+
 std::optional<std::string> AksAgentPoolOfScaleSet(std::string_view scale_set) {
   // aks-<pool>-<digits>-vmss; pool names are lowercase alphanumerics (no '-').
   if (!scale_set.starts_with("aks-") || !scale_set.ends_with("-vmss")) return std::nullopt;

@@ -1,5 +1,5 @@
-// Azure node identities: a Node's providerID <-> the VMSS instance behind it, and AKS machine
-// names (aks-<pool>-<id>-vmss00000a) <-> scale set instances. Pure string functions.
+// Azure node identities: a Node's providerID <-> the VMSS instance or standalone VM behind it,
+// and AKS machine names (aks-<pool>-<id>-vmss00000a) <-> scale set instances. Pure functions.
 #pragma once
 
 #include <optional>
@@ -27,6 +27,25 @@ std::optional<VmssInstanceRef> ParseVmssInstanceId(std::string_view provider_id)
 std::string VmssInstanceResourceId(const VmssInstanceRef& ref);
 // The providerID the kubelet sets: "azure://" + the resource id.
 std::string VmssProviderId(const VmssInstanceRef& ref);
+
+// One standalone VM (an availability-set VM of acs-engine / aks-engine).
+struct VmRef {
+  std::string subscription;
+  std::string resource_group;
+  std::string name;
+};
+
+// Parses "azure:///subscriptions/<s>/resourceGroups/<rg>/providers/Microsoft.Compute/
+// virtualMachines/<name>" or the same resource id without "azure://", matching segment names
+// case-insensitively. nullopt for anything else (scale set instances included).
+std::optional<VmRef> ParseVmResourceId(std::string_view provider_id);
+// "/subscriptions/<s>/resourceGroups/<rg>/providers/Microsoft.Compute/virtualMachines/<name>".
+std::string VmResourceId(const VmRef& ref);
+// "azure://" + the resource id.
+std::string VmProviderId(const VmRef& ref);
+
+// The last segment of an ARM resource id ("" when there is none).
+std::string ResourceName(std::string_view resource_id);
 
 // AKS names a pool's scale set "aks-<agentpool>-<digits>-vmss": returns <agentpool>.
 std::optional<std::string> AksAgentPoolOfScaleSet(std::string_view scale_set);

@@ -19,6 +19,14 @@ constexpr std::string_view kVmssKeys[] = {"forceDeletion", "discovery.clusterNam
 constexpr std::string_view kVmssPrefixes[] = {"scaleSets."};
 constexpr std::string_view kAksKeys[] = {"clusterName"};
 constexpr std::string_view kAksPrefixes[] = {"agentPools."};
+constexpr std::string_view kVmsKeys[] = {"clusterId", "networkApiVersion", "sweepInterval"};
+constexpr std::string_view kVmsPrefixes[] = {"vmPools.", "models."};
+// The keys of one azure-vms model, after "models.<pool>.".
+constexpr std::string_view kVmModelKeys[] = {
+    "vmSize",         "location",          "imageReference.publisher", "imageReference.offer",
+    "imageReference.sku", "imageReference.version", "imageReference.id", "subnetId",
+    "availabilitySetId",  "adminUsername",     "sshPublicKeyFile",        "customDataFile",
+    "osDiskType",         "enableIpForwarding"};
 constexpr std::string_view kAuthTypes[] = {"clientSecret", "managedIdentity", "workloadIdentity"};
 
 template <typename Range>
@@ -47,6 +55,120 @@ Result<Duration> ReadDur(const std::string& key, const std::string& value) {
   return *d;
 }
 
+
+// A value without blanks or quotes (ARM checks names and ids itself; this catches a pasted
+// space or quote early).
+bool PlainValue(std::string_view v) {
+  for (char c : v) {
+    if (c == ' ' || c == '"' || c == '\'' || c == '\n' || c == '\t') return false;
+  }
+  return true;
+}
+
+// The azure-vms keys: clusterId, networkApiVersion, sweepInterval, vmPools.<pool>,
+// models.<pool>.<key>.
+Result<void> ParseVmsSettings(const std::map<std::string, std::string>& kv,
+                              const std::vector<model::Pool>& pools,
+                              const std::string& known_pools, AzureSettings& s) {
+  auto get = [&](std::string_view key) -> std::string {
+    auto it = kv.find(std::string(key));
+    return it == kv.end() ? std::string() : it->second;
+  };
+  s.cluster_id = get("clusterId");
+  if (s.cluster_id.empty()) {
+    return InvalidArgument(
+        "provider.clusterId: required for azure-vms (the cluster's name suffix, e.g. 12345678 in "
+        "the VM name k8s-agentpool1-12345678-0: acs-engine's resourceNameSuffix tag)");
+  }
+  if (!PlainValue(s.cluster_id) || s.cluster_id.find('-') != std::string::npos) {
+    return InvalidArgument("provider.clusterId: \"{}\" (expected the suffix alone, without '-')",
+                           s.cluster_id);
+  }
+  if (auto v = get("networkApiVersion"); !v.empty()) s.network_api_version = v;
+  if (auto v = get("sweepInterval"); !v.empty()) {
+    TIDEPOOL_ASSIGN_OR_RETURN(s.sweep_interval, ReadDur("sweepInterval", v));
+  }
+  std::set<std::string> pool_names;
+  for (const auto& p : pools) {
+    pool_names.insert(p.name);
+    s.vm_pools[p.name] = p.name;
+  }
+  for (const auto& [key, value] : kv) {
+    if (key.starts_with("vmPools.")) {
+      std::string pool = key.substr(std::string_view("vmPools.").size());
+      if (!pool_names.contains(pool)) {
+        return InvalidArgument("provider.{}: no pool named \"{}\" (expected one of: {})", key,
+                               pool, known_pools);
+      }
+      if (value.empty() || !PlainValue(value) || value.find('-') != std::string::npos) {
+        return InvalidArgument(
+            "provider.{}: \"{}\" (expected the agent pool's name as it appears in its VM names, "
+            "e.g. agentpool1)",
+            key, value);
+      }
+      s.vm_pools[pool] = value;
+      continue;
+    }
+    if (!key.starts_with("models.")) continue;
+    std::string rest = key.substr(std::string_view("models.").size());
+    auto dot = rest.find('.');
+    std::string pool = rest.substr(0, dot);
+    if (!pool_names.contains(pool)) {
+      return InvalidArgument("provider.{}: no pool named \"{}\" (expected one of: {})", key, pool,
+                             known_pools);
+    }
+    std::string field = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    if (!Contains(kVmModelKeys, field)) {
+      std::vector<std::string_view> expected(std::begin(kVmModelKeys), std::end(kVmModelKeys));
+      return InvalidArgument("provider.{}: unknown model setting \"{}\" (expected one of: {})",
+                             key, field, JoinKeys(expected));
+    }
+    if (value.empty()) return InvalidArgument("provider.{}: empty (expected a value)", key);
+    VmModel& m = s.vm_models[pool];
+    if (field == "vmSize") m.vm_size = value;
+    if (field == "location") m.location = value;
+    if (field == "imageReference.publisher") m.image_publisher = value;
+    if (field == "imageReference.offer") m.image_offer = value;
+    if (field == "imageReference.sku") m.image_sku = value;
+    if (field == "imageReference.version") m.image_version = value;
+    if (field == "imageReference.id") m.image_id = value;
+    if (field == "subnetId") m.subnet_id = value;
+    if (field == "availabilitySetId") m.availability_set_id = value;
+    if (field == "adminUsername") m.admin_username = value;
+    if (field == "sshPublicKeyFile") m.ssh_public_key_file = value;
+    if (field == "customDataFile") m.custom_data_file = value;
+    if (field == "osDiskType") m.os_disk_type = value;
+    if (field == "enableIpForwarding") {
+      TIDEPOOL_ASSIGN_OR_RETURN(m.ip_forwarding, ReadBool(key, value));
+    }
+    if ((field == "subnetId" || field == "availabilitySetId" || field == "imageReference.id") &&
+        !value.starts_with("/subscriptions/")) {
+      return InvalidArgument(
+          "provider.{}: \"{}\" (expected an ARM resource id, /subscriptions/<s>/resourceGroups/"
+          "<rg>/providers/...)",
+          key, value);
+    }
+  }
+  for (const auto& [pool, m] : s.vm_models) {
+    const bool marketplace = !m.image_publisher.empty() || !m.image_offer.empty() ||
+                             !m.image_sku.empty() || !m.image_version.empty();
+    if (marketplace && !m.image_id.empty()) {
+      return InvalidArgument(
+          "provider.models.{}.imageReference: both id and publisher/offer/sku are given (expected "
+          "one of them)",
+          pool);
+    }
+    if (marketplace &&
+        (m.image_publisher.empty() || m.image_offer.empty() || m.image_sku.empty())) {
+      return InvalidArgument(
+          "provider.models.{}.imageReference: publisher, offer and sku are all required for a "
+          "marketplace image",
+          pool);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<AzureSettings> ParseAzureSettings(const model::ProviderConfig& provider,
@@ -56,9 +178,11 @@ Result<AzureSettings> ParseAzureSettings(const model::ProviderConfig& provider,
   s.type = provider.type;
   const bool vmss = provider.type == "azure-vmss";
   const bool aks = provider.type == "aks";
-  if (!vmss && !aks) {
+  const bool vms = provider.type == "azure-vms";
+  if (!vmss && !aks && !vms) {
     return InvalidArgument(
-        "provider.type: \"{}\" is not served by the Azure providers (expected azure-vmss or aks)",
+        "provider.type: \"{}\" is not served by the Azure providers (expected azure-vmss, aks or "
+        "azure-vms)",
         provider.type);
   }
   const auto& kv = provider.settings;
@@ -76,6 +200,11 @@ Result<AzureSettings> ParseAzureSettings(const model::ProviderConfig& provider,
                             [&](auto p) { return key.starts_with(p); }))) {
       continue;
     }
+    if (vms && (Contains(kVmsKeys, key) ||
+                std::any_of(std::begin(kVmsPrefixes), std::end(kVmsPrefixes),
+                            [&](auto p) { return key.starts_with(p); }))) {
+      continue;
+    }
     if (key == "auth.clientSecret" || key == "clientSecret" || key == "auth.secret") {
       // The value is deliberately not repeated.
       return InvalidArgument(
@@ -87,6 +216,10 @@ Result<AzureSettings> ParseAzureSettings(const model::ProviderConfig& provider,
     if (vmss) {
       expected.insert(expected.end(), std::begin(kVmssKeys), std::end(kVmssKeys));
       expected.push_back("scaleSets.<pool>");
+    } else if (vms) {
+      expected.insert(expected.end(), std::begin(kVmsKeys), std::end(kVmsKeys));
+      expected.push_back("vmPools.<pool>");
+      expected.push_back("models.<pool>.<key>");
     } else {
       expected.insert(expected.end(), std::begin(kAksKeys), std::end(kAksKeys));
       expected.push_back("agentPools.<pool>");
@@ -113,7 +246,7 @@ Result<AzureSettings> ParseAzureSettings(const model::ProviderConfig& provider,
   if (s.resource_group.empty()) {
     return InvalidArgument(
         "provider.resourceGroup: required for {} (the resource group of the {})", provider.type,
-        vmss ? "scale sets" : "managed cluster");
+        vmss ? "scale sets" : (vms ? "VMs" : "managed cluster"));
   }
   if (auto v = get("armEndpoint"); !v.empty()) s.arm_endpoint = v;
   TIDEPOOL_RETURN_IF_ERROR(CheckCredentialEndpoint(s.arm_endpoint, "provider.armEndpoint"));
@@ -233,6 +366,8 @@ Result<AzureSettings> ParseAzureSettings(const model::ProviderConfig& provider,
         }
       }
     }
+  } else if (vms) {
+    TIDEPOOL_RETURN_IF_ERROR(ParseVmsSettings(kv, pools, known_pools(), s));
   } else {
     s.cluster_name = get("clusterName");
     if (s.cluster_name.empty()) {

@@ -15,14 +15,38 @@ namespace tidepool::cloud::azure {
 
 inline constexpr std::string_view kDefaultComputeApiVersion = "2025-04-01";
 inline constexpr std::string_view kDefaultAksApiVersion = "2026-08-01";
+inline constexpr std::string_view kDefaultNetworkApiVersion = "2024-05-01";
+
+// azure-vms: what a new VM of a pool is made from when the pool has no VM to clone
+// (`provider.models.<pool>.*`), and the parts that override a clone (customDataFile, vmSize).
+// Files are read when a VM is created, not at startup.
+struct VmModel {
+  std::string vm_size;            // vmSize; default the pool's instanceType
+  std::string location;           // location; default the availability set's
+  std::string image_publisher;    // imageReference.publisher / offer / sku / version
+  std::string image_offer;
+  std::string image_sku;
+  std::string image_version;      // default "latest"
+  std::string image_id;           // imageReference.id (a custom or gallery image)
+  std::string subnet_id;          // subnetId: the NIC's subnet
+  std::string availability_set_id;  // availabilitySetId
+  std::string admin_username;     // adminUsername
+  std::string ssh_public_key_file;  // sshPublicKeyFile: an OpenSSH public key
+  std::string custom_data_file;   // customDataFile: cloud-init / bootstrap, sent base64-encoded
+  std::string os_disk_type = "Standard_LRS";  // osDiskType: managed disk storageAccountType
+  bool ip_forwarding = false;     // enableIpForwarding on the NIC (kubenet needs it)
+  bool has_image() const { return !image_id.empty() || !image_publisher.empty(); }
+};
 
 struct AzureSettings {
-  std::string type;  // "azure-vmss" or "aks"
+  std::string type;  // "azure-vmss", "aks" or "azure-vms"
   std::string subscription_id;
-  std::string resource_group;  // the scale sets' (azure-vmss) or the managed cluster's (aks)
+  // The scale sets' (azure-vmss), the managed cluster's (aks) or the VMs' (azure-vms).
+  std::string resource_group;
   std::string arm_endpoint = "https://management.azure.com";
   std::string compute_api_version = std::string(kDefaultComputeApiVersion);
   std::string aks_api_version = std::string(kDefaultAksApiVersion);
+  std::string network_api_version = std::string(kDefaultNetworkApiVersion);
   AuthConfig auth;
   Duration request_timeout = std::chrono::seconds(30);
   Duration operation_timeout = std::chrono::minutes(30);
@@ -43,6 +67,14 @@ struct AzureSettings {
   // aks: the managed cluster and pool -> agent pool name (default: the pool's own name).
   std::string cluster_name;
   std::map<std::string, std::string> agent_pools;
+
+  // azure-vms: the cluster's name suffix (acs-engine / aks-engine `resourceNameSuffix`, the
+  // 12345678 in k8s-agentpool1-12345678-0); pool -> agent pool name in VM names (default the
+  // pool's own name); pool -> model; how often leftover NICs and disks are looked for.
+  std::string cluster_id;
+  std::map<std::string, std::string> vm_pools;
+  std::map<std::string, VmModel> vm_models;
+  Duration sweep_interval = std::chrono::minutes(5);
 };
 
 // Validates `provider` for the Azure provider types against the configured pools. Unknown keys,

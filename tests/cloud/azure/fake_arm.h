@@ -71,6 +71,34 @@ struct ScaleSetSpec {
   std::map<std::string, std::string> tags;
 };
 
+// A standalone VM of an availability-set pool (azure-vms), seeded with its NIC and managed OS
+// disk, as acs-engine / aks-engine create them.
+struct VmSpec {
+  std::string name;  // k8s-agentpool1-12345678-0
+  std::string vm_size = "Standard_D2_v2";
+  std::map<std::string, std::string> tags;  // poolName, orchestrator, resourceNameSuffix; also
+                                            // put on the NIC and the disk
+  std::string availability_set;  // its name ("" none); created when missing
+  std::string subnet = "agent-subnet";  // of virtual network k8s-vnet
+  std::string nic;      // default: k8s-<pool>-<id>-nic-<n> for a k8s-<pool>-<id>-<n> VM
+  std::string os_disk;  // default: <name>_OsDisk_1_<id>, Azure's name for an unnamed OS disk
+  std::string user_data;  // base64, "" none
+  std::string provisioning = "Succeeded";
+};
+
+// A NIC or managed disk on its own (leftovers and unrelated resources).
+struct NicSpec {
+  std::string name;
+  std::map<std::string, std::string> tags;
+  std::string attached_vm;  // the VM name in properties.virtualMachine ("" none)
+  std::string subnet = "agent-subnet";
+};
+struct DiskSpec {
+  std::string name;
+  std::map<std::string, std::string> tags;
+  std::string attached_vm;  // managedBy and diskState Attached ("" Unattached)
+};
+
 struct AgentPoolSpec {
   std::string name;
   std::string vm_size = "Standard_D2_v2";
@@ -93,6 +121,13 @@ struct AgentPoolSpec {
 //    `operation_polls` times, then the outcome.
 //  - AKS: agent pool GET / list / PUT (count, If-Match on eTag), machines list, deleteMachines.
 //    The agent pool's VMs live in a scale set aks-<pool>-12345678-vmss (machines' resourceId).
+//  - Standalone VMs (azure-vms): virtualMachines list / GET ($expand=instanceView, userData) /
+//    PUT (the NIC must exist and be free; creates the managed OS disk and attaches both) /
+//    DELETE (detaches the NIC and disk when done); networkInterfaces list / GET / PUT / DELETE
+//    (400 NicInUse while attached); disks list / GET / DELETE (409 while attached);
+//    availabilitySets GET. Writes answer 201 + Azure-AsyncOperation (PUT) or 202 + Location
+//    (DELETE), as the VM and NIC examples of the REST specs; a missing resource's DELETE is 404.
+//    GET never returns osProfile.customData (ARM does not).
 //  - Faults are scripted with the methods below; each applies to the next matching request(s).
 // Thread-safety: all methods may be called from any thread while the server runs. Hooks are
 // called on a server thread after the state changed, with no FakeArm lock held, so they may call
@@ -116,6 +151,23 @@ class FakeArm {
   int AgentPoolCount(const std::string& cluster, const std::string& agent_pool) const;
   std::vector<std::string> MachineNames(const std::string& cluster,
                                         const std::string& agent_pool) const;
+  // Standalone VMs, NICs, disks (azure-vms).
+  void AddVm(const VmSpec& spec);
+  void AddNic(const NicSpec& spec);
+  void AddDisk(const DiskSpec& spec);
+  void AddAvailabilitySet(const std::string& name);
+  std::vector<std::string> VmNames() const;  // sorted
+  std::vector<std::string> NicNames() const;
+  std::vector<std::string> DiskNames() const;
+  std::string VmState(const std::string& name) const;  // provisioningState, "" when absent
+  // Removes the NIC or disk of this name without an API call (someone else deleted it).
+  void ForgetNicOrDisk(const std::string& name);
+  // The body of the last PUT of this VM / NIC (what the provider sent); null when none.
+  nlohmann::json VmPutBody(const std::string& name) const;
+  nlohmann::json NicPutBody(const std::string& name) const;
+  // The resource id of a subnet of virtual network k8s-vnet in the resource group.
+  std::string SubnetId(const std::string& subnet) const;
+  std::string AvailabilitySetId(const std::string& name) const;
   // Sets an agent pool's provisioning state and status.provisioningError (AKS's view of a
   // failed scale).
   void FailAgentPool(const std::string& cluster, const std::string& agent_pool,
@@ -128,6 +180,11 @@ class FakeArm {
   // The next capacity increase (VMSS PATCH or agent pool PUT) provisions Failed instances with
   // this code and its operation ends Failed with it.
   void FailNextScaleUp(const std::string& code, const std::string& message);
+  // The next VM PUT is accepted (201) but its operation ends Failed with this code, and the VM
+  // is left provisioningState Failed with a ProvisioningState/failed/<code> status.
+  void FailNextVmCreate(const std::string& code, const std::string& message);
+  // The next DELETE whose path contains `path_part` answers `status` (500: InternalServerError).
+  void FailNextDelete(const std::string& path_part, int status = 500);
   void SetOperationPolls(int polls);  // status answers InProgress this many times first
   void ExpireAllTokens();             // every token issued so far is now expired
   // A spot VM evicted with evictionPolicy Delete: the instance disappears and the capacity
@@ -175,6 +232,13 @@ class FakeArm {
     std::string error_code;
     std::string error_message;
   };
+  struct Vm {
+    nlohmann::json body;  // as GET returns it, without instanceView
+    std::string error_code;
+    std::string error_message;
+    nlohmann::json put_body;
+    bool announced = false;
+  };
   struct Op {
     int polls_left = 0;
     bool failed = false;
@@ -183,6 +247,11 @@ class FakeArm {
     std::string scale_set;
     std::vector<std::string> creating;  // instance ids to finish when the op ends
     std::vector<std::string> deleting;
+    std::string vm_create;  // azure-vms: lower-case names of what finishes with the op
+    std::string vm_delete;
+    std::string nic_create;
+    std::string nic_delete;
+    std::string disk_delete;
   };
   using Events = std::vector<std::pair<bool, InstanceEvent>>;  // (created?, event)
 
@@ -198,6 +267,20 @@ class FakeArm {
                 httplib::Response& res, Events& events);
   void RouteOperation(const std::string& id, bool location_style, httplib::Response& res,
                       Events& events);
+  void RouteVms(const std::vector<std::string>& seg, const httplib::Request& req,
+                httplib::Response& res, Events& events);
+  void RouteNics(const std::vector<std::string>& seg, const httplib::Request& req,
+                 httplib::Response& res, Events& events);
+  void RouteDisks(const std::vector<std::string>& seg, const httplib::Request& req,
+                  httplib::Response& res, Events& events);
+  nlohmann::json StandaloneVmJson(const Vm& vm, bool instance_view, bool user_data) const;
+  nlohmann::json NicJson(const std::string& name, const std::map<std::string, std::string>& tags,
+                         const std::string& subnet, const std::string& attached_vm) const;
+  InstanceEvent VmEventFor(const Vm& vm) const;
+  // 201/202 answers of azure-vms writes, pointing at this server's operation resources.
+  void AsyncHeaders(httplib::Response& res, const std::string& op, const std::string& provider,
+                    bool location_style) const;
+  std::string Id(const std::string& provider_type, const std::string& name) const;
 
   nlohmann::json Example(const std::string& relative) const;  // responses.*.body of a file
   nlohmann::json ScaleSetJson(const ScaleSet& ss) const;
@@ -226,6 +309,14 @@ class FakeArm {
   mutable std::mutex mu_;
   std::map<std::string, ScaleSet> scale_sets_;                  // by lower-case name
   std::map<std::string, std::map<std::string, AgentPool>> aks_;  // cluster -> pools
+  std::map<std::string, Vm> vms_;                 // by lower-case name
+  std::map<std::string, nlohmann::json> nics_;    // by lower-case name
+  std::map<std::string, nlohmann::json> nic_puts_;
+  std::map<std::string, nlohmann::json> disks_;   // by lower-case name
+  std::map<std::string, nlohmann::json> availability_sets_;
+  std::optional<std::pair<std::string, std::string>> fail_next_vm_create_;
+  std::optional<std::pair<std::string, int>> fail_next_delete_;
+  int next_vm_id_ = 1;
   std::map<std::string, Op> ops_;
   int next_op_ = 1;
   std::map<std::string, Time> tokens_;  // token -> expiry

@@ -1,0 +1,175 @@
+// VmsProvider ("azure-vms"): pools are the standalone VMs of acs-engine / aks-engine agent pools
+// in availability sets; a VM is added as NIC + VM and removed as VM, NIC, OS disk.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cloud/azure/azure_provider.h"
+
+namespace tidepool::cloud::azure {
+
+// Tags tidepool puts on the NICs and VMs it creates (and acs-engine's, which it keeps).
+inline constexpr std::string_view kTagTidepoolPool = "tidepool.dev/pool";
+inline constexpr std::string_view kTagResourceNameSuffix = "resourceNameSuffix";
+inline constexpr std::string_view kTagOrchestrator = "orchestrator";
+
+// One VM of a pool as the provider sees it in a listing.
+struct PoolVm {
+  std::string name;          // k8s-agentpool1-12345678-3
+  int index = -1;            // 3; -1 when the name has no index (a VM found by its tags)
+  std::string provider_id;   // the kubelet's providerID for it
+  std::string provisioning;  // properties.provisioningState: Creating, Succeeded, Failed, Deleting
+  std::string error_code;    // from a ProvisioningState/failed/<code> instance view status
+  std::string error_message;
+  nlohmann::json body;  // the VM as listed
+  bool failed() const;
+  bool deleting() const;
+};
+
+// Per pool (CloudProvider and AzureProvider contracts, plus):
+//  - Membership: a VM of the resource group belongs to pool P (agent pool name A =
+//    provider.vmPools.P, default P; cluster id C = provider.clusterId) when its name is
+//    k8s-A-C-<index>, or its tag tidepool.dev/pool is P, or its tags say poolName=A and
+//    resourceNameSuffix=C. Its NIC is k8s-A-C-nic-<index>, its OS disk k8s-A-C-<index>-osdisk
+//    (tidepool's) or k8s-A-C-<index>_OsDisk_... (Azure's default name).
+//  - Refresh: one LIST of the resource group's VMs (with the instance view) per pass, shared by
+//    the pools. instances = the pool's VMs neither Failed nor Deleting nor being removed;
+//    target = instances + creations whose VM is not listed yet. Pending creations and removals
+//    move on one step when their operation is done (see below). A Failed VM that is not a
+//    pending creation marks a stockout when its code is a capacity or OSProvisioningTimedOut
+//    failure, and is removed when its node has not joined (NodeJoined; without it, when the
+//    failure is such a provisioning failure). Every `sweepInterval` (and at the first Refresh)
+//    the sweep runs (below).
+//  - IncreaseSize: LIST the VMs; refuse past max counting pending creations. The model is the
+//    newest Succeeded VM of the pool (GET with userData, and GET its primary NIC), with the
+//    config's model overriding vmSize and customData; without a VM, the config's model
+//    (provider.models.P.*, required then). Each new VM takes the lowest index not used by a VM,
+//    a pending creation or removal, or a NIC/disk seen by the last sweep: PUT the NIC, then
+//    (at once when ARM says the NIC Succeeded, else when its operation is done) PUT the VM.
+//    Neither waits for the VM. A creation whose VM PUT or operation fails is removed (VM, NIC,
+//    disk) and marks the pool stocked out with ARM's code and message; a synchronous failure is
+//    also the call's error.
+//  - DeleteNode: the providerID must name a VM of this pool. GET it (404: done), then DELETE
+//    the VM; when that is done, DELETE each NIC; then DELETE the managed OS disk. 404 at any
+//    step is done; a failed step is sent again at the next Refresh. An unmanaged OS disk (a VHD
+//    blob) is left in its storage account and logged with its URI.
+//  - DecreaseTargetSize: cancels up to `delta` creations that have not joined: pending
+//    creations whose VM PUT was not sent yet (their NIC is removed), then VMs not joined,
+//    Failed first, then Creating, then the highest index. "Joined" is NodeJoined, without it
+//    "provisioningState Succeeded". Fewer than `delta` is kConflict, as for azure-vmss.
+//  - Sweep: LIST the NICs and managed disks of the resource group; delete those that carry a
+//    pool's name pattern AND are the pool's by tag (tidepool.dev/pool=P, or poolName=A with
+//    resourceNameSuffix=C; a disk, which Azure creates untagged with the VM, by the name
+//    pattern alone), AND are not attached (a NIC without properties.virtualMachine, a disk with
+//    diskState Unattached and no managedBy), AND whose index no VM, pending creation or removal
+//    uses. Nothing else is ever deleted. This finishes removals a restart interrupted.
+//  - PoolOf: the pool of the VM named in the providerID (same subscription and resource group),
+//    by name, else by the tags seen in the last listing.
+// Pending creations and removals live in memory; after a restart, the cloud holds what is left
+// (VMs in Creating/Deleting state, unattached NICs and disks) and Refresh picks it up.
+class VmsProvider final : public AzureProvider {
+ public:
+  VmsProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
+
+  std::string_view Name() const override { return "azure-vms"; }
+  Result<void> IncreaseSize(const std::string& pool, int delta, Time now) override;
+  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
+  Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
+  std::string PoolOf(const model::Node& node) const override;
+  // Agent pools of this cluster (by VM name or tags) that no configured pool names, whose VMs
+  // carry a `max` tag; templates from the VM size table and the node-template tags.
+  Result<std::vector<model::Pool>> DiscoverPools(Time now) override;
+
+  // Pending work of a pool (tests, status).
+  size_t pending_creations(const std::string& pool) const;
+  size_t pending_removals(const std::string& pool) const;
+
+ private:
+  // A VM being added: NIC first, then the VM.
+  struct Creation {
+    int index = -1;
+    std::string vm;
+    std::string nic;
+    enum class Stage { kNic, kVm } stage = Stage::kNic;
+    std::optional<Operation> op;  // the PUT being followed
+    nlohmann::json vm_body;       // sent once the NIC exists
+  };
+  // A VM being removed: VM, then its NICs, then its OS disk.
+  struct Removal {
+    std::string vm;                 // "" when only NICs are left (a creation cancelled early)
+    std::vector<std::string> nics;  // resource ids
+    std::string disk;               // managed disk resource id ("" none)
+    std::string vhd_uri;            // unmanaged OS disk (left in place, logged)
+    enum class Stage { kVm, kNic, kDisk, kDone } stage = Stage::kVm;
+    size_t next_nic = 0;
+    std::optional<Operation> op;
+    std::string why;  // "scale down", "failed creation", ... for logs
+  };
+  struct VmsPool {
+    std::vector<Creation> creations;
+    std::vector<Removal> removals;
+  };
+
+  Result<std::optional<PoolSize>> RefreshPool(const model::Pool& pool, Time now) override;
+  Result<void> BeforeRefresh(Time now) override;
+
+  std::string ResourceGroupPath() const;
+  std::string VmPath(const std::string& name) const;
+  std::string NicId(const std::string& name) const;
+  std::string DiskId(const std::string& name) const;
+  const std::string& AgentPool(const std::string& pool) const;
+  std::string VmName(const std::string& pool, int index) const;
+  std::string NicName(const std::string& pool, int index) const;
+  // The index in a pool's VM name k8s-A-C-<index> (or, with `suffix`, k8s-A-C-<index><suffix...>
+  // for NIC and disk names); -1 when the name is not of the pool.
+  int IndexOfVmName(const std::string& pool, std::string_view name) const;
+  int IndexOfNicName(const std::string& pool, std::string_view name) const;
+  int IndexOfDiskName(const std::string& pool, std::string_view name) const;
+  // The pool a listed VM belongs to ("" none).
+  std::string PoolOfVm(const nlohmann::json& vm) const;
+  bool OwnedByTags(const std::string& pool, const nlohmann::json& resource) const;
+
+  Result<std::vector<nlohmann::json>> ListVms();
+  std::vector<PoolVm> VmsOf(const std::string& pool, const std::vector<nlohmann::json>& vms) const;
+  bool Joined(const PoolVm& vm) const;
+  bool Removing(const std::string& pool, const std::string& vm) const;
+  std::set<int> UsedIndexes(const std::string& pool, const std::vector<PoolVm>& vms) const;
+
+  // Scale up.
+  Result<void> CreateOne(const model::Pool& pool, int index, nlohmann::json nic_body,
+                         nlohmann::json vm_body, Time now);
+  // PUT the creation's VM. true: still pending (follow c.op); false: done. An error means the
+  // creation failed and was handed to CreationFailed.
+  Result<bool> PutVm(const std::string& pool, Creation& c, Time now);
+  // The NIC and VM bodies new VMs of the pool are made from (names, NIC id and disk name are
+  // filled in per VM by CreateOne).
+  Result<std::pair<nlohmann::json, nlohmann::json>> BuildModel(const model::Pool& pool,
+                                                               const std::vector<PoolVm>& vms);
+  Result<std::pair<nlohmann::json, nlohmann::json>> ModelFromConfig(const model::Pool& pool,
+                                                                    const nlohmann::json& tags);
+  void CreationFailed(const std::string& pool, const Creation& c, const std::string& code,
+                      const std::string& message, Time now);
+  void AdvanceCreations(const std::string& pool, Time now);
+
+  // Scale down.
+  static Removal RemovalOf(const nlohmann::json& vm, std::string why);
+  // Moves a removal on as far as it goes without waiting; the error of a step that failed (the
+  // step is sent again at the next call).
+  Result<void> AdvanceRemoval(const std::string& pool, Removal& r, Time now);
+  void AdvanceRemovals(const std::string& pool, Time now);
+
+  void Sweep(Time now);
+
+  std::map<std::string, VmsPool> work_;  // by pool
+  Result<std::vector<nlohmann::json>> listed_ = std::vector<nlohmann::json>{};
+  std::map<std::string, std::string> vm_pool_;  // lower-case VM name -> pool, from the last list
+  std::optional<Time> swept_at_;
+  std::map<std::string, std::set<int>> leftover_indexes_;  // pool -> NIC/disk indexes last seen
+};
+
+}  // namespace tidepool::cloud::azure
