@@ -6,6 +6,7 @@
 #
 # Usage: soak_kill_test.sh TIDEPOOL_BINARY [RUNS]      (RUNS default 50; ctest runs 5)
 # Environment: SOAK_SEED (default: from the clock; printed, so a run can be replayed),
+#   E2E_KEEP_LOGS (a folder to copy the logs to),
 #   E2E_TESTENV_DIR (use that running testenv, e.g. the ctest fixture's; otherwise a private
 #   one is brought up in a temporary directory and torn down on exit, also on failure).
 #
@@ -63,6 +64,7 @@ cleanup() {
     kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
   fi
   e2e_disconnect
+  [[ -n ${E2E_KEEP_LOGS:-} ]] && mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -302,6 +304,9 @@ for ((run = 1; run <= RUNS; run++)); do
     recovery_sum=$((recovery_sum + took)); ((took > recovery_max)) && recovery_max=$took
     read -r d o detail <<<"$(measure)"
     duplicates=$((duplicates + d)); orphaned=$((orphaned + o))
+    if ((d > 0 || o > 0)); then  # the layout, to tell a real duplicate from a packing limit
+      { echo "== run $run: $detail"; k get nodes -o wide; k get pods -A -o wide; } >>"$WORK/layouts.log" 2>&1
+    fi
     log "run $run/$RUNS: $phase to cpu-wave=$cpu gpu-wave=$gpu, killed after ${delay_ms} ms ($what); converged ${took} s after restart; nodes/need $detail; duplicates $d, orphaned $o"
   else
     not_converged=$((not_converged + 1))
@@ -324,6 +329,7 @@ if ((converged > 0)); then
   echo "recovery after restart: mean $((recovery_sum / converged)) s, max $recovery_max s (excluding the ${STABLE} s stability window)"
 fi
 if ((pdb_violations > 0)); then cat "$WORK/pdb.log"; fi
+if [[ -s $WORK/layouts.log ]]; then echo "---- layouts of runs with a duplicate or orphan"; cat "$WORK/layouts.log"; fi
 if ((not_converged > 0 || duplicates > 0 || orphaned > 0 || pdb_violations > 0)); then
   echo "---- tidepool log (last 60 lines)"
   tail -60 "$WORK/tidepool.log"

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -83,29 +82,8 @@ func restart(dir, name string, down, timeout time.Duration, kill bool, logf func
 	}
 
 	logPath := filepath.Join(dir, "logs", name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, p, err := startComponent(self, dir, name, l, "restart ")
 	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "# %s restart %s %s\n", time.Now().Format(time.RFC3339), name, strings.Join(l.Args, " "))
-	cmd := exec.Command(self, append([]string{name}, l.Args...)...)
-	cmd.Dir = dir
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.Env = append(os.Environ(), l.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	st, err := procStartTime(cmd.Process.Pid)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	p := proc{name: name, pid: cmd.Process.Pid, start: st}
-	if err := appendPid(dir, p); err != nil {
-		_ = cmd.Process.Kill()
 		return err
 	}
 	// The child outlives this command (its own session); do not wait for it.

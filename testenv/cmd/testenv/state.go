@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -245,4 +246,43 @@ func readLaunch(dir, name string) (launch, error) {
 		return l, fmt.Errorf("%s: %w", filepath.Join(dir, "launch", name+".json"), err)
 	}
 	return l, nil
+}
+
+// startComponent starts "<self> <name> args..." in dir, in its own session (so
+// it outlives its starter and gets no terminal signals), appending its output
+// to logs/<name>.log after a "# <time> <note><name> <args>" line, and records
+// its pid in the pids file.
+func startComponent(self, dir, name string, l launch, note string) (*exec.Cmd, proc, error) {
+	logFile, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, proc{}, err
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "# %s %s%s %s\n", time.Now().Format(time.RFC3339), note, name, strings.Join(l.Args, " "))
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, proc{}, err
+	}
+	defer devnull.Close()
+	cmd := exec.Command(self, append([]string{name}, l.Args...)...)
+	cmd.Dir = dir
+	cmd.Stdin = devnull
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.Env = append(os.Environ(), l.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, proc{}, fmt.Errorf("start %s: %w", name, err)
+	}
+	st, err := procStartTime(cmd.Process.Pid)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, proc{}, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := proc{name: name, pid: cmd.Process.Pid, start: st}
+	if err := appendPid(dir, p); err != nil {
+		_ = cmd.Process.Kill()
+		return nil, proc{}, err
+	}
+	return cmd, p, nil
 }

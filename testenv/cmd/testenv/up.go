@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -419,42 +418,16 @@ func (u *upper) writeCerts() error {
 // "up" and gets no terminal signals), output to logs/<name>.log, and records
 // its pid.
 func (u *upper) spawn(name string, extraEnv []string, args ...string) error {
-	logPath := u.path("logs", name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	l := launch{Args: args, Env: extraEnv}
+	cmd, p, err := startComponent(u.self, u.opt.dir, name, l, "")
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	fmt.Fprintf(logFile, "# %s %s %s\n", time.Now().Format(time.RFC3339), name, strings.Join(args, " "))
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		return err
-	}
-	defer devnull.Close()
-	cmd := exec.Command(u.self, append([]string{name}, args...)...)
-	cmd.Dir = u.opt.dir
-	cmd.Stdin = devnull
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.Env = append(os.Environ(), extraEnv...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	st, err := procStartTime(cmd.Process.Pid)
-	if err != nil {
-		_ = cmd.Process.Kill()
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	p := proc{name: name, pid: cmd.Process.Pid, start: st}
-	if err := writeLaunch(u.opt.dir, name, launch{Args: args, Env: extraEnv}); err != nil {
+	if err := writeLaunch(u.opt.dir, name, l); err != nil {
 		_ = cmd.Process.Kill()
 		return err
 	}
 	u.procs = append(u.procs, p)
-	if err := appendPid(u.opt.dir, p); err != nil {
-		return err
-	}
 	done := make(chan struct{})
 	u.exited[name] = done
 	go func() {
