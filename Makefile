@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build testenv test demo demo-offline bench fuzz clean
+.PHONY: setup configure build testenv test demo demo-offline bench fuzz soak clean
 
 setup:
 	@scripts/setup.sh
@@ -44,6 +44,11 @@ bench: build
 # target (default 60), in build-fuzz/. Not part of `make test`, which replays the seed corpora.
 fuzz: setup
 	@fuzz/run.sh
+
+# The reliability soak (docs/reliability.md): tidepool SIGKILLed 50 times during scale-ups and
+# scale-downs on its own testenv; ~20 min. SOAK_SEED=N replays a run.
+soak: build testenv
+	@tests/e2e/soak_kill_test.sh $(TIDEPOOL) 50
 
 clean:
 	rm -rf $(BUILD)
