@@ -1,14 +1,19 @@
 #include "autoscaler/loop.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "base/check.h"
 #include "planner/cluster.h"
 #include "planner/scale_down.h"
 #include "planner/scale_up.h"
+#include "sched/fit.h"
 
 namespace tidepool::autoscaler {
 namespace {
@@ -163,11 +168,34 @@ struct Autoscaler::StepContext {
   std::unordered_set<std::string> pending_keys;
   std::deque<model::Node> copies;
   std::optional<Time> next_starting_deadline;
+
+  // Warm capacity (UpdateWarm), per pool with pools[].warm.
+  struct WarmPool {
+    model::Resources whole_request;  // a whole-node placeholder: the template less DaemonSets
+    int spare = 0;                   // whole-node placeholders for warm.spareNodes
+    int prewarm = 0;                 // whole-node placeholders held for a predicted burst
+    int approved = 0;                // of those, new pre-warm nodes approved in this Step
+    std::vector<model::Resources> headroom;  // headroom placeholders, each fits one node
+    std::string headroom_words;              // "nvidia.com/gpu 4"
+    std::string prewarm_reason;              // "warm: predicted burst ..." when prewarm > 0
+  };
+  std::map<std::string, WarmPool, std::less<>> warm;
+  std::deque<model::Pod> warm_pods;  // the placeholders (stable addresses)
+  std::vector<const model::Pod*> placeholders;
+  // Nodes of warm pools: requests of their non-terminal pods, and whether any must leave.
+  struct NodeLoad {
+    model::Resources requested;
+    bool busy = false;
+  };
+  std::map<std::string_view, NodeLoad> loads;
 };
 
 Autoscaler::Autoscaler(const model::AutoscalerConfig& config, LoopOptions options)
     : config_(config), options_(std::move(options)) {
-  for (const model::Pool& p : config_.pools) pools_[p.name];
+  for (const model::Pool& p : config_.pools) {
+    pools_[p.name];
+    if (p.warm.Any()) warm_[p.name];
+  }
 }
 
 std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
@@ -214,6 +242,7 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   HandlePoolFailures(ctx);
   bool scan = !last_scan_ || now >= *last_scan_ + config_.scan_interval;
   UpdateBatch(ctx);
+  UpdateWarm(ctx, scan);
   bool scaled_up = false;
   if (ShouldPlanScaleUp(ctx, scan)) scaled_up = RunScaleUp(ctx);
   replan_ = false;
@@ -338,6 +367,16 @@ uint64_t Autoscaler::StateDigest() const {
   d.Add(batch_last_add_);
   d.Add(uint64_t{replan_});
   d.Add(static_cast<uint64_t>(pending_count_));
+  for (const auto& [name, ws] : warm_) {
+    d.Add(name);
+    d.Add(static_cast<uint64_t>(ws.profile.current_slot()));
+    d.Add(static_cast<uint64_t>(ws.profile.folded()));
+    d.Add(std::bit_cast<uint64_t>(ws.profile.current_peak()));
+    d.Add(static_cast<uint64_t>(ws.boot_estimate.value_or(Duration(-1)).count()));
+    d.Add(ws.ledger.size());
+    if (!ws.ledger.empty()) d.Add(ws.ledger.back().at);
+  }
+  d.Add(planned_pool_.size());
   d.Add(not_triggered_.size());
   for (const auto& [pod, message] : not_triggered_) {
     d.Add(pod);
@@ -362,6 +401,24 @@ Time Autoscaler::NextDecisionTime(const StepContext& ctx) const {
     }
   }
   if (ctx.next_starting_deadline) at(*ctx.next_starting_deadline);
+  // Predictive pools: the next slot of the profile, the next slot entering the horizon, the
+  // value/cost rule turning, a pre-warm charge leaving the 24 h window.
+  for (const model::Pool& pool : config_.pools) {
+    auto it = warm_.find(pool.name);
+    if (it == warm_.end() || !pool.warm.predictive.enabled) continue;
+    const WarmState& ws = it->second;
+    const Duration slot = DemandProfile::kSlot;
+    Time slot_start = Time(Duration((now.time_since_epoch() / slot) * slot));
+    at(slot_start + slot);
+    Time horizon_end = now + pool.warm.predictive.horizon;
+    Time horizon_slot = Time(Duration((horizon_end.time_since_epoch() / slot) * slot));
+    at(horizon_slot + slot - pool.warm.predictive.horizon);
+    if (ws.next_prewarm) at(*ws.next_prewarm);
+    for (const PrewarmCharge& c : ws.ledger) {
+      at(c.at + std::chrono::hours(24));
+      at(c.until);
+    }
+  }
   if (batch_start_) {
     at(batch_last_add_ + config_.scale_up.batch_idle);
     at(*batch_start_ + config_.scale_up.batch_max);
@@ -432,7 +489,16 @@ void Autoscaler::ObservePools(StepContext& ctx) {
   for (const model::Pool& pool : config_.pools) {
     PoolState& ps = pools_[pool.name];
     // A node of the pool joined: the provider delivers again.
-    if (ps.registered > previously_registered[pool.name]) ps.backoff_level = 0;
+    if (ps.registered > previously_registered[pool.name]) {
+      ps.backoff_level = 0;
+      // Warm pools learn how long a node takes from the request to joining.
+      auto ws = warm_.find(pool.name);
+      if (ws != warm_.end() && !ps.requests.empty() && ps.requests.front().requested_at <= now) {
+        Duration sample = now - ps.requests.front().requested_at;
+        std::optional<Duration>& boot = ws->second.boot_estimate;
+        boot = boot ? (*boot + sample) / 2 : sample;
+      }
+    }
     if (auto it = reported.find(pool.name); it != reported.end()) {
       ps.observed = true;
       ps.observed_target = it->second->target;
@@ -563,6 +629,12 @@ void Autoscaler::UpdateBatch(StepContext& ctx) {
 }
 
 bool Autoscaler::ShouldPlanScaleUp(const StepContext& ctx, bool scan) const {
+  // Warm placeholders are planned at every periodic pass, and at once for a new pre-warm.
+  if (!ctx.placeholders.empty()) {
+    if (scan) return true;
+    for (const auto& [name, wp] : ctx.warm)
+      if (wp.approved > 0) return true;
+  }
   if (ctx.pending.empty()) return false;
   if (replan_) return true;
   // A backoff ran out since the last plan: its pool may take the waiting pods now.
@@ -617,28 +689,64 @@ bool Autoscaler::RunScaleUp(StepContext& ctx) {
     if (ps.upcoming() > 0) in.upcoming[name] = ps.upcoming();
     if (InBackoff(ps, now)) in.backoff_until[name] = *ps.backoff_until;
   }
+  in.placeholders = ctx.placeholders;
 
   planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(in, options_.scale_up);
   batch_start_.reset();
   last_planned_ = now;
 
+  for (auto& [name, ws] : warm_) {
+    auto it = plan.warm_unmet.find(name);
+    ws.unmet = it == plan.warm_unmet.end() ? "" : it->second;
+  }
+
   bool any = false;
-  for (const planner::ScaleUp& su : plan.scale_ups) {
+  for (planner::ScaleUp su : plan.scale_ups) {
     const model::Pool* pool = config_.FindPool(su.pool);
-    if (su.add <= 0 || pool == nullptr) continue;
+    if (pool == nullptr) continue;
     PoolState& ps = pools_[su.pool];
+    std::string reason = su.reason;
+    if (su.warm_add > 0) {
+      const StepContext::WarmPool& wp = ctx.warm.at(su.pool);
+      // Spare and headroom placeholders fit upcoming nodes: while the pool has some, more warm
+      // nodes wait for them (a guard against a template larger than the real nodes). New
+      // pre-warm nodes approved in this Step may go.
+      int allowed = ps.upcoming() > 0 ? wp.approved : su.warm_add;
+      if (su.warm_add > allowed) {
+        su.add -= su.warm_add - allowed;
+        su.warm_add = allowed;
+      }
+      std::vector<std::string> why;
+      if (wp.spare > 0) why.push_back(fmt::format("warm: spareNodes {}", wp.spare));
+      if (!wp.headroom.empty()) why.push_back(fmt::format("warm: headroom {}", wp.headroom_words));
+      if (wp.prewarm > 0) why.push_back(wp.prewarm_reason);
+      std::string words = fmt::format("{}", fmt::join(why, "; "));
+      reason = su.warm_add == su.add ? words
+                                     : fmt::format("{}; +{} for {}", su.reason, su.warm_add, words);
+      if (su.warm_add > 0) {
+        WarmState& ws = warm_.at(su.pool);
+        ws.reason = fmt::format("{}: added {} node(s) at {}", words, su.warm_add,
+                                FormatRfc3339(now));
+        ctx.actions.push_back(
+            Event("ConfigMap", "", "WarmScaleUp",
+                  fmt::format("pool {} {}->{} (max: {}): {} warm node(s): {}", su.pool,
+                              ps.target(), ps.target() + su.add, pool->max, su.warm_add, words)));
+      }
+    }
+    if (su.add <= 0) continue;
     int from = ps.target();
     int to = from + su.add;
-    Action a = PoolAction(Action::Kind::kIncreasePool, su.pool, su.add, su.reason);
+    Action a = PoolAction(Action::Kind::kIncreasePool, su.pool, su.add, reason);
     a.pods = su.pods;
     ctx.actions.push_back(std::move(a));
     ExpectTargetChange(ps, su.add, now);
     ps.requests.push_back({su.add, now});
     ps.not_registered += su.add;
-    last_scale_up_ = ScaleUpRecord{now, su.pool, from, to, su.pods, su.reason};
+    last_scale_up_ = ScaleUpRecord{now, su.pool, from, to, su.pods, reason};
     std::string message = fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool,
                                       from, to, pool->max);
     for (const std::string& pod : su.pods) {
+      if (warm_.contains(su.pool)) planned_pool_[pod] = su.pool;
       ctx.actions.push_back(Event("Pod", pod, "TriggeredScaleUp", message));
       not_triggered_.erase(pod);
     }
@@ -900,6 +1008,7 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   }
   for (const auto& [name, ps] : pools_)
     if (ps.upcoming() > 0) in.upcoming[name] = ps.upcoming();
+  std::map<std::string, std::string> warm_hosts = BindWarmPlaceholders(ctx, in);
 
   planner::ScaleDownPlanner planner;
   std::vector<std::string> list;
@@ -907,6 +1016,9 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   all.rate_limit = false;
   all.evict_training_pods = options_.evict_training_pods;
   kept_ = planner.Plan(in, all, &list).keep;
+  for (planner::Keep& k : kept_) {
+    if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) k.reason = it->second;
+  }
   for (std::string& name : list)
     if (!removals_.contains(name)) unneeded.insert(std::move(name));
   std::erase_if(unneeded_since_, [&](const auto& e) { return !unneeded.contains(e.first); });
@@ -1004,6 +1116,7 @@ void Autoscaler::Cleanup(StepContext& ctx) {
   std::erase_if(not_triggered_, [&](const auto& e) { return !ctx.pending_keys.contains(e.first); });
   std::erase_if(unschedulable_, [&](const auto& e) { return !ctx.pending_keys.contains(e.first); });
   std::erase_if(waiting_for_capacity_, [&](const auto& k) { return !ctx.pending_keys.contains(k); });
+  std::erase_if(planned_pool_, [&](const auto& e) { return !ctx.pending_keys.contains(e.first); });
   pending_count_ = static_cast<int>(ctx.pending.size());
   prev_pending_ = std::move(ctx.pending_keys);
 }
@@ -1170,6 +1283,31 @@ Status Autoscaler::GetStatus() const {
       p.backoff_reason = ps.backoff_reason;
     }
     p.stockout = ps.stockout;
+    if (auto it = warm_.find(pool.name); it != warm_.end()) {
+      const WarmState& ws = it->second;
+      p.warm = true;
+      p.warm_spare_nodes = pool.warm.spare_nodes;
+      std::vector<std::string> headroom;
+      for (model::ResourceId id : pool.warm.headroom_set) {
+        headroom.push_back(fmt::format("{} {}", model::ResourceName(id),
+                                       model::FormatAmount(id, pool.warm.headroom.Get(id))));
+      }
+      p.warm_headroom = fmt::format("{}", fmt::join(headroom, ", "));
+      p.warm_predictive = pool.warm.predictive.enabled;
+      p.warm_demand = ws.demand;
+      if (ws.prediction.demand > 0) {
+        p.warm_predicted = ws.prediction.demand;
+        p.warm_confidence = ws.prediction.confidence;
+        p.warm_predicted_at = ws.prediction.at;
+      }
+      p.warm_prewarm_nodes = ws.prewarm_nodes;
+      for (const PrewarmCharge& c : ws.ledger)
+        if (c.at + std::chrono::hours(24) > now) p.warm_spend_24h += c.cost;
+      p.warm_max_cost_per_day = pool.warm.predictive.max_cost_per_day;
+      p.warm_reason = ws.unmet.empty() ? ws.reason
+                                       : fmt::format("{} (warm room not all made: {})", ws.reason,
+                                                     ws.unmet);
+    }
     s.pools.push_back(std::move(p));
   }
   s.last_scale_up = last_scale_up_;
@@ -1193,6 +1331,411 @@ Status Autoscaler::GetStatus() const {
   for (const auto& [pod, u] : unschedulable_) s.unschedulable.push_back(u);
   s.waiting_for_capacity.assign(waiting_for_capacity_.begin(), waiting_for_capacity_.end());
   return s;
+}
+
+// --- Warm capacity --------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kWarmNamespace = "tidepool-warm";
+constexpr int kWarmStateVersion = 1;
+
+// The resource a pool's demand is counted in: GPUs when its nodes have them, else CPU cores.
+model::ResourceId PrimaryResource(const model::Pool& pool) {
+  if (pool.template_node.allocatable.gpus() > 0) {
+    return model::InternResource(model::kNvidiaGpu);
+  }
+  return model::kCpu;
+}
+
+double Units(model::ResourceId id, int64_t amount) {
+  return id == model::kCpu ? static_cast<double>(amount) / 1000.0 : static_cast<double>(amount);
+}
+
+std::string_view UnitWord(model::ResourceId id) {
+  return id == model::kCpu ? "CPU cores" : model::ResourceName(id);
+}
+
+double Hours(Duration d) { return std::chrono::duration<double, std::ratio<3600>>(d).count(); }
+
+// A placeholder pod: pinned to `pool` (node selector, tolerating its template's taints), never
+// sent anywhere. `node` binds it for the scale-down simulation.
+model::Pod MakePlaceholder(const model::Pool& pool, std::string name, const model::Resources& req,
+                           bool whole, int32_t priority, std::string node = "") {
+  model::Pod p;
+  p.meta.name = std::move(name);
+  p.meta.namespace_ = std::string(kWarmNamespace);
+  p.meta.annotations[std::string(planner::kWarmPoolAnnotation)] = pool.name;
+  if (whole) p.meta.annotations[std::string(planner::kWarmWholeNodeAnnotation)] = "true";
+  p.node_selector[std::string(model::kLabelPool)] = pool.name;
+  for (const model::Taint& t : pool.template_node.taints) {
+    p.tolerations.push_back({t.key, model::TolerationOp::kExists, "", t.effect, std::nullopt});
+  }
+  model::Container c;
+  c.name = "warm";
+  req.ForEach([&](model::ResourceId id, int64_t v) {
+    if (id != model::kPods && v > 0) c.requests.Set(id, v);
+  });
+  p.containers.push_back(std::move(c));
+  p.priority = priority;
+  p.node_name = std::move(node);
+  p.phase = p.node_name.empty() ? model::PodPhase::kPending : model::PodPhase::kRunning;
+  p.Finalize();
+  return p;
+}
+
+}  // namespace
+
+bool Autoscaler::HasPredictive() const {
+  for (const model::Pool& p : config_.pools)
+    if (p.warm.predictive.enabled) return true;
+  return false;
+}
+
+Duration Autoscaler::BootEstimate(const model::Pool& pool) const {
+  if (auto it = warm_.find(pool.name); it != warm_.end() && it->second.boot_estimate) {
+    return *it->second.boot_estimate;
+  }
+  return pool.boot_delay.value_or(config_.provider.boot_delay.value_or(std::chrono::minutes(10)));
+}
+
+void Autoscaler::UpdateWarm(StepContext& ctx, bool scan) {
+  if (warm_.empty()) return;
+  std::map<std::string_view, double> demand;
+  for (const model::Pod* pod : ctx.obs.pods) {
+    if (pod->node_name.empty() || pod->IsTerminal()) continue;
+    auto pool = ctx.pool_of.find(pod->node_name);
+    if (pool == ctx.pool_of.end() || !warm_.contains(pool->second->name)) continue;
+    StepContext::NodeLoad& load = ctx.loads[pool->first];
+    load.requested += pod->requests;
+    if (!MustLeave(*pod)) continue;
+    load.busy = true;
+    model::ResourceId id = PrimaryResource(*pool->second);
+    demand[pool->second->name] += Units(id, pod->requests.Get(id));
+  }
+  for (const model::Pod* pod : ctx.pending) {
+    if (planned_pool_.empty()) break;
+    auto planned = planned_pool_.find(pod->Key());
+    if (planned == planned_pool_.end()) continue;
+    const model::Pool* pool = config_.FindPool(planned->second);
+    if (pool == nullptr) continue;
+    model::ResourceId id = PrimaryResource(*pool);
+    demand[pool->name] += Units(id, pod->requests.Get(id));
+  }
+  const int32_t priority = config_.scale_up.expendable_priority_cutoff;
+  for (const model::Pool& pool : config_.pools) {
+    auto wit = warm_.find(pool.name);
+    if (wit == warm_.end()) continue;
+    WarmState& ws = wit->second;
+    StepContext::WarmPool& wp = ctx.warm[pool.name];
+    // What one idle node of the pool offers pods: the template less its DaemonSets.
+    model::Resources room = pool.template_node.allocatable;
+    for (const model::Pod* d : planner::DaemonSetPodsFor(pool.template_node, ctx.obs.daemon_sets)) {
+      d->requests.ForEach([&](model::ResourceId id, int64_t v) {
+        room.Set(id, std::max<int64_t>(0, room.Get(id) - v));
+      });
+    }
+    room.Set(model::kPods, 0);
+    wp.whole_request = room;
+    wp.spare = pool.warm.spare_nodes;
+    // Headroom in as few placeholders as keep each within one node.
+    if (!pool.warm.headroom_set.empty()) {
+      int64_t parts = 1;
+      for (model::ResourceId id : pool.warm.headroom_set) {
+        int64_t per_node = std::max<int64_t>(1, room.Get(id));
+        parts = std::max(parts, (pool.warm.headroom.Get(id) + per_node - 1) / per_node);
+      }
+      model::Resources chunk;
+      std::vector<std::string> words;
+      for (model::ResourceId id : pool.warm.headroom_set) {
+        int64_t h = pool.warm.headroom.Get(id);
+        chunk.Set(id, (h + parts - 1) / parts);
+        words.push_back(fmt::format("{} {}", model::ResourceName(id), model::FormatAmount(id, h)));
+      }
+      wp.headroom.assign(static_cast<size_t>(parts), chunk);
+      wp.headroom_words = fmt::format("{}", fmt::join(words, ", "));
+    }
+
+    ws.demand = demand.contains(pool.name) ? demand[pool.name] : 0;
+    if (pool.warm.predictive.enabled) {
+      ws.profile.Observe(ctx.now, ws.demand);
+      model::ResourceId id = PrimaryResource(pool);
+      double pending_units = 0;
+      for (const model::Pod* pod : ctx.pending) {
+        if (planned_pool_.contains(pod->Key())) continue;  // counted in the demand already
+        int64_t amount = pod->requests.Get(id);
+        if (amount > 0 && sched::CheckNodeStatic(*pod, pool.template_node).fits()) {
+          pending_units += Units(id, amount);
+        }
+      }
+      // Free room on the pool's busy nodes takes part of a burst without any new node.
+      double free_units = 0;
+      for (const auto& [name, p] : ctx.pool_of) {
+        if (p != &pool || ctx.node_class.at(name) != StepContext::NodeClass::kReady) continue;
+        if (removals_.contains(name) || HasTaint(*ctx.nodes.at(name), kToBeDeletedTaint)) continue;
+        auto load = ctx.loads.find(name);
+        if (load == ctx.loads.end() || !load->second.busy) continue;
+        int64_t free = ctx.nodes.at(name)->allocatable.Get(id) - load->second.requested.Get(id);
+        free_units += Units(id, std::max<int64_t>(0, free));
+      }
+      PlanPrewarm(ctx, pool, ws, pending_units, free_units, scan);
+    }
+
+    auto add = [&](std::string kind, int i, const model::Resources& req, bool whole) {
+      ctx.warm_pods.push_back(MakePlaceholder(
+          pool, fmt::format("warm-{}-{}-{}", pool.name, kind, i), req, whole, priority));
+      ctx.placeholders.push_back(&ctx.warm_pods.back());
+    };
+    for (int i = 0; i < wp.spare; ++i) add("spare", i, wp.whole_request, true);
+    for (int i = 0; i < wp.prewarm; ++i) add("prewarm", i, wp.whole_request, true);
+    for (size_t i = 0; i < wp.headroom.size(); ++i) {
+      add("headroom", static_cast<int>(i), wp.headroom[i], false);
+    }
+  }
+}
+
+void Autoscaler::PlanPrewarm(StepContext& ctx, const model::Pool& pool, WarmState& ws,
+                             double pending_units, double free_units, bool scan) {
+  const Time now = ctx.now;
+  const model::WarmConfig::Predictive& cfg = pool.warm.predictive;
+  StepContext::WarmPool& wp = ctx.warm.at(pool.name);
+  const model::ResourceId id = PrimaryResource(pool);
+  const double per_node = std::max(1e-9, Units(id, wp.whole_request.Get(id)));
+  std::erase_if(ws.ledger, [&](const PrewarmCharge& c) {
+    return c.at + std::chrono::hours(24) <= now;
+  });
+  double spent = 0;
+  for (const PrewarmCharge& c : ws.ledger) spent += c.cost;
+
+  ws.prediction = ws.profile.Predict(now, cfg.horizon);
+  ws.next_prewarm.reset();
+  const DemandProfile::Prediction& pred = ws.prediction;
+  const double expected = ws.demand + pending_units + free_units;
+  // Idle nodes the burst needs beyond the demand already there and the room busy nodes have.
+  int want = pred.demand > expected
+                 ? static_cast<int>(std::ceil((pred.demand - expected) / per_node - 1e-9))
+                 : 0;
+  // Nodes held for earlier charges whose burst has not passed.
+  int held = 0;
+  for (const PrewarmCharge& c : ws.ledger)
+    if (c.until > now) held += c.nodes;
+  int shortfall = want - held;
+  if (pred.demand <= 0) {
+    if (scan) {
+      ws.reason = fmt::format("no burst predicted within {} ({} quarter-hours observed)",
+                              FormatDuration(cfg.horizon), ws.profile.folded());
+    }
+  } else if (want == 0 && scan) {
+    ws.reason = fmt::format("predicted {:.1f} {} at {}: the demand there now and the free room cover it", pred.demand,
+                            UnitWord(id), FormatRfc3339(pred.at));
+  }
+  if (scan && shortfall > 0 && !InBackoff(pools_.at(pool.name), now)) {
+    const Duration lead = BootEstimate(pool);
+    // The burst starts needing nodes when the expected demand first exceeds what is there.
+    const Time starts = ws.profile.FirstAbove(now, cfg.horizon, expected).value_or(pred.at);
+    const double hold_h = Hours(pred.slot_end - std::min(pred.at, starts) +
+                                config_.scale_down.unneeded_time);
+    const double value = per_node * Hours(lead) * cfg.wait_value_per_gpu_hour * pred.confidence;
+    const double idle_h =
+        Hours(std::max(Duration(0), starts - now - lead)) + (1 - pred.confidence) * hold_h;
+    const double idle_cost = pool.price_per_hour * idle_h;
+    const double commit =
+        pool.price_per_hour * Hours(pred.slot_end - now + config_.scale_down.unneeded_time);
+    std::string head = fmt::format(
+        "predicted burst of {:.1f} {} at {} ({} profile, confidence {:.2f}), {} node(s) short",
+        pred.demand, UnitWord(id), FormatRfc3339(pred.at), pred.weekly ? "day-of-week" : "daily",
+        pred.confidence, shortfall);
+    // Starting earlier than the boot time (plus a quarter for its variance) saves no more wait,
+    // it only adds idle time.
+    const Duration earliest = lead + lead / 4;
+    if (starts - now > earliest) {
+      ws.next_prewarm = starts - earliest;
+      ws.reason = fmt::format("{}: not yet, nodes take {} to come; starting at {}", head,
+                              FormatDuration(std::chrono::floor<std::chrono::seconds>(lead)),
+                              FormatRfc3339(*ws.next_prewarm));
+    } else if (value <= idle_cost) {
+      // When the idle cost falls below the value: the burst is closer than the lead plus the
+      // idle hours the value pays for.
+      double x = value / std::max(1e-12, pool.price_per_hour) - (1 - pred.confidence) * hold_h;
+      if (x > 0) {
+        ws.next_prewarm = starts - lead - Duration(static_cast<int64_t>(x * 3600e3));
+      }
+      ws.reason = fmt::format(
+          "{}: not yet, expected wait saved ${:.2f} <= expected idle cost ${:.2f} per node{}", head,
+          value, idle_cost,
+          ws.next_prewarm ? fmt::format(" (until {})", FormatRfc3339(*ws.next_prewarm)) : "");
+    } else {
+      int approved = 0;
+      while (approved < shortfall && spent + commit <= cfg.max_cost_per_day + 1e-9) {
+        spent += commit;
+        ++approved;
+      }
+      if (approved > 0) {
+        ws.ledger.push_back({now, approved, approved * commit, pred.slot_end});
+        wp.approved = approved;
+      }
+      ws.reason = fmt::format(
+          "{}: pre-warming {} node(s) (wait saved ${:.2f} > idle cost ${:.2f} per node; "
+          "committed ${:.2f} each, ${:.2f} of ${:.2f} in 24h){}",
+          head, approved, value, idle_cost, commit, spent, cfg.max_cost_per_day,
+          approved < shortfall ? fmt::format("; {} not pre-warmed: maxCostPerDay reached",
+                                             shortfall - approved)
+                               : "");
+    }
+  }
+  wp.prewarm = std::max(0, std::min(want, held + wp.approved));
+  ws.prewarm_nodes = wp.prewarm;
+  if (wp.prewarm > 0) {
+    wp.prewarm_reason =
+        fmt::format("warm: predicted burst of {:.1f} {} at {}", pred.demand, UnitWord(id),
+                    FormatRfc3339(pred.at));
+  }
+}
+
+std::map<std::string, std::string> Autoscaler::BindWarmPlaceholders(StepContext& ctx,
+                                                                   planner::PlannerInput& in) {
+  std::map<std::string, std::string> hosts;
+  const int32_t priority = config_.scale_up.expendable_priority_cutoff;
+  for (const model::Pool& pool : config_.pools) {
+    auto wit = ctx.warm.find(pool.name);
+    if (wit == ctx.warm.end()) continue;
+    const StepContext::WarmPool& wp = wit->second;
+    struct Host {
+      std::string_view name;
+      const model::Node* node;
+      model::Resources free;
+      bool busy;
+    };
+    std::vector<Host> nodes;
+    for (const auto& [name, p] : ctx.pool_of) {
+      if (p != &pool || ctx.node_class.at(name) != StepContext::NodeClass::kReady) continue;
+      const model::Node& node = *ctx.nodes.at(name);
+      if (removals_.contains(name) || node.unschedulable || HasTaint(node, kToBeDeletedTaint)) {
+        continue;
+      }
+      Host h{name, &node, node.allocatable, false};
+      if (auto load = ctx.loads.find(name); load != ctx.loads.end()) {
+        load->second.requested.ForEach([&](model::ResourceId id, int64_t v) {
+          h.free.Set(id, std::max<int64_t>(0, h.free.Get(id) - v));
+        });
+        h.busy = load->second.busy;
+      }
+      h.free.Set(model::kPods, 0);
+      nodes.push_back(std::move(h));
+    }
+    auto bind = [&](Host& h, std::string kind, int i, const model::Resources& req, bool whole,
+                    std::string why) {
+      ctx.warm_pods.push_back(MakePlaceholder(pool, fmt::format("warm-{}-{}-{}", pool.name, kind, i),
+                                              req, whole, priority, std::string(h.name)));
+      in.pods.push_back(&ctx.warm_pods.back());
+      hosts[std::string(h.name)] = std::move(why);
+    };
+    // Whole-node placeholders on idle nodes (name order), then headroom where it fits best.
+    int whole = wp.spare + wp.prewarm;
+    std::vector<bool> taken(nodes.size(), false);
+    for (size_t i = 0, k = 0; i < nodes.size() && static_cast<int>(k) < whole; ++i) {
+      if (nodes[i].busy) continue;
+      taken[i] = true;
+      bool spare = static_cast<int>(k) < wp.spare;
+      bind(nodes[i], spare ? "spare" : "prewarm", static_cast<int>(k), nodes[i].free, true,
+           spare ? fmt::format("warm: a spare node of pool {} (warm.spareNodes {})", pool.name,
+                               wp.spare)
+                 : fmt::format("{}: held idle for it", wp.prewarm_reason));
+      ++k;
+    }
+    const model::ResourceId id = PrimaryResource(pool);
+    for (size_t c = 0; c < wp.headroom.size(); ++c) {
+      const model::Resources& chunk = wp.headroom[c];
+      std::optional<size_t> best;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (taken[i]) continue;
+        bool fits = true;
+        for (model::ResourceId r : pool.warm.headroom_set)
+          if (nodes[i].free.Get(r) < chunk.Get(r)) fits = false;
+        if (!fits) continue;
+        if (!best || nodes[i].free.Get(id) < nodes[*best].free.Get(id)) best = i;
+      }
+      if (!best) break;
+      Host& h = nodes[*best];
+      bind(h, "headroom", static_cast<int>(c), chunk, false,
+           fmt::format("warm: holds headroom of pool {} (warm.headroom {})", pool.name,
+                       wp.headroom_words));
+      for (model::ResourceId r : pool.warm.headroom_set) h.free.Set(r, h.free.Get(r) - chunk.Get(r));
+    }
+  }
+  return hosts;
+}
+
+std::string Autoscaler::ExportWarmState() const {
+  nlohmann::json j;
+  j["version"] = kWarmStateVersion;
+  nlohmann::json pools = nlohmann::json::object();
+  for (const auto& [name, ws] : warm_) {
+    nlohmann::json p;
+    p["profile"] = ws.profile.ToJson();
+    if (ws.boot_estimate) p["bootMs"] = ws.boot_estimate->count();
+    nlohmann::json ledger = nlohmann::json::array();
+    for (const PrewarmCharge& c : ws.ledger) {
+      ledger.push_back(
+          {c.at.time_since_epoch().count(), c.nodes, c.cost, c.until.time_since_epoch().count()});
+    }
+    p["ledger"] = std::move(ledger);
+    pools[name] = std::move(p);
+  }
+  j["pools"] = std::move(pools);
+  return j.dump();
+}
+
+Result<void> Autoscaler::ImportWarmState(std::string_view text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgument("warm state: not a JSON object");
+  }
+  auto version = j.find("version");
+  if (version == j.end() || !version->is_number_integer() ||
+      version->get<int64_t>() != kWarmStateVersion) {
+    return InvalidArgument("warm state: version: expected {}", kWarmStateVersion);
+  }
+  auto pools = j.find("pools");
+  if (pools == j.end() || !pools->is_object()) {
+    return InvalidArgument("warm state: pools: expected an object of pool name -> state");
+  }
+  std::map<std::string, WarmState, std::less<>> next = warm_;
+  for (const auto& [name, p] : pools->items()) {
+    auto it = next.find(name);
+    if (it == next.end()) continue;  // no longer a warm pool
+    std::string where = fmt::format("warm state: pools.{}", name);
+    if (!p.is_object() || !p.contains("profile")) {
+      return InvalidArgument("{}: expected an object with a profile", where);
+    }
+    WarmState ws;
+    TIDEPOOL_ASSIGN_OR_RETURN(ws.profile,
+                              DemandProfile::FromJson(p.at("profile"), where + ".profile"));
+    if (auto boot = p.find("bootMs"); boot != p.end()) {
+      if (!boot->is_number_integer() || boot->get<int64_t>() < 0) {
+        return InvalidArgument("{}.bootMs: expected a non-negative integer", where);
+      }
+      ws.boot_estimate = Duration(boot->get<int64_t>());
+    }
+    if (auto ledger = p.find("ledger"); ledger != p.end()) {
+      if (!ledger->is_array()) return InvalidArgument("{}.ledger: expected a list", where);
+      for (const auto& e : *ledger) {
+        if (!e.is_array() || e.size() != 4 || !e[0].is_number_integer() ||
+            !e[1].is_number_integer() || !e[2].is_number() || e[2].get<double>() < 0 ||
+            !std::isfinite(e[2].get<double>()) || !e[3].is_number_integer()) {
+          return InvalidArgument(
+              "{}.ledger: expected [time ms, nodes, cost, until ms] entries, got {}", where,
+              e.dump());
+        }
+        ws.ledger.push_back({Time(Duration(e[0].get<int64_t>())), e[1].get<int>(),
+                             e[2].get<double>(), Time(Duration(e[3].get<int64_t>()))});
+      }
+    }
+    it->second = std::move(ws);
+  }
+  warm_ = std::move(next);
+  quiet_.reset();
+  return {};
 }
 
 }  // namespace tidepool::autoscaler

@@ -84,11 +84,11 @@ struct Action {
   std::string node;
   int count = 0;
   std::vector<std::string> pods;  // kEvictPods: pods to evict; kIncreasePool: pods it is for
-  // kEvent: the event reason (TriggeredScaleUp, NotTriggerScaleUp, ScaleDown, ScaleDownFailed).
-  // Other kinds: why, in words, for logs.
+  // kEvent: the event reason (TriggeredScaleUp, NotTriggerScaleUp, ScaleDown, ScaleDownFailed,
+  // WarmScaleUp). Other kinds: why, in words, for logs.
   std::string reason;
   // kEvent only.
-  std::string object_kind;  // "Pod" or "Node"
+  std::string object_kind;  // "Pod", "Node", or "ConfigMap" (object "": the status ConfigMap)
   std::string object;       // "namespace/name" for pods, the name for nodes
   std::string message;
   bool warning = false;  // event type Warning; Normal otherwise
@@ -201,6 +201,23 @@ class Autoscaler {
   Status GetStatus() const;
   const model::AutoscalerConfig& config() const { return config_; }
 
+  // Warm capacity (pools[].warm). Spare nodes and headroom are placeholder demand: pods that
+  // exist only inside the loop, pinned to their pool, planned after every real pod (so a scale-up
+  // adds nodes when the room is not there) and bound to nodes in the scale-down simulation (so
+  // the nodes holding them are not unneeded). They never appear in actions, pending counts or
+  // Events; a scale-up made for them has reason "warm: ..." and a WarmScaleUp Event on the
+  // status ConfigMap. Predictive pools learn a DemandProfile of the GPUs (CPU cores) requested
+  // by pods on their nodes and hold idle nodes for a predicted burst when the wait it saves is
+  // worth more than the idle cost, within maxCostPerDay (docs/configuration.md, Warm capacity).
+  //
+  // What the loop has learned (profiles, boot time estimates, the pre-warm spend ledger) as
+  // JSON with a version, for a restart (the controller keeps it in a ConfigMap).
+  bool HasPredictive() const;
+  std::string ExportWarmState() const;
+  // Replaces what was learned with `json`; pools not in the config are ignored. A malformed
+  // state is an error naming what is wrong and leaves the loop's state unchanged.
+  Result<void> ImportWarmState(std::string_view json);
+
  private:
   struct StepContext;  // per-Step indexes of the observation (loop.cc)
 
@@ -217,6 +234,15 @@ class Autoscaler {
   void UpdateCandidateMarks(StepContext& ctx, const std::set<std::string>& unneeded);
   void Cleanup(StepContext& ctx);
   void ComputeWakeup(const StepContext& ctx);
+  // Warm capacity: the loads of warm pools' nodes, demand observations, pre-warm decisions and
+  // this Step's placeholders (ctx.warm, ctx.placeholders). Approvals only when `scan`.
+  void UpdateWarm(StepContext& ctx, bool scan);
+  void PlanPrewarm(StepContext& ctx, const model::Pool& pool, WarmState& ws, double pending_units,
+                   double free_units, bool scan);
+  // Placeholders bound to nodes for the scale-down simulation; returns why each host is kept.
+  std::map<std::string, std::string> BindWarmPlaceholders(StepContext& ctx,
+                                                           planner::PlannerInput& in);
+  Duration BootEstimate(const model::Pool& pool) const;
 
   // Recounts not-registered nodes from target and registered and matches the scale-up
   // requests to them: arrivals fill the oldest, unexplained ones are requested `now`.
@@ -272,6 +298,10 @@ class Autoscaler {
   // waiting_for_capacity); not decision state.
   std::map<std::string, planner::Unschedulable, std::less<>> unschedulable_;
   std::set<std::string, std::less<>> waiting_for_capacity_;
+  // Pending pods a scale-up plan added nodes for, with the pool: they count as that pool's
+  // demand for warm capacity until they are bound (so a burst is learned when it arrives, not
+  // a boot time later).
+  std::map<std::string, std::string, std::less<>> planned_pool_;
 
   std::optional<Time> last_scan_;
   std::optional<Time> last_step_;
@@ -287,6 +317,8 @@ class Autoscaler {
   };
   std::optional<QuietStep> quiet_;
   Time timers_wakeup_{};  // ComputeWakeup's earliest timer, the periodic scan left out
+
+  std::map<std::string, WarmState, std::less<>> warm_;  // pools with pools[].warm
 
   std::optional<ScaleUpRecord> last_scale_up_;
   std::optional<ScaleDownRecord> last_scale_down_;

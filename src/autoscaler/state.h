@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "autoscaler/demand_profile.h"
 #include "base/time.h"
 #include "planner/decision.h"
 
@@ -76,6 +77,30 @@ struct Removal {
   std::optional<Time> drain_started;  // first evictions sent
   std::optional<Time> all_evicted_at;
   std::map<std::string, PodEviction> pods;  // pod key -> eviction
+};
+
+// One pre-warm decision, charged its committed worst case against warm.predictive.maxCostPerDay.
+// Its nodes are held idle (whole-node placeholders) until `until`, the end of the predicted
+// burst's slot, and only then: no idle node is held for a prediction without a charge.
+struct PrewarmCharge {
+  Time at{};
+  int nodes = 0;
+  double cost = 0;
+  Time until{};
+};
+
+// Warm capacity of one pool with pools[].warm (autoscaler/warm.cc).
+struct WarmState {
+  DemandProfile profile;
+  std::optional<Duration> boot_estimate;  // learned: node creation -> usable (EWMA)
+  std::deque<PrewarmCharge> ledger;       // the last 24 hours, oldest first
+  // At the last pass (status; not decision state).
+  double demand = 0;
+  DemandProfile::Prediction prediction;
+  int prewarm_nodes = 0;             // whole-node placeholders held for the prediction
+  std::optional<Time> next_prewarm;  // when the value/cost rule would next say yes
+  std::string reason;                // the last warm decision in words
+  std::string unmet;                 // why the last plan could not place all placeholders
 };
 
 }  // namespace tidepool::autoscaler

@@ -1,8 +1,30 @@
 #include "autoscaler/status.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
 
 namespace tidepool::autoscaler {
+
+std::string FormatWarm(const PoolStatus& p) {
+  std::vector<std::string> parts;
+  if (p.warm_spare_nodes > 0) parts.push_back(fmt::format("spareNodes {}", p.warm_spare_nodes));
+  if (!p.warm_headroom.empty()) parts.push_back(fmt::format("headroom {}", p.warm_headroom));
+  if (p.warm_predictive) {
+    std::string predicted =
+        p.warm_predicted_at
+            ? fmt::format("predicted {:.1f} at {} (confidence {:.2f})", p.warm_predicted,
+                          FormatRfc3339(*p.warm_predicted_at), p.warm_confidence)
+            : std::string("nothing predicted");
+    parts.push_back(fmt::format("demand {:.1f}, {}, pre-warmed {}, spend ${:.2f}/${:.2f} per 24h",
+                                p.warm_demand, predicted, p.warm_prewarm_nodes,
+                                p.warm_spend_24h, p.warm_max_cost_per_day));
+  }
+  std::string out = fmt::format("{}", fmt::join(parts, "; "));
+  if (!p.warm_reason.empty()) out += fmt::format(" — {}", p.warm_reason);
+  return out;
+}
 
 std::string FormatStatus(const Status& s) {
   std::string out;
@@ -21,6 +43,7 @@ std::string FormatStatus(const Status& s) {
           fmt::format(" backoff until {} ({})", FormatRfc3339(*p.backoff_until), p.backoff_reason);
     }
     out += "\n";
+    if (p.warm) out += "    warm: " + FormatWarm(p) + "\n";
   }
   if (s.last_scale_up) {
     const ScaleUpRecord& u = *s.last_scale_up;

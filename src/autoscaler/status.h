@@ -26,6 +26,21 @@ struct PoolStatus {
   std::optional<Time> backoff_until;  // set while the pool may not grow
   std::string backoff_reason;
   bool stockout = false;  // the provider reported no capacity at the last step
+  // Warm capacity (pools[].warm); zero and empty when the pool has none.
+  bool warm = false;
+  int warm_spare_nodes = 0;    // warm.spareNodes
+  std::string warm_headroom;   // warm.headroom in words, e.g. "nvidia.com/gpu 4"
+  bool warm_predictive = false;
+  // GPUs (CPU cores) requested by pods on the pool's nodes, and by pending pods a scale-up of
+  // the pool is for, now.
+  double warm_demand = 0;
+  double warm_predicted = 0;   // the largest demand expected within the horizon
+  double warm_confidence = 0;  // of that prediction, 0..1
+  std::optional<Time> warm_predicted_at;
+  int warm_prewarm_nodes = 0;  // idle nodes held for the predicted burst at the last pass
+  double warm_spend_24h = 0;   // pre-warm spend committed in the last 24 hours
+  double warm_max_cost_per_day = 0;
+  std::string warm_reason;     // the last warm decision in words
 };
 
 struct ScaleUpRecord {
@@ -76,6 +91,9 @@ struct Status {
   std::vector<planner::Unschedulable> unschedulable;
   std::vector<std::string> waiting_for_capacity;
 };
+
+// One line about a pool's warm capacity (spare, headroom, prediction, spend, last reason).
+std::string FormatWarm(const PoolStatus& pool);
 
 // A readable multi-line rendering (the body of the tidepool-status ConfigMap).
 std::string FormatStatus(const Status& status);

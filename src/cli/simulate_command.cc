@@ -35,6 +35,12 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
   cmd->add_flag("--compare", flags.compare,
                 "Run the same trace under tidepool's policy, a Cluster Autoscaler-like policy "
                 "and a static cluster sized for the peak; print one table");
+  cmd->add_flag("--warm-eval", flags.warm_eval,
+                "Run the same trace with the warm-capacity policies (off, spare, headroom, "
+                "predictive) on the on-demand GPU pools; print one table (see docs/performance.md)");
+  cmd->add_option("--scenario", flags.scenario,
+                  "Without --trace: the built-in scenario, or `periodic` (daily GPU bursts)")
+      ->check(CLI::IsMember({"builtin", "periodic"}));
   cmd->add_option("--report", flags.report,
                   "Write a self-contained HTML report (charts and summary) to this file");
   return cmd;
@@ -62,7 +68,8 @@ int RunSimulateCommand(const SimulateFlags& flags) {
   in.sim.check_invariants = flags.check_invariants;
   in.record_timeline = !flags.report.empty();
   if (flags.trace.empty()) {
-    in.jobs = sim::BuiltinScenario(in.sim.seed);
+    in.jobs = flags.scenario == "periodic" ? sim::PeriodicGpuScenario(in.sim.seed)
+                                           : sim::BuiltinScenario(in.sim.seed);
   } else {
     auto jobs = sim::LoadTrace(flags.trace, sim::TraceOptions{.gpu_sharing = in.sim.gpu_sharing});
     if (!jobs) return fail(jobs.error());
@@ -70,7 +77,15 @@ int RunSimulateCommand(const SimulateFlags& flags) {
   }
 
   std::vector<sim::PolicyRun> runs;
-  if (flags.compare) {
+  if (flags.compare && flags.warm_eval) {
+    return fail(Error(Error::Code::kInvalidArgument,
+                      "--compare and --warm-eval are separate evaluations; give one"));
+  }
+  if (flags.warm_eval) {
+    auto r = sim::RunWarmEvaluation(in);
+    if (!r) return fail(r.error());
+    runs = std::move(*r);
+  } else if (flags.compare) {
     auto r = sim::RunComparison(in);
     if (!r) return fail(r.error());
     runs = std::move(*r);
@@ -83,18 +98,21 @@ int RunSimulateCommand(const SimulateFlags& flags) {
 
   if (!flags.report.empty()) {
     sim::ReportInput report;
-    report.title = flags.trace.empty() ? std::string("built-in scenario")
+    report.title = flags.trace.empty() ? (flags.scenario == "periodic"
+                                              ? std::string("periodic GPU scenario")
+                                              : std::string("built-in scenario"))
                                        : std::filesystem::path(flags.trace).filename().string();
     report.config_name = flags.config;
     report.runs = runs;
     if (auto ok = sim::WriteHtmlReport(report, flags.report); !ok) return fail(ok.error());
   }
 
-  if (flags.compare) {
+  if (flags.compare || flags.warm_eval) {
     if (flags.output == "json") {
       std::cout << sim::ComparisonToJson(runs).dump(2) << "\n";
     } else {
-      std::cout << sim::ComparisonToText(runs);
+      std::cout << (flags.warm_eval ? sim::WarmEvaluationToText(runs)
+                                    : sim::ComparisonToText(runs));
     }
   } else if (flags.output == "json") {
     std::cout << sim::SummaryToJson(runs.front().summary).dump(2) << "\n";

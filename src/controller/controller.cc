@@ -95,6 +95,7 @@ Result<void> Controller::Run(const std::atomic<bool>& stop) {
     }
     notified_ = false;
   }
+  if (loop_ && Leading()) SaveWarmState(clock_.Now(), /*force=*/true);
   return {};
 }
 
@@ -149,6 +150,7 @@ PassReport Controller::RunOnce(Time now) {
   if (!loop_) {
     spdlog::info("acting as leader: rebuilding state from the cluster and the provider");
     loop_ = std::make_unique<autoscaler::Autoscaler>(config_, options_.loop);
+    LoadWarmState();
   }
 
   autoscaler::Observation obs;
@@ -174,7 +176,10 @@ PassReport Controller::RunOnce(Time now) {
     }
     Carry(a, view, clock_.Now());
   }
-  if (loop_) PublishStatus(now);
+  if (loop_) {
+    PublishStatus(now);
+    SaveWarmState(now, /*force=*/false);
+  }
   return finish(report);
 }
 
@@ -336,6 +341,44 @@ Result<void> Controller::VerifyNodePods(const std::string& node, const ClusterVi
     if (!undo) spdlog::warn("node {}: removing the taint again: {}", node, undo.error().message());
   }
   return verdict;
+}
+
+void Controller::LoadWarmState() {
+  last_warm_state_.clear();
+  last_warm_save_.reset();
+  if (!loop_->HasPredictive()) return;
+  auto state = writer_.ReadWarmState();
+  if (!state) {
+    spdlog::warn("warm capacity: cannot read the learned state, starting afresh: {}",
+                 state.error().message());
+    return;
+  }
+  if (!state->has_value()) {
+    spdlog::info("warm capacity: no learned state yet, starting afresh");
+    return;
+  }
+  auto imported = loop_->ImportWarmState(**state);
+  if (!imported) {
+    spdlog::warn("warm capacity: the saved state is not usable, starting afresh: {}",
+                 imported.error().message());
+    return;
+  }
+  last_warm_state_ = **state;
+  spdlog::info("warm capacity: loaded the learned demand profiles");
+}
+
+void Controller::SaveWarmState(Time now, bool force) {
+  if (options_.dry_run || !loop_->HasPredictive()) return;
+  if (!force && last_warm_save_ && now < *last_warm_save_ + options_.warm_state_interval) return;
+  std::string text = loop_->ExportWarmState();
+  last_warm_save_ = now;
+  if (text == last_warm_state_) return;
+  auto r = writer_.WriteWarmState(text);
+  if (!r) {
+    spdlog::warn("warm capacity: saving the learned state: {}", r.error().message());
+    return;
+  }
+  last_warm_state_ = std::move(text);
 }
 
 void Controller::PublishStatus(Time now) {

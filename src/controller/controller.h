@@ -26,6 +26,9 @@ struct ControllerOptions {
   Duration sync_timeout = std::chrono::minutes(2);
   // The status ConfigMap is rewritten when it changed, at most this often.
   Duration status_interval = std::chrono::seconds(5);
+  // With a predictive warm pool, what the loop learned is saved (ClusterWriter::WriteWarmState)
+  // this often when it changed, and at shutdown; it is loaded whenever a fresh loop starts.
+  Duration warm_state_interval = std::chrono::minutes(5);
   // Passes closer together than this are merged (a burst of pod events is one pass).
   Duration min_pass_interval = std::chrono::milliseconds(20);
   // After a failed provider refresh, the next try waits this long (doubling up to 30 s).
@@ -77,6 +80,9 @@ class Controller {
   bool Leading() const { return !options_.is_leader || options_.is_leader(); }
   void Carry(const autoscaler::Action& action, const ClusterView& view, Time now);
   void PublishStatus(Time now);
+  // Warm-capacity state: load into a fresh loop; save when due (or `force`).
+  void LoadWarmState();
+  void SaveWarmState(Time now, bool force);
   // After the ToBeDeleted taint is on: ok when the API server shows no pod on `node` that
   // `view` did not have; otherwise takes the taint off and returns why.
   Result<void> VerifyNodePods(const std::string& node, const ClusterView& view);
@@ -93,6 +99,8 @@ class Controller {
   Duration refresh_backoff_{};
   std::string last_status_text_;
   std::optional<Time> last_status_write_;
+  std::string last_warm_state_;
+  std::optional<Time> last_warm_save_;
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable cv_;

@@ -1,5 +1,7 @@
 #include "controller/kube_adapters.h"
 
+#include <fmt/format.h>
+
 #include "kube/codec/objects.h"
 
 namespace tidepool::controller {
@@ -102,6 +104,11 @@ Result<void> ApiClusterWriter::DeleteNode(const std::string& name, const std::st
 
 Result<void> ApiClusterWriter::RecordEvent(const EventSpec& e) {
   kube::ObjectRef ref{e.object_kind, e.ns, e.name, e.uid};
+  // The loop's events about itself (warm scale-ups) go on the status ConfigMap.
+  if (e.object_kind == "ConfigMap" && e.name.empty()) {
+    ref.namespace_ = options_.status_namespace;
+    ref.name = options_.status_configmap;
+  }
   return events_.RecordEvent(ref, e.warning ? kube::EventType::kWarning : kube::EventType::kNormal,
                              e.reason, e.message);
 }
@@ -124,6 +131,25 @@ Result<std::vector<std::string>> ApiClusterWriter::PodsOnNode(const std::string&
     out.push_back(pod->meta.Key());
   }
   return out;
+}
+
+Result<std::optional<std::string>> ApiClusterWriter::ReadWarmState() {
+  auto cm = client_.Get(kube::ObjectPath("v1", "configmaps", options_.status_namespace,
+                                         options_.warm_state_configmap));
+  if (!cm) {
+    if (cm.error().code() == Error::Code::kNotFound) return std::optional<std::string>();
+    return std::unexpected(cm.error().Wrap(fmt::format(
+        "reading ConfigMap {}/{}", options_.status_namespace, options_.warm_state_configmap)));
+  }
+  auto state = cm->value("/data/state"_json_pointer, std::string());
+  if (state.empty()) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(state));
+}
+
+Result<void> ApiClusterWriter::WriteWarmState(const std::string& text) {
+  TIDEPOOL_RETURN_IF_ERROR(kube::ApplyConfigMap(client_, options_.status_namespace,
+                                                options_.warm_state_configmap, {{"state", text}}));
+  return {};
 }
 
 Result<void> ApiClusterWriter::WriteStatus(const std::string& text) {

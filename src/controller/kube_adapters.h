@@ -47,6 +47,7 @@ class InformerClusterReader final : public ClusterReader {
 struct WriterOptions {
   std::string status_namespace = "kube-system";
   std::string status_configmap = "tidepool-status";
+  std::string warm_state_configmap = "tidepool-warm-state";  // in status_namespace
   std::string reporting_instance;  // Events' reportingInstance, e.g. the pod name
 };
 
@@ -61,6 +62,8 @@ class ApiClusterWriter final : public ClusterWriter {
   Result<void> RecordEvent(const EventSpec& event) override;
   Result<std::vector<std::string>> PodsOnNode(const std::string& node) override;
   Result<void> WriteStatus(const std::string& text) override;
+  Result<std::optional<std::string>> ReadWarmState() override;
+  Result<void> WriteWarmState(const std::string& text) override;
 
  private:
   kube::ApiClient& client_;

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ class ClusterWriter {
   virtual Result<std::vector<std::string>> PodsOnNode(const std::string& node) = 0;
   // The readable status (the tidepool-status ConfigMap).
   virtual Result<void> WriteStatus(const std::string& text) = 0;
+  // What the decision loop learned for warm capacity (Autoscaler::ExportWarmState), kept in the
+  // tidepool-warm-state ConfigMap across restarts. Read: nullopt when there is none yet.
+  virtual Result<std::optional<std::string>> ReadWarmState() = 0;
+  virtual Result<void> WriteWarmState(const std::string& text) = 0;
 };
 
 }  // namespace tidepool::controller

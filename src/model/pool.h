@@ -19,6 +19,23 @@ inline constexpr std::string_view kLabelPool = "tidepool.dev/pool";
 enum class CapacityType { kOnDemand, kSpot };
 std::string_view CapacityTypeName(CapacityType t);
 
+// Warm capacity of a pool (`pools[].warm`): room kept ready beyond what pods ask for, so a burst
+// does not wait for nodes to boot. The decision loop turns it into placeholder demand.
+struct WarmConfig {
+  int32_t spare_nodes = 0;  // idle ready nodes kept beyond demand
+  Resources headroom;       // free room kept for this much extra request
+  std::vector<ResourceId> headroom_set;  // which ids in `headroom` are set
+  // Pre-warming ahead of the bursts the loop has learned (autoscaler/demand_profile.h).
+  struct Predictive {
+    bool enabled = false;
+    Duration horizon = std::chrono::hours(1);  // how far ahead a burst is looked for
+    double max_cost_per_day = 0;               // pre-warm spend allowed in any 24 h
+    double wait_value_per_gpu_hour = 0;        // what an hour of a GPU waiting is worth
+  } predictive;
+
+  bool Any() const { return spare_nodes > 0 || !headroom_set.empty() || predictive.enabled; }
+};
+
 struct Pool {
   std::string name;
   int32_t min = 0;
@@ -32,6 +49,7 @@ struct Pool {
   // The node this pool creates: labels (including tidepool.dev/pool), taints, capacity and
   // allocatable (equal to capacity unless the config says otherwise), ready.
   Node template_node;
+  WarmConfig warm;
 };
 
 struct ProviderConfig {

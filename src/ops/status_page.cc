@@ -230,6 +230,12 @@ void Pools(std::string& out, const Status& s, const StatusPageExtras& x) {
     out += "</div></td></tr>\n";
   }
   out += "</tbody></table>\n";
+  // Warm capacity (pools[].warm): targets, prediction, spend and the last decision, one line each.
+  for (const PoolStatus& p : s.pools) {
+    if (!p.warm) continue;
+    out += fmt::format("<div class=\"legend\"><b>{}</b> warm: {}</div>\n", HtmlEscape(p.name),
+                       HtmlEscape(autoscaler::FormatWarm(p)));
+  }
   out +=
       "<div class=\"legend\">Nodes bar, full width = max:<i style=\"background:#2da44e\"></i>"
       "ready<i style=\"background:#a6d9b4\"></i>not ready<i style=\"background:#54aeff\"></i>"

@@ -45,7 +45,16 @@ struct PlannerInput {
   // The provider's own node → pool mapping (e.g. the VMSS in the providerID); optional, and
   // consulted only when the labels name no pool. Returns "" for "not mine".
   std::function<std::string(const model::Node&)> provider_pool_of;
+  // Warm capacity (pools[].warm), scale-up only: placeholder pods that exist only in the plan.
+  // Each is pinned to one pool (node selector tidepool.dev/pool, tolerating the template's
+  // taints) and annotated kWarmPoolAnnotation with the pool's name; kWarmWholeNodeAnnotation
+  // ("true") marks one that needs a whole idle node of the pool. They are planned after every
+  // real pod, on the room left, else on new nodes of their pool (ScaleUp::warm_add).
+  std::vector<const model::Pod*> placeholders;
 };
+
+inline constexpr std::string_view kWarmPoolAnnotation = "tidepool.dev/warm-pool";
+inline constexpr std::string_view kWarmWholeNodeAnnotation = "tidepool.dev/warm-whole-node";
 
 // Which pool a node belongs to (DESIGN §3): the tidepool.dev/pool label; else the
 // kubernetes.azure.com/agentpool or agentpool label equal to a pool name; else the provider's

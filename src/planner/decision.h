@@ -14,6 +14,7 @@ struct ScaleUp {
   int add = 0;
   std::vector<std::string> pods;
   std::string reason;  // why this pool (the expander chain's words)
+  int warm_add = 0;    // of `add`: nodes for warm placeholders only (PlannerInput::placeholders)
 };
 
 // A pending pod that no scale-up helps, with the reason per pool.
@@ -27,6 +28,8 @@ struct ScaleUpPlan {
   std::vector<Unschedulable> unschedulable;  // ordered by pod key
   // Pending pods that fit on existing or upcoming nodes; nothing to do for them.
   std::vector<std::string> fits_existing;
+  // Pools whose warm placeholders could not all be placed, with why (e.g. "pool gpu at max 4").
+  std::map<std::string, std::string> warm_unmet;
 };
 
 enum class RemovalKind { kEmpty, kUnderutilized };

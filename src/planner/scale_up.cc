@@ -203,6 +203,10 @@ class Pass {
   Estimate Pack(PoolState& ps, const std::vector<const Pod*>& pods);
   // Tries to place one pod on any node already in the snapshot. Returns its index or kNoNode.
   NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);
+  // Warm placeholders (step 4 of Run): a node of the placeholder's pool with room for it, or
+  // kNoNode. Real nodes are matched by PoolOf, so nodes found by the agentpool label count.
+  NodeIndex FindWarmRoom(const Pod& pod);
+  void PlanWarm(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups);
   // One round of "choose the best pool for these pods and commit it". Returns false when no
   // pool can take any of them.
   bool GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups);
@@ -576,8 +580,74 @@ void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& u
   if (up.reason.empty()) up.reason = why;
   for (const Pod* p : e.pods) {
     if (p->meta.name.empty()) continue;  // a gang member not created yet
+    if (p->meta.Annotation(kWarmPoolAnnotation) != nullptr) continue;  // a warm placeholder
     up.pods.push_back(p->Key());
     if (!explain_pod_.empty() && up.pods.back() == explain_pod_) pool_for_[explain_pod_] = ps.pool->name;
+  }
+}
+
+NodeIndex Pass::FindWarmRoom(const Pod& pod) {
+  const std::string* pool_name = pod.meta.Annotation(kWarmPoolAnnotation);
+  if (pool_name == nullptr) return sched::kNoNode;
+  const std::string* whole_value = pod.meta.Annotation(kWarmWholeNodeAnnotation);
+  const bool whole = whole_value != nullptr && *whole_value == "true";
+  std::unordered_set<const Pod*> ds;
+  for (const PoolState& ps : pools_) ds.insert(ps.ds_pods.begin(), ps.ds_pods.end());
+  for (size_t i = 0; i < snap_.NodeSlots(); ++i) {
+    const sched::NodeInfo& info = snap_.Get(static_cast<NodeIndex>(i));
+    if (info.removed || info.unschedulable) continue;
+    const Pool* pool = PoolOf(*info.node, in_);
+    if (pool == nullptr || pool->name != *pool_name) continue;
+    if (model::FindUntoleratedTaint(info.node->taints, pod.tolerations) != nullptr) continue;
+    if (whole) {
+      // Idle: nothing placed but what every node runs.
+      bool idle = std::all_of(info.pods.begin(), info.pods.end(), [&](const Pod* p) {
+        return p->IsDaemonSetPod() || p->IsMirrorPod() || ds.contains(p);
+      });
+      if (idle) return static_cast<NodeIndex>(i);
+    } else if (sched::CheckResources(pod, info.allocatable, info.requested).fits()) {
+      return static_cast<NodeIndex>(i);
+    }
+  }
+  return sched::kNoNode;
+}
+
+void Pass::PlanWarm(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups) {
+  std::vector<const Pod*> need;
+  for (const Pod* p : in_.placeholders) {
+    NodeIndex i = FindWarmRoom(*p);
+    if (i == sched::kNoNode) {
+      need.push_back(p);
+    } else {
+      // A whole-node placeholder takes the node whatever its exact size.
+      (void)snap_.AddPod(p, i);
+      no_fit_groups_.clear();
+    }
+  }
+  SortForPacking(need);
+  std::map<std::string, ScaleUp> warm_ups;
+  while (!need.empty() && GrowOnce(need, warm_ups)) {
+  }
+  for (auto& [pool, up] : warm_ups) {
+    ScaleUp& dst = ups[pool];
+    dst.pool = pool;
+    dst.add += up.add;
+    dst.warm_add += up.add;
+    if (dst.reason.empty()) dst.reason = up.reason;
+  }
+  for (const Pod* p : need) {
+    const std::string& pool = *p->meta.Annotation(kWarmPoolAnnotation);
+    if (plan.warm_unmet.contains(pool)) continue;
+    std::string why = reasons_[p->Key()][pool];
+    for (const PoolState& ps : pools_) {
+      if (ps.pool->name != pool) continue;
+      if (ps.backoff_until) {
+        why = fmt::format("pool {} in backoff until {}", pool, FormatRfc3339(*ps.backoff_until));
+      } else if (why.empty()) {
+        why = LimitReason(ps, 0, Resources());
+      }
+    }
+    plan.warm_unmet[pool] = why.empty() ? "no room for it in this pass" : why;
   }
 }
 
@@ -753,6 +823,9 @@ ScaleUpPlan Pass::Run() {
     }
     plan.unschedulable.push_back({p->Key(), r});
   }
+
+  // 4. Warm placeholders, after every real pod.
+  if (!in_.placeholders.empty()) PlanWarm(plan, ups);
 
   for (auto& [pool, up] : ups) {
     std::sort(up.pods.begin(), up.pods.end());

@@ -66,6 +66,112 @@ Result<std::vector<PolicyRun>> RunComparison(const SimInput& base) {
   return runs;
 }
 
+namespace {
+
+bool WarmTarget(const model::Pool& p) {
+  return p.capacity_type == model::CapacityType::kOnDemand &&
+         p.template_node.allocatable.gpus() > 0;
+}
+
+}  // namespace
+
+SimInput WarmOffPolicy(const SimInput& base) {
+  SimInput in = base;
+  for (model::Pool& p : in.config.pools) p.warm = model::WarmConfig{};
+  return in;
+}
+
+Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
+  std::vector<PolicyRun> runs;
+  auto run = [&](std::string name, std::string description, const SimInput& in) -> Result<void> {
+    auto s = RunSimulation(in);
+    if (!s) return std::unexpected(s.error().Wrap(fmt::format("policy {}", name)));
+    runs.push_back({std::move(name), std::move(description), std::move(*s)});
+    return {};
+  };
+  SimInput off = WarmOffPolicy(base);
+  off.stop_when_jobs_done = true;
+  TIDEPOOL_RETURN_IF_ERROR(run("off", "no warm capacity (tidepool's default)", off));
+  const model::ResourceId gpu = model::InternResource(model::kNvidiaGpu);
+
+  SimInput spare = off;
+  for (model::Pool& p : spare.config.pools)
+    if (WarmTarget(p)) p.warm.spare_nodes = std::min(1, p.max);
+  TIDEPOOL_RETURN_IF_ERROR(
+      run("spare", "warm.spareNodes 1 on each on-demand GPU pool", spare));
+
+  SimInput headroom = off;
+  for (model::Pool& p : headroom.config.pools) {
+    if (!WarmTarget(p)) continue;
+    p.warm.headroom.Set(gpu, 4);
+    p.warm.headroom_set = {gpu};
+  }
+  TIDEPOOL_RETURN_IF_ERROR(
+      run("headroom", "warm.headroom nvidia.com/gpu 4 on each on-demand GPU pool", headroom));
+
+  const Summary o = runs.front().summary;
+  auto predictive = [&](double share) {
+    SimInput in = off;
+    const double days = std::max(1.0, o.simulated_hours / 24.0);
+    for (model::Pool& p : in.config.pools) {
+      if (!WarmTarget(p)) continue;
+      auto cost = o.pool_cost.find(p.name);
+      double daily = cost == o.pool_cost.end() ? 0 : cost->second / days;
+      if (daily <= 0 || p.price_per_hour <= 0) continue;
+      p.warm.predictive.enabled = true;
+      p.warm.predictive.horizon = std::chrono::hours(1);
+      p.warm.predictive.max_cost_per_day = share * daily;
+      p.warm.predictive.wait_value_per_gpu_hour =
+          4 * p.price_per_hour / static_cast<double>(p.template_node.allocatable.gpus());
+    }
+    return in;
+  };
+  TIDEPOOL_RETURN_IF_ERROR(run("predictive",
+                               "warm.predictive on each on-demand GPU pool: horizon 1h, wait "
+                               "valued at 4x the GPU price, maxCostPerDay 10% of its daily cost",
+                               predictive(0.1)));
+  TIDEPOOL_RETURN_IF_ERROR(run("predict-50",
+                               "the same with maxCostPerDay 50% of the pool's daily cost (a point "
+                               "further along the frontier)",
+                               predictive(0.5)));
+  return runs;
+}
+
+std::string WarmEvaluationToText(const std::vector<PolicyRun>& runs) {
+  std::string out = "Warm capacity evaluation (same trace, same simulated cloud)\n\n";
+  out += fmt::format("  {:<11} {:>12} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", "policy", "cost",
+                     "vs off", "GPU wait p95", "vs off", "wait p95", "GPU jobs", "nodes +/-");
+  if (runs.empty()) return out;
+  const Summary& off = runs.front().summary;
+  auto change = [](double v, double base) {
+    return base > 0 ? fmt::format("{:+.1f}%", 100 * (v - base) / base) : std::string("-");
+  };
+  for (const PolicyRun& r : runs) {
+    const Summary& s = r.summary;
+    out += fmt::format("  {:<11} {:>12} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", r.name,
+                       fmt::format("${:.2f}", s.cost), change(s.cost, off.cost),
+                       FormatSeconds(s.wait_p95_gpu), change(s.wait_p95_gpu, off.wait_p95_gpu),
+                       FormatSeconds(s.wait_p95), s.gpu_jobs,
+                       fmt::format("{}/{}", s.scale_ups, s.scale_downs));
+  }
+  // Per job namespace, when there are several (e.g. a periodic team and ad-hoc jobs).
+  if (off.wait_p95_gpu_by_namespace.size() > 1 && off.wait_p95_gpu_by_namespace.size() <= 8) {
+    out += "\n  GPU wait p95 by namespace:\n";
+    for (const auto& [ns, base] : off.wait_p95_gpu_by_namespace) {
+      out += fmt::format("    {:<18}", ns);
+      for (const PolicyRun& r : runs) {
+        auto it = r.summary.wait_p95_gpu_by_namespace.find(ns);
+        double w = it == r.summary.wait_p95_gpu_by_namespace.end() ? 0 : it->second;
+        out += fmt::format(" {} {} ({})", r.name, FormatSeconds(w), change(w, base));
+      }
+      out += "\n";
+    }
+  }
+  out += "\n";
+  for (const PolicyRun& r : runs) out += fmt::format("  {:<11} {}\n", r.name, r.description);
+  return out;
+}
+
 nlohmann::ordered_json ComparisonToJson(const std::vector<PolicyRun>& runs) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const PolicyRun& r : runs) {

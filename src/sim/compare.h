@@ -38,6 +38,24 @@ SimInput StaticPolicy(const SimInput& base, const std::map<std::string, int>& pe
 // `base.loop_options` is the starting point for every policy. Errors: the first failed run.
 Result<std::vector<PolicyRun>> RunComparison(const SimInput& base);
 
+// `simulate --warm-eval`: the warm-capacity policies (pools[].warm) on the same trace, applied
+// to every on-demand pool whose nodes have GPUs (spot capacity may not be there to keep warm):
+//  - off: the config as written with every pool's warm settings removed (tidepool's default);
+//  - spare: warm.spareNodes 1;
+//  - headroom: warm.headroom nvidia.com/gpu 4;
+//  - predictive: warm.predictive with horizon 1h, waitValuePerGpuHour 4x the pool's price per
+//    GPU-hour and maxCostPerDay 10% of the pool's daily cost in the `off` run (so pre-warming
+//    can add at most ~10% to what the pool cost);
+//  - predict-50: the same with maxCostPerDay 50% (a point further along the cost-wait frontier).
+// Every run stops when the trace's jobs are done (SimInput::stop_when_jobs_done), so the idle
+// tail after the trace is billed to none. Runs them in that order. Errors: the first failed run.
+Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base);
+SimInput WarmOffPolicy(const SimInput& base);
+
+// One table, a row per warm policy: cost and its change against `off`, GPU-job wait p95 and its
+// change, all-job wait p95, nodes added/removed.
+std::string WarmEvaluationToText(const std::vector<PolicyRun>& runs);
+
 // {"policies": [{"policy": name, "description": ..., <SummaryToJson keys>}, ...]}.
 nlohmann::ordered_json ComparisonToJson(const std::vector<PolicyRun>& runs);
 

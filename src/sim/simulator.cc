@@ -767,6 +767,7 @@ void Simulator::StepLoop() {
 
 bool Simulator::Finished() const {
   if (jobs_done_ < static_cast<int64_t>(jobs_.size())) return false;
+  if (in_.stop_when_jobs_done) return true;
   for (const SimPool& p : pools_) {
     if (p.waiting > 0 || static_cast<int>(p.nodes.size()) > std::max(0, p.pool->min)) return false;
   }
@@ -848,7 +849,16 @@ Summary Simulator::Summarize() {
   }
   s.gpu_hours_used = gpu_ms_used_ / 3600e3;
   std::vector<double> waits;
+  std::vector<double> gpu_waits;
+  std::map<std::string, std::vector<double>> gpu_waits_by_namespace;
   for (const SimJob& job : jobs_) {
+    const bool gpu = job.spec->requests.gpus() > 0;
+    if (gpu) ++s.gpu_jobs;
+    if (gpu && job.all_running_at) {
+      double w = std::chrono::duration<double>(*job.all_running_at - job.submit).count();
+      gpu_waits.push_back(w);
+      gpu_waits_by_namespace[job.spec->namespace_].push_back(w);
+    }
     ++s.jobs;
     if (job.completed_at) {
       ++s.jobs_completed;
@@ -871,6 +881,14 @@ Summary Simulator::Summarize() {
   };
   s.wait_p50 = pct(0.5);
   s.wait_p95 = pct(0.95);
+  auto p95 = [](std::vector<double>& v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    size_t rank = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+  };
+  s.wait_p95_gpu = p95(gpu_waits);
+  for (auto& [ns, w] : gpu_waits_by_namespace) s.wait_p95_gpu_by_namespace[ns] = p95(w);
   s.wait_max = waits.empty() ? 0 : waits.back();
   s.lower_bound_cost = LowerBoundCost(config_, in_.jobs, &s.lower_bound_jobs_excluded);
   for (const SimPool& p : pools_) s.peak_nodes.try_emplace(p.pool->name, 0);

@@ -27,6 +27,11 @@ struct SimInput {
   Duration horizon_after_last_submit = std::chrono::hours(24 * 7);
   // Record Summary::timeline (nodes per pool, pending pods, cost over time) for the report.
   bool record_timeline = false;
+  // End the run when every job is done, without waiting for the cluster to shrink back to its
+  // minimum (nodes are billed until then). For comparisons in which a policy keeps capacity on
+  // purpose (warm nodes, pre-warming for bursts the trace no longer has), so the tail after the
+  // trace counts for none of them.
+  bool stop_when_jobs_done = false;
 
   static Time DefaultStart();  // 2026-01-01T00:00:00Z
 };
@@ -53,6 +58,9 @@ struct Summary {
   double gpu_hours_paid = 0;
   double gpu_hours_used = 0;
   double wait_p50 = 0, wait_p95 = 0, wait_max = 0;  // seconds, jobs that got all pods running
+  double wait_p95_gpu = 0;                          // the same, jobs asking for GPUs only
+  int64_t gpu_jobs = 0;                             // jobs asking for GPUs
+  std::map<std::string, double> wait_p95_gpu_by_namespace;  // the GPU p95 per job namespace
   int64_t jobs = 0;
   int64_t jobs_completed = 0;
   int64_t jobs_unfinished = 0;

@@ -35,6 +35,10 @@ nlohmann::ordered_json SummaryToJson(const Summary& s) {
   j["gpuHoursUsed"] = Round6(s.gpu_hours_used);
   j["waitP50"] = Round6(s.wait_p50);
   j["waitP95"] = Round6(s.wait_p95);
+  j["waitP95Gpu"] = Round6(s.wait_p95_gpu);
+  nlohmann::ordered_json by_ns = nlohmann::ordered_json::object();
+  for (const auto& [ns, w] : s.wait_p95_gpu_by_namespace) by_ns[ns] = Round6(w);
+  j["waitP95GpuByNamespace"] = std::move(by_ns);
   j["waitMax"] = Round6(s.wait_max);
   j["jobs"] = s.jobs;
   j["jobsCompleted"] = s.jobs_completed;

@@ -2,11 +2,15 @@
 // nodes, provision timeouts and fallback, backoff, the scale-down sequence, restarts, GPU nodes.
 #include "tests/testing/values.h"
 #include "autoscaler/loop.h"
+#include "autoscaler/demand_profile.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <deque>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -1043,6 +1047,315 @@ TEST(LoopStatusTest, FormatStatusNamesPoolsAndBackoff) {
   EXPECT_THAT(text, HasSubstr("gpu-spot: min 0 max 10"));
   EXPECT_THAT(text, HasSubstr("backoff until"));
   EXPECT_THAT(text, HasSubstr("last scale-up:"));
+}
+
+// --- Warm capacity ---------------------------------------------------------------------------
+
+// Placeholders live only inside the loop: no action ever names one.
+void ExpectNoPlaceholderLeaks(const std::vector<Action>& actions) {
+  for (const Action& a : actions) {
+    for (const std::string& pod : a.pods) {
+      EXPECT_THAT(pod, ::testing::Not(HasSubstr("tidepool-warm/"))) << DescribeAction(a);
+    }
+    if (a.kind == Kind::kEvent) {
+      EXPECT_THAT(a.object, ::testing::Not(HasSubstr("warm-"))) << DescribeAction(a);
+    }
+  }
+}
+
+// A 1-GPU on-demand pool; nodes the loop asks for come `boot` later (Deliver).
+struct WarmWorld : World {
+  model::Pool& AddGpuPool(Duration boot = minutes(10)) {
+    model::Pool& p = AddPool("gpu", 10, {{"cpu", "6"}, {"memory", "112Gi"},
+                                         {"nvidia.com/gpu", "1"}, {"pods", "110"}});
+    p.price_per_hour = 3;
+    p.boot_delay = boot;
+    boot_delay = boot;
+    return p;
+  }
+  // Steps and carries out the actions, remembering when requested nodes will join.
+  std::vector<Action> Tick() {
+    Deliver();
+    std::vector<Action> actions = StepAndCarry();
+    for (const Action& a : actions) {
+      if (a.kind == Kind::kIncreasePool) {
+        for (int i = 0; i < a.count; ++i) arrivals.push_back({now + boot_delay, a.pool});
+      }
+    }
+    Bind();
+    return actions;
+  }
+  // Runs Tick at every wakeup until `until`.
+  std::vector<Action> TickUntil(Time until) {
+    std::vector<Action> out;
+    while (true) {
+      std::vector<Action> a = Tick();
+      out.insert(out.end(), a.begin(), a.end());
+      Time next = std::min(loop->NextWakeup(), arrivals.empty() ? Time::max()
+                                                                : arrivals.front().first);
+      if (next > until) break;
+      now = std::max(now, next);
+    }
+    now = until;
+    return out;
+  }
+  void Deliver() {
+    while (!arrivals.empty() && arrivals.front().first <= now) {
+      AddNode(fmt::format("{}-{}", arrivals.front().second, next_node++), arrivals.front().second,
+              /*count_in_target=*/false, now);
+      arrivals.pop_front();
+    }
+  }
+  // A kube-scheduler stand-in: pending pods go to the first node with a free GPU.
+  void Bind() {
+    std::map<std::string, int64_t> used;
+    for (const auto& [name, p] : pods)
+      if (!p.node_name.empty()) used[p.node_name] += p.requests.gpus();
+    for (auto& [name, p] : pods) {
+      if (!p.node_name.empty()) continue;
+      for (auto& [node_name, n] : nodes) {
+        bool deleting = std::any_of(n.taints.begin(), n.taints.end(), [](const model::Taint& t) {
+          return t.key == planner::kToBeDeletedTaint;
+        });
+        if (deleting || used[node_name] + p.requests.gpus() > n.allocatable.gpus()) continue;
+        p.node_name = node_name;
+        p.phase = model::PodPhase::kRunning;
+        used[node_name] += p.requests.gpus();
+        break;
+      }
+    }
+  }
+  int NodesOf(const std::string& pool) const {
+    int n = 0;
+    for (const auto& [name, node] : nodes) {
+      const std::string* p = node.meta.Label(model::kLabelPool);
+      if (p != nullptr && *p == pool) ++n;
+    }
+    return n;
+  }
+
+  Duration boot_delay = minutes(10);
+  std::deque<std::pair<Time, std::string>> arrivals;
+  int next_node = 0;
+};
+
+TEST(LoopWarmTest, SpareNodesComeFromZeroAndAreNeverScaledDown) {
+  WarmWorld w;
+  w.AddGpuPool().warm.spare_nodes = 2;
+  w.Start();
+  std::vector<Action> first = w.Tick();
+  auto ups = OfKind(first, Kind::kIncreasePool);
+  ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(first));
+  EXPECT_EQ(ups[0].pool, "gpu");
+  EXPECT_EQ(ups[0].count, 2);
+  EXPECT_TRUE(ups[0].pods.empty());
+  EXPECT_EQ(ups[0].reason, "warm: spareNodes 2");
+  const Action* ev = FindEvent(first, "WarmScaleUp", "");
+  ASSERT_NE(ev, nullptr);
+  EXPECT_EQ(ev->object_kind, "ConfigMap");
+  EXPECT_THAT(ev->message, HasSubstr("warm: spareNodes 2"));
+  EXPECT_EQ(w.loop->GetStatus().pending_pods, 0);
+
+  // Hours idle: never unneeded, never more nodes.
+  std::vector<Action> later = w.TickUntil(w.now + std::chrono::hours(3));
+  EXPECT_EQ(w.NodesOf("gpu"), 2);
+  EXPECT_TRUE(OfKind(later, Kind::kIncreasePool).empty()) << ::testing::PrintToString(Describe(later));
+  EXPECT_TRUE(OfKind(later, Kind::kTaintNode).empty());
+  Status s = w.loop->GetStatus();
+  EXPECT_TRUE(s.unneeded.empty());
+  ASSERT_EQ(s.kept.size(), 2u);
+  EXPECT_THAT(s.kept[0].reason, HasSubstr("warm: a spare node of pool gpu"));
+  EXPECT_THAT(FormatStatus(s), HasSubstr("warm: spareNodes 2"));
+
+  // A third idle node is beyond the spare: it goes, the two spare stay.
+  w.AddNode("extra", "gpu", true, w.now - std::chrono::hours(1));
+  std::vector<Action> after = w.TickUntil(w.now + minutes(30));
+  auto taints = OfKind(after, Kind::kTaintNode);
+  ASSERT_EQ(taints.size(), 1u) << ::testing::PrintToString(Describe(after));
+  EXPECT_EQ(w.NodesOf("gpu"), 2);
+  ExpectNoPlaceholderLeaks(w.all);
+}
+
+TEST(LoopWarmTest, HeadroomIsRestoredAfterAPodConsumesIt) {
+  WarmWorld w;
+  model::Pool& pool = w.AddGpuPool();
+  pool.warm.headroom.Set(model::InternResource(model::kNvidiaGpu), 2);
+  pool.warm.headroom_set.push_back(model::InternResource(model::kNvidiaGpu));
+  w.Start();
+  w.TickUntil(w.now + minutes(15));
+  ASSERT_EQ(w.NodesOf("gpu"), 2);
+  ASSERT_EQ(OfKind(w.all, Kind::kIncreasePool).size(), 1u);
+  EXPECT_EQ(OfKind(w.all, Kind::kIncreasePool)[0].reason, "warm: headroom nvidia.com/gpu 2");
+
+  // A pod lands in the headroom at once; the loop adds a node to restore it.
+  w.AddGpuPod("p1", /*tolerate_spot=*/false);
+  w.Bind();
+  ASSERT_FALSE(w.pods.at("p1").node_name.empty());
+  std::vector<Action> actions = w.TickUntil(w.now + minutes(15));
+  auto ups = OfKind(actions, Kind::kIncreasePool);
+  ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(ups[0].count, 1);
+  EXPECT_EQ(ups[0].reason, "warm: headroom nvidia.com/gpu 2");
+  EXPECT_EQ(w.NodesOf("gpu"), 3);
+  // Stable afterwards: no more nodes, none removed.
+  std::vector<Action> later = w.TickUntil(w.now + std::chrono::hours(1));
+  EXPECT_TRUE(OfKind(later, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind(later, Kind::kTaintNode).empty());
+  EXPECT_EQ(w.NodesOf("gpu"), 3);
+
+  // The pod is pending before the binder sees it: its own scale-up is not doubled.
+  w.AddGpuPod("p2", /*tolerate_spot=*/false);
+  std::vector<Action> a2 = w.TickUntil(w.now + minutes(15));
+  EXPECT_EQ(w.NodesOf("gpu"), 4) << ::testing::PrintToString(Describe(a2));
+  EXPECT_EQ(FindEvent(a2, "NotTriggerScaleUp", "default/p2"), nullptr);
+  ExpectNoPlaceholderLeaks(w.all);
+}
+
+TEST(LoopWarmTest, PlaceholdersAreNeverEvictedNorPending) {
+  WarmWorld w;
+  model::Pool& pool = w.AddPool("cpu", 0, {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}});
+  pool.warm.headroom.Set(model::kCpu, 2000);
+  pool.warm.headroom_set.push_back(model::kCpu);
+  // n1 has the headroom's room; n2's pod could move to n1 but that would eat the headroom.
+  w.AddNode("n1", "cpu");
+  w.AddNode("n2", "cpu");
+  w.AddPod("small", {{"cpu", "1"}, {"memory", "100Mi"}}, "n2");
+  w.Start();
+  std::vector<Action> actions = w.TickUntil(w.now + std::chrono::hours(1));
+  EXPECT_TRUE(OfKind(actions, Kind::kEvictPods).empty()) << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty());
+  EXPECT_EQ(w.loop->GetStatus().pending_pods, 0);
+  EXPECT_TRUE(w.loop->GetStatus().unschedulable.empty());
+  ExpectNoPlaceholderLeaks(w.all);
+}
+
+// A burst of 4 one-GPU pods from 09:00 to 11:00 every day.
+struct PeriodicBurst {
+  WarmWorld w;
+  std::vector<Time> prewarm_at;  // IncreasePool actions made for a predicted burst
+  double max_spend = 0;
+
+  explicit PeriodicBurst(double max_cost_per_day) {
+    model::Pool& p = w.AddGpuPool();
+    p.warm.predictive.enabled = true;
+    p.warm.predictive.horizon = std::chrono::hours(1);
+    p.warm.predictive.max_cost_per_day = max_cost_per_day;
+    p.warm.predictive.wait_value_per_gpu_hour = 100;
+    w.config.scan_interval = minutes(1);
+    w.now = At("2026-01-05T00:00:00Z");
+    w.Start();
+  }
+  void RunDay(int day) {
+    Time midnight = At("2026-01-05T00:00:00Z") + std::chrono::hours(24 * day);
+    Run(midnight + std::chrono::hours(9));
+    for (int i = 0; i < 4; ++i) w.AddGpuPod(fmt::format("d{}-{}", day, i), false);
+    Run(midnight + std::chrono::hours(11));
+    w.pods.clear();
+    Run(midnight + std::chrono::hours(24));
+  }
+  void Run(Time until) {
+    while (w.now < until) {
+      for (const Action& a : w.Tick()) {
+        if (a.kind == Kind::kIncreasePool && a.reason.find("predicted burst") != std::string::npos) {
+          prewarm_at.push_back(w.now);
+        }
+      }
+      for (const PoolStatus& p : w.loop->GetStatus().pools) {
+        max_spend = std::max(max_spend, p.warm_spend_24h);
+      }
+      Time next = std::min(w.loop->NextWakeup(), w.arrivals.empty() ? Time::max()
+                                                                    : w.arrivals.front().first);
+      w.now = std::min(until, std::max(w.now + seconds(1), next));
+    }
+  }
+};
+
+TEST(LoopWarmTest, PredictivePrewarmsBeforeTheDailyBurstWithinBudget) {
+  PeriodicBurst b(/*max_cost_per_day=*/10);
+  b.RunDay(0);
+  EXPECT_TRUE(b.prewarm_at.empty()) << "nothing learned yet";
+  b.RunDay(1);
+  b.RunDay(2);
+  ASSERT_FALSE(b.prewarm_at.empty());
+  Time nine = At("2026-01-07T09:00:00Z");
+  EXPECT_LT(b.prewarm_at.back(), nine);
+  EXPECT_GT(b.prewarm_at.back(), nine - std::chrono::hours(1));
+  // The budget: each pre-warm node is committed at 3/h for (burst slot end - now + 10m) >= 35m,
+  // so $10 a day buys at most 5 of them; the spend never goes over.
+  EXPECT_LE(b.max_spend, 10.0 + 1e-9);
+  EXPECT_GT(b.max_spend, 0);
+  const PoolStatus& p = b.w.PoolStat("gpu");
+  EXPECT_TRUE(p.warm_predictive);
+  EXPECT_NEAR(p.warm_predicted, 0, 1e-9);  // at midnight nothing is due within the hour
+  ExpectNoPlaceholderLeaks(b.w.all);
+}
+
+TEST(LoopWarmTest, ARestartKeepsTheLearnedProfileAndDecidesTheSame) {
+  PeriodicBurst b(/*max_cost_per_day=*/50);
+  for (int day = 0; day < 3; ++day) b.RunDay(day);
+  // 08:50 on day 3 (pre-warming starts 1.25 x the 10 min boot before 09:00), the cluster empty:
+  // both loops see the same observation.
+  b.Run(At("2026-01-08T08:40:00Z"));
+  std::string state = b.w.loop->ExportWarmState();
+  Autoscaler fresh(b.w.config);
+  ASSERT_TRUE(fresh.ImportWarmState(state).has_value());
+  EXPECT_EQ(fresh.ExportWarmState(), state);
+
+  Time t = At("2026-01-08T08:50:00Z");
+  std::vector<Action> old_actions = b.w.loop->Step(b.w.Observe(), t);
+  std::vector<Action> new_actions = fresh.Step(b.w.Observe(), t);
+  auto ups = OfKind(new_actions, Kind::kIncreasePool);
+  ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(new_actions));
+  EXPECT_THAT(ups[0].reason, HasSubstr("predicted burst"));
+  EXPECT_EQ(Describe(OfKind(old_actions, Kind::kIncreasePool)), Describe(ups));
+
+  // Without the state a fresh loop knows nothing.
+  Autoscaler blank(b.w.config);
+  EXPECT_TRUE(OfKind(blank.Step(b.w.Observe(), t), Kind::kIncreasePool).empty());
+}
+
+TEST(LoopWarmTest, BadWarmStateIsAnErrorAndChangesNothing) {
+  PeriodicBurst b(/*max_cost_per_day=*/50);
+  b.RunDay(0);
+  std::string before = b.w.loop->ExportWarmState();
+  for (std::string_view bad :
+       {std::string_view("{"), std::string_view("[]"), std::string_view(R"({"version": 2, "pools": {}})"),
+        std::string_view(R"({"version": 1})"),
+        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [[500, 1, 0.5, 1]], "weekly": []}}}})"),
+        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [[5, 1, 7, 1]], "weekly": []}}}})"),
+        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": -1, "folded": 1, "daily": [], "weekly": []}}}})"),
+        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [], "weekly": []}, "ledger": [[1, 1, "x"]]}}})")}) {
+    auto r = b.w.loop->ImportWarmState(bad);
+    EXPECT_FALSE(r.has_value()) << bad;
+    if (!r) {
+      EXPECT_THAT(r.error().message(), HasSubstr("warm state")) << bad;
+    }
+    EXPECT_EQ(b.w.loop->ExportWarmState(), before);
+  }
+  // Unknown pools are ignored (the config changed).
+  EXPECT_TRUE(b.w.loop->ImportWarmState(R"({"version": 1, "pools": {"gone": 3}})").has_value());
+}
+
+TEST(DemandProfileTest, LearnsTheDailyPeakWithDecay) {
+  DemandProfile p;
+  Time day0 = At("2026-01-05T00:00:00Z");
+  for (int day = 0; day < 3; ++day) {
+    Time base = day0 + std::chrono::hours(24 * day);
+    p.Observe(base + std::chrono::hours(9), 0);
+    p.Observe(base + std::chrono::hours(9) + minutes(5), day == 2 ? 8 : 4);
+    p.Observe(base + std::chrono::hours(10), 0);
+  }
+  auto pred = p.Predict(At("2026-01-08T08:30:00Z"), std::chrono::hours(1));
+  const double mean = (0.5 * 8 + 0.25 * 4 + 0.125 * 4) / 0.875;
+  const double square = (0.5 * 64 + 0.25 * 16 + 0.125 * 16) / 0.875;
+  EXPECT_NEAR(pred.demand, mean + std::sqrt(square - mean * mean), 1e-9);
+  EXPECT_NEAR(pred.confidence, 0.875, 1e-9);
+  EXPECT_EQ(pred.at, At("2026-01-08T09:00:00Z"));
+  EXPECT_FALSE(pred.weekly);  // a Thursday: this weekday's slot was never seen
+  EXPECT_EQ(p.Predict(At("2026-01-08T12:00:00Z"), std::chrono::hours(1)).demand, 0);
+  auto back = DemandProfile::FromJson(p.ToJson(), "p");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(*back == p);
 }
 
 }  // namespace

@@ -117,9 +117,21 @@ for x in p["policies"]:
 check "simulate --report writes a self-contained page" python3 -c '
 import sys
 h = open(sys.argv[1]).read()
-assert h.startswith("<!DOCTYPE html>") and h.count("<svg ") == 6, h[:200]
+assert h.startswith("<!DOCTYPE html>") and h.count("<svg ") == 7, h[:200]  # + cost-wait frontier
 assert "http://" not in h and "https://" not in h and "<script" not in h
 ' "$tmp/report.html"
+
+run simulate --config "$seed_cfg" --scenario periodic --warm-eval -o json
+check "simulate --warm-eval exits 0" test "$rc" -eq 0
+check "simulate --warm-eval json lists the warm policies" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [x["policy"] for x in p["policies"]] == ["off", "spare", "headroom", "predictive", "predict-50"], p
+for x in p["policies"]:
+    assert "waitP95Gpu" in x and "waitP95GpuByNamespace" in x, x["policy"]
+' "$tmp/out"
+run simulate --config "$seed_cfg" --compare --warm-eval
+check "simulate --compare with --warm-eval exits 2" test "$rc" -eq 2
 
 sed -e '$a simulation:\n  bootDelay: {cpu: [1m, 1m], gpu: [1m, 1m]}' "$seed_cfg" >"$tmp/with-sim.yaml"
 run simulate --config "$tmp/with-sim.yaml" -o json

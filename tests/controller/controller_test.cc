@@ -70,6 +70,18 @@ class FakeWriter : public ClusterWriter {
     status = text;
     return {};
   }
+  Result<std::optional<std::string>> ReadWarmState() override {
+    ++warm_reads;
+    return warm_state;
+  }
+  Result<void> WriteWarmState(const std::string& text) override {
+    ++warm_writes;
+    warm_state = text;
+    return {};
+  }
+  std::optional<std::string> warm_state;
+  int warm_reads = 0;
+  int warm_writes = 0;
   std::vector<std::string> calls;
   std::vector<std::string> events;
   std::string status;
@@ -313,6 +325,44 @@ TEST_F(ControllerTest, RunGivesUpWhenCachesNeverSync) {
   auto r = c.Run(stop);
   ASSERT_FALSE(r);
   EXPECT_THAT(r.error().message(), HasSubstr("did not finish listing"));
+}
+
+// A predictive warm pool: the learned state is loaded when the loop starts (also after a new
+// leadership), saved every warm_state_interval when it changed; a bad state starts afresh.
+TEST_F(ControllerTest, WarmStateIsLoadedAtStartAndSavedPeriodically) {
+  for (model::Pool& p : config_.pools) {
+    if (p.name != "gpupool") continue;
+    p.price_per_hour = std::max(p.price_per_hour, 1.0);
+    p.warm.predictive.enabled = true;
+    p.warm.predictive.max_cost_per_day = 10;
+  }
+  {
+    autoscaler::Autoscaler learned(config_);
+    writer_.warm_state = learned.ExportWarmState();
+  }
+  std::string saved = *writer_.warm_state;
+  ControllerOptions o;
+  o.warm_state_interval = std::chrono::minutes(5);
+  auto c = Make(o);
+  c->RunOnce(clock_.Now());
+  EXPECT_EQ(writer_.warm_reads, 1);
+  EXPECT_LE(writer_.warm_writes, 1);
+  // Quarter-hours go by: the profile folds them, and the state is saved at most every 5 min.
+  for (int i = 0; i < 40; ++i) {
+    clock_.Advance(std::chrono::minutes(1));
+    c->RunOnce(clock_.Now());
+  }
+  EXPECT_GE(writer_.warm_writes, 1);
+  EXPECT_LE(writer_.warm_writes, 9);
+  EXPECT_NE(*writer_.warm_state, saved);
+  EXPECT_THAT(*writer_.warm_state, HasSubstr("\"version\":1"));
+
+  // A replica that cannot read the state starts afresh and keeps working.
+  writer_.warm_state = "not json";
+  auto other = Make(o);
+  PassReport r = other->RunOnce(clock_.Now());
+  EXPECT_TRUE(r.acted);
+  EXPECT_EQ(writer_.warm_reads, 2);
 }
 
 }  // namespace

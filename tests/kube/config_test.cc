@@ -327,10 +327,10 @@ TEST(AutoscalerConfigErrors, UnknownKeyInPool) {
   std::string e = ErrorOf(HEADER ONE_POOL
                           "  - name: gpu\n"  // line 8
                           "    max: 3\n"
-                          "    warm: {size: 1}\n"  // line 10
+                          "    burst: {size: 1}\n"  // line 10
                           "    template:\n"
                           "      capacity: {cpu: 2, memory: 4Gi}\n");
-  EXPECT_THAT(e, StartsWith("config.yaml:10: pools[1].warm: unknown key"));
+  EXPECT_THAT(e, StartsWith("config.yaml:10: pools[1].burst: unknown key"));
 }
 
 TEST(AutoscalerConfigErrors, UnknownKeyInTemplateCapacityIsAResourceButTaintKeysAreChecked) {
@@ -757,6 +757,77 @@ TEST(YamlReader, NameSyntax) {
   EXPECT_EQ(JoinPath("", "pools"), "pools");
   EXPECT_EQ(JoinPath("limits", "nvidia.com/gpu"), "limits[nvidia.com/gpu]");
 }
+
+}  // namespace
+}  // namespace tidepool::kube::config
+
+// --- Warm capacity (pools[].warm) ------------------------------------------------------------
+
+namespace tidepool::kube::config {
+namespace {
+
+#define GPU_POOL_WITH(warm)                                                    \
+  HEADER                                                                       \
+  "pools:\n"                                                                   \
+  "  - name: gpu\n" /* line 4 */                                               \
+  "    max: 4\n"                                                               \
+  "    pricePerHour: 3\n"                                                      \
+  "    template:\n"                                                            \
+  "      capacity: {cpu: \"8\", memory: 64Gi, nvidia.com/gpu: \"2\"}\n"        \
+  "    warm:\n" /* line 9 */ warm
+
+TEST(WarmConfigTest, ParsesSpareHeadroomAndPredictive) {
+  auto c = ParseAutoscalerConfig(GPU_POOL_WITH("      spareNodes: 1\n"
+                                               "      headroom: {nvidia.com/gpu: \"4\"}\n"
+                                               "      predictive:\n"
+                                               "        enabled: true\n"
+                                               "        horizon: 45m\n"
+                                               "        maxCostPerDay: 20\n"
+                                               "        waitValuePerGpuHour: 6.5\n"),
+                                 "config.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  const model::WarmConfig& w = c->pools[0].warm;
+  EXPECT_EQ(w.spare_nodes, 1);
+  ASSERT_EQ(w.headroom_set.size(), 1u);
+  EXPECT_EQ(w.headroom.gpus(), 4);
+  EXPECT_TRUE(w.predictive.enabled);
+  EXPECT_EQ(w.predictive.horizon, std::chrono::minutes(45));
+  EXPECT_DOUBLE_EQ(w.predictive.max_cost_per_day, 20);
+  EXPECT_DOUBLE_EQ(w.predictive.wait_value_per_gpu_hour, 6.5);
+  EXPECT_TRUE(w.Any());
+}
+
+TEST(WarmConfigTest, AbsentMeansNone) {
+  auto c = ParseAutoscalerConfig(HEADER ONE_POOL, "config.yaml");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_FALSE(c->pools[0].warm.Any());
+}
+
+TEST(WarmConfigTest, ErrorsNameTheKey) {
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      spare: 1\n")),
+              StartsWith("config.yaml:10: pools[0].warm.spare: unknown key"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      spareNodes: -1\n")),
+              HasSubstr("pools[0].warm.spareNodes: expected a non-negative integer"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      spareNodes: 5\n")),
+              HasSubstr("pools[0].warm.spareNodes: 5 spare nodes is more than the pool's max 4"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      headroom: {example.com/fpga: \"1\"}\n")),
+              HasSubstr("pools[0].warm.headroom[example.com/fpga]: the pool's nodes have no "
+                        "example.com/fpga"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      headroom: {nvidia.com/gpu: \"-1\"}\n")),
+              HasSubstr("pools[0].warm.headroom[nvidia.com/gpu]: expected a non-negative quantity"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      predictive: {enabled: true}\n")),
+              HasSubstr("pools[0].warm.predictive.enabled: predictive pre-warming is enabled "
+                        "without a budget (expected maxCostPerDay > 0)"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      predictive: {enabled: true, maxCostPerDay: -3}\n")),
+              HasSubstr("pools[0].warm.predictive.maxCostPerDay: expected a non-negative number"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      predictive: {horizn: 1h}\n")),
+              HasSubstr("pools[0].warm.predictive.horizn: unknown key"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      predictive: {horizon: 48h}\n")),
+              HasSubstr("pools[0].warm.predictive.horizon: expected a duration of at most 24h"));
+  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      [1]\n")), HasSubstr("pools[0].warm: expected a map"));
+}
+
+#undef GPU_POOL_WITH
 
 }  // namespace
 }  // namespace tidepool::kube::config

@@ -205,6 +205,8 @@ TEST(ConfigReferenceTest, EveryKeyTheLoaderKnowsIsDocumented) {
       {"kPoolKeys", "pools[]."},
       {"kTemplateKeys", "pools[].template."},
       {"kTaintKeys", "pools[].template.taints[]."},
+      {"kWarmKeys", "pools[].warm."},
+      {"kPredictiveKeys", "pools[].warm.predictive."},
       {"kOtherKeys", "limits."},  // the non-resource keys of limits (typo hints)
   };
   // Lists of values rather than keys: each value must appear in the doc.

@@ -610,8 +610,11 @@ TEST(ReportTest, WellFormedSelfContainedHtml) {
   ASSERT_GT(html.size(), 1000u);
   EXPECT_EQ(CheckWellFormed(html), "");
   EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
-  // Nodes per pool for each of the 3 policies, pending pods, cumulative cost, wait CDF.
-  EXPECT_EQ(Count(html, "<svg "), 6u);
+  // Nodes per pool for each of the 3 policies, pending pods, cumulative cost, wait CDF, and the
+  // cost-wait frontier (several runs).
+  EXPECT_EQ(Count(html, "<svg "), 7u);
+  EXPECT_THAT(html, HasSubstr("Cost–wait frontier"));
+  EXPECT_EQ(Count(html, "<circle "), 3u);
   EXPECT_GE(Count(html, "<polygon "), 3u);   // stacked node areas
   EXPECT_GE(Count(html, "<polyline "), 9u);  // pending, cost and CDF lines per policy
   EXPECT_THAT(html, HasSubstr("Nodes per pool, stacked: ca-like"));
@@ -758,6 +761,31 @@ TEST(SimConfigTest, SectionErrorsNameTheFileLineAndKeyPath) {
   auto sc = ParseSimConfig("gpuSharing: true\n", "s.yaml");
   ASSERT_TRUE(sc.has_value()) << sc.error().message();
   EXPECT_TRUE(sc->gpu_sharing);
+}
+
+// `simulate --warm-eval` on the periodic scenario: the four policies run, spare and headroom
+// buy shorter GPU waits, and predictive lowers the GPU p95 wait within its budget.
+TEST(WarmEvaluationTest, PoliciesRunAndPredictiveHelpsWithinBudget) {
+  auto config = kube::config::LoadAutoscalerConfig(TIDEPOOL_SOURCE_DIR "/examples/seed/config.yaml");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  SimInput in;
+  in.config = *config;
+  in.jobs = PeriodicGpuScenario(1);
+  auto runs = RunWarmEvaluation(in);
+  ASSERT_TRUE(runs.has_value()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 5u);
+  EXPECT_EQ((*runs)[0].name, "off");
+  EXPECT_EQ((*runs)[3].name, "predictive");
+  const Summary& off = (*runs)[0].summary;
+  const Summary& spare = (*runs)[1].summary;
+  const Summary& predictive = (*runs)[3].summary;
+  EXPECT_EQ(off.gpu_jobs, 417);  // 28 days
+  EXPECT_EQ(predictive.jobs_completed, predictive.jobs);
+  EXPECT_LT(spare.wait_p95_gpu, off.wait_p95_gpu);
+  EXPECT_LT(predictive.wait_p95_gpu, off.wait_p95_gpu);
+  // maxCostPerDay is 10% of each warm pool's daily cost in `off`.
+  EXPECT_LE(predictive.cost, off.cost * 1.10 + 1e-6);
+  EXPECT_THAT(WarmEvaluationToText(*runs), HasSubstr("GPU wait p95"));
 }
 
 }  // namespace

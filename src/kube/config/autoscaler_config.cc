@@ -54,7 +54,10 @@ constexpr std::string_view kScaleDownKeys[] = {
 constexpr std::string_view kPoolKeys[] = {
     "name",         "min",      "max",          "capacityType",
     "pricePerHour", "priority", "instanceType", "provisionTimeout",
-    "bootDelay",    "template"};
+    "bootDelay",    "template",     "warm"};
+constexpr std::string_view kWarmKeys[] = {"spareNodes", "headroom", "predictive"};
+constexpr std::string_view kPredictiveKeys[] = {"enabled", "horizon", "maxCostPerDay",
+                                                "waitValuePerGpuHour"};
 constexpr std::string_view kTemplateKeys[] = {"labels", "taints", "capacity", "allocatable"};
 constexpr std::string_view kTaintKeys[] = {"key", "value", "effect"};
 // Index order matches model::CapacityType / model::TaintEffect below.
@@ -396,6 +399,72 @@ Result<void> ParseTemplate(const YamlValue& v, Pool& pool) {
   return {};
 }
 
+// `pools[i].warm`. Runs after the template is parsed: headroom must fit the pool's node shape.
+Result<void> ParseWarm(const YamlValue& v, Pool& pool) {
+  TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m,
+                            YamlMap::Read(v, "a map {spareNodes, headroom, predictive}"));
+  TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kWarmKeys));
+  model::WarmConfig& warm = pool.warm;
+  TIDEPOOL_RETURN_IF_ERROR(ReadIntField(m, "spareNodes", 0, kInt32Max, "a non-negative integer",
+                                        warm.spare_nodes));
+  if (warm.spare_nodes > pool.max) {
+    return std::unexpected(m.Find("spareNodes")->MakeError(fmt::format(
+        "{} spare nodes is more than the pool's max {} (expected at most max)", warm.spare_nodes,
+        pool.max)));
+  }
+  if (const YamlValue* headroom = m.Find("headroom")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        YamlMap h, YamlMap::Read(*headroom, "a map of resource quantities, e.g. {nvidia.com/gpu: 4}"));
+    TIDEPOOL_RETURN_IF_ERROR(ParseResourceList(
+        h, [&](model::ResourceId id, int64_t amount, const YamlValue& at) -> Result<void> {
+          if (pool.template_node.allocatable.Get(id) <= 0) {
+            return std::unexpected(at.MakeError(fmt::format(
+                "the pool's nodes have no {} (expected a resource its template's allocatable "
+                "lists)",
+                model::ResourceName(id))));
+          }
+          if (amount <= 0) return std::unexpected(at.Expected("a positive quantity"));
+          warm.headroom.Set(id, amount);
+          warm.headroom_set.push_back(id);
+          return {};
+        }));
+  }
+  if (const YamlValue* predictive = m.Find("predictive")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        YamlMap p, YamlMap::Read(*predictive,
+                                 "a map {enabled, horizon, maxCostPerDay, waitValuePerGpuHour}"));
+    TIDEPOOL_RETURN_IF_ERROR(p.CheckKeys(kPredictiveKeys));
+    model::WarmConfig::Predictive& pr = warm.predictive;
+    if (const YamlValue* enabled = p.Find("enabled")) {
+      TIDEPOOL_ASSIGN_OR_RETURN(pr.enabled, enabled->ReadBool());
+    }
+    TIDEPOOL_RETURN_IF_ERROR(ReadDurationField(p, "horizon", /*allow_zero=*/false, pr.horizon));
+    if (pr.horizon > std::chrono::hours(24)) {
+      return std::unexpected(p.Find("horizon")->Expected("a duration of at most 24h"));
+    }
+    constexpr double kMaxNumber = std::numeric_limits<double>::max();
+    if (const YamlValue* cost = p.Find("maxCostPerDay")) {
+      TIDEPOOL_ASSIGN_OR_RETURN(pr.max_cost_per_day,
+                                cost->ReadNumber(0, kMaxNumber, "a non-negative number"));
+    }
+    if (const YamlValue* value = p.Find("waitValuePerGpuHour")) {
+      TIDEPOOL_ASSIGN_OR_RETURN(pr.wait_value_per_gpu_hour,
+                                value->ReadNumber(0, kMaxNumber, "a non-negative number"));
+    }
+    if (pr.enabled && pr.max_cost_per_day <= 0) {
+      const YamlValue* at = p.Find("maxCostPerDay") ? p.Find("maxCostPerDay") : p.Find("enabled");
+      return std::unexpected(at->MakeError(
+          "predictive pre-warming is enabled without a budget (expected maxCostPerDay > 0)"));
+    }
+    if (pr.enabled && pool.price_per_hour <= 0) {
+      return std::unexpected(p.Find("enabled")->MakeError(
+          "predictive pre-warming needs the pool's pricePerHour to weigh idle cost (expected "
+          "pricePerHour > 0)"));
+    }
+  }
+  return {};
+}
+
 Result<void> ParsePool(const YamlValue& v, Pool& pool) {
   constexpr std::string_view kExpected = "a pool (a map with name, min, max, template, ...)";
   if (v.IsNull()) return std::unexpected(v.Expected(kExpected));
@@ -446,6 +515,7 @@ Result<void> ParsePool(const YamlValue& v, Pool& pool) {
   TIDEPOOL_ASSIGN_OR_RETURN(
       YamlValue tmpl, m.Require("template", "the node the pool creates: labels, taints, capacity"));
   TIDEPOOL_RETURN_IF_ERROR(ParseTemplate(tmpl, pool));
+  if (const YamlValue* warm = m.Find("warm")) TIDEPOOL_RETURN_IF_ERROR(ParseWarm(*warm, pool));
   return {};
 }
 
