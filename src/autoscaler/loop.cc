@@ -561,6 +561,16 @@ void Autoscaler::HandlePoolFailures(StepContext& ctx) {
                   ? std::string("the provider reports no capacity")
                   : fmt::format("the provider reports no capacity: {}", ps.stockout_reason),
               now);
+      // A provider that removed the failed machines itself shows a target below the one the
+      // loop expects: those requests are gone already. Cancelling them again would take
+      // machines that are still coming (the good half of a partly failed scale-up).
+      if (ps.observed && ps.expected_target && ps.unreported == 0 &&
+          ps.observed_target < *ps.expected_target) {
+        DropNewestRequests(ps, *ps.expected_target - ps.observed_target);
+        ps.expected_target.reset();
+        SyncRequests(ps, now);
+        replan_ = true;
+      }
       int cancel = ps.target() - std::max(ps.registered, ps.provider_registered);
       if (cancel > 0) {
         ctx.actions.push_back(PoolAction(

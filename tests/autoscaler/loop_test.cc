@@ -466,6 +466,42 @@ TEST(LoopScaleUpTest, StockoutKeepsInstancesTheProviderAlreadyHas) {
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 1);
 }
 
+// Half of a scale-up failed and the provider removed the failed machine itself: its target
+// drops below what the loop asked for before the loop ever saw the higher one. The machine that
+// is still coming must not be cancelled; only the pod without a machine falls back.
+TEST(LoopScaleUpTest, StockoutAfterTheProviderRemovedTheFailedHalfCancelsNothing) {
+  World w;
+  w.AddGpuPools();
+  w.Start();
+  w.AddGpuPod("p1");
+  w.AddGpuPod("p2");
+  std::vector<Action> first;
+  for (int i = 0; i < 100 && OfKind(first, Kind::kIncreasePool).empty(); ++i) {
+    w.now += milliseconds(100);
+    first = w.StepAndCarry();
+  }
+  auto ups = OfKind(first, Kind::kIncreasePool);
+  ASSERT_EQ(ups.size(), 1u);
+  ASSERT_EQ(ups[0].pool, "gpu-spot");
+  ASSERT_EQ(ups[0].count, 2);
+  // The provider: one of the two VMs failed with AllocationFailed and was deleted; the other is
+  // being created.
+  w.now += seconds(1);
+  w.target["gpu-spot"] = 1;
+  w.instances["gpu-spot"] = 1;
+  w.stockout.insert("gpu-spot");
+  std::vector<Action> actions = w.StepAndCarry();
+  EXPECT_TRUE(OfKind(actions, Kind::kDecreaseTarget).empty())
+      << ::testing::PrintToString(Describe(actions));
+  ups = OfKind(actions, Kind::kIncreasePool);
+  ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(ups[0].pool, "gpu");
+  EXPECT_EQ(ups[0].count, 1);
+  EXPECT_EQ(w.PoolStat("gpu-spot").target, 1);
+  EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 1);
+  EXPECT_TRUE(w.PoolStat("gpu-spot").backoff_until);
+}
+
 TEST(LoopScaleUpTest, BackoffDoublesExpiresAndResetsOnRegistration) {
   World w;
   w.AddGpuPools();

@@ -2,7 +2,8 @@
 # End-to-end tests of `tidepool run` with provider azure-vmss on the real control plane (testenv/),
 # against tidepool-fake-arm: ARM + Azure AD on 127.0.0.1, whose scale sets register and remove
 # Node objects as real VMs would (kwok runs them). Scenarios: scale from zero, spot -> on-demand
-# fallback on AllocationFailed, scale down by instance id.
+# fallback on AllocationFailed, half of a scale-up failing, a spot eviction, scale down by
+# instance id.
 # Usage: azure_e2e_test.sh TIDEPOOL FAKE_ARM SHARED_DIR [SCENARIO...]   (no scenario: all)
 #
 # Each scenario starts from an empty cluster and a fresh fake (scale sets at capacity 0), runs
@@ -320,6 +321,90 @@ scenario_spot_fallback() {
   pass
 }
 
+# Half of a scale-up fails: two spot-tolerating pods make tidepool ask the spot scale set for
+# two VMs; the first fails with AllocationFailed, the second comes up. tidepool must keep the
+# good VM, delete the failed one, back the spot pool off and put the second pod on an on-demand
+# VM: in the end spot capacity 1, on-demand capacity 1, both pods Running, nothing else.
+scenario_partial_scale_up() {
+  start_both || return 1
+  grep -q '"ok"' <<<"$(fake_post "fail-next-scale-up?code=AllocationFailed&instances=1")" ||
+    { fail "could not script the partial failure"; return 1; }
+  local t0=$SECONDS
+  gpu_pod p1 1 spot | k apply -f - >/dev/null
+  gpu_pod p2 1 spot | k apply -f - >/dev/null
+  wait_until 60 pod_running p1 || { fail "p1 not Running within 60 s"; return 1; }
+  wait_until 60 pod_running p2 || { fail "p2 not Running within 60 s"; return 1; }
+  log "partial scale-up: both pods Running after $((SECONDS - t0)) s"
+  wait_until 15 has_capacity "$SS_SPOT" 1 || { fail "spot capacity is not 1: $(fake_get scale-sets)"; return 1; }
+  [[ $(capacity_of "$SS_GPU") -eq 1 ]] || { fail "on-demand capacity is not 1: $(fake_get scale-sets)"; return 1; }
+  [[ $(fake_get scale-sets | jq -r --arg s "$SS_SPOT" '[.[$s].instances[] | select(.state != "Succeeded")] | length') -eq 0 ]] ||
+    { fail "a failed spot VM was kept: $(fake_get scale-sets)"; return 1; }
+  [[ $(nodes_of gpu-spot) -eq 1 && $(nodes_of gpu) -eq 1 ]] ||
+    { fail "expected 1 spot and 1 on-demand node, got $(nodes_of gpu-spot) and $(nodes_of gpu)"; return 1; }
+  sleep 5  # stable: no further VM
+  [[ $(capacity_of "$SS_SPOT") -eq 1 && $(capacity_of "$SS_GPU") -eq 1 && $(capacity_of "$SS_CPU") -eq 0 ]] ||
+    { fail "capacity moved: $(fake_get scale-sets)"; return 1; }
+  [[ $(node_count) -eq 2 ]] || { fail "expected 2 nodes, got $(node_count)"; return 1; }
+  grep -q "AllocationFailed" "$WORK/tp.log" || { fail "tidepool's log does not name AllocationFailed"; return 1; }
+  pass
+}
+
+# evictee_running: the node of the Deployment's Running pod in RUNNING_ON; false when none runs.
+RUNNING_ON=""
+evictee_running() {
+  RUNNING_ON=$(k -n "$NS" get pods -l app=evictee \
+    -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.spec.nodeName}{"\n"}{end}' | head -1)
+  [[ -n $RUNNING_ON ]]
+}
+evictee_moved_from() { evictee_running && [[ $RUNNING_ON != "$1" ]]; }
+
+# A spot VM is evicted (evictionPolicy Delete: the VM, its capacity and its Node go, no API call
+# by tidepool). The Deployment's pod is recreated and pending; tidepool must scale again and the
+# GPU pools must end at exactly one VM for the one pod, no node left tainted.
+scenario_spot_eviction() {
+  start_both || return 1
+  k apply -f - >/dev/null <<EOF || { fail "could not create the Deployment"; return 1; }
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: evictee, namespace: $NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: evictee}}
+  template:
+    metadata: {labels: {app: evictee}}
+    spec:
+      tolerations: [{key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}]
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: train
+        image: tensorflow/tensorflow:latest-gpu
+        resources:
+          requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}
+          limits: {nvidia.com/gpu: "1"}
+EOF
+  wait_until 60 evictee_running || { fail "the Deployment's pod is not Running within 60 s"; return 1; }
+  local first=$RUNNING_ON
+  [[ $(k get node "$first" -o jsonpath='{.metadata.labels.agentpool}') == gpu-spot ]] ||
+    { fail "the pod runs on $first, not a spot node"; return 1; }
+  local pid id
+  pid=$(k get node "$first" -o jsonpath='{.spec.providerID}')
+  id=${pid##*/virtualMachines/}
+  grep -q '"ok"' <<<"$(fake_post "evict?scaleSet=$SS_SPOT&instanceId=$id")" ||
+    { fail "could not evict $SS_SPOT/$id"; return 1; }
+  local t0=$SECONDS
+  log "spot eviction: evicted $SS_SPOT/$id (node $first)"
+  wait_until 30 node_gone "$first" || { fail "the evicted VM's node $first is still there"; return 1; }
+  wait_until 150 evictee_moved_from "$first" || { fail "the pod did not run again within 150 s of the eviction"; return 1; }
+  log "spot eviction: the pod runs again on $RUNNING_ON, $((SECONDS - t0)) s after the eviction"
+  sleep 5
+  local spot od
+  spot=$(capacity_of "$SS_SPOT") od=$(capacity_of "$SS_GPU")
+  ((spot + od == 1)) || { fail "expected one GPU VM in all after the eviction: $(fake_get scale-sets)"; return 1; }
+  [[ $(node_count) -eq 1 ]] || { fail "expected 1 node, got $(node_count)"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "a node was left tainted"; return 1; }
+  pass
+}
+
 # Two 1-GPU pods on two new VMs (instances 0 and 1). The pod on instance 0 is deleted: its node
 # is unneeded, tidepool taints it and removes exactly that VM with POST .../delete naming the
 # instance id from the node's providerID. (A capacity PATCH down would remove the newest VM,
@@ -370,7 +455,7 @@ scenario_scale_down_by_instance_id() {
   pass
 }
 
-ALL=(scale_from_zero spot_fallback scale_down_by_instance_id)
+ALL=(scale_from_zero spot_fallback partial_scale_up spot_eviction scale_down_by_instance_id)
 SELECTED=("$@")
 ((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
 

@@ -263,9 +263,11 @@ void FakeArm::EtagMismatchNextWrite() {
   etag_mismatch_next_ = true;
 }
 
-void FakeArm::FailNextScaleUp(const std::string& code, const std::string& message) {
+void FakeArm::FailNextScaleUp(const std::string& code, const std::string& message,
+                              int instances) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_next_scale_up_ = {code, message};
+  fail_next_scale_up_instances_ = instances;
 }
 
 void FakeArm::FailNextVmCreate(const std::string& code, const std::string& message) {
@@ -366,11 +368,12 @@ std::string FakeArm::Resize(ScaleSet& ss, int capacity, Events& events) {
   if (capacity > ss.capacity) {
     std::optional<std::pair<std::string, std::string>> failure;
     std::swap(failure, fail_next_scale_up_);
+    int to_fail = fail_next_scale_up_instances_ > 0 ? fail_next_scale_up_instances_ : capacity;
     for (int i = ss.capacity; i < capacity; ++i) {
       Instance in;
       in.id = std::to_string(ss.next_id++);
       in.provisioning = "Creating";
-      if (failure) {
+      if (failure && to_fail-- > 0) {
         in.provisioning = "Failed";
         in.error_code = failure->first;
         in.error_message = failure->second;

@@ -178,8 +178,9 @@ class FakeArm {
   void ConflictNextWrite(const std::string& code, const std::string& message);  // 409
   void EtagMismatchNextWrite();  // the resource changes under the next If-Match write: 412
   // The next capacity increase (VMSS PATCH or agent pool PUT) provisions Failed instances with
-  // this code and its operation ends Failed with it.
-  void FailNextScaleUp(const std::string& code, const std::string& message);
+  // this code and its operation ends Failed with it. `instances` > 0: only that many of the new
+  // instances fail (the first ones); the others are created as usual (a partial scale-up).
+  void FailNextScaleUp(const std::string& code, const std::string& message, int instances = 0);
   // The next VM PUT is accepted (201) but its operation ends Failed with this code, and the VM
   // is left provisioningState Failed with a ProvisioningState/failed/<code> status.
   void FailNextVmCreate(const std::string& code, const std::string& message);
@@ -328,6 +329,7 @@ class FakeArm {
   std::optional<std::pair<std::string, std::string>> conflict_next_;
   bool etag_mismatch_next_ = false;
   std::optional<std::pair<std::string, std::string>> fail_next_scale_up_;
+  int fail_next_scale_up_instances_ = 0;  // 0: all
   int operation_polls_ = 0;
   std::function<void(const InstanceEvent&)> on_created_;
   std::function<void(const InstanceEvent&)> on_deleted_;

@@ -11,7 +11,7 @@
 //   GET  /_fake/requests?method=M&path=P   the requests received (method, path, query, body; a
 //                                          client_secret redacted), oldest first; only those
 //                                          matching M / containing P
-//   POST /_fake/fail-next-scale-up?code=C&message=M
+//   POST /_fake/fail-next-scale-up?code=C&message=M[&instances=N]   (N: only the first N fail)
 //   POST /_fake/evict?scaleSet=S&instanceId=I   a spot eviction (the VM and its Node go)
 //   POST /_fake/throttle?requests=N&retryAfter=S
 // SIGTERM or SIGINT stops it (Nodes it created are left as they are).
@@ -372,8 +372,17 @@ void HandleControl(FakeArm& fake, const std::vector<std::string>& scale_sets,
           "Allocation failed. We do not have sufficient capacity for the requested VM "
           "size in this region.";
     }
-    fake.FailNextScaleUp(code, message);
-    spdlog::info("control: the next scale-up fails with {}", code);
+    int instances = 0;
+    if (std::string n = req.get_param_value("instances"); !n.empty()) {
+      try {
+        instances = std::stoi(n);
+      } catch (const std::exception&) {
+        return SendJson(res, {{"error", "instances must be a number"}}, 400);
+      }
+    }
+    fake.FailNextScaleUp(code, message, instances);
+    spdlog::info("control: the next scale-up fails with {} ({} instance(s); 0: all)", code,
+                 instances);
     return SendJson(res, {{"ok", true}});
   }
   if (req.path == "/_fake/evict" && req.method == "POST") {
