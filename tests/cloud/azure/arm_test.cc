@@ -2,6 +2,9 @@
 // loop, ARM error codes in messages, If-Match / 412 retry.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "cloud/azure/arm.h"
 #include "tests/cloud/azure/azure_fixture.h"
@@ -175,6 +178,37 @@ TEST_F(AzureArmTest, ObserverSeesEveryArmRequestWithItsOperationAndStatus) {
   EXPECT_EQ(throttled, 1);
   // Token requests are not ARM requests.
   EXPECT_EQ(static_cast<int>(seen.size()), (*p)->arm().requests_sent());
+}
+
+// ARM that accepts connections and never answers (a hung endpoint): every call fails within the
+// request timeout with kUnavailable naming the request, and nothing blocks longer.
+TEST_F(AzureArmTest, AHungArmEndpointTimesOutAsUnavailable) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);  // connections queue up; nobody accepts or answers them
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::string hung = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto p = cloud::azure::NewAzureProvider(
+      VmssConfig({MakePool("cpu", 10)},
+                 {{"scaleSets.cpu", "vmss-cpu"}, {"armEndpoint", hung}, {"requestTimeout", "1s"}}),
+      ProviderOptions());
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  auto started = std::chrono::steady_clock::now();
+  auto sizes = (*p)->Refresh(clock_.Now());
+  ASSERT_FALSE(sizes.has_value());
+  EXPECT_EQ(sizes.error().code(), Error::Code::kUnavailable);
+  EXPECT_THAT(sizes.error().message(), HasSubstr("virtualMachineScaleSets/vmss-cpu"));
+  auto up = (*p)->IncreaseSize("cpu", 1, clock_.Now());
+  ASSERT_FALSE(up.has_value());
+  EXPECT_EQ(up.error().code(), Error::Code::kUnavailable);
+  // Two calls, one request each at most: well under what a retry loop would take.
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(10));
+  ::close(fd);
 }
 
 TEST(AzureArmOperationNameTest, KeepsTheResourceTypesAndDropsTheNames) {
