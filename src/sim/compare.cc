@@ -27,6 +27,17 @@ SimInput CaLikePolicy(const SimInput& base) {
   return in;
 }
 
+namespace {
+// Runs `in` as the policy `name` and appends its summary to `runs`.
+Result<void> RunPolicy(std::vector<PolicyRun>& runs, std::string name, std::string description,
+                       const SimInput& in) {
+  auto s = RunSimulation(in);
+  if (!s) return std::unexpected(s.error().Wrap(fmt::format("policy {}", name)));
+  runs.push_back({std::move(name), std::move(description), std::move(*s)});
+  return {};
+}
+}  // namespace
+
 SimInput StaticPolicy(const SimInput& base, const std::map<std::string, int>& peak) {
   SimInput in = base;
   for (model::Pool& p : in.config.pools) {
@@ -41,11 +52,8 @@ SimInput StaticPolicy(const SimInput& base, const std::map<std::string, int>& pe
 
 Result<std::vector<PolicyRun>> RunComparison(const SimInput& base) {
   std::vector<PolicyRun> runs;
-  auto run = [&](std::string name, std::string description, const SimInput& in) -> Result<void> {
-    auto s = RunSimulation(in);
-    if (!s) return std::unexpected(s.error().Wrap(fmt::format("policy {}", name)));
-    runs.push_back({std::move(name), std::move(description), std::move(*s)});
-    return {};
+  auto run = [&](std::string name, std::string description, const SimInput& in) {
+    return RunPolicy(runs, std::move(name), std::move(description), in);
   };
   TIDEPOOL_RETURN_IF_ERROR(
       run("tidepool", "tidepool's default policy (the config as written)", TidepoolPolicy(base)));
@@ -83,11 +91,8 @@ SimInput WarmOffPolicy(const SimInput& base) {
 
 Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
   std::vector<PolicyRun> runs;
-  auto run = [&](std::string name, std::string description, const SimInput& in) -> Result<void> {
-    auto s = RunSimulation(in);
-    if (!s) return std::unexpected(s.error().Wrap(fmt::format("policy {}", name)));
-    runs.push_back({std::move(name), std::move(description), std::move(*s)});
-    return {};
+  auto run = [&](std::string name, std::string description, const SimInput& in) {
+    return RunPolicy(runs, std::move(name), std::move(description), in);
   };
   SimInput off = WarmOffPolicy(base);
   off.stop_when_jobs_done = true;

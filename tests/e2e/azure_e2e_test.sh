@@ -171,28 +171,27 @@ reset_cluster() {
   wait_until 30 k -n "$NS" get serviceaccount default || true
 }
 
-# gpu_pod NAME GPUS [spot]: a pod requesting GPUs (and tolerating spot if asked).
-gpu_pod() {
-  local name=$1 gpus=$2 spot=${3:-}
-  local tol=""
+# gpu_pod_spec GPUS [spot]: the spec of a training pod asking for GPUS GPUs (tolerating spot).
+gpu_pod_spec() {
+  local gpus=$1 spot=${2:-}
   if [[ $spot == spot ]]; then
-    tol='  tolerations: [{key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}]'
+    echo 'tolerations: [{key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}]'
   fi
   cat <<EOF
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $name
-  namespace: $NS
-spec:
-$tol
-  containers:
-  - name: train
-    image: tensorflow/tensorflow:latest-gpu
-    resources:
-      requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "$gpus"}
-      limits: {nvidia.com/gpu: "$gpus"}
+terminationGracePeriodSeconds: 0
+containers:
+- name: train
+  image: tensorflow/tensorflow:latest-gpu
+  resources:
+    requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "$gpus"}
+    limits: {nvidia.com/gpu: "$gpus"}
 EOF
+}
+
+# gpu_pod NAME GPUS [spot]: the manifest of a bare pod.
+gpu_pod() {
+  printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n' "$1" "$NS"
+  gpu_pod_spec "$2" "${3:-}" | sed 's/^/  /'
 }
 
 FAILED=()
@@ -363,7 +362,7 @@ evictee_moved_from() { evictee_running && [[ $RUNNING_ON != "$1" ]]; }
 # GPU pools must end at exactly one VM for the one pod, no node left tainted.
 scenario_spot_eviction() {
   start_both || return 1
-  k apply -f - >/dev/null <<EOF || { fail "could not create the Deployment"; return 1; }
+  { cat <<EOF
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: evictee, namespace: $NS}
@@ -373,15 +372,9 @@ spec:
   template:
     metadata: {labels: {app: evictee}}
     spec:
-      tolerations: [{key: kubernetes.azure.com/scalesetpriority, operator: Equal, value: spot, effect: NoSchedule}]
-      terminationGracePeriodSeconds: 0
-      containers:
-      - name: train
-        image: tensorflow/tensorflow:latest-gpu
-        resources:
-          requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}
-          limits: {nvidia.com/gpu: "1"}
 EOF
+    gpu_pod_spec 1 spot | sed 's/^/      /'
+  } | k apply -f - >/dev/null || { fail "could not create the Deployment"; return 1; }
   wait_until 60 evictee_running || { fail "the Deployment's pod is not Running within 60 s"; return 1; }
   local first=$RUNNING_ON
   [[ $(k get node "$first" -o jsonpath='{.metadata.labels.agentpool}') == gpu-spot ]] ||
