@@ -2,13 +2,16 @@
 // Bad configuration or state input prints a clear error and exits with code 2.
 #include <charconv>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "autoscaler/loop.h"
 #include "base/time.h"
 #include "cli/plan_output.h"
 #include "cli/run_command.h"
@@ -84,6 +87,64 @@ Result<void> LoadInputs(const std::string& config_path, const std::string& state
   return {};
 }
 
+// `explain --pool`: one decision pass of the loop on the state (with the learned warm state when
+// given) and what it says about the pool's warm capacity.
+int ExplainPool(const Inputs& in, const std::string& pool_name, const std::string& warm_state_path) {
+  const model::Pool* pool = in.config.FindPool(pool_name);
+  if (pool == nullptr) {
+    return Fail(InvalidArgument("explain --pool {}: not a pool of the config", pool_name).error());
+  }
+  autoscaler::Autoscaler loop(in.config);
+  if (!warm_state_path.empty()) {
+    std::ifstream f(warm_state_path);
+    if (!f) {
+      return Fail(Error(Error::Code::kNotFound,
+                        fmt::format("--warm-state {}: cannot be read", warm_state_path)));
+    }
+    std::stringstream text;
+    text << f.rdbuf();
+    if (auto ok = loop.ImportWarmState(text.str()); !ok) {
+      return Fail(ok.error().Wrap("--warm-state " + warm_state_path));
+    }
+  }
+  autoscaler::Observation obs;
+  for (const auto& n : in.state.nodes) obs.nodes.push_back(&n);
+  for (const auto& x : in.state.pods) obs.pods.push_back(&x);
+  for (const auto& x : in.state.pdbs) obs.pdbs.push_back(&x);
+  for (const auto& x : in.state.daemon_sets) obs.daemon_sets.push_back(&x);
+  // Two passes: the first only opens a batch for pods that turned pending.
+  std::vector<autoscaler::Action> actions = loop.Step(obs, in.planner.now);
+  for (auto& a : loop.Step(obs, in.planner.now + in.config.scale_up.batch_max))
+    actions.push_back(std::move(a));
+  autoscaler::Status status = loop.GetStatus();
+  for (const autoscaler::PoolStatus& p : status.pools) {
+    if (p.name != pool_name) continue;
+    std::cout << fmt::format("pool {}: min {} max {}, {} registered, {} ready\n", p.name, p.min,
+                             p.max, p.registered, p.ready);
+    if (!p.warm) {
+      std::cout << "no warm capacity configured (pools[].warm: spareNodes, headroom, "
+                   "predictive)\n";
+      return 0;
+    }
+    std::cout << "warm: " << autoscaler::FormatWarm(p) << "\n";
+  }
+  bool any = false;
+  for (const autoscaler::Action& a : actions) {
+    if (a.kind != autoscaler::Action::Kind::kIncreasePool || a.pool != pool_name ||
+        !a.reason.starts_with("warm")) {
+      continue;
+    }
+    std::cout << "would add " << a.count << " node(s): " << a.reason << "\n";
+    any = true;
+  }
+  if (!any) std::cout << "would add no node for warm capacity now\n";
+  if (warm_state_path.empty() && pool->warm.predictive.enabled) {
+    std::cout << "(nothing learned: pass --warm-state with the tidepool-warm-state ConfigMap's "
+                 "data.state for the predictions)\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -114,6 +175,12 @@ int Main(int argc, char** argv) {
       "explain", "Why a pending pod does (not) trigger a scale-up, or why a node stays");
   explain->add_option("pod", pod_key, "The pod, as namespace/name (or name in default)");
   explain->add_option("--node", node_name, "Explain this node's scale-down instead");
+  std::string pool_name, warm_state_path;
+  explain->add_option("--pool", pool_name,
+                      "Explain this pool's warm capacity (spare nodes, headroom, pre-warming)");
+  explain->add_option("--warm-state", warm_state_path,
+                      "With --pool: the learned state, i.e. the data.state of the "
+                      "tidepool-warm-state ConfigMap");
   explain->add_option("--config", config_path, "AutoscalerConfig YAML file")->required();
   explain->add_option("--state", state_path, "Cluster state (as for plan)")->required();
   explain->add_option("--now", now_text, "Current time (RFC 3339)");
@@ -162,6 +229,7 @@ int Main(int argc, char** argv) {
   }
 
   if (*explain) {
+    if (!pool_name.empty()) return ExplainPool(in, pool_name, warm_state_path);
     if (!node_name.empty()) {
       std::cout << planner::ScaleDownPlanner().Explain(in.planner, node_name) << "\n";
       return 0;

@@ -53,6 +53,22 @@ check "explain exits 0" test "$rc" -eq 0
 check "explain names the pool that grows" grep -q 'scale-up: pool gpupool grows for it' "$tmp/out"
 check "explain says what blocks the spot pool" grep -q 'gpupool-spot: pool gpupool-spot lacks a toleration for taint kubernetes.azure.com/scalesetpriority=spot:NoSchedule' "$tmp/out"
 
+# explain --pool: warm capacity of a pool, from one decision pass.
+sed 's/^  - name: gpuheavy$/  - name: gpuheavy\n    warm: {spareNodes: 1}/' "$seed_cfg" >"$tmp/warm.yaml"
+run explain --pool gpuheavy --config "$tmp/warm.yaml" --state "$seed_state" --now 2026-03-01T12:00:00Z
+check "explain --pool exits 0" test "$rc" -eq 0
+check "explain --pool shows the spare target" grep -q '^warm: spareNodes 1' "$tmp/out"
+check "explain --pool says what it would add and why" grep -q '^would add 1 node(s): warm: spareNodes 1$' "$tmp/out"
+run explain --pool gpupool --config "$seed_cfg" --state "$seed_state"
+check "explain --pool of a pool without warm says so" grep -q 'no warm capacity configured' "$tmp/out"
+run explain --pool nope --config "$seed_cfg" --state "$seed_state"
+check "explain --pool of an unknown pool exits 2" test "$rc" -eq 2
+check "explain --pool of an unknown pool names it" grep -q 'explain --pool nope: not a pool of the config' "$tmp/err"
+echo '{"version": 99}' >"$tmp/bad-warm.json"
+run explain --pool gpuheavy --config "$tmp/warm.yaml" --state "$seed_state" --warm-state "$tmp/bad-warm.json"
+check "explain --pool with a bad --warm-state exits 2" test "$rc" -eq 2
+check "explain --pool with a bad --warm-state names the file" grep -q -- "--warm-state $tmp/bad-warm.json: warm state: version" "$tmp/err"
+
 run explain default/no-such-pod --config "$seed_cfg" --state "$seed_state"
 check "explain of an unknown pod exits 1" test "$rc" -eq 1
 check "explain of an unknown pod says so" grep -q 'not found' "$tmp/out"
