@@ -44,11 +44,12 @@ struct AuthConfig {
   std::string token_file;     // workload identity: the projected service account token
   std::string authority_host = "https://login.microsoftonline.com";
   std::string imds_endpoint = "http://169.254.169.254/metadata/identity/oauth2/token";
-  std::string resource = "https://management.azure.com/";  // the token's audience (ARM)
+  // The token's audience: ARM, or Azure Storage for the azure-vms VHD blob deletes.
+  std::string resource = "https://management.azure.com/";
   Duration timeout = std::chrono::seconds(30);
 };
 
-// A bearer token for ARM.
+// A bearer token for AuthConfig::resource (ARM; azure-vms also makes one for Azure Storage).
 //
 // Contract: Token() returns a cached token while it has more than kTokenRefreshMargin left,
 // otherwise fetches a new one (one request; no retry loop). Invalidate() drops the cache (after

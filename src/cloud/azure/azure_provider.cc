@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cloud/azure/aks_provider.h"
+#include "cloud/azure/blob.h"
 #include "cloud/azure/vms_provider.h"
 #include "cloud/azure/vmss_provider.h"
 
@@ -22,6 +23,16 @@ AzureProvider::AzureProvider(AzureSettings settings, std::vector<model::Pool> po
 AzureProvider::~AzureProvider() = default;
 
 Result<void> AzureProvider::BeforeRefresh(Time) { return {}; }
+
+Result<TokenSource*> AzureProvider::StorageTokens() {
+  if (!deps_->storage_tokens) {
+    AuthConfig auth = settings_.auth;
+    auth.resource = std::string(kStorageResource);
+    TIDEPOOL_ASSIGN_OR_RETURN(deps_->storage_tokens,
+                              MakeTokenSource(auth, deps_->http.get(), clock_, deps_->env));
+  }
+  return deps_->storage_tokens.get();
+}
 
 const model::Pool* AzureProvider::FindPool(std::string_view name) const {
   for (const auto& p : pools_)
@@ -183,6 +194,7 @@ Result<std::unique_ptr<AzureProvider>> NewAzureProvider(const model::AutoscalerC
                                          options.sleep ? options.sleep : RealSleeper(), arm);
   if (options.arm_observer) deps.arm->SetObserver(std::move(options.arm_observer));
   deps.node_joined = options.node_joined;
+  deps.env = env;
   if (settings.type == "azure-vmss") {
     return std::unique_ptr<AzureProvider>(
         std::make_unique<VmssProvider>(std::move(settings), config.pools, std::move(deps)));

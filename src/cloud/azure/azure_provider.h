@@ -76,6 +76,9 @@ class AzureProvider : public CloudProvider {
     std::unique_ptr<TokenSource> tokens;
     std::unique_ptr<ArmClient> arm;
     NodeJoined node_joined;
+    EnvLookup env;  // for the storage token source (secrets read at each fetch)
+    // Tokens for Azure Storage (kStorageResource), made by StorageTokens() on first use.
+    std::unique_ptr<TokenSource> storage_tokens;
   };
 
  protected:
@@ -112,6 +115,12 @@ class AzureProvider : public CloudProvider {
   Result<void> CheckNotStockedOut(const std::string& pool, Time now);
   // An ARM failure of a write: notes a stockout when the code says so, returns the error.
   Error WriteFailed(const std::string& pool, const ArmResponse& r, Time now);
+
+  // The HTTP client shared with ARM and the token sources.
+  net::HttpClient& http() const { return *deps_->http; }
+  // A token source like the ARM one (same provider.auth) but for the Azure Storage audience,
+  // created on the first call. Its tokens never go to ARM, nor ARM's to storage.
+  Result<TokenSource*> StorageTokens();
 
   AzureSettings settings_;
   const Clock* clock_;

@@ -19,7 +19,8 @@ constexpr std::string_view kVmssKeys[] = {"forceDeletion", "discovery.clusterNam
 constexpr std::string_view kVmssPrefixes[] = {"scaleSets."};
 constexpr std::string_view kAksKeys[] = {"clusterName"};
 constexpr std::string_view kAksPrefixes[] = {"agentPools."};
-constexpr std::string_view kVmsKeys[] = {"clusterId", "networkApiVersion", "sweepInterval"};
+constexpr std::string_view kVmsKeys[] = {"clusterId", "networkApiVersion", "sweepInterval",
+                                         "storageEndpointSuffix"};
 constexpr std::string_view kVmsPrefixes[] = {"vmPools.", "models."};
 // The keys of one azure-vms model, after "models.<pool>.".
 constexpr std::string_view kVmModelKeys[] = {
@@ -87,6 +88,19 @@ Result<void> ParseVmsSettings(const std::map<std::string, std::string>& kv,
   if (auto v = get("networkApiVersion"); !v.empty()) s.network_api_version = v;
   if (auto v = get("sweepInterval"); !v.empty()) {
     TIDEPOOL_ASSIGN_OR_RETURN(s.sweep_interval, ReadDur("sweepInterval", v));
+  }
+  if (auto v = get("storageEndpointSuffix"); !v.empty()) {
+    bool ok = v.front() != '.' && v.back() != '.' && v.find('.') != std::string::npos &&
+              std::all_of(v.begin(), v.end(), [](char c) {
+                return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+              });
+    if (!ok) {
+      return InvalidArgument(
+          "provider.storageEndpointSuffix: \"{}\" (expected a lower-case DNS suffix such as "
+          "blob.core.windows.net, without the account name or a scheme)",
+          v);
+    }
+    s.storage_endpoint_suffix = v;
   }
   std::set<std::string> pool_names;
   for (const auto& p : pools) {

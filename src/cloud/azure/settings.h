@@ -75,6 +75,8 @@ struct AzureSettings {
   std::map<std::string, std::string> vm_pools;
   std::map<std::string, VmModel> vm_models;
   Duration sweep_interval = std::chrono::minutes(5);
+  // Hosts whose VHD blobs (unmanaged OS disks) may be deleted: <account>.<suffix>.
+  std::string storage_endpoint_suffix = "blob.core.windows.net";
 };
 
 // Validates `provider` for the Azure provider types against the configured pools. Unknown keys,

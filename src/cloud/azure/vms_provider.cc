@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include "cloud/azure/blob.h"
 #include "cloud/azure/json_fields.h"
 #include "cloud/azure/node_template.h"
 #include "cloud/azure/provider_id.h"
@@ -741,6 +742,9 @@ Result<void> VmsProvider::AdvanceRemoval(const std::string& pool, Removal& r, Ti
         if (++r.next_nic >= r.nics.size()) r.stage = Removal::Stage::kDisk;
         break;
       case Removal::Stage::kDisk:
+        r.stage = Removal::Stage::kBlob;
+        break;
+      case Removal::Stage::kBlob:
       case Removal::Stage::kDone:
         r.stage = Removal::Stage::kDone;
         break;
@@ -792,19 +796,20 @@ Result<void> VmsProvider::AdvanceRemoval(const std::string& pool, Removal& r, Ti
         break;
       case Removal::Stage::kDisk:
         if (r.disk.empty()) {
-          if (!r.vhd_uri.empty()) {
-            spdlog::warn(
-                "azure-vms: pool {}: VM {}'s OS disk is an unmanaged VHD blob ({}); tidepool "
-                "leaves it in its storage account: delete it there",
-                pool, r.vm, r.vhd_uri);
-          }
-          r.stage = Removal::Stage::kDone;
+          r.stage = Removal::Stage::kBlob;
           continue;
         }
         path = r.disk;
         api = settings_.compute_api_version;
         what = "OS disk " + ResourceName(path);
         break;
+      case Removal::Stage::kBlob: {
+        // Not ARM: the Blob service, last, once the VM no longer holds the blob's lease.
+        TIDEPOOL_ASSIGN_OR_RETURN(bool done, DeleteVhd(pool, r));
+        if (!done) return {};
+        next();
+        continue;
+      }
       case Removal::Stage::kDone:
         continue;
     }
@@ -823,6 +828,43 @@ Result<void> VmsProvider::AdvanceRemoval(const std::string& pool, Removal& r, Ti
     next();
   }
   return {};
+}
+
+Result<bool> VmsProvider::DeleteVhd(const std::string& pool, const Removal& r) {
+  if (r.vhd_uri.empty()) return true;
+  std::string_view uri = WithoutQuery(r.vhd_uri);
+  Result<void> ours =
+      IndexOfVmName(pool, r.vm) < 0
+          ? InvalidArgument("VM {} does not have the pool's name pattern k8s-{}-{}-<index>", r.vm,
+                            AgentPool(pool), settings_.cluster_id)
+          : CheckVhdUri(r.vhd_uri, r.vm, settings_.storage_endpoint_suffix, settings_.arm_endpoint);
+  if (!ours) {
+    spdlog::warn(
+        "azure-vms: pool {}: VM {}'s OS disk is an unmanaged VHD blob that tidepool does not "
+        "delete ({}); delete it in its storage account if it is not used",
+        pool, r.vm, ours.error().message());
+    return true;
+  }
+  TIDEPOOL_ASSIGN_OR_RETURN(TokenSource * tokens, StorageTokens());
+  auto deleted = DeleteBlob(http(), *tokens, *clock_, r.vhd_uri, settings_.request_timeout);
+  if (!deleted) {
+    return std::unexpected(deleted.error().Wrap(
+        fmt::format("pool {}: VM {}'s OS disk (sent again at the next refresh)", pool, r.vm)));
+  }
+  switch (*deleted) {
+    case BlobDelete::kDeleted:
+      spdlog::info("azure-vms: pool {}: deleted OS disk blob {} ({})", pool, uri, r.why);
+      return true;
+    case BlobDelete::kGone:
+      spdlog::info("azure-vms: pool {}: OS disk blob {} already gone ({})", pool, uri, r.why);
+      return true;
+    case BlobDelete::kLeased:
+      break;
+  }
+  return Fail(Error::Code::kConflict,
+              "pool {}: OS disk blob {} still has a lease (VM {} is not released "
+              "yet); sent again at the next refresh",
+              pool, uri, r.vm);
 }
 
 void VmsProvider::AdvanceRemovals(const std::string& pool, Time now) {

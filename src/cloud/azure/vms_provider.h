@@ -57,7 +57,13 @@ struct PoolVm {
 //  - DeleteNode: the providerID must name a VM of this pool. GET it (404: done), then DELETE
 //    the VM; when that is done, DELETE each NIC; then DELETE the managed OS disk. 404 at any
 //    step is done; a failed step is sent again at the next Refresh. An unmanaged OS disk (a VHD
-//    blob) is left in its storage account and logged with its URI.
+//    blob, storageProfile.osDisk.vhd.uri) is deleted last, with the Blob service's DELETE
+//    (snapshots included) and a token for the storage audience (https://storage.azure.com/),
+//    only when its URI is https://<account>.<storageEndpointSuffix>/<container>/<blob> and the
+//    blob's name is the removed VM's name (of the pool's k8s-A-C-<index> pattern) followed by
+//    '-', '_' or '.' and ending in .vhd (blob.h, CheckVhdUri); any other URI is logged and left.
+//    404 is done; 409 (a lease: the VM still holds it) and other failures are sent again at the
+//    next Refresh.
 //  - DecreaseTargetSize: cancels up to `delta` creations that have not joined: pending
 //    creations whose VM PUT was not sent yet (their NIC is removed), then VMs not joined,
 //    Failed first, then Creating, then the highest index. "Joined" is NodeJoined, without it
@@ -67,7 +73,9 @@ struct PoolVm {
 //    resourceNameSuffix=C; a disk, which Azure creates untagged with the VM, by the name
 //    pattern alone), AND are not attached (a NIC without properties.virtualMachine, a disk with
 //    diskState Unattached and no managedBy), AND whose index no VM, pending creation or removal
-//    uses. Nothing else is ever deleted. This finishes removals a restart interrupted.
+//    uses. Nothing else is ever deleted. This finishes removals a restart interrupted, except
+//    for VHD blobs: storage accounts are not listed, so the blob of a removal interrupted after
+//    its VM was deleted stays in its storage account.
 //  - PoolOf: the pool of the VM named in the providerID (same subscription and resource group),
 //    by name, else by the tags seen in the last listing.
 // Pending creations and removals live in memory; after a restart, the cloud holds what is left
@@ -99,13 +107,13 @@ class VmsProvider final : public AzureProvider {
     std::optional<Operation> op;  // the PUT being followed
     nlohmann::json vm_body;       // sent once the NIC exists
   };
-  // A VM being removed: VM, then its NICs, then its OS disk.
+  // A VM being removed: VM, then its NICs, then its OS disk (managed disk or VHD blob).
   struct Removal {
     std::string vm;                 // "" when only NICs are left (a creation cancelled early)
     std::vector<std::string> nics;  // resource ids
     std::string disk;               // managed disk resource id ("" none)
-    std::string vhd_uri;            // unmanaged OS disk (left in place, logged)
-    enum class Stage { kVm, kNic, kDisk, kDone } stage = Stage::kVm;
+    std::string vhd_uri;            // unmanaged OS disk: its VHD blob ("" none)
+    enum class Stage { kVm, kNic, kDisk, kBlob, kDone } stage = Stage::kVm;
     size_t next_nic = 0;
     std::optional<Operation> op;
     std::string why;  // "scale down", "failed creation", ... for logs
@@ -162,6 +170,9 @@ class VmsProvider final : public AzureProvider {
   // step is sent again at the next call).
   Result<void> AdvanceRemoval(const std::string& pool, Removal& r, Time now);
   void AdvanceRemovals(const std::string& pool, Time now);
+  // The kBlob step: deletes r.vhd_uri when it passes CheckVhdUri (else logs it and gives up).
+  // true: done (deleted, gone, or not ours to delete); an error: sent again at the next Refresh.
+  Result<bool> DeleteVhd(const std::string& pool, const Removal& r);
 
   void Sweep(Time now);
 

@@ -72,6 +72,9 @@ std::string Base36(int n) {
   return s;
 }
 
+constexpr char kArmResource[] = "https://management.azure.com/";
+constexpr char kStorageResource[] = "https://storage.azure.com/";
+
 bool IsWrite(const std::string& method) {
   return method == "PUT" || method == "PATCH" || method == "POST" || method == "DELETE";
 }
@@ -119,9 +122,21 @@ Result<std::unique_ptr<FakeArm>> FakeArm::Start(FakeArmOptions options) {
   if (fake->port_ <= 0) {
     return InvalidArgument("FakeArm: cannot bind 127.0.0.1:{}", fake->options_.port);
   }
+  // The storage account's blob endpoint: its own origin, as a real one is.
+  fake->blob_server_ = std::make_unique<httplib::Server>();
+  auto blob_handler = [raw = fake.get()](const httplib::Request& req, httplib::Response& res) {
+    raw->HandleBlob(req, res);
+  };
+  fake->blob_server_->Get(".*", blob_handler);
+  fake->blob_server_->Put(".*", blob_handler);
+  fake->blob_server_->Delete(".*", blob_handler);
+  fake->blob_port_ = fake->blob_server_->bind_to_any_port("127.0.0.1");
+  if (fake->blob_port_ <= 0) return InvalidArgument("FakeArm: cannot bind the blob endpoint");
   fake->thread_ = std::thread([raw = fake.get()] { raw->server_->listen_after_bind(); });
+  fake->blob_thread_ = std::thread([raw = fake.get()] { raw->blob_server_->listen_after_bind(); });
   // The socket is bound and listening already; wait for the accept loop so tests start clean.
-  for (int i = 0; i < 2000 && !fake->server_->is_running(); ++i) {
+  for (int i = 0; i < 2000 && !(fake->server_->is_running() && fake->blob_server_->is_running());
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return fake;
@@ -129,10 +144,15 @@ Result<std::unique_ptr<FakeArm>> FakeArm::Start(FakeArmOptions options) {
 
 FakeArm::~FakeArm() {
   if (server_) server_->stop();
+  if (blob_server_) blob_server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (blob_thread_.joinable()) blob_thread_.join();
 }
 
 std::string FakeArm::endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string FakeArm::blob_endpoint() const {
+  return "http://127.0.0.1:" + std::to_string(blob_port_);
+}
 std::string FakeArm::imds_endpoint() const {
   return endpoint() + "/metadata/identity/oauth2/token";
 }
@@ -332,6 +352,22 @@ int FakeArm::CountRequests(std::string_view method, std::string_view path_part) 
     }
   }
   return n;
+}
+
+std::string FakeArm::AddBlob(const std::string& container, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  blobs_.insert(container + "/" + name);
+  return blob_endpoint() + "/" + container + "/" + name;
+}
+
+std::vector<std::string> FakeArm::BlobNames() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::vector<std::string>(blobs_.begin(), blobs_.end());
+}
+
+void FakeArm::LeaseBlobOnce(const std::string& container, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  leased_once_.insert(container + "/" + name);
 }
 
 int FakeArm::token_requests() const {
@@ -681,6 +717,11 @@ void FakeArm::Handle(const httplib::Request& req, httplib::Response& res) {
                 "The access token expiry UTC time is earlier than current UTC time.");
       return;
     }
+    if (token_audience_[token] != kArmResource) {
+      SendError(res, 401, "InvalidAuthenticationTokenAudience",
+                "The access token has been obtained for wrong audience or resource.");
+      return;
+    }
     if (throttle_left_ > 0) {
       --throttle_left_;
       res.set_header("Retry-After", std::to_string(throttle_retry_after_));
@@ -715,7 +756,12 @@ void FakeArm::HandleToken(const httplib::Request& req, httplib::Response& res) {
   if (form["grant_type"] != "client_credentials") {
     return fail(400, "unsupported_grant_type", "AADSTS70003: grant_type not supported.");
   }
-  if (form["scope"] != "https://management.azure.com/.default") {
+  std::string audience;
+  if (form["scope"] == std::string(kArmResource) + ".default") {
+    audience = kArmResource;
+  } else if (form["scope"] == std::string(kStorageResource) + ".default") {
+    audience = kStorageResource;
+  } else {
     return fail(400, "invalid_scope", "AADSTS70011: The provided value for scope is not valid.");
   }
   if (form["client_id"] != options_.client_id) {
@@ -737,6 +783,7 @@ void FakeArm::HandleToken(const httplib::Request& req, httplib::Response& res) {
   if (!ok) return fail(400, "invalid_request", "AADSTS900144: no client credential.");
   std::string token = "fake-token-" + std::to_string(next_token_++);
   tokens_[token] = options_.clock->Now() + options_.token_lifetime;
+  token_audience_[token] = audience;
   int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
   res.status = 200;
   res.set_content(json{{"token_type", "Bearer"},
@@ -758,7 +805,8 @@ void FakeArm::HandleImds(const httplib::Request& req, httplib::Response& res) {
                     "application/json");
     return;
   }
-  if (req.get_param_value("resource") != "https://management.azure.com/") {
+  std::string audience = req.get_param_value("resource");
+  if (audience != kArmResource && audience != kStorageResource) {
     res.status = 400;
     res.set_content(json{{"error", "invalid_resource"}, {"error_description", "bad resource"}}.dump(),
                     "application/json");
@@ -767,6 +815,7 @@ void FakeArm::HandleImds(const httplib::Request& req, httplib::Response& res) {
   std::string token = "fake-mi-token-" + std::to_string(next_token_++);
   Time expiry = options_.clock->Now() + options_.token_lifetime;
   tokens_[token] = expiry;
+  token_audience_[token] = audience;
   int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
   int64_t on = std::chrono::duration_cast<std::chrono::seconds>(expiry.time_since_epoch()).count();
   res.status = 200;
@@ -774,10 +823,75 @@ void FakeArm::HandleImds(const httplib::Request& req, httplib::Response& res) {
   res.set_content(json{{"access_token", token},
                        {"expires_in", std::to_string(seconds)},
                        {"expires_on", std::to_string(on)},
-                       {"resource", "https://management.azure.com/"},
+                       {"resource", audience},
                        {"token_type", "Bearer"}}
                       .dump(),
                   "application/json");
+}
+
+void FakeArm::HandleBlob(const httplib::Request& req, httplib::Response& res) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RecordedRequest r;
+  r.method = req.method;
+  r.path = req.path;
+  r.blob = true;
+  auto q = req.target.find('?');
+  if (q != std::string::npos) r.query = req.target.substr(q + 1);
+  for (const auto& [k, v] : req.headers) r.headers[k] = v;
+  requests_.push_back(std::move(r));
+  // As the Blob service answers errors: an XML body and the code in x-ms-error-code.
+  auto fail = [&](int status, const std::string& code, const std::string& message) {
+    res.status = status;
+    res.set_header("x-ms-error-code", code);
+    res.set_content("<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>" + code +
+                        "</Code><Message>" + message + "</Message></Error>",
+                    "application/xml");
+  };
+  std::string version = req.get_header_value("x-ms-version");
+  if (version.empty() || req.get_header_value("x-ms-date").empty()) {
+    return fail(400, "MissingRequiredHeader",
+                "An HTTP header that's mandatory for this request is not specified.");
+  }
+  std::string auth = req.get_header_value("Authorization");
+  if (!auth.starts_with("Bearer ")) {
+    return fail(403, "AuthenticationFailed", "Server failed to authenticate the request.");
+  }
+  if (version < "2017-11-09") {
+    return fail(400, "InvalidHeaderValue", "Bearer tokens need x-ms-version 2017-11-09 or later.");
+  }
+  std::string token = auth.substr(7);
+  auto it = tokens_.find(token);
+  if (it == tokens_.end() || options_.clock->Now() >= it->second) {
+    return fail(401, "InvalidAuthenticationInfo", "Server failed to authenticate the request.");
+  }
+  if (token_audience_[token] != kStorageResource) {
+    return fail(401, "InvalidAuthenticationInfo", "Audience validation failed.");
+  }
+  if (req.method != "DELETE") {
+    return fail(405, "UnsupportedHttpVerb", "The resource doesn't support the specified verb.");
+  }
+  std::string name = req.path.size() > 1 ? req.path.substr(1) : "";
+  if (!blobs_.contains(name)) {
+    return fail(404, "BlobNotFound", "The specified blob does not exist.");
+  }
+  std::string uri = blob_endpoint() + req.path;
+  bool attached = std::any_of(vms_.begin(), vms_.end(), [&](const auto& kv) {
+    const json& os_disk = kv.second.body["properties"]["storageProfile"]["osDisk"];
+    return os_disk.contains("vhd") && os_disk["vhd"].value("uri", "") == uri;
+  });
+  if (attached || leased_once_.erase(name) > 0) {
+    return fail(409, "LeaseIdMissing",
+                "There is currently a lease on the blob and no lease ID was specified in the "
+                "request.");
+  }
+  if (req.get_header_value("x-ms-delete-snapshots") != "include") {
+    // Snapshots are not modelled; the header is required so a blob with snapshots goes too.
+    return fail(409, "SnapshotsPresent",
+                "This operation is not permitted because the blob has snapshots.");
+  }
+  blobs_.erase(name);
+  res.status = 202;
+  res.set_header("x-ms-delete-type-permanent", "false");
 }
 
 void FakeArm::Route(const httplib::Request& req, httplib::Response& res, Events& events) {
@@ -1167,7 +1281,7 @@ void FakeArm::AddVm(const VmSpec& spec) {
   std::string disk = spec.os_disk.empty() ? spec.name + "_OsDisk_1_5f0c3a2d9e8b4c1fa6d7e0b2c4f8a913"
                                           : spec.os_disk;
   AddNic({.name = nic, .tags = spec.tags, .attached_vm = spec.name, .subnet = spec.subnet});
-  AddDisk({.name = disk, .tags = spec.tags, .attached_vm = spec.name});
+  if (spec.vhd_uri.empty()) AddDisk({.name = disk, .tags = spec.tags, .attached_vm = spec.name});
   std::lock_guard<std::mutex> lock(mu_);
   // As VirtualMachine_Create_InAnAvailabilitySet.json / VirtualMachine_Get (2025-04-01).
   json vm = {
@@ -1214,6 +1328,13 @@ void FakeArm::AddVm(const VmSpec& spec) {
     vm["properties"]["availabilitySet"] = {{"id", AvailabilitySetId(spec.availability_set)}};
   }
   if (!spec.user_data.empty()) vm["properties"]["userData"] = spec.user_data;
+  if (!spec.vhd_uri.empty()) {
+    // As VirtualMachine_Create_WithUnmanagedOsDisk (acs-engine's storageAccount agent pools).
+    json& os_disk = vm["properties"]["storageProfile"]["osDisk"];
+    os_disk.erase("managedDisk");
+    os_disk["name"] = spec.name + "-osdisk";
+    os_disk["vhd"] = {{"uri", spec.vhd_uri}};
+  }
   Vm state;
   state.body = std::move(vm);
   state.announced = spec.provisioning == "Succeeded";

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -61,6 +62,7 @@ struct RecordedRequest {
   std::string query;  // raw, without '?'
   std::string body;
   std::map<std::string, std::string> headers;  // as received
+  bool blob = false;  // sent to the blob endpoint (blob_endpoint()), not to ARM
 };
 
 struct ScaleSetSpec {
@@ -84,6 +86,9 @@ struct VmSpec {
   std::string os_disk;  // default: <name>_OsDisk_1_<id>, Azure's name for an unnamed OS disk
   std::string user_data;  // base64, "" none
   std::string provisioning = "Succeeded";
+  // An unmanaged OS disk: storageProfile.osDisk.vhd.uri instead of a managed disk (no disk
+  // resource is made). Use AddBlob to make the blob it names exist.
+  std::string vhd_uri;
 };
 
 // A NIC or managed disk on its own (leftovers and unrelated resources).
@@ -128,6 +133,12 @@ struct AgentPoolSpec {
 //    availabilitySets GET. Writes answer 201 + Azure-AsyncOperation (PUT) or 202 + Location
 //    (DELETE), as the VM and NIC examples of the REST specs; a missing resource's DELETE is 404.
 //    GET never returns osProfile.customData (ARM does not).
+//  - Blob storage (VHDs of unmanaged OS disks), on its own origin blob_endpoint():
+//    DELETE /<container>/<blob> needs a live token issued for https://storage.azure.com/ (an ARM
+//    token gets 401 InvalidAuthenticationInfo, as ARM refuses storage tokens with 401
+//    InvalidAuthenticationTokenAudience), x-ms-version >= 2017-11-09 and x-ms-date (else 400).
+//    202 deletes it; 404 BlobNotFound when absent; 409 LeaseIdMissing while a VM's
+//    osDisk.vhd.uri names it, or once after LeaseBlobOnce. Errors are XML with x-ms-error-code.
 //  - Faults are scripted with the methods below; each applies to the next matching request(s).
 // Thread-safety: all methods may be called from any thread while the server runs. Hooks are
 // called on a server thread after the state changed, with no FakeArm lock held, so they may call
@@ -139,6 +150,7 @@ class FakeArm {
 
   std::string endpoint() const;       // "http://127.0.0.1:<port>"
   std::string imds_endpoint() const;  // endpoint() + "/metadata/identity/oauth2/token"
+  std::string blob_endpoint() const;  // "http://127.0.0.1:<another port>": the storage account
   const FakeArmOptions& options() const { return options_; }
 
   // --- State.
@@ -160,6 +172,11 @@ class FakeArm {
   std::vector<std::string> NicNames() const;
   std::vector<std::string> DiskNames() const;
   std::string VmState(const std::string& name) const;  // provisioningState, "" when absent
+  // Blobs ("<container>/<name>"). AddBlob returns its URI (blob_endpoint()/<container>/<name>).
+  std::string AddBlob(const std::string& container, const std::string& name);
+  std::vector<std::string> BlobNames() const;  // sorted "<container>/<name>"
+  // The next DELETE of this blob answers 409 LeaseIdMissing (a lease not released yet).
+  void LeaseBlobOnce(const std::string& container, const std::string& name);
   // Removes the NIC or disk of this name without an API call (someone else deleted it).
   void ForgetNicOrDisk(const std::string& name);
   // The body of the last PUT of this VM / NIC (what the provider sent); null when none.
@@ -260,6 +277,7 @@ class FakeArm {
   void Handle(const httplib::Request& req, httplib::Response& res);
   void HandleToken(const httplib::Request& req, httplib::Response& res);
   void HandleImds(const httplib::Request& req, httplib::Response& res);
+  void HandleBlob(const httplib::Request& req, httplib::Response& res);
   // ARM routes; called with mu_ held. Events to announce are appended to `events`.
   void Route(const httplib::Request& req, httplib::Response& res, Events& events);
   void RouteCompute(const std::vector<std::string>& seg, const httplib::Request& req,
@@ -306,6 +324,9 @@ class FakeArm {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
+  std::unique_ptr<httplib::Server> blob_server_;
+  std::thread blob_thread_;
+  int blob_port_ = 0;
 
   mutable std::mutex mu_;
   std::map<std::string, ScaleSet> scale_sets_;                  // by lower-case name
@@ -321,6 +342,9 @@ class FakeArm {
   std::map<std::string, Op> ops_;
   int next_op_ = 1;
   std::map<std::string, Time> tokens_;  // token -> expiry
+  std::map<std::string, std::string> token_audience_;  // token -> resource it was issued for
+  std::set<std::string> blobs_;                        // "<container>/<name>"
+  std::set<std::string> leased_once_;                  // blobs whose next DELETE answers 409
   int next_token_ = 1;
   int token_requests_ = 0;
   std::vector<RecordedRequest> requests_;

@@ -1,6 +1,7 @@
 // azure-vms: availability-set VM pools (acs-engine / aks-engine agent pools of standalone VMs):
-// scale up from the config's model and by copying a VM, scale down as VM -> NIC -> disk, the
-// sweep of leftovers after an interruption, stockouts, providerID mapping and settings errors.
+// scale up from the config's model and by copying a VM, scale down as VM -> NIC -> disk (a
+// managed disk, or a VHD blob deleted with a storage token), the sweep of leftovers after an
+// interruption, stockouts, providerID mapping and settings errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "cloud/azure/blob.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/vms_provider.h"
 #include "tests/cloud/azure/azure_fixture.h"
@@ -565,6 +567,225 @@ TEST_F(AzureVmsTest, DiscoversAgentPoolsOfTheClusterWithAMaxTag) {
   EXPECT_EQ((*found)[0].template_node.capacity.Get(model::InternResource("nvidia.com/gpu")), 1);
   EXPECT_EQ(p->PoolOf(NodeOf("k8s-gpuheavy-12345678-1")), "gpuheavy");
   EXPECT_EQ(RefreshOne(*p, "gpuheavy").target, 1);
+}
+
+// --- Unmanaged OS disks (VHD blobs).
+
+// The Authorization headers of the requests to ARM (not the token endpoints) and to blobs.
+std::set<std::string> AuthHeaders(const std::vector<RecordedRequest>& reqs, bool blob) {
+  std::set<std::string> out;
+  for (const auto& r : reqs) {
+    if (r.blob != blob || r.path.find("oauth2") != std::string::npos) continue;
+    auto it = r.headers.find("Authorization");
+    if (it != r.headers.end()) out.insert(it->second);
+  }
+  return out;
+}
+
+TEST_F(AzureVmsTest, ScaleDownDeletesTheVmThenItsNicThenItsVhdBlobWithAStorageToken) {
+  fake_->AddVm({.name = "k8s-agentpool1-12345678-0", .tags = AcsTags("agentpool1")});
+  std::string uri = fake_->AddBlob("vhds", "k8s-agentpool1-12345678-1-osdisk.vhd");
+  fake_->AddBlob("vhds", "k8s-agentpool1-12345678-0-osdisk.vhd");  // someone else's: stays
+  fake_->AddVm(
+      {.name = "k8s-agentpool1-12345678-1", .tags = AcsTags("agentpool1"), .vhd_uri = uri});
+  auto p = Make(VmsConfig({MakePool("agentpool1", 5)}));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(RefreshOne(*p, "agentpool1").target, 2);
+  ASSERT_TRUE(
+      p->DeleteNode("agentpool1", NodeOf("k8s-agentpool1-12345678-1"), clock_.Now()).has_value());
+  Settle(*p, "agentpool1");
+  auto reqs = fake_->requests();
+  std::vector<std::string> deletes;
+  for (const auto& r : reqs) {
+    if (r.method != "DELETE") continue;
+    deletes.push_back(r.blob ? "blob " + r.path : r.path.substr(r.path.rfind("/providers/")));
+  }
+  EXPECT_THAT(deletes,
+              ElementsAre("/providers/Microsoft.Compute/virtualMachines/k8s-agentpool1-12345678-1",
+                          "/providers/Microsoft.Network/networkInterfaces/"
+                          "k8s-agentpool1-12345678-nic-1",
+                          "blob /vhds/k8s-agentpool1-12345678-1-osdisk.vhd"));
+  EXPECT_THAT(fake_->BlobNames(), ElementsAre("vhds/k8s-agentpool1-12345678-0-osdisk.vhd"));
+  auto* vms = dynamic_cast<cloud::azure::VmsProvider*>(p.get());
+  ASSERT_NE(vms, nullptr);
+  EXPECT_EQ(vms->pending_removals("agentpool1"), 0u);
+  // The blob request: the storage service's headers and a token for the storage audience,
+  // asked for separately; the ARM token never goes to storage, nor the storage token to ARM.
+  for (const auto& r : reqs) {
+    if (!r.blob) continue;
+    EXPECT_EQ(r.headers.at("x-ms-version"), cloud::azure::kBlobApiVersion);
+    EXPECT_EQ(r.headers.at("x-ms-delete-snapshots"), "include");
+    EXPECT_THAT(r.headers.at("x-ms-date"), ::testing::EndsWith(" GMT"));
+  }
+  int storage_scopes = 0;
+  for (const auto& r : reqs) {
+    if (r.path.ends_with("/oauth2/v2.0/token") &&
+        r.body.find("scope=https%3A%2F%2Fstorage.azure.com%2F.default") != std::string::npos) {
+      ++storage_scopes;
+    }
+  }
+  EXPECT_EQ(storage_scopes, 1);
+  auto arm_auth = AuthHeaders(reqs, false);
+  auto blob_auth = AuthHeaders(reqs, true);
+  ASSERT_EQ(blob_auth.size(), 1u);
+  EXPECT_FALSE(arm_auth.empty());
+  for (const auto& a : blob_auth) EXPECT_FALSE(arm_auth.contains(a)) << a;
+}
+
+TEST_F(AzureVmsTest, AVhdBlobAlreadyGoneCountsAsDeleted) {
+  fake_->AddVm({.name = "k8s-agentpool1-12345678-2",
+                .tags = AcsTags("agentpool1"),
+                .vhd_uri = fake_->blob_endpoint() + "/vhds/k8s-agentpool1-12345678-2-osdisk.vhd"});
+  auto p = Make(VmsConfig({MakePool("agentpool1", 5)}));
+  ASSERT_NE(p, nullptr);
+  RefreshOne(*p, "agentpool1");
+  ASSERT_TRUE(
+      p->DeleteNode("agentpool1", NodeOf("k8s-agentpool1-12345678-2"), clock_.Now()).has_value());
+  Settle(*p, "agentpool1");
+  EXPECT_EQ(fake_->CountRequests("DELETE", "/vhds/"), 1);
+  auto* vms = dynamic_cast<cloud::azure::VmsProvider*>(p.get());
+  ASSERT_NE(vms, nullptr);
+  EXPECT_EQ(vms->pending_removals("agentpool1"), 0u);
+  EXPECT_TRUE(fake_->VmNames().empty());
+}
+
+TEST_F(AzureVmsTest, ALeasedVhdBlobIsDeletedAgainAtTheNextRefresh) {
+  std::string uri = fake_->AddBlob("vhds", "k8s-agentpool1-12345678-3-osdisk.vhd");
+  fake_->AddVm(
+      {.name = "k8s-agentpool1-12345678-3", .tags = AcsTags("agentpool1"), .vhd_uri = uri});
+  auto p = Make(VmsConfig({MakePool("agentpool1", 5)}));
+  ASSERT_NE(p, nullptr);
+  RefreshOne(*p, "agentpool1");
+  auto* vms = dynamic_cast<cloud::azure::VmsProvider*>(p.get());
+  ASSERT_NE(vms, nullptr);
+  fake_->LeaseBlobOnce("vhds", "k8s-agentpool1-12345678-3-osdisk.vhd");
+  ASSERT_TRUE(
+      p->DeleteNode("agentpool1", NodeOf("k8s-agentpool1-12345678-3"), clock_.Now()).has_value());
+  // Each Refresh moves the removal on one operation; stop at the first blob DELETE (409).
+  for (int i = 0; i < 6 && fake_->CountRequests("DELETE", "/vhds/") == 0; ++i) {
+    clock_.Advance(std::chrono::seconds(3));
+    RefreshOne(*p, "agentpool1");
+  }
+  ASSERT_EQ(fake_->CountRequests("DELETE", "/vhds/"), 1);
+  EXPECT_EQ(fake_->BlobNames().size(), 1u);
+  EXPECT_EQ(vms->pending_removals("agentpool1"), 1u);
+  clock_.Advance(std::chrono::seconds(3));
+  RefreshOne(*p, "agentpool1");
+  EXPECT_EQ(fake_->CountRequests("DELETE", "/vhds/"), 2);
+  EXPECT_TRUE(fake_->BlobNames().empty());
+  EXPECT_EQ(vms->pending_removals("agentpool1"), 0u);
+  Settle(*p, "agentpool1", 2);
+  EXPECT_EQ(fake_->CountRequests("DELETE", "/vhds/"), 2);
+}
+
+TEST_F(AzureVmsTest, AVhdBlobOnAForeignHostOrOfAnotherNameIsNeverDeleted) {
+  // Foreign host; the fake's blob with another VM's name; a blob not named after a VM; a blob URI
+  // on the ARM endpoint's origin (a storage token must never go there).
+  fake_->AddVm(
+      {.name = "k8s-agentpool1-12345678-1",
+       .tags = AcsTags("agentpool1"),
+       .vhd_uri = "https://acct1.blob.example.com/vhds/k8s-agentpool1-12345678-1-osdisk.vhd"});
+  std::string other = fake_->AddBlob("vhds", "k8s-agentpool1-12345678-20-osdisk.vhd");
+  fake_->AddVm(
+      {.name = "k8s-agentpool1-12345678-2", .tags = AcsTags("agentpool1"), .vhd_uri = other});
+  std::string unrelated = fake_->AddBlob("vhds", "backup.vhd");
+  fake_->AddVm(
+      {.name = "k8s-agentpool1-12345678-3", .tags = AcsTags("agentpool1"), .vhd_uri = unrelated});
+  fake_->AddVm({.name = "k8s-agentpool1-12345678-4",
+                .tags = AcsTags("agentpool1"),
+                .vhd_uri = fake_->endpoint() + "/vhds/k8s-agentpool1-12345678-4-osdisk.vhd"});
+  auto p = Make(VmsConfig({MakePool("agentpool1", 5)}));
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(RefreshOne(*p, "agentpool1").target, 4);
+  for (int i = 1; i <= 4; ++i) {
+    std::string vm = "k8s-agentpool1-12345678-" + std::to_string(i);
+    ASSERT_TRUE(p->DeleteNode("agentpool1", NodeOf(vm), clock_.Now()).has_value()) << vm;
+  }
+  Settle(*p, "agentpool1");
+  auto* vms = dynamic_cast<cloud::azure::VmsProvider*>(p.get());
+  ASSERT_NE(vms, nullptr);
+  EXPECT_EQ(vms->pending_removals("agentpool1"), 0u);
+  EXPECT_TRUE(fake_->VmNames().empty());
+  EXPECT_EQ(fake_->CountRequests("DELETE", "/vhds/"), 0);
+  EXPECT_THAT(fake_->BlobNames(),
+              ElementsAre("vhds/backup.vhd", "vhds/k8s-agentpool1-12345678-20-osdisk.vhd"));
+  for (const auto& r : fake_->requests()) {
+    EXPECT_EQ(r.body.find("storage.azure.com"), std::string::npos) << "no storage token needed";
+  }
+}
+
+TEST_F(AzureVmsTest, AManagedIdentityGetsItsStorageTokenFromImdsForTheStorageResource) {
+  std::string uri = fake_->AddBlob("vhds", "k8s-agentpool1-12345678-5-osdisk.vhd");
+  fake_->AddVm(
+      {.name = "k8s-agentpool1-12345678-5", .tags = AcsTags("agentpool1"), .vhd_uri = uri});
+  auto config =
+      VmsConfig({MakePool("agentpool1", 5)},
+                {{"auth.type", "managedIdentity"}, {"auth.imdsEndpoint", fake_->imds_endpoint()}});
+  config.provider.settings.erase("auth.tenantId");
+  config.provider.settings.erase("auth.clientId");
+  config.provider.settings.erase("authorityHost");
+  auto p = Make(config);
+  ASSERT_NE(p, nullptr);
+  RefreshOne(*p, "agentpool1");
+  ASSERT_TRUE(
+      p->DeleteNode("agentpool1", NodeOf("k8s-agentpool1-12345678-5"), clock_.Now()).has_value());
+  Settle(*p, "agentpool1");
+  EXPECT_TRUE(fake_->BlobNames().empty());
+  std::vector<std::string> resources;
+  for (const auto& r : fake_->requests()) {
+    if (r.path == "/metadata/identity/oauth2/token") {
+      auto at = r.query.find("resource=");
+      resources.push_back(r.query.substr(at, r.query.find('&', at) - at));
+    }
+  }
+  EXPECT_THAT(resources, ElementsAre("resource=https%3A%2F%2Fmanagement.azure.com%2F",
+                                     "resource=https%3A%2F%2Fstorage.azure.com%2F"));
+}
+
+TEST(AzureBlobTest, CheckVhdUriAcceptsOnlyTheVmsBlobOnAStorageHost) {
+  using cloud::azure::CheckVhdUri;
+  const std::string vm = "k8s-agentpool1-12345678-3";
+  const std::string suffix = "blob.core.windows.net";
+  const std::string arm = "https://management.azure.com";
+  auto ok = [&](const std::string& uri) { return CheckVhdUri(uri, vm, suffix, arm).has_value(); };
+  EXPECT_TRUE(ok("https://acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-osdisk.vhd"));
+  EXPECT_TRUE(ok("https://acct1.blob.core.windows.net/vhds/K8S-AGENTPOOL1-12345678-3_OsDisk.VHD"));
+  EXPECT_TRUE(ok("http://127.0.0.1:10000/vhds/k8s-agentpool1-12345678-3-osdisk.vhd"));
+  EXPECT_FALSE(ok("http://acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-osdisk.vhd"));
+  EXPECT_FALSE(
+      ok("https://acct1.blob.core.windows.net.evil.example/vhds/"
+         "k8s-agentpool1-12345678-3-osdisk.vhd"));
+  EXPECT_FALSE(ok("https://blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-osdisk.vhd"));
+  EXPECT_FALSE(ok("https://a.b.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-osdisk.vhd"));
+  EXPECT_FALSE(
+      ok("https://acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-30-osdisk.vhd"));
+  EXPECT_FALSE(ok("https://acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-osdisk"));
+  EXPECT_FALSE(
+      ok("https://acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-osdisk.vhd"
+         "?snapshot=1"));
+  EXPECT_FALSE(ok("https://acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3/../x.vhd"));
+  EXPECT_FALSE(ok("https://acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-%2e.vhd"));
+  EXPECT_FALSE(ok("https://acct1.blob.core.windows.net/k8s-agentpool1-12345678-3-osdisk.vhd"));
+  EXPECT_FALSE(ok("https://user@acct1.blob.core.windows.net/vhds/k8s-agentpool1-12345678-3-a.vhd"));
+  EXPECT_FALSE(CheckVhdUri("http://127.0.0.1:8080/vhds/k8s-agentpool1-12345678-3-osdisk.vhd", vm,
+                           suffix, "http://127.0.0.1:8080")
+                   .has_value());
+  EXPECT_FALSE(CheckVhdUri("https://acct1.blob.core.windows.net/vhds/x-osdisk.vhd", "", suffix, arm)
+                   .has_value());
+  EXPECT_EQ(cloud::azure::FormatHttpDate(At("2026-11-22T10:41:56Z")),
+            "Sun, 22 Nov 2026 10:41:56 GMT");
+}
+
+TEST_F(AzureVmsTest, StorageEndpointSuffixIsCheckedAndUsed) {
+  auto bad = cloud::azure::NewAzureProvider(
+      VmsConfig({MakePool("agentpool1", 5)}, {{"storageEndpointSuffix", "https://x.example"}}),
+      ProviderOptions());
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("provider.storageEndpointSuffix"));
+  auto good = Make(VmsConfig({MakePool("agentpool1", 5)},
+                             {{"storageEndpointSuffix", "blob.core.usgovcloudapi.net"}}));
+  ASSERT_NE(good, nullptr);
+  EXPECT_EQ(good->settings().storage_endpoint_suffix, "blob.core.usgovcloudapi.net");
 }
 
 }  // namespace
