@@ -805,8 +805,7 @@ Result<void> VmsProvider::AdvanceRemoval(const std::string& pool, Removal& r, Ti
         break;
       case Removal::Stage::kBlob: {
         // Not ARM: the Blob service, last, once the VM no longer holds the blob's lease.
-        TIDEPOOL_ASSIGN_OR_RETURN(bool done, DeleteVhd(pool, r));
-        if (!done) return {};
+        TIDEPOOL_RETURN_IF_ERROR(DeleteVhd(pool, r));
         next();
         continue;
       }
@@ -830,8 +829,8 @@ Result<void> VmsProvider::AdvanceRemoval(const std::string& pool, Removal& r, Ti
   return {};
 }
 
-Result<bool> VmsProvider::DeleteVhd(const std::string& pool, const Removal& r) {
-  if (r.vhd_uri.empty()) return true;
+Result<void> VmsProvider::DeleteVhd(const std::string& pool, const Removal& r) {
+  if (r.vhd_uri.empty()) return {};
   std::string_view uri = WithoutQuery(r.vhd_uri);
   Result<void> ours =
       IndexOfVmName(pool, r.vm) < 0
@@ -843,7 +842,7 @@ Result<bool> VmsProvider::DeleteVhd(const std::string& pool, const Removal& r) {
         "azure-vms: pool {}: VM {}'s OS disk is an unmanaged VHD blob that tidepool does not "
         "delete ({}); delete it in its storage account if it is not used",
         pool, r.vm, ours.error().message());
-    return true;
+    return {};
   }
   TIDEPOOL_ASSIGN_OR_RETURN(TokenSource * tokens, StorageTokens());
   auto deleted = DeleteBlob(http(), *tokens, *clock_, r.vhd_uri, settings_.request_timeout);
@@ -854,10 +853,10 @@ Result<bool> VmsProvider::DeleteVhd(const std::string& pool, const Removal& r) {
   switch (*deleted) {
     case BlobDelete::kDeleted:
       spdlog::info("azure-vms: pool {}: deleted OS disk blob {} ({})", pool, uri, r.why);
-      return true;
+      return {};
     case BlobDelete::kGone:
       spdlog::info("azure-vms: pool {}: OS disk blob {} already gone ({})", pool, uri, r.why);
-      return true;
+      return {};
     case BlobDelete::kLeased:
       break;
   }

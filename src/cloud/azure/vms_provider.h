@@ -171,8 +171,8 @@ class VmsProvider final : public AzureProvider {
   Result<void> AdvanceRemoval(const std::string& pool, Removal& r, Time now);
   void AdvanceRemovals(const std::string& pool, Time now);
   // The kBlob step: deletes r.vhd_uri when it passes CheckVhdUri (else logs it and gives up).
-  // true: done (deleted, gone, or not ours to delete); an error: sent again at the next Refresh.
-  Result<bool> DeleteVhd(const std::string& pool, const Removal& r);
+  // ok: done (deleted, gone, or not ours to delete); an error: sent again at the next Refresh.
+  Result<void> DeleteVhd(const std::string& pool, const Removal& r);
 
   void Sweep(Time now);
 
