@@ -205,7 +205,8 @@ class Pass {
   NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);
   // Warm placeholders (step 4 of Run): a node of the placeholder's pool with room for it, or
   // kNoNode. Real nodes are matched by PoolOf, so nodes found by the agentpool label count.
-  NodeIndex FindWarmRoom(const Pod& pod);
+  // `daemon_set_pods`: the pods every node of a pool runs (an idle node holds only those).
+  NodeIndex FindWarmRoom(const Pod& pod, const std::unordered_set<const Pod*>& daemon_set_pods);
   void PlanWarm(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups);
   // One round of "choose the best pool for these pods and commit it". Returns false when no
   // pool can take any of them.
@@ -586,13 +587,12 @@ void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& u
   }
 }
 
-NodeIndex Pass::FindWarmRoom(const Pod& pod) {
+NodeIndex Pass::FindWarmRoom(const Pod& pod,
+                             const std::unordered_set<const Pod*>& daemon_set_pods) {
   const std::string* pool_name = pod.meta.Annotation(kWarmPoolAnnotation);
   if (pool_name == nullptr) return sched::kNoNode;
   const std::string* whole_value = pod.meta.Annotation(kWarmWholeNodeAnnotation);
   const bool whole = whole_value != nullptr && *whole_value == "true";
-  std::unordered_set<const Pod*> ds;
-  for (const PoolState& ps : pools_) ds.insert(ps.ds_pods.begin(), ps.ds_pods.end());
   for (size_t i = 0; i < snap_.NodeSlots(); ++i) {
     const sched::NodeInfo& info = snap_.Get(static_cast<NodeIndex>(i));
     if (info.removed || info.unschedulable) continue;
@@ -602,7 +602,7 @@ NodeIndex Pass::FindWarmRoom(const Pod& pod) {
     if (whole) {
       // Idle: nothing placed but what every node runs.
       bool idle = std::all_of(info.pods.begin(), info.pods.end(), [&](const Pod* p) {
-        return p->IsDaemonSetPod() || p->IsMirrorPod() || ds.contains(p);
+        return p->IsDaemonSetPod() || p->IsMirrorPod() || daemon_set_pods.contains(p);
       });
       if (idle) return static_cast<NodeIndex>(i);
     } else if (sched::CheckResources(pod, info.allocatable, info.requested).fits()) {
@@ -614,8 +614,12 @@ NodeIndex Pass::FindWarmRoom(const Pod& pod) {
 
 void Pass::PlanWarm(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups) {
   std::vector<const Pod*> need;
+  std::unordered_set<const Pod*> daemon_set_pods;
+  if (!in_.placeholders.empty()) {
+    for (const PoolState& ps : pools_) daemon_set_pods.insert(ps.ds_pods.begin(), ps.ds_pods.end());
+  }
   for (const Pod* p : in_.placeholders) {
-    NodeIndex i = FindWarmRoom(*p);
+    NodeIndex i = FindWarmRoom(*p, daemon_set_pods);
     if (i == sched::kNoNode) {
       need.push_back(p);
     } else {
