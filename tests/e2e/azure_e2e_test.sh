@@ -449,18 +449,12 @@ scenario_scale_down_by_instance_id() {
 }
 
 ALL=(scale_from_zero spot_fallback partial_scale_up spot_eviction scale_down_by_instance_id)
-SELECTED=("$@")
-((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
-
-for s in "${SELECTED[@]}"; do
-  CURRENT=$s
+fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster
-  log "scenario $s"
-  "scenario_$s" || true
-done
+}
+run_scenarios fresh_scenario ALL "$@"
 stop_all_tidepool
 stop_fake
 
-echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
-((${#FAILED[@]} == 0))
+scenario_summary

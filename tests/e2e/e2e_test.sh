@@ -354,17 +354,11 @@ scenario_leader_election() {
 
 ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node
   crash_during_scale_up leader_election)
-SELECTED=("$@")
-((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
-
-for s in "${SELECTED[@]}"; do
-  CURRENT=$s
+fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster
-  log "scenario $s"
-  "scenario_$s" || true
-done
+}
+run_scenarios fresh_scenario ALL "$@"
 stop_all_tidepool
 
-echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
-((${#FAILED[@]} == 0))
+scenario_summary

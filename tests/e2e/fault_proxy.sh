@@ -274,15 +274,8 @@ scenario_token_not_logged() {
 }
 
 ALL=(faults outage restart token_not_logged)
-SELECTED=("$@")
-((${#SELECTED[@]})) || SELECTED=("${ALL[@]}")
 reset_cluster
-for s in "${SELECTED[@]}"; do
-  CURRENT=$s
-  log "scenario $s"
-  "scenario_$s" || true
-done
+run_scenarios : ALL "$@"
 stop_tidepool
 stop_proxy
-echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
-((${#FAILED[@]} == 0))
+scenario_summary

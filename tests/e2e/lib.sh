@@ -71,3 +71,32 @@ tainted_nodes() {
 event_for() {  # event_for REASON OBJECT_NAME
   [[ -n $(k get events -A --field-selector "reason=$1,involvedObject.name=$2" -o name) ]]
 }
+
+# run_scenarios BEFORE_EACH DEFAULT_LIST_NAME [SCENARIO...]: runs scenario_<name> for each
+# SCENARIO (none: every name in the array named DEFAULT_LIST_NAME), with CURRENT set and after
+# running the command BEFORE_EACH (":" for none). A failing scenario does not stop the others;
+# they record themselves in PASSED / FAILED through the script's pass / fail.
+run_scenarios() {
+  local before=$1 list=$2 s
+  shift 2
+  local -n all_scenarios=$list
+  local -a selected=("$@")
+  ((${#selected[@]})) || selected=("${all_scenarios[@]}")
+  for s in "${selected[@]}"; do
+    CURRENT=$s
+    if ! declare -F "scenario_$s" >/dev/null; then
+      echo "FAIL $s: no such scenario (known: ${all_scenarios[*]})"
+      FAILED+=("$s")
+      continue
+    fi
+    $before
+    log "scenario $s"
+    "scenario_$s" || true
+  done
+}
+
+# scenario_summary: "N passed, M failed: names"; false when any failed.
+scenario_summary() {
+  echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
+  ((${#FAILED[@]} == 0))
+}
