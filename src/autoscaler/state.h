@@ -89,7 +89,7 @@ struct PrewarmCharge {
   Time until{};
 };
 
-// Warm capacity of one pool with pools[].warm (autoscaler/warm.cc).
+// Warm capacity of one pool with pools[].warm (WarmPlanner, autoscaler/warm_planner.h).
 struct WarmState {
   DemandProfile profile;
   std::optional<Duration> boot_estimate;  // learned: node creation -> usable (EWMA)

@@ -129,12 +129,11 @@ int ExplainPool(const Inputs& in, const std::string& pool_name, const std::strin
     std::cout << "warm: " << autoscaler::FormatWarm(p) << "\n";
   }
   bool any = false;
-  for (const autoscaler::Action& a : actions) {
-    if (a.kind != autoscaler::Action::Kind::kIncreasePool || a.pool != pool_name ||
-        !a.reason.starts_with("warm")) {
-      continue;
-    }
-    std::cout << "would add " << a.count << " node(s): " << a.reason << "\n";
+  for (const autoscaler::Action& action : actions) {
+    const auto* a = std::get_if<autoscaler::IncreasePool>(&action);
+    // Increases made for warm capacity alone (pods' own scale-ups are not this pool's warmth).
+    if (a == nullptr || a->pool != pool_name || a->warm == 0 || a->warm != a->count) continue;
+    std::cout << "would add " << a->count << " node(s): " << a->reason << "\n";
     any = true;
   }
   if (!any) std::cout << "would add no node for warm capacity now\n";

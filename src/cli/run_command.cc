@@ -184,7 +184,7 @@ int RunRunCommand(const RunFlags& f) {
     so.not_ready_reason = [&]() -> std::optional<std::string> {
       if (!reader.HasSynced()) return "the cluster caches have not finished listing";
       controller::PassReport last = ctl.LastPass();
-      if (last.skipped_because.starts_with("provider refresh failed")) return last.skipped_because;
+      if (last.skip == controller::SkipReason::kProviderRefreshFailed) return last.skipped_because;
       return std::nullopt;
     };
     so.status_page = [&]() {
@@ -197,7 +197,8 @@ int RunRunCommand(const RunFlags& f) {
       x.leader = elector ? elector->Holder() : lease.identity;
       x.config = &*config;
       controller::PassReport last = ctl.LastPass();
-      if (!last.skipped_because.empty() && last.skipped_because != "not the leader") {
+      if (last.skip != controller::SkipReason::kNone &&
+          last.skip != controller::SkipReason::kNotLeader) {
         x.last_error = last.skipped_because;
         x.last_error_time = last.time;
       }

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "kube/client/writes.h"
+#include "controller/action_log.h"
 
 namespace tidepool::controller {
 
@@ -15,12 +15,6 @@ using autoscaler::Action;
 namespace {
 
 constexpr Duration kMaxRefreshBackoff = std::chrono::seconds(30);
-
-std::pair<std::string, std::string> SplitKey(const std::string& key) {
-  auto slash = key.find('/');
-  if (slash == std::string::npos) return {"", key};
-  return {key.substr(0, slash), key.substr(slash + 1)};
-}
 
 }  // namespace
 
@@ -99,40 +93,50 @@ Result<void> Controller::Run(const std::atomic<bool>& stop) {
   return {};
 }
 
-PassReport Controller::RunOnce(Time now) {
-  PassReport report;
-  report.time = now;
-  auto finish = [&](PassReport& r) {
-    r.duration = std::chrono::duration_cast<Duration>(clock_.Now() - now);
-    if (options_.metrics != nullptr) {
-      options_.metrics->SetLeader(loop_ != nullptr);
-      if (r.acted) {
-        options_.metrics->ObserveLoopDuration(std::chrono::duration<double>(r.duration).count());
-      }
-      if (loop_) options_.metrics->Update(loop_->GetStatus(), config_);
+PassReport& Controller::Finish(PassReport& r) {
+  r.duration = std::chrono::duration_cast<Duration>(clock_.Now() - r.time);
+  if (options_.metrics != nullptr) {
+    options_.metrics->SetLeader(loop_ != nullptr);
+    if (r.acted) {
+      options_.metrics->ObserveLoopDuration(std::chrono::duration<double>(r.duration).count());
     }
-    std::lock_guard lock(mu_);
-    last_pass_ = r;
-    if (loop_) status_ = loop_->GetStatus();
-    return r;
-  };
+    if (loop_) options_.metrics->Update(loop_->GetStatus(), config_);
+  }
+  std::lock_guard lock(mu_);
+  last_pass_ = r;
+  if (loop_) status_ = loop_->GetStatus();
+  return r;
+}
 
+namespace {
+
+void Skip(PassReport& report, SkipReason why, std::string words) {
+  report.skip = why;
+  report.skipped_because = std::move(words);
+}
+
+}  // namespace
+
+bool Controller::MayAct(PassReport& report, Time now) {
   if (!Leading()) {
     if (loop_) spdlog::warn("lost leadership: stopped acting");
     loop_.reset();
-    report.skipped_because = "not the leader";
-    return finish(report);
+    Skip(report, SkipReason::kNotLeader, "not the leader");
+    return false;
   }
   if (!reader_.HasSynced()) {
-    report.skipped_because = "caches not synced";
-    return finish(report);
+    Skip(report, SkipReason::kNotSynced, "caches not synced");
+    return false;
   }
   if (refresh_retry_at_ && now < *refresh_retry_at_) {
-    report.skipped_because = "waiting to retry the provider";
-    return finish(report);
+    Skip(report, SkipReason::kWaitingForProvider, "waiting to retry the provider");
+    return false;
   }
+  return true;
+}
 
-  ClusterView view = reader_.Snapshot();
+std::optional<std::vector<cloud::PoolSize>> Controller::RefreshProvider(PassReport& report,
+                                                                        Time now) {
   auto sizes = provider_.Refresh(now);
   if (!sizes) {
     refresh_backoff_ = refresh_backoff_ == Duration{}
@@ -141,18 +145,17 @@ PassReport Controller::RunOnce(Time now) {
     refresh_retry_at_ = now + refresh_backoff_;
     spdlog::warn("provider {}: refresh failed, no decisions until it answers (retry in {}): {}",
                  provider_.Name(), FormatDuration(refresh_backoff_), sizes.error().message());
-    report.skipped_because = "provider refresh failed: " + sizes.error().message();
-    return finish(report);
+    Skip(report, SkipReason::kProviderRefreshFailed,
+         "provider refresh failed: " + sizes.error().message());
+    return std::nullopt;
   }
   refresh_retry_at_.reset();
   refresh_backoff_ = {};
+  return std::move(*sizes);
+}
 
-  if (!loop_) {
-    spdlog::info("acting as leader: rebuilding state from the cluster and the provider");
-    loop_ = std::make_unique<autoscaler::Autoscaler>(config_, options_.loop);
-    LoadWarmState();
-  }
-
+autoscaler::Observation Controller::Observe(const ClusterView& view,
+                                            const std::vector<cloud::PoolSize>& sizes) const {
   autoscaler::Observation obs;
   obs.nodes.reserve(view.nodes.size());
   for (const auto& n : view.nodes) obs.nodes.push_back(n.get());
@@ -160,187 +163,63 @@ PassReport Controller::RunOnce(Time now) {
   for (const auto& p : view.pods) obs.pods.push_back(p.get());
   for (const auto& p : view.pdbs) obs.pdbs.push_back(p.get());
   for (const auto& d : view.daemon_sets) obs.daemon_sets.push_back(d.get());
-  for (const auto& s : *sizes) {
+  for (const auto& s : sizes) {
     obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason});
   }
   obs.provider_pool_of = [this](const model::Node& n) { return provider_.PoolOf(n); };
+  return obs;
+}
 
+PassReport Controller::RunOnce(Time now) {
+  PassReport report;
+  report.time = now;
+  if (!MayAct(report, now)) return Finish(report);
+  ClusterView view = reader_.Snapshot();
+  auto sizes = RefreshProvider(report, now);
+  if (!sizes) return Finish(report);
+  if (!loop_) {
+    spdlog::info("acting as leader: rebuilding state from the cluster and the provider");
+    loop_ = std::make_unique<autoscaler::Autoscaler>(config_, options_.loop);
+    LoadWarmState();
+  }
+  autoscaler::Observation obs = Observe(view, *sizes);
   report.actions = loop_->Step(obs, now);
   report.acted = true;
-  for (const Action& a : report.actions) {
-    if (!Leading()) {
-      spdlog::warn("lost leadership in the middle of a pass: dropping the remaining actions");
-      loop_.reset();
-      report.skipped_because = "lost leadership";
-      break;
-    }
-    Carry(a, view, clock_.Now());
-  }
+  Act(report, obs);
   if (loop_) {
     PublishStatus(now);
     SaveWarmState(now, /*force=*/false);
   }
-  return finish(report);
+  return Finish(report);
 }
 
-void Controller::Carry(const Action& a, const ClusterView& view, Time now) {
-  if (a.kind == Action::Kind::kEvent) {
-    spdlog::info("{} {} {}: {}", a.reason, a.object_kind, a.object, a.message);
-  } else {
-    spdlog::info("{}{}", options_.dry_run ? "dry run, not doing: " : "",
-                 autoscaler::DescribeAction(a));
-  }
-  if (options_.dry_run) return;
-
-  auto find_node = [&](const std::string& name) -> const model::Node* {
-    for (const auto& n : view.nodes)
-      if (n->name() == name) return n.get();
-    return nullptr;
-  };
-  auto log_failure = [&](const Result<void>& r) {
-    if (!r) {
-      spdlog::warn("{} failed: {}", autoscaler::ActionKindName(a.kind), r.error().message());
+void Controller::Act(PassReport& report, const autoscaler::Observation& obs) {
+  auto log = [&](const Action& a) {
+    if (const auto* e = std::get_if<autoscaler::Event>(&a)) {
+      spdlog::info("{} {} {}: {}", autoscaler::EventReasonName(e->reason),
+                   autoscaler::EventObjectKind(e->object_kind), e->object, e->message);
+    } else {
+      spdlog::info("{}{}", options_.dry_run ? "dry run, not doing: " : "",
+                   autoscaler::DescribeAction(a));
     }
   };
-
-  switch (a.kind) {
-    case Action::Kind::kIncreasePool: {
-      auto r = provider_.IncreaseSize(a.pool, a.count, now);
-      log_failure(r);
-      if (r && options_.metrics != nullptr) {
-        options_.metrics->RecordScaleUp(a.pool, "pending_pods", a.count);
-      }
-      loop_->OnIncreaseResult(a.pool, a.count, r, clock_.Now());
-      break;
-    }
-    case Action::Kind::kDecreaseTarget: {
-      auto r = provider_.DecreaseTargetSize(a.pool, a.count, now);
-      log_failure(r);
-      loop_->OnDecreaseResult(a.pool, a.count, r, clock_.Now());
-      break;
-    }
-    case Action::Kind::kTaintNode: {
-      auto r = writer_.AddTaint(a.node, {std::string(model::kToBeDeletedTaint),
-                                         kube::TaintTimestamp(now),
-                                         model::TaintEffect::kNoSchedule});
-      // The plan came from the informer cache, which may lag (a cut watch, a slow API server).
-      // With the taint on, no new pod can land; now read the node's pods fresh and go on only
-      // if nothing is there that the plan did not see. Otherwise take the taint off again and
-      // report the failure, so the loop rolls the removal back.
-      if (r) r = VerifyNodePods(a.node, view);
-      log_failure(r);
-      loop_->OnTaintResult(a.node, r, clock_.Now());
-      break;
-    }
-    case Action::Kind::kMarkCandidate: {
-      auto r = writer_.AddTaint(a.node, {std::string(model::kDeletionCandidateTaint),
-                                         kube::TaintTimestamp(now),
-                                         model::TaintEffect::kPreferNoSchedule});
-      log_failure(r);
-      break;
-    }
-    case Action::Kind::kUnmarkCandidate:
-      log_failure(writer_.RemoveTaint(a.node, std::string(model::kDeletionCandidateTaint)));
-      break;
-    case Action::Kind::kUntaintNode:
-      log_failure(writer_.RemoveTaint(a.node, std::string(model::kToBeDeletedTaint)));
-      break;
-    case Action::Kind::kEvictPods:
-      for (const std::string& pod : a.pods) {
-        auto [ns, name] = SplitKey(pod);
-        auto r = writer_.Evict(ns, name);
-        if (!r && r.error().code() != Error::Code::kNotFound) {
-          spdlog::info("eviction of {} from {} refused: {}", pod, a.node, r.error().message());
-        }
-        if (options_.metrics != nullptr) {
-          options_.metrics->RecordEviction(ops::EvictionResultOf(r));
-        }
-        loop_->OnEvictResult(a.node, pod, r, clock_.Now());
-      }
-      break;
-    case Action::Kind::kDeleteNode: {
-      const model::Node* node = find_node(a.node);
-      Result<void> r;
-      if (node == nullptr) {
-        r = {};  // gone already
-      } else {
-        r = provider_.DeleteNode(a.pool, *node, now);
-        if (r) {
-          auto gone = writer_.DeleteNode(node->name(), node->meta.uid);
-          if (!gone) {
-            spdlog::warn("node {}: machine deleted, Node object not: {}", a.node,
-                         gone.error().message());
-          }
-        }
-      }
-      log_failure(r);
-      if (r && options_.metrics != nullptr) {
-        options_.metrics->RecordScaleDown(
-            a.pool, a.reason.find("empty") != std::string::npos ? "empty" : "underutilized");
-      }
-      loop_->OnDeleteResult(a.node, r, clock_.Now());
-      break;
-    }
-    case Action::Kind::kEvent: {
-      if (a.reason == "ScaleDownFailed" && options_.metrics != nullptr) {
-        const model::Node* n = find_node(a.object);
-        std::string pool = n != nullptr ? provider_.PoolOf(*n) : "";
-        if (pool.empty() && n != nullptr) {
-          if (const std::string* l = n->meta.Label(model::kLabelPool)) pool = *l;
-        }
-        options_.metrics->RecordScaleDownFailure(pool);
-      }
-      EventSpec e;
-      e.object_kind = a.object_kind;
-      auto [ns, name] = SplitKey(a.object);
-      e.ns = ns;
-      e.name = name;
-      if (a.object_kind == "Pod") {
-        for (const auto& p : view.pods) {
-          if (p->meta.namespace_ == ns && p->meta.name == name) {
-            e.uid = p->meta.uid;
-            break;
-          }
-        }
-      } else if (const model::Node* n = find_node(name)) {
-        e.uid = n->meta.uid;
-      }
-      e.reason = a.reason;
-      e.message = a.message;
-      e.warning = a.warning;
-      log_failure(writer_.RecordEvent(e));
-      break;
-    }
+  if (options_.dry_run) {
+    for (const Action& a : report.actions) log(a);
+    return;
   }
-}
-
-Result<void> Controller::VerifyNodePods(const std::string& node, const ClusterView& view) {
-  std::set<std::string> known;
-  for (const auto& p : view.pods) {
-    if (p->node_name == node && !p->IsTerminal() && !p->IsDaemonSetPod() && !p->IsMirrorPod()) {
-      known.insert(p->meta.Key());
+  ActionLog action_log(options_.metrics);
+  actuator::Actuator actuator(provider_, writer_, clock_, &action_log);
+  actuator.Carry(report.actions, obs, *loop_, [&](const Action& a) {
+    if (!Leading()) {
+      spdlog::warn("lost leadership in the middle of a pass: dropping the remaining actions");
+      loop_.reset();
+      report.skip = SkipReason::kLostLeadership;
+      report.skipped_because = "lost leadership";
+      return false;
     }
-  }
-  auto fresh = writer_.PodsOnNode(node);
-  Result<void> verdict;
-  if (!fresh) {
-    verdict = std::unexpected(fresh.error().Wrap("node " + node + ": reading its pods"));
-  } else {
-    for (const std::string& pod : *fresh) {
-      if (!known.contains(pod)) {
-        verdict = Fail(Error::Code::kConflict,
-                       "node {}: pod {} runs there but was not in the cache the plan was made "
-                       "from; not removing the node on stale data",
-                       node, pod);
-        break;
-      }
-    }
-  }
-  if (!verdict) {
-    auto undo = writer_.RemoveTaint(node, std::string(model::kToBeDeletedTaint));
-    if (!undo) spdlog::warn("node {}: removing the taint again: {}", node, undo.error().message());
-  }
-  return verdict;
+    log(a);
+    return true;
+  });
 }
 
 void Controller::LoadWarmState() {

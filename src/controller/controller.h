@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "actuator/actuator.h"
 #include "autoscaler/loop.h"
 #include "base/time.h"
 #include "cloud/provider.h"
@@ -41,11 +42,22 @@ struct ControllerOptions {
   ops::TidepoolMetrics* metrics = nullptr;
 };
 
+// Why a pass did not act, or stopped acting.
+enum class SkipReason {
+  kNone,
+  kNotLeader,
+  kNotSynced,               // the caches have not listed yet
+  kWaitingForProvider,      // retrying the provider after a failed refresh, not yet due
+  kProviderRefreshFailed,   // the provider's view could not be read: no decisions on half a view
+  kLostLeadership,          // in the middle of the pass; the rest of its actions dropped
+};
+
 // What happened in the last pass, for tests, metrics and the status page.
 struct PassReport {
   Time time{};
   bool acted = false;  // false: not leader, not synced, or the provider refresh failed
-  std::string skipped_because;
+  SkipReason skip = SkipReason::kNone;
+  std::string skipped_because;  // the same in words, with the provider's error
   std::vector<autoscaler::Action> actions;
   Duration duration{};
 };
@@ -78,14 +90,19 @@ class Controller {
 
  private:
   bool Leading() const { return !options_.is_leader || options_.is_leader(); }
-  void Carry(const autoscaler::Action& action, const ClusterView& view, Time now);
+  // False (and why in `report`) when the pass may not act now.
+  bool MayAct(PassReport& report, Time now);
+  // The provider's view; nullopt (and why in `report`) when it could not be read.
+  std::optional<std::vector<cloud::PoolSize>> RefreshProvider(PassReport& report, Time now);
+  autoscaler::Observation Observe(const ClusterView& view,
+                                  const std::vector<cloud::PoolSize>& sizes) const;
+  // Carries out the actions through the actuator, checking leadership before each.
+  void Act(PassReport& report, const autoscaler::Observation& obs);
+  PassReport& Finish(PassReport& report);
   void PublishStatus(Time now);
   // Warm-capacity state: load into a fresh loop; save when due (or `force`).
   void LoadWarmState();
   void SaveWarmState(Time now, bool force);
-  // After the ToBeDeleted taint is on: ok when the API server shows no pod on `node` that
-  // `view` did not have; otherwise takes the taint off and returns why.
-  Result<void> VerifyNodePods(const std::string& node, const ClusterView& view);
 
   model::AutoscalerConfig config_;
   ClusterReader& reader_;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "actuator/cluster_writer.h"
 #include "base/error.h"
 #include "model/daemonset.h"
 #include "model/node.h"
@@ -37,33 +38,12 @@ class ClusterReader {
   virtual void SetOnChange(std::function<void(bool urgent)> on_change) = 0;
 };
 
-struct EventSpec {
-  std::string object_kind;  // "Pod" or "Node"
-  std::string ns;           // "" for nodes
-  std::string name;
-  std::string uid;          // "" when unknown
-  std::string reason;
-  std::string message;
-  bool warning = false;
-};
+using actuator::EventSpec;
 
-// Contract: each write reads the object fresh and writes it with a resourceVersion
-// precondition (retrying conflicts on fresh data), so no write is made from a stale cache; each
-// is idempotent (adding a taint that is there, deleting what is gone: success). Errors carry
-// the API server's words. Thread-safe.
-class ClusterWriter {
+// The actuator's writes (actuator/cluster_writer.h) plus what the controller keeps in the API
+// server: the readable status and what the loop learned for warm capacity.
+class ClusterWriter : public actuator::ClusterWriter {
  public:
-  virtual ~ClusterWriter() = default;
-  virtual Result<void> AddTaint(const std::string& node, const model::Taint& taint) = 0;
-  virtual Result<void> RemoveTaint(const std::string& node, const std::string& key) = 0;
-  // policy/v1 Eviction. A PDB refusal is kThrottled; a pod already gone is kNotFound.
-  virtual Result<void> Evict(const std::string& ns, const std::string& name) = 0;
-  // Deletes the Node object (uid precondition when non-empty); gone already is success.
-  virtual Result<void> DeleteNode(const std::string& name, const std::string& uid) = 0;
-  virtual Result<void> RecordEvent(const EventSpec& event) = 0;
-  // The pods on `node` that would have to leave before it goes (not finished, not DaemonSet or
-  // mirror pods), as "namespace/name", read fresh from the API server (never from a cache).
-  virtual Result<std::vector<std::string>> PodsOnNode(const std::string& node) = 0;
   // The readable status (the tidepool-status ConfigMap).
   virtual Result<void> WriteStatus(const std::string& text) = 0;
   // What the decision loop learned for warm capacity (Autoscaler::ExportWarmState), kept in the

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/time.h"
 #include "model/meta.h"
 #include "model/resources.h"
 #include "model/selector.h"
@@ -21,6 +22,8 @@ inline constexpr std::string_view kLabelInstanceType = "node.kubernetes.io/insta
 // in seconds it was added; DeletionCandidate (PreferNoSchedule) marks an unneeded node.
 inline constexpr std::string_view kToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler";
 inline constexpr std::string_view kDeletionCandidateTaint = "DeletionCandidateOfClusterAutoscaler";
+// The value of those taints for `now`: unix seconds, as the Cluster Autoscaler writes it.
+std::string TaintTimestamp(Time now);
 
 struct Node {
   ObjectMeta meta;

@@ -1,5 +1,5 @@
-// The discrete-event simulator: a simulated cloud (boot delays, prices, spot stockouts and
-// evictions), a binder built on sched/, and trace jobs, around the production decision loop.
+// The discrete-event simulator: the shipped decision loop and actuator in a simulated world (cloud,
+// cluster, binder, workload, ledger; docs/simulator.md), and what a run costs and makes jobs wait.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +49,7 @@ struct Timeline {
   std::vector<TimelinePoint> points;
 };
 
-// The result of a run (DESIGN §3 summary keys, plus a few more for people).
+// The result of a run (the summary keys of docs/simulator.md, plus a few more for people).
 struct Summary {
   double cost = 0;                           // billed per second from request to deletion
   double lower_bound_cost = 0;               // clairvoyant fluid bound (LowerBoundCost)

@@ -1,4 +1,4 @@
-// Rendering a simulation Summary: the JSON whose keys DESIGN §3 fixes, and a readable table.
+// Rendering a simulation Summary: the JSON whose keys docs/simulator.md fixes, and a readable table.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,7 +8,7 @@
 
 namespace tidepool::sim {
 
-// The DESIGN §3 keys (cost, lowerBoundCost, nodeHours, gpuHoursPaid, gpuHoursUsed, waitP50,
+// The keys of docs/simulator.md (cost, lowerBoundCost, nodeHours, gpuHoursPaid, gpuHoursUsed, waitP50,
 // waitP95, waitMax, jobsCompleted, jobsUnfinished, evictions, scaleUps, scaleDowns) and more.
 // Money and hours are rounded to 1e-6 so the output is stable text.
 nlohmann::ordered_json SummaryToJson(const Summary& s);

@@ -1,4 +1,4 @@
-// Trace input for the simulator: the native CSV of DESIGN §3 and the Alibaba GPU cluster trace
+// Trace input for the simulator: the native CSV of docs/simulator.md and the Alibaba GPU cluster trace
 // (cluster-trace-gpu-v2023), both read into one list of jobs.
 #pragma once
 

@@ -2,6 +2,7 @@
 // nodes, provision timeouts and fallback, backoff, the scale-down sequence, restarts, GPU nodes.
 #include "tests/testing/values.h"
 #include "autoscaler/loop.h"
+#include "actuator/actuator.h"
 #include "autoscaler/demand_profile.h"
 
 #include <gmock/gmock.h>
@@ -29,7 +30,6 @@ using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-using Kind = Action::Kind;
 
 using tidepool::testing::At;
 using tidepool::testing::Res;
@@ -38,31 +38,36 @@ using tidepool::testing::ResourceList;
 const model::Taint kSpotTaint{"kubernetes.azure.com/scalesetpriority", "spot",
                               model::TaintEffect::kNoSchedule};
 
-std::vector<std::string> Describe(const std::vector<Action>& actions) {
+template <typename A>
+std::vector<std::string> Describe(const std::vector<A>& actions) {
   std::vector<std::string> out;
-  for (const Action& a : actions) out.push_back(DescribeAction(a));
+  for (const A& a : actions) out.push_back(DescribeAction(a));
   return out;
 }
 
 // Copies (callers often pass a temporary).
-std::vector<Action> OfKind(const std::vector<Action>& actions, Kind kind) {
-  std::vector<Action> out;
+template <typename Kind>
+std::vector<Kind> OfKind(const std::vector<Action>& actions) {
+  std::vector<Kind> out;
   for (const Action& a : actions)
-    if (a.kind == kind) out.push_back(a);
+    if (const auto* k = std::get_if<Kind>(&a)) out.push_back(*k);
   return out;
 }
 
-// Position of the first action of `kind` (actions.size() when there is none).
-size_t IndexOf(const std::vector<Action>& actions, Kind kind) {
+// Position of the first action of `Kind` (actions.size() when there is none).
+template <typename Kind>
+size_t IndexOf(const std::vector<Action>& actions) {
   for (size_t i = 0; i < actions.size(); ++i)
-    if (actions[i].kind == kind) return i;
+    if (std::holds_alternative<Kind>(actions[i])) return i;
   return actions.size();
 }
 
-const Action* FindEvent(const std::vector<Action>& actions, std::string_view reason,
-                        std::string_view object) {
-  for (const Action& a : actions)
-    if (a.kind == Kind::kEvent && a.reason == reason && a.object == object) return &a;
+const Event* FindEvent(const std::vector<Action>& actions, std::string_view reason,
+                       std::string_view object) {
+  for (const Action& a : actions) {
+    const auto* e = std::get_if<Event>(&a);
+    if (e != nullptr && EventReasonName(e->reason) == reason && e->object == object) return e;
+  }
   return nullptr;
 }
 
@@ -160,61 +165,82 @@ class World {
   }
 
   std::vector<Action> Step() {
-    std::vector<Action> actions = loop->Step(Observe(), now);
+    last_view = Observe();
+    std::vector<Action> actions = loop->Step(last_view, now);
     all.insert(all.end(), actions.begin(), actions.end());
     return actions;
   }
 
-  // Carries out actions as a driver with an obliging provider would, reporting every result.
-  // Evictions answer `evict_result` (ok removes the pod at once unless `keep_evicted_pods`).
-  void Carry(const std::vector<Action>& actions) {
-    for (const Action& a : actions) {
-      switch (a.kind) {
-        case Kind::kIncreasePool:
-          if (increase_error) {
-            loop->OnIncreaseResult(a.pool, a.count, std::unexpected(*increase_error), now);
-          } else {
-            target[a.pool] += a.count;
-            loop->OnIncreaseResult(a.pool, a.count, {}, now);
-          }
-          break;
-        case Kind::kDecreaseTarget:
-          target[a.pool] -= a.count;
-          loop->OnDecreaseResult(a.pool, a.count, {}, now);
-          break;
-        case Kind::kTaintNode:
-          nodes.at(a.node).taints.push_back(
-              {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
-          loop->OnTaintResult(a.node, {}, now);
-          break;
-        case Kind::kUntaintNode:
-          std::erase_if(nodes.at(a.node).taints,
-                        [](const model::Taint& t) { return t.key == planner::kToBeDeletedTaint; });
-          break;
-        case Kind::kEvictPods:
-          for (const std::string& key : a.pods) {
-            std::string name = key.substr(key.find('/') + 1);
-            if (evict_result) {
-              if (!keep_evicted_pods) pods.erase(name);
-              loop->OnEvictResult(a.node, key, {}, now);
-            } else {
-              loop->OnEvictResult(a.node, key, std::unexpected(evict_result.error()), now);
-            }
-          }
-          break;
-        case Kind::kDeleteNode:
-          if (delete_error) {
-            loop->OnDeleteResult(a.node, std::unexpected(*delete_error), now);
-            break;
-          }
-          nodes.erase(a.node);
-          --target[a.pool];
-          loop->OnDeleteResult(a.node, {}, now);
-          break;
-        default:
-          break;
-      }
+  // The world's cloud as an obliging provider: increases raise the target (or fail with
+  // `increase_error`), deletions take the Node (or fail with `delete_error`).
+  struct Cloud : cloud::CloudProvider {
+    explicit Cloud(World& w) : w(w) {}
+    std::string_view Name() const override { return "world"; }
+    Result<std::vector<cloud::PoolSize>> Refresh(Time) override { return {}; }
+    Result<void> IncreaseSize(const std::string& pool, int delta, Time) override {
+      if (w.increase_error) return std::unexpected(*w.increase_error);
+      w.target[pool] += delta;
+      return {};
     }
+    Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time) override {
+      w.target[pool] -= delta;
+      return {};
+    }
+    Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time) override {
+      if (w.delete_error) return std::unexpected(*w.delete_error);
+      w.nodes.erase(node.name());
+      --w.target[pool];
+      return {};
+    }
+    std::string PoolOf(const model::Node&) const override { return ""; }
+    World& w;
+  };
+
+  // The world's cluster: taints on its nodes; evictions answer `evict_result` (ok removes the
+  // pod at once unless `keep_evicted_pods`).
+  struct Writer : actuator::ClusterWriter {
+    explicit Writer(World& w) : w(w) {}
+    Result<void> AddTaint(const std::string& node, const model::Taint& taint) override {
+      auto it = w.nodes.find(node);
+      if (it == w.nodes.end()) return Fail(Error::Code::kNotFound, "node {}", node);
+      it->second.taints.push_back(taint);
+      return {};
+    }
+    Result<void> RemoveTaint(const std::string& node, const std::string& key) override {
+      auto it = w.nodes.find(node);
+      if (it == w.nodes.end()) return Fail(Error::Code::kNotFound, "node {}", node);
+      std::erase_if(it->second.taints, [&](const model::Taint& t) { return t.key == key; });
+      return {};
+    }
+    Result<void> Evict(const std::string&, const std::string& name) override {
+      if (!w.evict_result) return std::unexpected(w.evict_result.error());
+      if (!w.keep_evicted_pods) w.pods.erase(name);
+      return {};
+    }
+    Result<void> DeleteNode(const std::string&, const std::string&) override { return {}; }
+    Result<void> RecordEvent(const actuator::EventSpec&) override { return {}; }
+    Result<std::vector<std::string>> PodsOnNode(const std::string& node) override {
+      std::vector<std::string> keys;
+      for (const auto& [name, p] : w.pods) {
+        if (p.node_name == node && !p.IsTerminal() && !p.IsDaemonSetPod()) keys.push_back(p.Key());
+      }
+      return keys;
+    }
+    World& w;
+  };
+
+  struct WorldClock : Clock {
+    explicit WorldClock(const World& w) : w(w) {}
+    Time Now() const override { return w.now; }
+    const World& w;
+  };
+
+  // Carries out actions through the shipped actuator against the world's cloud and cluster.
+  void Carry(const std::vector<Action>& actions) {
+    Cloud cloud(*this);
+    Writer writer(*this);
+    WorldClock clock(*this);
+    actuator::Actuator(cloud, writer, clock).Carry(actions, last_view, *loop);
   }
 
   std::vector<Action> StepAndCarry() {
@@ -257,6 +283,7 @@ class World {
   bool keep_evicted_pods = false;
   std::optional<Autoscaler> loop;
   std::vector<Action> all;  // every action of every Step
+  Observation last_view;    // what the last Step saw
   Status status;
 };
 
@@ -270,15 +297,15 @@ TEST(LoopBatchTest, PlansOnlyAfterBatchIdle) {
 
   w.now += seconds(3);
   w.AddGpuPod("p1");
-  EXPECT_TRUE(OfKind(w.Step(), Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(w.Step()).empty());
   EXPECT_EQ(w.loop->NextWakeup(), w.now + seconds(1));  // the batch closes after batchIdle
 
   w.now += milliseconds(500);
-  EXPECT_TRUE(OfKind(w.Step(), Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(w.Step()).empty());
   w.now += milliseconds(499);
-  EXPECT_TRUE(OfKind(w.Step(), Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(w.Step()).empty());
   w.now += milliseconds(1);
-  auto ups = OfKind(w.Step(), Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(w.Step());
   ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(w.all));
   EXPECT_EQ(ups[0].pool, "gpu-spot");
 }
@@ -293,13 +320,13 @@ TEST(LoopBatchTest, PlansAtBatchMaxWhilePodsKeepArriving) {
   Time opened = w.now;
   for (int i = 0; i < 20; ++i) {  // a new pod every 500 ms, never idle for batchIdle
     w.AddGpuPod("p" + std::to_string(i));
-    auto ups = OfKind(w.Step(), Kind::kIncreasePool);
+    auto ups = OfKind<IncreasePool>(w.Step());
     ASSERT_TRUE(ups.empty()) << "planned at +" << FormatDuration(w.now - opened);
     w.now += milliseconds(500);
   }
   ASSERT_EQ(w.now, opened + seconds(10));
   w.AddGpuPod("p20");
-  auto ups = OfKind(w.Step(), Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(w.Step());
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu-spot");
   EXPECT_EQ(ups[0].count, 21);  // one batch for all of them
@@ -315,14 +342,14 @@ TEST(LoopScaleUpTest, IncreaseAndTriggeredScaleUpEvent) {
   w.Step();
   w.now += seconds(1);
   std::vector<Action> actions = w.Step();
-  auto ups = OfKind(actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu-spot");
   EXPECT_EQ(ups[0].count, 1);
   EXPECT_THAT(ups[0].pods, ::testing::ElementsAre("default/p1"));
-  const Action* ev = FindEvent(actions, "TriggeredScaleUp", "default/p1");
+  const Event* ev = FindEvent(actions, "TriggeredScaleUp", "default/p1");
   ASSERT_NE(ev, nullptr);
-  EXPECT_EQ(ev->object_kind, "Pod");
+  EXPECT_EQ(ev->object_kind, EventObject::kPod);
   EXPECT_EQ(ev->message, "pod triggered scale-up: [{gpu-spot 0->1 (max: 10)}]");
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 1);
   ASSERT_TRUE(w.loop->GetStatus().last_scale_up);
@@ -339,7 +366,7 @@ TEST(LoopScaleUpTest, SamePendingPodsDoNotScaleUpTwice) {
   ASSERT_EQ(w.target["gpu-spot"], 2);
   // Minutes of periodic passes with the pods still pending and the nodes not there yet.
   std::vector<Action> later = w.RunUntil(w.now + minutes(5));
-  EXPECT_TRUE(OfKind(later, Kind::kIncreasePool).empty())
+  EXPECT_TRUE(OfKind<IncreasePool>(later).empty())
       << ::testing::PrintToString(Describe(later));
   EXPECT_EQ(w.target["gpu-spot"], 2);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 2);
@@ -352,11 +379,11 @@ TEST(LoopScaleUpTest, TargetNotShownYetStillCountsAsUpcoming) {
   w.AddGpuPod("p1");
   w.Step();
   w.now += seconds(1);
-  ASSERT_EQ(OfKind(w.Step(), Kind::kIncreasePool).size(), 1u);
+  ASSERT_EQ(OfKind<IncreasePool>(w.Step()).size(), 1u);
   // The driver has not reported and the provider's target still says 0.
   for (int i = 0; i < 6; ++i) {
     w.now += seconds(10);
-    EXPECT_TRUE(OfKind(w.Step(), Kind::kIncreasePool).empty()) << "at step " << i;
+    EXPECT_TRUE(OfKind<IncreasePool>(w.Step()).empty()) << "at step " << i;
   }
   EXPECT_EQ(w.PoolStat("gpu-spot").target, 1);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 1);
@@ -372,21 +399,21 @@ TEST(LoopScaleUpTest, ProvisionTimeoutBacksOffAndFallsBackInTheSameStep) {
   Time requested = w.now;
 
   std::vector<Action> before = w.RunUntil(requested + minutes(15) - milliseconds(1));
-  EXPECT_TRUE(OfKind(before, Kind::kDecreaseTarget).empty());
-  EXPECT_TRUE(OfKind(before, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<DecreaseTarget>(before).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(before).empty());
 
   w.now = requested + minutes(15);
   std::vector<Action> actions = w.StepAndCarry();
-  auto decreases = OfKind(actions, Kind::kDecreaseTarget);
+  auto decreases = OfKind<DecreaseTarget>(actions);
   ASSERT_EQ(decreases.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(decreases[0].pool, "gpu-spot");
   EXPECT_EQ(decreases[0].count, 1);
-  auto ups = OfKind(actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu");
   EXPECT_THAT(ups[0].pods, ::testing::ElementsAre("default/p1"));
   // The cancellation comes before the fallback.
-  EXPECT_LT(IndexOf(actions, Kind::kDecreaseTarget), IndexOf(actions, Kind::kIncreasePool));
+  EXPECT_LT(IndexOf<DecreaseTarget>(actions), IndexOf<IncreasePool>(actions));
 
   const PoolStatus& spot = w.PoolStat("gpu-spot");
   ASSERT_TRUE(spot.backoff_until);
@@ -406,7 +433,7 @@ TEST(LoopScaleUpTest, PerPoolProvisionTimeoutOverride) {
   w.RunUntil(w.now + seconds(1));
   Time requested = w.now;
   std::vector<Action> actions = w.RunUntil(requested + minutes(3));
-  auto ups = OfKind(actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu");
 }
@@ -422,10 +449,10 @@ TEST(LoopScaleUpTest, StockoutFallsBackWithoutWaiting) {
   w.now += seconds(2);
   w.stockout.insert("gpu-spot");
   std::vector<Action> actions = w.StepAndCarry();
-  auto decreases = OfKind(actions, Kind::kDecreaseTarget);
+  auto decreases = OfKind<DecreaseTarget>(actions);
   ASSERT_EQ(decreases.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(decreases[0].pool, "gpu-spot");
-  auto ups = OfKind(actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu");
   const PoolStatus& spot = w.PoolStat("gpu-spot");
@@ -438,7 +465,7 @@ TEST(LoopScaleUpTest, StockoutFallsBackWithoutWaiting) {
   w.now += seconds(30);
   w.AddGpuPod("p2");
   std::vector<Action> more = w.RunUntil(w.now + seconds(2));
-  ups = OfKind(more, Kind::kIncreasePool);
+  ups = OfKind<IncreasePool>(more);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu");
 }
@@ -456,10 +483,10 @@ TEST(LoopScaleUpTest, StockoutKeepsInstancesTheProviderAlreadyHas) {
   w.instances["gpu-spot"] = 1;  // one VM was created before capacity ran out; it may still join
   w.stockout.insert("gpu-spot");
   std::vector<Action> actions = w.StepAndCarry();
-  auto decreases = OfKind(actions, Kind::kDecreaseTarget);
+  auto decreases = OfKind<DecreaseTarget>(actions);
   ASSERT_EQ(decreases.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(decreases[0].count, 2);
-  auto ups = OfKind(actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu");
   EXPECT_EQ(ups[0].count, 2);
@@ -476,11 +503,11 @@ TEST(LoopScaleUpTest, StockoutAfterTheProviderRemovedTheFailedHalfCancelsNothing
   w.AddGpuPod("p1");
   w.AddGpuPod("p2");
   std::vector<Action> first;
-  for (int i = 0; i < 100 && OfKind(first, Kind::kIncreasePool).empty(); ++i) {
+  for (int i = 0; i < 100 && OfKind<IncreasePool>(first).empty(); ++i) {
     w.now += milliseconds(100);
     first = w.StepAndCarry();
   }
-  auto ups = OfKind(first, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(first);
   ASSERT_EQ(ups.size(), 1u);
   ASSERT_EQ(ups[0].pool, "gpu-spot");
   ASSERT_EQ(ups[0].count, 2);
@@ -491,9 +518,9 @@ TEST(LoopScaleUpTest, StockoutAfterTheProviderRemovedTheFailedHalfCancelsNothing
   w.instances["gpu-spot"] = 1;
   w.stockout.insert("gpu-spot");
   std::vector<Action> actions = w.StepAndCarry();
-  EXPECT_TRUE(OfKind(actions, Kind::kDecreaseTarget).empty())
+  EXPECT_TRUE(OfKind<DecreaseTarget>(actions).empty())
       << ::testing::PrintToString(Describe(actions));
-  ups = OfKind(actions, Kind::kIncreasePool);
+  ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(ups[0].pool, "gpu");
   EXPECT_EQ(ups[0].count, 1);
@@ -511,8 +538,8 @@ TEST(LoopScaleUpTest, BackoffDoublesExpiresAndResetsOnRegistration) {
   w.Step();
   w.now += seconds(1);
   std::vector<Action> first = w.StepAndCarry();  // gpu-spot, fails
-  ASSERT_EQ(OfKind(first, Kind::kIncreasePool).size(), 1u);
-  EXPECT_EQ(OfKind(first, Kind::kIncreasePool)[0].pool, "gpu-spot");
+  ASSERT_EQ(OfKind<IncreasePool>(first).size(), 1u);
+  EXPECT_EQ(OfKind<IncreasePool>(first)[0].pool, "gpu-spot");
   Time failed1 = w.now;
   ASSERT_TRUE(w.PoolStat("gpu-spot").backoff_until);
   EXPECT_EQ(*w.PoolStat("gpu-spot").backoff_until, failed1 + minutes(5));
@@ -520,7 +547,7 @@ TEST(LoopScaleUpTest, BackoffDoublesExpiresAndResetsOnRegistration) {
 
   w.increase_error.reset();
   std::vector<Action> fallback = w.StepAndCarry();
-  auto ups = OfKind(fallback, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(fallback);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu");
 
@@ -531,8 +558,8 @@ TEST(LoopScaleUpTest, BackoffDoublesExpiresAndResetsOnRegistration) {
   w.increase_error = Error(Error::Code::kUnavailable, "quota exceeded");
   w.AddGpuPod("p2");
   std::vector<Action> second = w.RunUntil(w.now + seconds(1));
-  ASSERT_FALSE(OfKind(second, Kind::kIncreasePool).empty());
-  EXPECT_EQ(OfKind(second, Kind::kIncreasePool)[0].pool, "gpu-spot");
+  ASSERT_FALSE(OfKind<IncreasePool>(second).empty());
+  EXPECT_EQ(OfKind<IncreasePool>(second)[0].pool, "gpu-spot");
   Time failed2 = w.now;
   ASSERT_TRUE(w.PoolStat("gpu-spot").backoff_until);
   EXPECT_EQ(*w.PoolStat("gpu-spot").backoff_until, failed2 + minutes(10));
@@ -566,14 +593,14 @@ TEST(LoopScaleUpTest, WaitingPodsArePlannedWhenTheBackoffRunsOut) {
   ASSERT_TRUE(w.PoolStat("gpu-spot").backoff_until);
   w.increase_error.reset();
   // Re-planned at once after the failure: nowhere to go, and the pod is told why.
-  const Action* told = FindEvent(w.all, "NotTriggerScaleUp", "default/p1");
+  const Event* told = FindEvent(w.all, "NotTriggerScaleUp", "default/p1");
   ASSERT_NE(told, nullptr) << ::testing::PrintToString(Describe(w.all));
   EXPECT_THAT(told->message, HasSubstr("backoff"));
 
   std::vector<Action> actions = w.RunUntil(failed + minutes(5) - milliseconds(1));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   actions = w.RunUntil(failed + minutes(5));
-  ASSERT_EQ(OfKind(actions, Kind::kIncreasePool).size(), 1u);
+  ASSERT_EQ(OfKind<IncreasePool>(actions).size(), 1u);
   EXPECT_EQ(w.loop->GetStatus().last_scale_up->time, failed + minutes(5));
   EXPECT_EQ(w.target["gpu-spot"], 1);
 }
@@ -618,9 +645,9 @@ TEST(LoopScaleUpTest, GpuNodeWithoutAllocatableGpusIsUpcoming) {
   model::Node& n = w.AddNode("gpu-spot-a", "gpu-spot", /*count_in_target=*/false, w.now);
   n.allocatable.Set(model::InternResource("nvidia.com/gpu"), 0);
   std::vector<Action> actions = w.RunUntil(w.now + minutes(8));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty())
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty())
       << ::testing::PrintToString(Describe(actions));
-  EXPECT_TRUE(OfKind(actions, Kind::kDecreaseTarget).empty());
+  EXPECT_TRUE(OfKind<DecreaseTarget>(actions).empty());
   const PoolStatus& spot = w.PoolStat("gpu-spot");
   EXPECT_EQ(spot.registered, 1);
   EXPECT_EQ(spot.ready, 0);
@@ -630,7 +657,7 @@ TEST(LoopScaleUpTest, GpuNodeWithoutAllocatableGpusIsUpcoming) {
   // The driver finishes: the node is capacity now.
   n.allocatable.Set(model::InternResource("nvidia.com/gpu"), 1);
   actions = w.RunUntil(w.now + minutes(1));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   EXPECT_EQ(w.PoolStat("gpu-spot").ready, 1);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 0);
 }
@@ -650,14 +677,14 @@ TEST(LoopScaleUpTest, ReadyNodeStillCarryingNotReadyTaintIsUpcoming) {
   model::Node& n = w.AddNode("gpu-spot-a", "gpu-spot", /*count_in_target=*/false, w.now);
   n.taints.push_back({"node.kubernetes.io/not-ready", "", model::TaintEffect::kNoSchedule});
   std::vector<Action> actions = w.RunUntil(w.now + seconds(30));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty())
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty())
       << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.PoolStat("gpu-spot").ready, 0);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 1);
 
   n.taints.clear();
   actions = w.RunUntil(w.now + seconds(30));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   EXPECT_EQ(w.PoolStat("gpu-spot").ready, 1);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 0);
 }
@@ -675,7 +702,7 @@ TEST(LoopScaleUpTest, NodeNeverReadyWithinTimeoutBacksOffItsPool) {
   Time created = w.now;
   w.now += seconds(7);  // seen a little after its creation: periodic passes fall off the deadline
   std::vector<Action> waiting = w.RunUntil(created + minutes(15) - seconds(1));
-  EXPECT_TRUE(OfKind(waiting, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(waiting).empty());
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 1);
   EXPECT_EQ(w.PoolStat("gpu-spot").ready, 0);
 
@@ -684,7 +711,7 @@ TEST(LoopScaleUpTest, NodeNeverReadyWithinTimeoutBacksOffItsPool) {
   EXPECT_EQ(w.loop->NextWakeup(), created + minutes(15));
   w.now = created + minutes(15);
   std::vector<Action> actions = w.StepAndCarry();
-  auto ups = OfKind(actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(ups[0].pool, "gpu");
   EXPECT_TRUE(w.PoolStat("gpu-spot").backoff_until);
@@ -698,12 +725,12 @@ TEST(LoopScaleUpTest, NotTriggerScaleUpOncePerReason) {
   w.Start();
   w.AddPod("huge", {{"cpu", "1"}, {"nvidia.com/gpu", "8"}});
   std::vector<Action> actions = w.RunUntil(w.now + minutes(2));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   int events = 0;
-  for (const Action& a : actions)
-    if (a.kind == Kind::kEvent && a.reason == "NotTriggerScaleUp") ++events;
+  for (const Event& e : OfKind<Event>(actions))
+    if (e.reason == EventReason::kNotTriggerScaleUp) ++events;
   EXPECT_EQ(events, 1) << ::testing::PrintToString(Describe(actions));
-  const Action* ev = FindEvent(actions, "NotTriggerScaleUp", "default/huge");
+  const Event* ev = FindEvent(actions, "NotTriggerScaleUp", "default/huge");
   ASSERT_NE(ev, nullptr);
   EXPECT_THAT(ev->message, HasSubstr("pod didn't trigger scale-up: gpu: "));
   EXPECT_THAT(ev->message, HasSubstr("; gpu-spot: "));
@@ -750,7 +777,7 @@ TEST(LoopScaleDownTest, UnneededTaintEvictDelete) {
   w.Start();
   Time t0 = w.now;
   std::vector<Action> early = w.RunUntil(t0 + minutes(10) - seconds(1));
-  EXPECT_TRUE(OfKind(early, Kind::kTaintNode).empty()) << ::testing::PrintToString(Describe(early));
+  EXPECT_TRUE(OfKind<TaintNode>(early).empty()) << ::testing::PrintToString(Describe(early));
   Status s = w.loop->GetStatus();
   ASSERT_EQ(s.unneeded.size(), 1u);
   EXPECT_EQ(s.unneeded[0].node, "n1");
@@ -758,17 +785,17 @@ TEST(LoopScaleDownTest, UnneededTaintEvictDelete) {
 
   w.now = t0 + minutes(10);
   std::vector<Action> a1 = w.Step();
-  auto taints = OfKind(a1, Kind::kTaintNode);
+  auto taints = OfKind<TaintNode>(a1);
   ASSERT_EQ(taints.size(), 1u) << ::testing::PrintToString(Describe(a1));
   EXPECT_EQ(taints[0].node, "n1");
   EXPECT_NE(FindEvent(a1, "ScaleDown", "n1"), nullptr);
-  EXPECT_TRUE(OfKind(a1, Kind::kEvictPods).empty());  // not before the taint is confirmed
+  EXPECT_TRUE(OfKind<EvictPods>(a1).empty());  // not before the taint is confirmed
   w.Carry(a1);
   EXPECT_EQ(w.loop->NextWakeup(), w.now);
 
   w.keep_evicted_pods = true;  // the pod takes a while to terminate
   std::vector<Action> a2 = w.StepAndCarry();
-  auto evicts = OfKind(a2, Kind::kEvictPods);
+  auto evicts = OfKind<EvictPods>(a2);
   ASSERT_EQ(evicts.size(), 1u) << ::testing::PrintToString(Describe(a2));
   EXPECT_EQ(evicts[0].node, "n1");
   EXPECT_THAT(evicts[0].pods, ::testing::ElementsAre("default/small"));
@@ -777,20 +804,20 @@ TEST(LoopScaleDownTest, UnneededTaintEvictDelete) {
   // Evicted, but still on the node: no deletion yet.
   w.now += seconds(5);
   std::vector<Action> a3 = w.StepAndCarry();
-  EXPECT_TRUE(OfKind(a3, Kind::kDeleteNode).empty());
-  EXPECT_TRUE(OfKind(a3, Kind::kEvictPods).empty());
+  EXPECT_TRUE(OfKind<DeleteNode>(a3).empty());
+  EXPECT_TRUE(OfKind<EvictPods>(a3).empty());
 
   w.pods.erase("small");
   w.now += seconds(5);
   std::vector<Action> a4 = w.Step();
-  auto deletes = OfKind(a4, Kind::kDeleteNode);
+  auto deletes = OfKind<DeleteNode>(a4);
   ASSERT_EQ(deletes.size(), 1u) << ::testing::PrintToString(Describe(a4));
   EXPECT_EQ(deletes[0].node, "n1");
   EXPECT_EQ(deletes[0].pool, "cpu");
   w.Carry(a4);
 
   std::vector<Action> a5 = w.Step();
-  const Action* removed = FindEvent(a5, "ScaleDown", "n1");
+  const Event* removed = FindEvent(a5, "ScaleDown", "n1");
   ASSERT_NE(removed, nullptr);
   EXPECT_THAT(removed->message, HasSubstr("node removed"));
   s = w.loop->GetStatus();
@@ -808,8 +835,8 @@ TEST(LoopScaleDownTest, EmptyNodeSkipsEviction) {
   w.pods.erase("small");
   w.Start();
   std::vector<Action> actions = w.RunUntil(w.now + minutes(10));
-  EXPECT_TRUE(OfKind(actions, Kind::kEvictPods).empty());
-  auto deletes = OfKind(actions, Kind::kDeleteNode);
+  EXPECT_TRUE(OfKind<EvictPods>(actions).empty());
+  auto deletes = OfKind<DeleteNode>(actions);
   ASSERT_EQ(deletes.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(deletes[0].node, "n1");
   EXPECT_FALSE(w.nodes.contains("n1"));
@@ -825,21 +852,21 @@ TEST(LoopScaleDownTest, EvictionThrottledUntilMaxPodEvictionTimeRollsBack) {
                                          "Cannot evict pod as it would violate the pod's "
                                          "disruption budget."));
   std::vector<Action> actions = w.RunUntil(w.now + minutes(10));
-  ASSERT_EQ(OfKind(actions, Kind::kEvictPods).size(), 1u)
+  ASSERT_EQ(OfKind<EvictPods>(actions).size(), 1u)
       << ::testing::PrintToString(Describe(actions));
   Time drain_started = w.now;
 
   actions = w.RunUntil(drain_started + minutes(2) - milliseconds(1));
-  EXPECT_GE(OfKind(actions, Kind::kEvictPods).size(), 3u);  // retried with backoff
-  EXPECT_LE(OfKind(actions, Kind::kEvictPods).size(), 10u);
-  EXPECT_TRUE(OfKind(actions, Kind::kUntaintNode).empty());
-  EXPECT_TRUE(OfKind(actions, Kind::kDeleteNode).empty());
+  EXPECT_GE(OfKind<EvictPods>(actions).size(), 3u);  // retried with backoff
+  EXPECT_LE(OfKind<EvictPods>(actions).size(), 10u);
+  EXPECT_TRUE(OfKind<UntaintNode>(actions).empty());
+  EXPECT_TRUE(OfKind<DeleteNode>(actions).empty());
 
   actions = w.RunUntil(drain_started + minutes(2));
-  auto untaints = OfKind(actions, Kind::kUntaintNode);
+  auto untaints = OfKind<UntaintNode>(actions);
   ASSERT_EQ(untaints.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(untaints[0].node, "n1");
-  const Action* failed = FindEvent(actions, "ScaleDownFailed", "n1");
+  const Event* failed = FindEvent(actions, "ScaleDownFailed", "n1");
   ASSERT_NE(failed, nullptr);
   EXPECT_TRUE(failed->warning);
   EXPECT_THAT(failed->message, HasSubstr("default/small"));
@@ -851,13 +878,13 @@ TEST(LoopScaleDownTest, EvictionThrottledUntilMaxPodEvictionTimeRollsBack) {
   // It rests for the cooldown: no new attempt, even though it is unneeded all along.
   Time rolled_back = w.now;
   actions = w.RunUntil(rolled_back + minutes(30) - seconds(1));
-  EXPECT_TRUE(OfKind(actions, Kind::kTaintNode).empty())
+  EXPECT_TRUE(OfKind<TaintNode>(actions).empty())
       << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.loop->GetStatus().unneeded.size(), 1u);
   w.evict_result = {};
   actions = w.RunUntil(rolled_back + minutes(30) + seconds(10));
-  EXPECT_EQ(OfKind(actions, Kind::kTaintNode).size(), 1u);
-  EXPECT_EQ(OfKind(actions, Kind::kDeleteNode).size(), 1u);
+  EXPECT_EQ(OfKind<TaintNode>(actions).size(), 1u);
+  EXPECT_EQ(OfKind<DeleteNode>(actions).size(), 1u);
 }
 
 TEST(LoopScaleDownTest, FailedDeletionRollsBack) {
@@ -867,12 +894,12 @@ TEST(LoopScaleDownTest, FailedDeletionRollsBack) {
   w.delete_error = Error(Error::Code::kUnavailable, "ARM said 503");
   w.Start();
   std::vector<Action> actions = w.RunUntil(w.now + minutes(10));
-  ASSERT_EQ(OfKind(actions, Kind::kDeleteNode).size(), 1u)
+  ASSERT_EQ(OfKind<DeleteNode>(actions).size(), 1u)
       << ::testing::PrintToString(Describe(actions));
-  auto untaints = OfKind(actions, Kind::kUntaintNode);
+  auto untaints = OfKind<UntaintNode>(actions);
   ASSERT_EQ(untaints.size(), 1u);
   EXPECT_EQ(untaints[0].node, "n1");
-  const Action* failed = FindEvent(actions, "ScaleDownFailed", "n1");
+  const Event* failed = FindEvent(actions, "ScaleDownFailed", "n1");
   ASSERT_NE(failed, nullptr);
   EXPECT_THAT(failed->message, HasSubstr("503"));
   EXPECT_TRUE(w.nodes.at("n1").taints.empty());
@@ -888,7 +915,7 @@ TEST(LoopScaleDownTest, TaintNeverConfirmedRollsBackWithoutEvicting) {
   w.RunUntil(w.now + minutes(10) - seconds(1));
   w.now += seconds(1);
   std::vector<Action> actions = w.Step();  // the driver loses the taint request
-  ASSERT_EQ(OfKind(actions, Kind::kTaintNode).size(), 1u);
+  ASSERT_EQ(OfKind<TaintNode>(actions).size(), 1u);
   Time tainted = w.now;
   std::vector<Action> later;
   while (w.loop->NextWakeup() < tainted + minutes(2)) {
@@ -896,14 +923,14 @@ TEST(LoopScaleDownTest, TaintNeverConfirmedRollsBackWithoutEvicting) {
     std::vector<Action> a = w.Step();
     later.insert(later.end(), a.begin(), a.end());
   }
-  EXPECT_TRUE(OfKind(later, Kind::kEvictPods).empty()) << ::testing::PrintToString(Describe(later));
-  EXPECT_TRUE(OfKind(later, Kind::kUntaintNode).empty());
+  EXPECT_TRUE(OfKind<EvictPods>(later).empty()) << ::testing::PrintToString(Describe(later));
+  EXPECT_TRUE(OfKind<UntaintNode>(later).empty());
   w.now = tainted + minutes(2);
   actions = w.Step();
-  EXPECT_EQ(OfKind(actions, Kind::kUntaintNode).size(), 1u)
+  EXPECT_EQ(OfKind<UntaintNode>(actions).size(), 1u)
       << ::testing::PrintToString(Describe(actions));
   EXPECT_NE(FindEvent(actions, "ScaleDownFailed", "n1"), nullptr);
-  EXPECT_TRUE(OfKind(actions, Kind::kEvictPods).empty());
+  EXPECT_TRUE(OfKind<EvictPods>(actions).empty());
 }
 
 TEST(LoopScaleDownTest, NodeNeededAgainBeforeUnneededTimeIsKept) {
@@ -920,14 +947,14 @@ TEST(LoopScaleDownTest, NodeNeededAgainBeforeUnneededTimeIsKept) {
   w.pods.erase("burst");
 
   std::vector<Action> actions = w.RunUntil(t0 + minutes(16) - seconds(1));
-  EXPECT_TRUE(OfKind(actions, Kind::kTaintNode).empty())
+  EXPECT_TRUE(OfKind<TaintNode>(actions).empty())
       << ::testing::PrintToString(Describe(actions));
   Status s = w.loop->GetStatus();
   ASSERT_EQ(s.unneeded.size(), 1u);
   EXPECT_GT(s.unneeded[0].since, t0 + minutes(6));
 
   actions = w.RunUntil(t0 + minutes(16) + seconds(10));
-  EXPECT_EQ(OfKind(actions, Kind::kTaintNode).size(), 1u);
+  EXPECT_EQ(OfKind<TaintNode>(actions).size(), 1u);
 }
 
 TEST(LoopScaleDownTest, NoRemovalInAPoolThatIsScalingUp) {
@@ -937,7 +964,7 @@ TEST(LoopScaleDownTest, NoRemovalInAPoolThatIsScalingUp) {
   w.target["cpu"] = 3;  // one node requested and not registered
   w.Start();
   std::vector<Action> actions = w.RunUntil(w.now + minutes(12));
-  EXPECT_TRUE(OfKind(actions, Kind::kTaintNode).empty())
+  EXPECT_TRUE(OfKind<TaintNode>(actions).empty())
       << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.PoolStat("cpu").upcoming, 1);
 }
@@ -949,15 +976,15 @@ TEST(LoopScaleDownTest, MarksAndUnmarksDeletionCandidatesWhenEnabled) {
   options.mark_deletion_candidates = true;
   w.Start(options);
   std::vector<Action> actions = w.StepAndCarry();
-  auto marks = OfKind(actions, Kind::kMarkCandidate);
+  auto marks = OfKind<MarkCandidate>(actions);
   ASSERT_EQ(marks.size(), 1u);
   EXPECT_EQ(marks[0].node, "n1");
   actions = w.RunUntil(w.now + seconds(30));
-  EXPECT_TRUE(OfKind(actions, Kind::kMarkCandidate).empty());  // once
+  EXPECT_TRUE(OfKind<MarkCandidate>(actions).empty());  // once
 
   w.AddPod("burst", {{"cpu", "2500m"}, {"memory", "1Gi"}}, "n1");
   actions = w.RunUntil(w.now + seconds(10));
-  auto unmarks = OfKind(actions, Kind::kUnmarkCandidate);
+  auto unmarks = OfKind<UnmarkCandidate>(actions);
   ASSERT_EQ(unmarks.size(), 1u);
   EXPECT_EQ(unmarks[0].node, "n1");
 }
@@ -974,12 +1001,12 @@ TEST(LoopRestartTest, TaintedNodeThatIsNoLongerRemovableIsUntainted) {
       {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
   w.Start();
   std::vector<Action> actions = w.Step();
-  auto untaints = OfKind(actions, Kind::kUntaintNode);
+  auto untaints = OfKind<UntaintNode>(actions);
   ASSERT_EQ(untaints.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(untaints[0].node, "n1");
   EXPECT_THAT(untaints[0].reason, HasSubstr("default/small"));
-  EXPECT_TRUE(OfKind(actions, Kind::kEvictPods).empty());
-  EXPECT_TRUE(OfKind(actions, Kind::kDeleteNode).empty());
+  EXPECT_TRUE(OfKind<EvictPods>(actions).empty());
+  EXPECT_TRUE(OfKind<DeleteNode>(actions).empty());
 }
 
 TEST(LoopRestartTest, TaintedRemovableNodeResumesItsDrain) {
@@ -989,12 +1016,12 @@ TEST(LoopRestartTest, TaintedRemovableNodeResumesItsDrain) {
       {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
   w.Start();
   std::vector<Action> actions = w.StepAndCarry();
-  EXPECT_TRUE(OfKind(actions, Kind::kUntaintNode).empty());
-  auto evicts = OfKind(actions, Kind::kEvictPods);
+  EXPECT_TRUE(OfKind<UntaintNode>(actions).empty());
+  auto evicts = OfKind<EvictPods>(actions);
   ASSERT_EQ(evicts.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_THAT(evicts[0].pods, ::testing::ElementsAre("default/small"));
   actions = w.StepAndCarry();
-  EXPECT_EQ(OfKind(actions, Kind::kDeleteNode).size(), 1u);
+  EXPECT_EQ(OfKind<DeleteNode>(actions).size(), 1u);
 }
 
 TEST(LoopRestartTest, TaintedEmptyNodeIsDeleted) {
@@ -1005,10 +1032,10 @@ TEST(LoopRestartTest, TaintedEmptyNodeIsDeleted) {
       {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
   w.Start();
   std::vector<Action> actions = w.Step();
-  auto deletes = OfKind(actions, Kind::kDeleteNode);
+  auto deletes = OfKind<DeleteNode>(actions);
   ASSERT_EQ(deletes.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(deletes[0].node, "n1");
-  EXPECT_TRUE(OfKind(actions, Kind::kUntaintNode).empty());
+  EXPECT_TRUE(OfKind<UntaintNode>(actions).empty());
 }
 
 TEST(LoopRestartTest, UpcomingRebuiltFromTargetNoDuplicateScaleUp) {
@@ -1019,13 +1046,13 @@ TEST(LoopRestartTest, UpcomingRebuiltFromTargetNoDuplicateScaleUp) {
   w.AddGpuPod("p2");
   w.Start();
   std::vector<Action> actions = w.RunUntil(w.now + minutes(3));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty())
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty())
       << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 2);
   // Requested "now" at the restart: they still time out eventually.
   actions = w.RunUntil(w.now + minutes(13));
-  EXPECT_EQ(OfKind(actions, Kind::kDecreaseTarget).size(), 1u);
-  EXPECT_EQ(OfKind(actions, Kind::kIncreasePool).size(), 1u);
+  EXPECT_EQ(OfKind<DecreaseTarget>(actions).size(), 1u);
+  EXPECT_EQ(OfKind<IncreasePool>(actions).size(), 1u);
 }
 
 // The planner places pending pods on existing and upcoming nodes first-fit in its own pod order
@@ -1090,11 +1117,14 @@ TEST(LoopStatusTest, FormatStatusNamesPoolsAndBackoff) {
 // Placeholders live only inside the loop: no action ever names one.
 void ExpectNoPlaceholderLeaks(const std::vector<Action>& actions) {
   for (const Action& a : actions) {
-    for (const std::string& pod : a.pods) {
+    std::vector<std::string> pods;
+    if (const auto* up = std::get_if<IncreasePool>(&a)) pods = up->pods;
+    if (const auto* evict = std::get_if<EvictPods>(&a)) pods = evict->pods;
+    for (const std::string& pod : pods) {
       EXPECT_THAT(pod, ::testing::Not(HasSubstr("tidepool-warm/"))) << DescribeAction(a);
     }
-    if (a.kind == Kind::kEvent) {
-      EXPECT_THAT(a.object, ::testing::Not(HasSubstr("warm-"))) << DescribeAction(a);
+    if (const auto* e = std::get_if<Event>(&a)) {
+      EXPECT_THAT(e->object, ::testing::Not(HasSubstr("warm-"))) << DescribeAction(a);
     }
   }
 }
@@ -1113,10 +1143,8 @@ struct WarmWorld : World {
   std::vector<Action> Tick() {
     Deliver();
     std::vector<Action> actions = StepAndCarry();
-    for (const Action& a : actions) {
-      if (a.kind == Kind::kIncreasePool) {
-        for (int i = 0; i < a.count; ++i) arrivals.push_back({now + boot_delay, a.pool});
-      }
+    for (const IncreasePool& a : OfKind<IncreasePool>(actions)) {
+      for (int i = 0; i < a.count; ++i) arrivals.push_back({now + boot_delay, a.pool});
     }
     Bind();
     return actions;
@@ -1180,23 +1208,23 @@ TEST(LoopWarmTest, SpareNodesComeFromZeroAndAreNeverScaledDown) {
   w.AddGpuPool().warm.spare_nodes = 2;
   w.Start();
   std::vector<Action> first = w.Tick();
-  auto ups = OfKind(first, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(first);
   ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(first));
   EXPECT_EQ(ups[0].pool, "gpu");
   EXPECT_EQ(ups[0].count, 2);
   EXPECT_TRUE(ups[0].pods.empty());
   EXPECT_EQ(ups[0].reason, "warm: spareNodes 2");
-  const Action* ev = FindEvent(first, "WarmScaleUp", "");
+  const Event* ev = FindEvent(first, "WarmScaleUp", "");
   ASSERT_NE(ev, nullptr);
-  EXPECT_EQ(ev->object_kind, "ConfigMap");
+  EXPECT_EQ(ev->object_kind, EventObject::kStatus);
   EXPECT_THAT(ev->message, HasSubstr("warm: spareNodes 2"));
   EXPECT_EQ(w.loop->GetStatus().pending_pods, 0);
 
   // Hours idle: never unneeded, never more nodes.
   std::vector<Action> later = w.TickUntil(w.now + std::chrono::hours(3));
   EXPECT_EQ(w.NodesOf("gpu"), 2);
-  EXPECT_TRUE(OfKind(later, Kind::kIncreasePool).empty()) << ::testing::PrintToString(Describe(later));
-  EXPECT_TRUE(OfKind(later, Kind::kTaintNode).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(later).empty()) << ::testing::PrintToString(Describe(later));
+  EXPECT_TRUE(OfKind<TaintNode>(later).empty());
   Status s = w.loop->GetStatus();
   EXPECT_TRUE(s.unneeded.empty());
   ASSERT_EQ(s.kept.size(), 2u);
@@ -1206,7 +1234,7 @@ TEST(LoopWarmTest, SpareNodesComeFromZeroAndAreNeverScaledDown) {
   // A third idle node is beyond the spare: it goes, the two spare stay.
   w.AddNode("extra", "gpu", true, w.now - std::chrono::hours(1));
   std::vector<Action> after = w.TickUntil(w.now + minutes(30));
-  auto taints = OfKind(after, Kind::kTaintNode);
+  auto taints = OfKind<TaintNode>(after);
   ASSERT_EQ(taints.size(), 1u) << ::testing::PrintToString(Describe(after));
   EXPECT_EQ(w.NodesOf("gpu"), 2);
   ExpectNoPlaceholderLeaks(w.all);
@@ -1220,23 +1248,23 @@ TEST(LoopWarmTest, HeadroomIsRestoredAfterAPodConsumesIt) {
   w.Start();
   w.TickUntil(w.now + minutes(15));
   ASSERT_EQ(w.NodesOf("gpu"), 2);
-  ASSERT_EQ(OfKind(w.all, Kind::kIncreasePool).size(), 1u);
-  EXPECT_EQ(OfKind(w.all, Kind::kIncreasePool)[0].reason, "warm: headroom nvidia.com/gpu 2");
+  ASSERT_EQ(OfKind<IncreasePool>(w.all).size(), 1u);
+  EXPECT_EQ(OfKind<IncreasePool>(w.all)[0].reason, "warm: headroom nvidia.com/gpu 2");
 
   // A pod lands in the headroom at once; the loop adds a node to restore it.
   w.AddGpuPod("p1", /*tolerate_spot=*/false);
   w.Bind();
   ASSERT_FALSE(w.pods.at("p1").node_name.empty());
   std::vector<Action> actions = w.TickUntil(w.now + minutes(15));
-  auto ups = OfKind(actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(actions);
   ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(ups[0].count, 1);
   EXPECT_EQ(ups[0].reason, "warm: headroom nvidia.com/gpu 2");
   EXPECT_EQ(w.NodesOf("gpu"), 3);
   // Stable afterwards: no more nodes, none removed.
   std::vector<Action> later = w.TickUntil(w.now + std::chrono::hours(1));
-  EXPECT_TRUE(OfKind(later, Kind::kIncreasePool).empty());
-  EXPECT_TRUE(OfKind(later, Kind::kTaintNode).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(later).empty());
+  EXPECT_TRUE(OfKind<TaintNode>(later).empty());
   EXPECT_EQ(w.NodesOf("gpu"), 3);
 
   // The pod is pending before the binder sees it: its own scale-up is not doubled.
@@ -1258,8 +1286,8 @@ TEST(LoopWarmTest, PlaceholdersAreNeverEvictedNorPending) {
   w.AddPod("small", {{"cpu", "1"}, {"memory", "100Mi"}}, "n2");
   w.Start();
   std::vector<Action> actions = w.TickUntil(w.now + std::chrono::hours(1));
-  EXPECT_TRUE(OfKind(actions, Kind::kEvictPods).empty()) << ::testing::PrintToString(Describe(actions));
-  EXPECT_TRUE(OfKind(actions, Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<EvictPods>(actions).empty()) << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   EXPECT_EQ(w.loop->GetStatus().pending_pods, 0);
   EXPECT_TRUE(w.loop->GetStatus().unschedulable.empty());
   ExpectNoPlaceholderLeaks(w.all);
@@ -1291,10 +1319,8 @@ struct PeriodicBurst {
   }
   void Run(Time until) {
     while (w.now < until) {
-      for (const Action& a : w.Tick()) {
-        if (a.kind == Kind::kIncreasePool && a.reason.find("predicted burst") != std::string::npos) {
-          prewarm_at.push_back(w.now);
-        }
+      for (const IncreasePool& a : OfKind<IncreasePool>(w.Tick())) {
+        if (a.reason.find("predicted burst") != std::string::npos) prewarm_at.push_back(w.now);
       }
       for (const PoolStatus& p : w.loop->GetStatus().pools) {
         max_spend = std::max(max_spend, p.warm_spend_24h);
@@ -1340,14 +1366,14 @@ TEST(LoopWarmTest, ARestartKeepsTheLearnedProfileAndDecidesTheSame) {
   Time t = At("2026-01-08T08:50:00Z");
   std::vector<Action> old_actions = b.w.loop->Step(b.w.Observe(), t);
   std::vector<Action> new_actions = fresh.Step(b.w.Observe(), t);
-  auto ups = OfKind(new_actions, Kind::kIncreasePool);
+  auto ups = OfKind<IncreasePool>(new_actions);
   ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(new_actions));
   EXPECT_THAT(ups[0].reason, HasSubstr("predicted burst"));
-  EXPECT_EQ(Describe(OfKind(old_actions, Kind::kIncreasePool)), Describe(ups));
+  EXPECT_EQ(Describe(OfKind<IncreasePool>(old_actions)), Describe(ups));
 
   // Without the state a fresh loop knows nothing.
   Autoscaler blank(b.w.config);
-  EXPECT_TRUE(OfKind(blank.Step(b.w.Observe(), t), Kind::kIncreasePool).empty());
+  EXPECT_TRUE(OfKind<IncreasePool>(blank.Step(b.w.Observe(), t)).empty());
 }
 
 TEST(LoopWarmTest, BadWarmStateIsAnErrorAndChangesNothing) {

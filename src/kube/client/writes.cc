@@ -139,11 +139,6 @@ Result<bool> SetUnschedulable(ApiClient& client, const std::string& node, bool u
   return changed;
 }
 
-std::string TaintTimestamp(Time now) {
-  return fmt::format(
-      "{}", std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count());
-}
-
 Result<void> DeleteNode(ApiClient& client, const std::string& name, const std::string& uid) {
   auto result = client.Delete(NodePath(name), uid);
   if (!result && result.error().code() == Error::Code::kNotFound) return {};

@@ -53,8 +53,7 @@ Result<bool> AddTaint(ApiClient& client, const std::string& node, std::string_vi
 Result<bool> RemoveTaint(ApiClient& client, const std::string& node, std::string_view key);
 // Cordon (true) / uncordon (false) via spec.unschedulable. True when the node was changed.
 Result<bool> SetUnschedulable(ApiClient& client, const std::string& node, bool unschedulable);
-// The ToBeDeletedByClusterAutoscaler taint value for `now`: unix seconds, as CA writes it.
-std::string TaintTimestamp(Time now);
+using model::TaintTimestamp;  // the taint value, unix seconds (model/node.h)
 
 // Deletes the node only if its uid is still `uid` (empty: any), so a node re-created under the
 // same name is never removed by mistake (that is a kConflict). Already gone is ok.

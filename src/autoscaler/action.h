@@ -1,0 +1,119 @@
+// What the decision loop asks its driver to do: one typed struct per kind of action, joined in
+// a std::variant, so a driver reads facts from fields and enums and never parses a message.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "planner/decision.h"
+
+namespace tidepool::autoscaler {
+
+// Raise the pool's target by `count`. Report Autoscaler::OnIncreaseResult.
+struct IncreasePool {
+  std::string pool;
+  int count = 0;
+  std::vector<std::string> pods;  // the pending pods ("namespace/name") it is for
+  int warm = 0;                   // of `count`, nodes added for warm capacity (pools[].warm)
+  std::string reason;             // why, in words, for logs
+};
+
+// Lower the target by `count`, cancelling requested nodes that have not joined the cluster
+// (never a joined node). Report Autoscaler::OnDecreaseResult.
+struct DecreaseTarget {
+  std::string pool;
+  int count = 0;
+  std::string reason;
+};
+
+// The node actions name the node and its pool ("" when unmanaged).
+//
+// Add ToBeDeletedByClusterAutoscaler:NoSchedule. Report OnTaintResult; evictions wait until the
+// taint is confirmed (the result, or the taint seen in an observation).
+struct TaintNode {
+  std::string node;
+  std::string pool;
+  std::string reason;
+};
+
+// Remove ToBeDeletedByClusterAutoscaler (the loop never cordons).
+struct UntaintNode {
+  std::string node;
+  std::string pool;
+  std::string reason;
+};
+
+// Add (mark) or remove (unmark) DeletionCandidateOfClusterAutoscaler:PreferNoSchedule.
+struct MarkCandidate {
+  std::string node;
+  std::string pool;
+  std::string reason;
+};
+struct UnmarkCandidate {
+  std::string node;
+  std::string pool;
+  std::string reason;
+};
+
+// Evict each pod (policy/v1 Eviction) without waiting for it to go. Report OnEvictResult once
+// per pod.
+struct EvictPods {
+  std::string node;
+  std::string pool;
+  planner::RemovalKind kind = planner::RemovalKind::kEmpty;
+  std::vector<std::string> pods;
+  std::string reason;
+};
+
+// Delete the instance, lowering the pool's target by one (as NodeGroup.DeleteNodes does), then
+// the Node. Report OnDeleteResult.
+struct DeleteNode {
+  std::string node;
+  std::string pool;
+  planner::RemovalKind kind = planner::RemovalKind::kEmpty;
+  std::string reason;
+};
+
+// The Kubernetes Event reasons the loop records (the Cluster Autoscaler's, plus WarmScaleUp).
+enum class EventReason {
+  kTriggeredScaleUp,
+  kNotTriggerScaleUp,
+  kScaleDown,
+  kScaleDownFailed,
+  kWarmScaleUp,
+};
+std::string_view EventReasonName(EventReason reason);
+
+// What an Event is recorded on.
+enum class EventObject {
+  kPod,     // object: "namespace/name"
+  kNode,    // object: the node's name
+  kStatus,  // the tidepool-status ConfigMap; object: ""
+};
+std::string_view EventObjectKind(EventObject object);  // "Pod", "Node", "ConfigMap"
+
+struct Event {
+  EventObject object_kind = EventObject::kPod;
+  std::string object;
+  EventReason reason = EventReason::kScaleDown;
+  std::string message;
+  bool warning = false;  // event type Warning; Normal otherwise
+  std::string pool;      // the pool of the node or scale-up it is about; "" when none
+};
+
+// Actions of one Step come in the order they must be carried out. Results that matter are
+// reported back through the Autoscaler's On*Result methods; the others are fire-and-forget
+// (their failures show up in a later observation and the loop corrects them, e.g. a node left
+// tainted is untainted).
+using Action = std::variant<IncreasePool, DecreaseTarget, TaintNode, UntaintNode, MarkCandidate,
+                            UnmarkCandidate, EvictPods, DeleteNode, Event>;
+
+// The action's kind in one word ("IncreasePool", "Event", ...).
+std::string_view ActionName(const Action& action);
+// One line for logs, test failure messages and the simulator's decision digest, e.g.
+// "IncreasePool gpu-spot +2 for [ns/a, ns/b] (...)".
+std::string DescribeAction(const Action& action);
+
+}  // namespace tidepool::autoscaler

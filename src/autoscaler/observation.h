@@ -1,0 +1,49 @@
+// What the loop is given at each Step: the cluster as read at one moment and the provider's view
+// of every pool. Drivers (the controller, the simulator, `tidepool explain`) fill it in.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/daemonset.h"
+#include "model/node.h"
+#include "model/pdb.h"
+#include "model/pod.h"
+
+namespace tidepool::autoscaler {
+
+// What the provider says about one pool.
+struct PoolObservation {
+  std::string pool;
+  int target = 0;  // the provider's desired size
+  // Instances the provider has, including ones not joined yet. On a stockout only requested
+  // nodes beyond these (and beyond the joined Nodes) are cancelled; they may still join.
+  int registered = 0;
+  bool stockout = false;  // the provider says it has no capacity for this pool now
+  std::string stockout_reason;
+};
+
+// The cluster as read at one moment (informer cache or simulator state). All pointers are
+// borrowed and need only stay valid during the Step call; the loop keeps none of them.
+struct Observation {
+  std::vector<const model::Node*> nodes;
+  std::vector<const model::Pod*> pods;
+  std::vector<const model::PodDisruptionBudget*> pdbs;
+  std::vector<const model::DaemonSet*> daemon_sets;
+  // One per configured pool, from the provider. A configured pool missing here is taken to have
+  // exactly its registered nodes (nothing upcoming) and no stockout.
+  std::vector<PoolObservation> pools;
+  // The provider's node -> pool mapping, consulted when the labels name no pool
+  // (docs/annotations.md, "Which pool a node belongs to").
+  // Optional; returns "" for "not mine".
+  std::function<std::string(const model::Node&)> provider_pool_of;
+  // Optional change counter of the whole observation (an informer's resourceVersion high-water
+  // mark, the simulator's mutation counter). 0: unknown. A driver that sets it promises that two
+  // observations with the same nonzero version are identical in every field above, so the loop
+  // may skip planning that cannot decide anything new (LoopOptions::skip_unchanged).
+  uint64_t version = 0;
+};
+
+}  // namespace tidepool::autoscaler

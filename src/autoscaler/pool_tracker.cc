@@ -1,0 +1,390 @@
+#include "autoscaler/pool_tracker.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "autoscaler/backoff.h"
+
+namespace tidepool::autoscaler {
+
+PoolTracker::PoolTracker(const model::AutoscalerConfig& config, const LoopOptions& options)
+    : config_(config), options_(options) {
+  for (const model::Pool& p : config_.pools) pools_[p.name];
+}
+
+std::vector<PoolTracker::Arrival> PoolTracker::Observe(
+    StepContext& ctx, const std::function<bool(std::string_view)>& gone) {
+  Remember(ctx);
+  std::map<std::string_view, const PoolObservation*> reported;
+  for (const PoolObservation& p : ctx.obs.pools) reported.emplace(p.pool, &p);
+
+  std::map<std::string_view, int> previously_registered;
+  for (auto& [name, ps] : pools_) {
+    previously_registered[name] = ps.registered;
+    ps.registered = ps.ready = ps.starting = 0;
+  }
+  Classify(ctx, gone);
+
+  std::vector<Arrival> arrivals;
+  for (const model::Pool& pool : config_.pools) {
+    PoolState& ps = pools_[pool.name];
+    // A node of the pool joined: the provider delivers again.
+    if (ps.registered > previously_registered[pool.name]) {
+      ps.backoff_level = 0;
+      if (!ps.requests.empty() && ps.requests.front().requested_at <= ctx.now) {
+        arrivals.push_back({pool.name, ctx.now - ps.requests.front().requested_at});
+      }
+    }
+    auto it = reported.find(pool.name);
+    ReadProvider(pool, ps, it == reported.end() ? nullptr : it->second, ctx.now);
+  }
+  return arrivals;
+}
+
+void PoolTracker::Remember(StepContext& ctx) {
+  for (const auto& [name, node] : ctx.nodes) {
+    auto [it, inserted] = nodes_.try_emplace(std::string(name));
+    if (inserted) it->second.first_seen = ctx.now;
+  }
+}
+
+void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone) {
+  for (const auto& [name, pool] : ctx.pool_of) {
+    if (gone(name)) {
+      ctx.node_class[name] = NodeClass::kGone;
+      continue;
+    }
+    PoolState& ps = pools_[pool->name];
+    ++ps.registered;
+    const model::Node& node = *ctx.nodes.at(name);
+    NodeMemory& mem = nodes_.find(name)->second;
+    bool usable = node.ready && !HasStartupTaint(node) &&
+                  !(pool->template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0);
+    Time created = node.meta.creation_timestamp.value_or(mem.first_seen);
+    Time deadline = created + ProvisionTimeout(*pool);
+    if (usable) {
+      ++ps.ready;
+      ctx.node_class[name] = NodeClass::kReady;
+      mem.ever_usable = true;
+    } else if (ctx.now < deadline) {
+      ++ps.starting;
+      ctx.node_class[name] = NodeClass::kStarting;
+      if (!ctx.next_starting_deadline || deadline < *ctx.next_starting_deadline) {
+        ctx.next_starting_deadline = deadline;
+      }
+    } else {
+      ctx.node_class[name] = NodeClass::kUnusable;
+    }
+  }
+}
+
+void PoolTracker::ReadProvider(const model::Pool& pool, PoolState& ps,
+                               const PoolObservation* reported, Time now) {
+  if (reported != nullptr) {
+    ps.observed = true;
+    ps.observed_target = reported->target;
+    ps.provider_registered = reported->registered;
+    ps.stockout = reported->stockout;
+    ps.stockout_reason = reported->stockout_reason;
+  } else {
+    ps.observed = false;
+    ps.observed_target = ps.registered;
+    ps.provider_registered = ps.registered;
+    ps.stockout = false;
+    ps.stockout_reason.clear();
+  }
+  if (ps.expected_target) {
+    bool shows = ps.observed && ps.observed_target == *ps.expected_target;
+    bool lapsed = ps.unreported == 0 && now - ps.expected_touched >= options_.observe_grace;
+    bool abandoned = now - ps.expected_touched >= ProvisionTimeout(pool);
+    if (shows || lapsed || abandoned) {
+      ps.expected_target.reset();
+      ps.unreported = 0;
+    }
+  }
+  SyncRequests(ps, now);
+}
+
+void PoolTracker::SyncRequests(PoolState& ps, Time now) {
+  ps.not_registered = std::max(0, ps.target() - ps.registered);
+  int total = 0;
+  for (const ScaleUpRequest& r : ps.requests) total += r.remaining;
+  // Arrivals (or cancellations elsewhere) fill the oldest requests first.
+  for (int gone = total - ps.not_registered; gone > 0 && !ps.requests.empty();) {
+    int take = std::min(gone, ps.requests.front().remaining);
+    ps.requests.front().remaining -= take;
+    gone -= take;
+    if (ps.requests.front().remaining == 0) ps.requests.pop_front();
+  }
+  // Nodes the loop did not ask for in this life (a restart, someone else's increase): count
+  // them as requested now, the conservative choice for the timeout.
+  if (total < ps.not_registered) ps.requests.push_back({ps.not_registered - total, now});
+}
+
+void PoolTracker::DropNewestRequests(PoolState& ps, int count) {
+  for (int left = count; left > 0 && !ps.requests.empty();) {
+    int take = std::min(left, ps.requests.back().remaining);
+    ps.requests.back().remaining -= take;
+    left -= take;
+    if (ps.requests.back().remaining == 0) ps.requests.pop_back();
+  }
+}
+
+bool PoolTracker::HandleFailures(StepContext& ctx) {
+  bool replan = false;
+  for (const model::Pool& pool : config_.pools) {
+    PoolState& ps = pools_[pool.name];
+    if (ps.stockout && !InBackoff(ps, ctx.now)) {
+      HandleStockout(ctx, pool, ps, replan);
+    } else if (HandleTimeout(ctx, pool, ps)) {
+      replan = true;
+    }
+  }
+  if (HandleBrokenNodes(ctx)) replan = true;
+  return replan;
+}
+
+void PoolTracker::HandleStockout(StepContext& ctx, const model::Pool& pool, PoolState& ps,
+                                 bool& replan) {
+  const Time now = ctx.now;
+  Backoff(ps,
+          ps.stockout_reason.empty()
+              ? std::string("the provider reports no capacity")
+              : fmt::format("the provider reports no capacity: {}", ps.stockout_reason),
+          now);
+  // A provider that removed the failed machines itself shows a target below the one the loop
+  // expects: those requests are gone already. Cancelling them again would take machines that
+  // are still coming (the good half of a partly failed scale-up).
+  if (ps.observed && ps.expected_target && ps.unreported == 0 &&
+      ps.observed_target < *ps.expected_target) {
+    DropNewestRequests(ps, *ps.expected_target - ps.observed_target);
+    ps.expected_target.reset();
+    SyncRequests(ps, now);
+    replan = true;
+  }
+  int cancel = ps.target() - std::max(ps.registered, ps.provider_registered);
+  if (cancel > 0) {
+    ctx.actions.push_back(DecreaseTarget{
+        pool.name, cancel,
+        fmt::format("cancel {} requested node(s): the provider reports no capacity", cancel)});
+    ExpectTargetChange(ps, -cancel, now);
+    replan = true;
+  }
+  // The cancelled nodes were the newest asked for; instances the provider has keep their
+  // request time (and their timeout).
+  DropNewestRequests(ps, cancel);
+  SyncRequests(ps, now);
+}
+
+bool PoolTracker::HandleTimeout(StepContext& ctx, const model::Pool& pool, PoolState& ps) {
+  const Duration timeout = ProvisionTimeout(pool);
+  if (ps.requests.empty() || ps.not_registered <= 0 ||
+      ctx.now < ps.requests.front().requested_at + timeout) {
+    return false;
+  }
+  int cancel = ps.not_registered;
+  std::string why =
+      fmt::format("{} node(s) requested at {} did not register within {}", cancel,
+                  FormatRfc3339(ps.requests.front().requested_at), FormatDuration(timeout));
+  Backoff(ps, why, ctx.now);
+  ctx.actions.push_back(DecreaseTarget{pool.name, cancel, fmt::format("cancel: {}", why)});
+  ExpectTargetChange(ps, -cancel, ctx.now);
+  ps.requests.clear();
+  SyncRequests(ps, ctx.now);
+  return true;
+}
+
+// A node the loop saw being provisioned that never became usable: its pool does not deliver.
+// (A node that was already old when first seen, or was usable before, blames no pool.)
+bool PoolTracker::HandleBrokenNodes(StepContext& ctx) {
+  bool replan = false;
+  for (const auto& [name, cls] : ctx.node_class) {
+    if (cls != NodeClass::kUnusable) continue;
+    NodeMemory& mem = nodes_.find(name)->second;
+    if (mem.ever_usable || mem.broken_reported) continue;
+    mem.broken_reported = true;
+    const model::Node& node = *ctx.nodes.at(name);
+    const model::Pool& pool = *ctx.pool_of.at(name);
+    Duration timeout = ProvisionTimeout(pool);
+    if (node.meta.creation_timestamp && *node.meta.creation_timestamp + timeout <= mem.first_seen) {
+      continue;
+    }
+    Backoff(pools_[pool.name],
+            fmt::format("node {} not usable (Ready with its GPUs) within {} of its creation", name,
+                        FormatDuration(timeout)),
+            ctx.now);
+    replan = true;
+  }
+  return replan;
+}
+
+void PoolTracker::Backoff(PoolState& ps, std::string reason, Time now) {
+  if (InBackoff(ps, now)) return;  // one failure, one backoff
+  ps.backoff_until = now + DoublingDelay(config_.scale_up.backoff_initial,
+                                         config_.scale_up.backoff_max, ps.backoff_level);
+  ps.backoff_reason = std::move(reason);
+  ++ps.backoff_level;
+}
+
+void PoolTracker::ExpectTargetChange(PoolState& ps, int delta, Time now) {
+  ps.expected_target = std::max(0, ps.target() + delta);
+  ++ps.unreported;
+  ps.expected_touched = now;
+}
+
+void PoolTracker::RecordIncrease(const std::string& pool, int count, Time now) {
+  PoolState& ps = pools_[pool];
+  ExpectTargetChange(ps, count, now);
+  ps.requests.push_back({count, now});
+  ps.not_registered += count;
+}
+
+void PoolTracker::RecordDeletion(const std::string& pool, Time now) {
+  auto ps = pools_.find(pool);
+  if (ps == pools_.end()) return;
+  ExpectTargetChange(ps->second, -1, now);
+  --ps->second.registered;
+  SyncRequests(ps->second, now);
+}
+
+bool PoolTracker::OnIncreaseResult(const std::string& pool, int count, const Result<void>& result,
+                                   Time now) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return false;
+  PoolState& ps = it->second;
+  ps.unreported = std::max(0, ps.unreported - 1);
+  ps.expected_touched = now;
+  if (result) return false;
+  if (ps.expected_target) *ps.expected_target = std::max(0, *ps.expected_target - count);
+  DropNewestRequests(ps, count);  // these nodes will not come
+  ps.not_registered = std::max(0, ps.target() - ps.registered);
+  Backoff(ps, fmt::format("increasing the pool by {} failed: {}", count, result.error().message()),
+          now);
+  return true;
+}
+
+void PoolTracker::OnDecreaseResult(const std::string& pool, int count, const Result<void>& result,
+                                   Time now) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  PoolState& ps = it->second;
+  ps.unreported = std::max(0, ps.unreported - 1);
+  ps.expected_touched = now;
+  if (result) return;
+  if (ps.expected_target) *ps.expected_target += count;
+  ps.not_registered = std::max(0, ps.target() - ps.registered);
+}
+
+void PoolTracker::OnDeleteReported(const std::string& pool, bool ok, Time now) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return;
+  PoolState& ps = it->second;
+  ps.unreported = std::max(0, ps.unreported - 1);
+  ps.expected_touched = now;
+  if (!ok && ps.expected_target) ++*ps.expected_target;
+}
+
+int PoolTracker::Upcoming(std::string_view pool) const {
+  auto it = pools_.find(pool);
+  return it == pools_.end() ? 0 : it->second.upcoming();
+}
+
+int PoolTracker::Target(std::string_view pool) const {
+  auto it = pools_.find(pool);
+  return it == pools_.end() ? 0 : it->second.target();
+}
+
+bool PoolTracker::InBackoff(std::string_view pool, Time now) const {
+  auto it = pools_.find(pool);
+  return it != pools_.end() && InBackoff(it->second, now);
+}
+
+void PoolTracker::FillPlannerInput(planner::PlannerInput& in, Time now, bool backoffs) const {
+  for (const auto& [name, ps] : pools_) {
+    if (ps.upcoming() > 0) in.upcoming[name] = ps.upcoming();
+    if (backoffs && InBackoff(ps, now)) in.backoff_until[name] = *ps.backoff_until;
+  }
+}
+
+bool PoolTracker::BackoffEndedSince(Time now, const std::optional<Time>& last_planned) const {
+  for (const auto& [name, ps] : pools_) {
+    if (ps.backoff_until && *ps.backoff_until <= now &&
+        (!last_planned || *ps.backoff_until > *last_planned)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void PoolTracker::Cleanup(const StepContext& ctx) {
+  std::erase_if(nodes_, [&](const auto& e) { return !ctx.nodes.contains(e.first); });
+}
+
+void PoolTracker::AddDigest(Digest& d) const {
+  for (const auto& [name, ps] : pools_) {
+    d.Add(name);
+    for (int v :
+         {int{ps.observed}, ps.observed_target, ps.provider_registered, int{ps.stockout},
+          ps.expected_target.value_or(-1), int{ps.expected_target.has_value()}, ps.unreported,
+          ps.backoff_level, ps.registered, ps.ready, ps.starting, ps.not_registered}) {
+      d.AddInt(v);
+    }
+    d.Add(ps.stockout_reason);
+    d.Add(ps.expected_touched);
+    for (const ScaleUpRequest& r : ps.requests) {
+      d.AddInt(r.remaining);
+      d.Add(r.requested_at);
+    }
+    d.Add(ps.backoff_until);
+    d.Add(ps.backoff_reason);
+  }
+  d.Add(nodes_.size());
+  for (const auto& [name, mem] : nodes_) {
+    d.Add(name);
+    d.Add(mem.first_seen);
+    d.Add(uint64_t{mem.ever_usable} * 2 + uint64_t{mem.broken_reported});
+  }
+}
+
+void PoolTracker::AddTimers(Timers& t, bool pods_pending) const {
+  for (const model::Pool& pool : config_.pools) {
+    const PoolState& ps = pools_.at(pool.name);
+    if (!ps.requests.empty()) t.Wake(ps.requests.front().requested_at + ProvisionTimeout(pool));
+    if (ps.backoff_until) {
+      if (pods_pending && InBackoff(ps, t.now())) {
+        t.Wake(*ps.backoff_until);
+      } else {
+        t.Decide(*ps.backoff_until);
+      }
+    }
+    if (ps.expected_target) {
+      if (ps.unreported == 0) {
+        t.Wake(ps.expected_touched + options_.observe_grace);
+      } else {
+        t.Decide(ps.expected_touched + options_.observe_grace);
+      }
+      t.Decide(ps.expected_touched + ProvisionTimeout(pool));
+    }
+  }
+}
+
+PoolStatus PoolTracker::Status(const model::Pool& pool, Time now) const {
+  const PoolState& ps = pools_.at(pool.name);
+  PoolStatus p;
+  p.name = pool.name;
+  p.min = pool.min;
+  p.max = pool.max;
+  p.target = ps.target();
+  p.registered = ps.registered;
+  p.ready = ps.ready;
+  p.upcoming = ps.upcoming();
+  if (InBackoff(ps, now)) {
+    p.backoff_until = ps.backoff_until;
+    p.backoff_reason = ps.backoff_reason;
+  }
+  p.stockout = ps.stockout;
+  return p;
+}
+
+}  // namespace tidepool::autoscaler

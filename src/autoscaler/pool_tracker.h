@@ -1,0 +1,98 @@
+// The pools as the loop tracks them between Steps: targets it asked for and the provider's
+// view, nodes requested and not registered yet, provision timeouts, backoff and stockouts.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autoscaler/options.h"
+#include "autoscaler/state.h"
+#include "autoscaler/status.h"
+#include "autoscaler/step_context.h"
+#include "autoscaler/timers.h"
+#include "base/error.h"
+#include "model/pool.h"
+#include "planner/cluster.h"
+
+namespace tidepool::autoscaler {
+
+// Owns every configured pool's PoolState and the memory of each node seen (first seen, ever
+// usable). Upcoming nodes per pool are target - registered plus registered nodes still starting;
+// the target counted is the provider's, or the one the loop asked for until the provider shows
+// it (LoopOptions::observe_grace). Failures (a stockout, requested nodes not registered within
+// the provision timeout, a node never usable) put the pool in backoff, doubling from
+// scaleUp.backoff.initial to .max, reset when a node of the pool registers.
+class PoolTracker {
+ public:
+  PoolTracker(const model::AutoscalerConfig& config, const LoopOptions& options);
+
+  // A node of `pool` joined while requests were open: the oldest one took `took`.
+  struct Arrival {
+    std::string pool;
+    Duration took{};
+  };
+  // Reads the provider's view and classifies the managed nodes of `ctx` (node_class,
+  // next_starting_deadline); `gone` says which nodes the loop is deleting or deleted.
+  std::vector<Arrival> Observe(StepContext& ctx, const std::function<bool(std::string_view)>& gone);
+  // Backs off the pools that failed and cancels their requested nodes that have not come
+  // (DecreaseTarget actions). True when pending pods must be re-planned at once.
+  bool HandleFailures(StepContext& ctx);
+
+  // The loop asked for `count` more nodes of `pool`.
+  void RecordIncrease(const std::string& pool, int count, Time now);
+  // The loop is deleting one registered node of `pool`.
+  void RecordDeletion(const std::string& pool, Time now);
+  // Results. OnIncreaseResult returns true when the pool failed (pods must be re-planned).
+  bool OnIncreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
+  void OnDecreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
+  void OnDeleteReported(const std::string& pool, bool ok, Time now);
+
+  int Upcoming(std::string_view pool) const;
+  int Target(std::string_view pool) const;
+  bool InBackoff(std::string_view pool, Time now) const;
+  // Upcoming nodes (and with `backoffs`, the pools in backoff) for the planner.
+  void FillPlannerInput(planner::PlannerInput& in, Time now, bool backoffs) const;
+  // A backoff ran out since `last_planned`: its pool may take waiting pods now.
+  bool BackoffEndedSince(Time now, const std::optional<Time>& last_planned) const;
+  Duration ProvisionTimeout(const model::Pool& pool) const {
+    return pool.provision_timeout.value_or(config_.scale_up.provision_timeout);
+  }
+
+  // Forgets nodes no longer observed.
+  void Cleanup(const StepContext& ctx);
+  void AddDigest(Digest& d) const;
+  void AddTimers(Timers& t, bool pods_pending) const;
+  // The pool's counts, target and backoff (warm fields left empty).
+  PoolStatus Status(const model::Pool& pool, Time now) const;
+
+ private:
+  void Remember(StepContext& ctx);
+  void Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone);
+  void ReadProvider(const model::Pool& pool, PoolState& ps, const PoolObservation* reported,
+                    Time now);
+  void HandleStockout(StepContext& ctx, const model::Pool& pool, PoolState& ps, bool& replan);
+  bool HandleTimeout(StepContext& ctx, const model::Pool& pool, PoolState& ps);
+  bool HandleBrokenNodes(StepContext& ctx);
+  // Recounts not-registered nodes from target and registered and matches the scale-up
+  // requests to them: arrivals fill the oldest, unexplained ones are requested `now`.
+  void SyncRequests(PoolState& ps, Time now);
+  // Forgets the `count` most recently requested nodes (cancelled or refused).
+  void DropNewestRequests(PoolState& ps, int count);
+  // Puts a pool in backoff (unless it is in backoff already) with the doubling duration.
+  void Backoff(PoolState& ps, std::string reason, Time now);
+  // Records a target change the loop asked for, until the provider's target shows it.
+  void ExpectTargetChange(PoolState& ps, int delta, Time now);
+  static bool InBackoff(const PoolState& ps, Time now) {
+    return ps.backoff_until && *ps.backoff_until > now;
+  }
+
+  const model::AutoscalerConfig& config_;
+  const LoopOptions& options_;
+  std::map<std::string, PoolState, std::less<>> pools_;   // every configured pool
+  std::map<std::string, NodeMemory, std::less<>> nodes_;  // nodes seen at the last Step
+};
+
+}  // namespace tidepool::autoscaler

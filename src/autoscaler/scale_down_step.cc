@@ -1,0 +1,63 @@
+// Autoscaler::RunScaleDown: the periodic scale-down pass, between the unneeded tracker (which
+// nodes could go, and since when) and the removal tracker (which go now).
+#include <set>
+
+#include "autoscaler/loop.h"
+#include "autoscaler/planner_input.h"
+#include "planner/scale_down.h"
+
+namespace tidepool::autoscaler {
+
+void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
+  const auto removing = [this](std::string_view n) { return Removing(n); };
+  if (!config_.scale_down.enabled) {
+    unneeded_.Disable(ctx, removing);
+    return;
+  }
+  planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleDown, removing);
+  pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/false);
+  std::map<std::string, std::string> warm_hosts = warm_.BindPlaceholders(ctx, in, removing);
+
+  std::vector<std::string> list;
+  planner::ScaleDownOptions all;
+  all.rate_limit = false;
+  all.evict_training_pods = options_.evict_training_pods;
+  std::vector<planner::Keep> kept = planner::ScaleDownPlanner().Plan(in, all, &list).keep;
+  for (planner::Keep& k : kept) {
+    if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) k.reason = it->second;
+  }
+  std::set<std::string> unneeded;
+  for (std::string& name : list)
+    if (!Removing(name)) unneeded.insert(std::move(name));
+  unneeded_.Update(ctx, unneeded, std::move(kept), removing);
+  if (may_start) StartRipeRemovals(ctx, in);
+}
+
+void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput& in) {
+  std::set<std::string, std::less<>> ripe;
+  for (std::string& name : unneeded_.Ripe(ctx.now)) {
+    if (removals_.NotRemovableReason(ctx, name).empty()) ripe.insert(std::move(name));
+  }
+  if (ripe.empty()) return;
+  planner::ScaleDownOptions options;
+  options.rate_limit = true;
+  options.evict_training_pods = options_.evict_training_pods;
+  options.may_remove = [&](const model::Node& n) { return ripe.contains(n.name()); };
+  options.not_yet_reason = [&](const model::Node& n) {
+    std::string why = removals_.NotRemovableReason(ctx, n.name());
+    return why.empty() ? unneeded_.NotYetReason(n.name(), ctx.now) : why;
+  };
+  planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, options);
+
+  // Non-empty drains per pool, counting the ones still running from earlier passes.
+  std::map<std::string, int> draining = removals_.DrainsPerPool();
+  for (const planner::ScaleDown& sd : plan.scale_downs) {
+    if (sd.kind == planner::RemovalKind::kUnderutilized) {
+      if (draining[sd.pool] >= config_.scale_down.max_non_empty_per_pool) continue;
+      ++draining[sd.pool];
+    }
+    removals_.Start(ctx, sd);
+  }
+}
+
+}  // namespace tidepool::autoscaler

@@ -1,0 +1,158 @@
+#include "autoscaler/scale_up_tracker.h"
+
+#include <fmt/format.h>
+
+#include "planner/scale_up.h"
+
+namespace tidepool::autoscaler {
+
+ScaleUpTracker::ScaleUpTracker(const model::AutoscalerConfig& config, const LoopOptions& options)
+    : config_(config), options_(options) {}
+
+void ScaleUpTracker::ObservePending(StepContext& ctx) {
+  bool added = false;
+  const int32_t cutoff = config_.scale_up.expendable_priority_cutoff;
+  for (const model::Pod* pod : ctx.obs.pods) {
+    if (!planner::IsPendingForScaleUp(*pod, cutoff)) continue;
+    ctx.pending.push_back(pod);
+    auto [it, inserted] = ctx.pending_keys.insert(pod->Key());
+    if (inserted && !prev_pending_.contains(*it)) added = true;
+  }
+  if (ctx.pending.empty()) {
+    batch_start_.reset();
+    return;
+  }
+  if (added) {
+    if (!batch_start_) batch_start_ = ctx.now;
+    batch_last_add_ = ctx.now;
+  }
+}
+
+bool ScaleUpTracker::ShouldPlan(const StepContext& ctx, bool scan,
+                                const PoolTracker& pools) const {
+  // Warm placeholders are planned at every periodic pass, and at once for a new pre-warm.
+  if (!ctx.placeholders.empty()) {
+    if (scan) return true;
+    for (const auto& [name, wp] : ctx.warm)
+      if (wp.approved > 0) return true;
+  }
+  if (ctx.pending.empty()) return false;
+  if (replan_) return true;
+  if (pools.BackoffEndedSince(ctx.now, last_planned_)) return true;
+  if (batch_start_) {
+    return ctx.now >= batch_last_add_ + config_.scale_up.batch_idle ||
+           ctx.now >= *batch_start_ + config_.scale_up.batch_max;
+  }
+  return scan;
+}
+
+bool ScaleUpTracker::Run(StepContext& ctx, const planner::PlannerInput& in, PoolTracker& pools,
+                         WarmPlanner& warm) {
+  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(in, options_.scale_up);
+  batch_start_.reset();
+  last_planned_ = ctx.now;
+  warm.SetUnmet(plan.warm_unmet);
+  bool any = false;
+  for (const planner::ScaleUp& su : plan.scale_ups) {
+    if (config_.FindPool(su.pool) == nullptr) continue;
+    if (Increase(ctx, su, pools, warm)) any = true;
+  }
+  RecordVerdicts(ctx, plan);
+  return any;
+}
+
+bool ScaleUpTracker::Increase(StepContext& ctx, planner::ScaleUp su, PoolTracker& pools,
+                              WarmPlanner& warm) {
+  const model::Pool& pool = *config_.FindPool(su.pool);
+  const int from = pools.Target(su.pool);
+  std::string reason = su.reason;
+  if (su.warm_add > 0) {
+    reason = warm.AdjustScaleUp(ctx, su, pools.Upcoming(su.pool), from, pool.max);
+  }
+  if (su.add <= 0) return false;
+  const int to = from + su.add;
+  ctx.actions.push_back(IncreasePool{su.pool, su.add, su.pods, su.warm_add, reason});
+  pools.RecordIncrease(su.pool, su.add, ctx.now);
+  last_scale_up_ = ScaleUpRecord{ctx.now, su.pool, from, to, su.pods, reason};
+  std::string message = fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool,
+                                    from, to, pool.max);
+  for (const std::string& pod : su.pods) {
+    if (warm.IsWarm(su.pool)) planned_pool_[pod] = su.pool;
+    ctx.actions.push_back(
+        Event{EventObject::kPod, pod, EventReason::kTriggeredScaleUp, message, false, su.pool});
+    not_triggered_.erase(pod);
+  }
+  return true;
+}
+
+void ScaleUpTracker::RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan& plan) {
+  unschedulable_.clear();
+  waiting_for_capacity_.clear();
+  waiting_for_capacity_.insert(plan.fits_existing.begin(), plan.fits_existing.end());
+  for (const planner::ScaleUp& su : plan.scale_ups)
+    waiting_for_capacity_.insert(su.pods.begin(), su.pods.end());
+  for (const planner::Unschedulable& u : plan.unschedulable) {
+    unschedulable_[u.pod] = u;
+    std::string message = "pod didn't trigger scale-up: ";
+    std::string_view sep;
+    for (const auto& [pool, reason] : u.reasons) {
+      message += fmt::format("{}{}: {}", sep, pool, reason);
+      sep = "; ";
+    }
+    std::string& told = not_triggered_[u.pod];
+    if (told == message) continue;
+    told = message;
+    ctx.actions.push_back(
+        Event{EventObject::kPod, u.pod, EventReason::kNotTriggerScaleUp, std::move(message)});
+  }
+}
+
+void ScaleUpTracker::Cleanup(StepContext& ctx) {
+  auto not_pending = [&](const auto& e) { return !ctx.pending_keys.contains(e.first); };
+  std::erase_if(not_triggered_, not_pending);
+  std::erase_if(unschedulable_, not_pending);
+  std::erase_if(waiting_for_capacity_,
+                [&](const std::string& k) { return !ctx.pending_keys.contains(k); });
+  std::erase_if(planned_pool_, not_pending);
+  pending_count_ = static_cast<int>(ctx.pending.size());
+  prev_pending_ = std::move(ctx.pending_keys);
+}
+
+void ScaleUpTracker::AddDigest(Digest& d) const {
+  // An unordered set: combine its members order-independently.
+  uint64_t pending_sum = 0;
+  for (const std::string& key : prev_pending_) pending_sum += std::hash<std::string>()(key);
+  d.Add(pending_sum);
+  d.Add(prev_pending_.size());
+  d.Add(batch_start_);
+  d.Add(batch_last_add_);
+  d.Add(uint64_t{replan_});
+  d.AddInt(pending_count_);
+  d.Add(planned_pool_.size());
+  d.Add(not_triggered_.size());
+  for (const auto& [pod, message] : not_triggered_) {
+    d.Add(pod);
+    d.Add(message);
+  }
+}
+
+void ScaleUpTracker::AddTimers(Timers& t) const {
+  if (batch_start_) {
+    Time idle = batch_last_add_ + config_.scale_up.batch_idle;
+    Time max = *batch_start_ + config_.scale_up.batch_max;
+    t.Wake(std::min(idle, max));
+    t.Decide(idle);
+    t.Decide(max);
+  }
+  if (replan_) t.Wake(t.now());
+}
+
+void ScaleUpTracker::FillStatus(Status& s) const {
+  s.last_scale_up = last_scale_up_;
+  s.pending_pods = pending_count_;
+  s.batch_open_since = batch_start_;
+  for (const auto& [pod, u] : unschedulable_) s.unschedulable.push_back(u);
+  s.waiting_for_capacity.assign(waiting_for_capacity_.begin(), waiting_for_capacity_.end());
+}
+
+}  // namespace tidepool::autoscaler

@@ -1,0 +1,74 @@
+// The scale-up side of the loop between Steps: the batching window over newly pending pods,
+// when to plan, turning a plan into IncreasePool actions and pod Events, and its verdicts.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include "autoscaler/options.h"
+#include "autoscaler/pool_tracker.h"
+#include "autoscaler/status.h"
+#include "autoscaler/step_context.h"
+#include "autoscaler/timers.h"
+#include "autoscaler/warm_planner.h"
+#include "planner/decision.h"
+
+namespace tidepool::autoscaler {
+
+// A pending pod not pending at the previous Step opens (or extends) a batch; scale-up is
+// planned when no pod has turned pending for scaleUp.batchIdle or the batch is
+// scaleUp.batchMax old, at a periodic pass when no batch is open, at once after a pool failed
+// (RequestReplan) or when a pool's backoff ran out while pods wait.
+class ScaleUpTracker {
+ public:
+  ScaleUpTracker(const model::AutoscalerConfig& config, const LoopOptions& options);
+
+  // Collects the pending pods into ctx.pending and opens or extends the batch.
+  void ObservePending(StepContext& ctx);
+  bool ShouldPlan(const StepContext& ctx, bool scan, const PoolTracker& pools) const;
+  // Plans and appends the actions; true when any pool grows.
+  bool Run(StepContext& ctx, const planner::PlannerInput& in, PoolTracker& pools,
+           WarmPlanner& warm);
+  // The time of the last plan moves on although nothing was planned (a skipped periodic pass
+  // that would have found nothing to add).
+  void MarkPlanned(Time now) { last_planned_ = now; }
+
+  void RequestReplan() { replan_ = true; }
+  void ClearReplan() { replan_ = false; }
+  bool replan() const { return replan_; }
+  int pending_count() const { return pending_count_; }
+  const WarmPlanner::PlannedPools& planned_pools() const { return planned_pool_; }
+
+  void Cleanup(StepContext& ctx);
+  void AddDigest(Digest& d) const;
+  void AddTimers(Timers& t) const;
+  void FillStatus(Status& s) const;
+
+ private:
+  // One pool's scale-up: its IncreasePool action and pod Events; false when nothing is added.
+  bool Increase(StepContext& ctx, planner::ScaleUp su, PoolTracker& pools, WarmPlanner& warm);
+  void RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan& plan);
+
+  const model::AutoscalerConfig& config_;
+  const LoopOptions& options_;
+  std::unordered_set<std::string> prev_pending_;
+  std::optional<Time> batch_start_;
+  Time batch_last_add_{};
+  bool replan_ = false;  // a pool failed: plan scale-up at the next Step whatever the batch
+  std::optional<Time> last_planned_;  // the last scale-up plan
+  int pending_count_ = 0;
+  // NotTriggerScaleUp messages sent per pending pod, so each reason change is told once.
+  std::map<std::string, std::string> not_triggered_;
+  // The last plan's verdict per pod still pending (Status::unschedulable and
+  // waiting_for_capacity); not decision state.
+  std::map<std::string, planner::Unschedulable, std::less<>> unschedulable_;
+  std::set<std::string, std::less<>> waiting_for_capacity_;
+  // Pending pods a scale-up plan added nodes for in a warm pool, with the pool.
+  WarmPlanner::PlannedPools planned_pool_;
+  std::optional<ScaleUpRecord> last_scale_up_;
+};
+
+}  // namespace tidepool::autoscaler

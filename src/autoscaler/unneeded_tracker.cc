@@ -1,0 +1,99 @@
+#include "autoscaler/unneeded_tracker.h"
+
+#include <fmt/format.h>
+
+namespace tidepool::autoscaler {
+namespace {
+
+std::string Seconds(Duration d) {
+  return FormatDuration(std::chrono::floor<std::chrono::seconds>(std::max(Duration(0), d)));
+}
+
+}  // namespace
+
+UnneededTracker::UnneededTracker(const model::AutoscalerConfig& config,
+                                 const LoopOptions& options)
+    : config_(config), options_(options) {}
+
+void UnneededTracker::Disable(StepContext& ctx,
+                              const std::function<bool(std::string_view)>& removing) {
+  since_.clear();
+  kept_.clear();
+  UpdateMarks(ctx, {}, removing);
+}
+
+void UnneededTracker::Update(StepContext& ctx, const std::set<std::string>& unneeded,
+                             std::vector<planner::Keep> kept,
+                             const std::function<bool(std::string_view)>& removing) {
+  kept_ = std::move(kept);
+  std::erase_if(since_, [&](const auto& e) { return !unneeded.contains(e.first); });
+  for (const std::string& name : unneeded) since_.try_emplace(name, ctx.now);
+  UpdateMarks(ctx, unneeded, removing);
+}
+
+std::vector<std::string> UnneededTracker::Ripe(Time now) const {
+  std::vector<std::string> ripe;
+  for (const auto& [name, since] : since_) {
+    if (now >= since + config_.scale_down.unneeded_time) ripe.push_back(name);
+  }
+  return ripe;
+}
+
+std::string UnneededTracker::NotYetReason(std::string_view node, Time now) const {
+  auto since = since_.find(node);
+  if (since == since_.end()) return "not unneeded";
+  return fmt::format("unneeded for {} of scaleDown.unneededTime {}", Seconds(now - since->second),
+                     FormatDuration(config_.scale_down.unneeded_time));
+}
+
+void UnneededTracker::Forget(std::string_view node) {
+  if (auto it = since_.find(node); it != since_.end()) since_.erase(it);
+}
+
+void UnneededTracker::UpdateMarks(StepContext& ctx, const std::set<std::string>& unneeded,
+                                  const std::function<bool(std::string_view)>& removing) {
+  if (!options_.mark_deletion_candidates) return;
+  for (const std::string& name : unneeded) {
+    const model::Node* node = ctx.Find(name);
+    if (node == nullptr || marked_.contains(name)) continue;
+    marked_.insert(name);
+    if (HasTaint(*node, planner::kDeletionCandidateTaint)) continue;
+    auto pool = ctx.pool_of.find(name);
+    ctx.actions.push_back(
+        MarkCandidate{name, pool != ctx.pool_of.end() ? pool->second->name : "", "unneeded"});
+  }
+  for (const auto& [name, pool] : ctx.pool_of) {
+    bool marked = marked_.contains(name) ||
+                  HasTaint(*ctx.nodes.at(name), planner::kDeletionCandidateTaint);
+    if (!marked || removing(name)) continue;
+    if (unneeded.contains(std::string(name))) continue;
+    ctx.actions.push_back(UnmarkCandidate{std::string(name), pool->name, "needed again"});
+    if (auto it = marked_.find(name); it != marked_.end()) marked_.erase(it);
+  }
+}
+
+void UnneededTracker::Cleanup(const StepContext& ctx) {
+  std::erase_if(since_, [&](const auto& e) { return !ctx.nodes.contains(e.first); });
+  std::erase_if(marked_, [&](const std::string& n) { return !ctx.nodes.contains(n); });
+}
+
+void UnneededTracker::AddDigest(Digest& d) const {
+  d.Add(since_.size());
+  for (const auto& [name, t] : since_) {
+    d.Add(name);
+    d.Add(t);
+  }
+  d.Add(marked_.size());
+  for (const std::string& name : marked_) d.Add(name);
+}
+
+void UnneededTracker::AddTimers(Timers& t) const {
+  for (const auto& [name, since] : since_) t.Decide(since + config_.scale_down.unneeded_time);
+}
+
+void UnneededTracker::FillStatus(Status& s) const {
+  for (const auto& [name, since] : since_) s.unneeded.push_back({name, since});
+  s.kept = kept_;
+}
+
+}  // namespace tidepool::autoscaler

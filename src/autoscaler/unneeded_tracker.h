@@ -1,0 +1,55 @@
+// Since when each node has been unneeded (the Cluster Autoscaler's unneeded-node timers), which
+// nodes carry the DeletionCandidate mark, and why the others are kept.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autoscaler/options.h"
+#include "autoscaler/status.h"
+#include "autoscaler/step_context.h"
+#include "autoscaler/timers.h"
+#include "planner/decision.h"
+
+namespace tidepool::autoscaler {
+
+// A node is unneeded while the planner's unrestricted scale-down pass lists it; it becomes
+// ripe for removal after scaleDown.unneededTime of that. Starting a removal (or rolling one
+// back) resets its clock.
+class UnneededTracker {
+ public:
+  UnneededTracker(const model::AutoscalerConfig& config, const LoopOptions& options);
+
+  // Scale-down is off: no timers, no reasons, marks taken off.
+  void Disable(StepContext& ctx, const std::function<bool(std::string_view)>& removing);
+  // The unrestricted pass listed `unneeded` (nodes being removed left out) and kept `kept`.
+  void Update(StepContext& ctx, const std::set<std::string>& unneeded,
+              std::vector<planner::Keep> kept,
+              const std::function<bool(std::string_view)>& removing);
+  // Unneeded for scaleDown.unneededTime by now.
+  std::vector<std::string> Ripe(Time now) const;
+  // "unneeded for 4m of scaleDown.unneededTime 10m", or "not unneeded".
+  std::string NotYetReason(std::string_view node, Time now) const;
+  void Forget(std::string_view node);
+
+  void Cleanup(const StepContext& ctx);
+  void AddDigest(Digest& d) const;
+  void AddTimers(Timers& t) const;
+  void FillStatus(Status& s) const;
+
+ private:
+  void UpdateMarks(StepContext& ctx, const std::set<std::string>& unneeded,
+                   const std::function<bool(std::string_view)>& removing);
+
+  const model::AutoscalerConfig& config_;
+  const LoopOptions& options_;
+  std::map<std::string, Time, std::less<>> since_;
+  std::set<std::string, std::less<>> marked_;  // nodes the loop marked DeletionCandidate
+  std::vector<planner::Keep> kept_;
+};
+
+}  // namespace tidepool::autoscaler

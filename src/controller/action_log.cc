@@ -1,0 +1,32 @@
+#include "controller/action_log.h"
+
+#include <spdlog/spdlog.h>
+
+namespace tidepool::controller {
+
+using namespace autoscaler;
+
+void ActionLog::Carried(const Action& action, const std::string* pod, const Result<void>& r) {
+  if (const auto* evict = std::get_if<EvictPods>(&action)) {
+    if (!r && r.error().code() != Error::Code::kNotFound) {
+      spdlog::info("eviction of {} from {} refused: {}", pod != nullptr ? *pod : "", evict->node,
+                   r.error().message());
+    }
+    if (metrics_ != nullptr) metrics_->RecordEviction(ops::EvictionResultOf(r));
+    return;
+  }
+  if (!r) spdlog::warn("{} failed: {}", ActionName(action), r.error().message());
+  if (metrics_ == nullptr) return;
+  if (const auto* up = std::get_if<IncreasePool>(&action); up != nullptr && r) {
+    metrics_->RecordScaleUp(up->pool, "pending_pods", up->count);
+  } else if (const auto* del = std::get_if<DeleteNode>(&action); del != nullptr && r) {
+    metrics_->RecordScaleDown(del->pool, RemovalKindWord(del->kind));
+  } else if (const auto* e = std::get_if<Event>(&action);
+             e != nullptr && e->reason == EventReason::kScaleDownFailed) {
+    metrics_->RecordScaleDownFailure(e->pool);
+  }
+}
+
+void ActionLog::SideFailure(const Error& error) { spdlog::warn("{}", error.message()); }
+
+}  // namespace tidepool::controller

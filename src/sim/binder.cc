@@ -1,0 +1,143 @@
+#include "sim/binder.h"
+
+#include <algorithm>
+#include <set>
+
+#include "sched/fit.h"
+#include "sched/snapshot.h"
+#include "sim/units.h"
+
+namespace tidepool::sim {
+namespace {
+
+// One binding pass over a snapshot of the joined nodes and their pods.
+class Pass {
+ public:
+  Pass(ScoringPolicy policy, SimCloud& cloud, Workload& workload)
+      : most_(policy == ScoringPolicy::kMostAllocated), workload_(workload) {
+    for (const auto& [name, idx] : cloud.joined()) {
+      const SimInstance& n = cloud.instance(idx);
+      auto i = snap_.AddNode(n.node.get());
+      if (!i) continue;
+      slot_node_.push_back(idx);
+      node_name_.push_back(&n.name);
+      for (int pod : workload.PodsOn(idx)) (void)snap_.AddPod(workload.pod(pod).pod.get(), *i);
+    }
+  }
+
+  // Binds the pending pods of one job, [k, end) of `pending`.
+  void BindJob(const std::vector<int>& pending, size_t k, size_t end) {
+    const SimJob& job = workload_.job(workload_.pod(pending[k]).job);
+    if (failed_shapes_.contains(job.shape)) return;
+    if (job.spec->gang) {
+      BindGang(pending, k, end);
+    } else {
+      BindEach(pending, k, end);
+    }
+  }
+
+ private:
+  // The best-scoring node the pod fits, or kNoNode.
+  sched::NodeIndex BestNode(const model::Pod& pod) const {
+    sched::FitChecker checker(pod, snap_);
+    sched::NodeIndex best = sched::kNoNode;
+    double best_score = -1;
+    for (sched::NodeIndex i = 0; i < snap_.NodeSlots(); ++i) {
+      const sched::NodeInfo& info = snap_.Get(i);
+      if (info.removed || !checker.Check(i).fits()) continue;
+      double score = Score(info, pod);
+      if (score > best_score) {
+        best_score = score;
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  double Score(const sched::NodeInfo& info, const model::Pod& pod) const {
+    double sum = 0;
+    int n = 0;
+    for (model::ResourceId r : {model::kCpu, model::kMemory, GpuId(), GpuMilliId()}) {
+      int64_t alloc = info.allocatable.Get(r);
+      if (alloc <= 0) continue;
+      double used = static_cast<double>(info.requested.Get(r) + pod.requests.Get(r)) / alloc;
+      sum += most_ ? used : 1 - used;
+      ++n;
+    }
+    return n == 0 ? 0 : sum / n;
+  }
+
+  void Start(int pod, sched::NodeIndex i) {
+    workload_.StartPod(pod, slot_node_[i], *node_name_[i]);
+  }
+
+  void BindGang(const std::vector<int>& pending, size_t k, size_t end) {
+    const int j = workload_.pod(pending[k]).job;
+    snap_.Fork();
+    std::vector<std::pair<int, sched::NodeIndex>> placed;
+    for (size_t x = k; x < end; ++x) {
+      const model::Pod& pod = *workload_.pod(pending[x]).pod;
+      sched::NodeIndex i = BestNode(pod);
+      if (i == sched::kNoNode) {
+        snap_.Revert();
+        failed_shapes_.insert(workload_.job(j).shape);
+        return;
+      }
+      (void)snap_.AddPod(&pod, i);
+      placed.emplace_back(pending[x], i);
+    }
+    snap_.Commit();
+    for (auto [pod, i] : placed) Start(pod, i);
+    const SimJob& job = workload_.job(j);
+    if (job.started_once == job.spec->replicas) workload_.StartGang(j);
+  }
+
+  void BindEach(const std::vector<int>& pending, size_t k, size_t end) {
+    for (size_t x = k; x < end; ++x) {
+      const model::Pod& pod = *workload_.pod(pending[x]).pod;
+      sched::NodeIndex i = BestNode(pod);
+      if (i == sched::kNoNode) {
+        failed_shapes_.insert(workload_.job(workload_.pod(pending[x]).job).shape);
+        return;
+      }
+      (void)snap_.AddPod(&pod, i);
+      Start(pending[x], i);
+    }
+  }
+
+  const bool most_;
+  Workload& workload_;
+  sched::ClusterSnapshot snap_;
+  std::vector<int> slot_node_;                 // snapshot index -> instance
+  std::vector<const std::string*> node_name_;  // snapshot index -> node name
+  std::set<std::string> failed_shapes_;
+};
+
+}  // namespace
+
+void Binder::Bind() {
+  std::vector<int> pending;
+  for (int pod : workload_.active())
+    if (workload_.pod(pod).state == PodState::kPending) pending.push_back(pod);
+  if (pending.empty() || cloud_.joined().empty()) return;
+  Pass pass(policy_, cloud_, workload_);
+  for (size_t k = 0; k < pending.size();) {
+    int j = workload_.pod(pending[k]).job;
+    size_t end = k;
+    while (end < pending.size() && workload_.pod(pending[end]).job == j) ++end;
+    pass.BindJob(pending, k, end);
+    k = end;
+  }
+  // A gang is one job: a restarted gang whose members all run again starts its clock.
+  for (int p : pending) {
+    const int j = workload_.pod(p).job;
+    const SimJob& job = workload_.job(j);
+    if (!job.spec->gang || job.gang_running) continue;
+    bool all = std::all_of(job.pods.begin(), job.pods.end(), [&](int m) {
+      return workload_.pod(m).state == PodState::kRunning;
+    });
+    if (all) workload_.StartGang(j);
+  }
+}
+
+}  // namespace tidepool::sim

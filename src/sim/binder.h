@@ -1,0 +1,26 @@
+// The simulated kube-scheduler: binds pending pods to joined nodes with the real filters
+// (sched/) and a least- or most-allocated score; a gang binds whole or not at all.
+#pragma once
+
+#include "sim/sim_cloud.h"
+#include "sim/sim_config.h"
+#include "sim/workload.h"
+
+namespace tidepool::sim {
+
+class Binder {
+ public:
+  Binder(ScoringPolicy policy, SimCloud& cloud, Workload& workload)
+      : policy_(policy), cloud_(cloud), workload_(workload) {}
+
+  // Binds what fits, in job order (the order pods were submitted). A job shape that failed to
+  // fit is not tried again in the same pass.
+  void Bind();
+
+ private:
+  ScoringPolicy policy_;
+  SimCloud& cloud_;
+  Workload& workload_;
+};
+
+}  // namespace tidepool::sim
