@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "cloud/azure/lro.h"
 #include "cloud/azure/url.h"
 
 namespace tidepool::cloud::azure {
@@ -13,7 +14,12 @@ namespace {
 
 using nlohmann::json;
 
-// {"error": {"code", "message"}} (ARM and Compute); also a bare {"code", "message"}.
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
+  return ToLower(haystack).find(ToLower(needle)) != std::string::npos;
+}
+
+}  // namespace
+
 void ParseArmError(const json& body, std::string& code, std::string& message) {
   if (!body.is_object()) return;
   const json* e = &body;
@@ -23,12 +29,6 @@ void ParseArmError(const json& body, std::string& code, std::string& message) {
     message = (*e)["message"].get<std::string>();
   }
 }
-
-bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
-  return ToLower(haystack).find(ToLower(needle)) != std::string::npos;
-}
-
-}  // namespace
 
 Sleeper RealSleeper() {
   return [](Duration d) {
@@ -242,19 +242,18 @@ Result<ArmResponse> ArmClient::SendLocked(
           fmt::format("throttled until {}", FormatRfc3339(*throttled_until_))));
     }
     if (r.ok()) {
-      std::string async = resp.Header("azure-asyncoperation");
-      std::string location = resp.Header("location");
-      if (!async.empty() || ((resp.status == 201 || resp.status == 202) && !location.empty())) {
-        Operation op;
-        op.what = fmt::format("{} {}", method, path_for_messages);
-        op.status_url = async;
-        op.location_url = location;
-        op.started = clock_->Now();
-        op.next_poll = op.started + std::min(RetryAfter(resp, options_.default_poll_interval),
-                                             options_.max_poll_interval);
-        op.deadline = op.started + options_.operation_timeout;
-        r.operation = std::move(op);
-      }
+      const std::string what = fmt::format("{} {}", method, path_for_messages);
+      const std::string async = resp.Header("azure-asyncoperation");
+      const std::string location = resp.Header("location");
+      r.operation = OperationOf(
+          {.what = what,
+           .status = resp.status,
+           .async_url = async,
+           .location_url = location,
+           .now = clock_->Now(),
+           .first_poll = std::min(RetryAfter(resp, options_.default_poll_interval),
+                                  options_.max_poll_interval),
+           .timeout = options_.operation_timeout});
       if (is_get) cache_[url] = r;
     }
     return r;
@@ -282,59 +281,25 @@ Result<OperationResult> ArmClient::Poll(Operation& op) {
   const ArmResponse& r = *sent;
   op.next_poll = clock_->Now() + std::min(r.retry_after.value_or(options_.default_poll_interval),
                                           options_.max_poll_interval);
-  OperationResult result;
-  if (use_status) {
-    if (!r.ok()) {
-      if (r.status >= 500) return std::unexpected(r.AsError().Wrap(fmt::format("polling {}", op.what)));
-      result.state = OperationResult::State::kFailed;
-      result.code = r.error_code;
-      result.message = r.error_message;
-      return result;
-    }
-    std::string status = r.body.is_object() && r.body.contains("status") &&
-                                 r.body["status"].is_string()
-                             ? r.body["status"].get<std::string>()
-                             : "";
-    if (EqualsIgnoreCase(status, "Succeeded")) {
-      result.state = OperationResult::State::kSucceeded;
-    } else if (EqualsIgnoreCase(status, "Failed")) {
-      result.state = OperationResult::State::kFailed;
-      ParseArmError(r.body, result.code, result.message);
-    } else if (EqualsIgnoreCase(status, "Canceled") || EqualsIgnoreCase(status, "Cancelled")) {
-      result.state = OperationResult::State::kCanceled;
-      ParseArmError(r.body, result.code, result.message);
-    }
-    return result;
-  }
-  // Location polling: 202 while running; 200/201/204 done; an error status is the outcome.
-  if (r.status == 202) return result;
-  if (r.ok()) {
-    result.state = OperationResult::State::kSucceeded;
-    return result;
-  }
-  if (r.status >= 500) return std::unexpected(r.AsError().Wrap(fmt::format("polling {}", op.what)));
-  result.state = OperationResult::State::kFailed;
-  result.code = r.error_code;
-  result.message = r.error_message;
-  return result;
+  return OperationResultOf(r, op);
 }
 
 Result<OperationResult> ArmClient::Wait(Operation& op) {
   for (int polls = 0; polls < 10000; ++polls) {
     Time now = clock_->Now();
-    if (now >= op.deadline) break;
-    if (op.next_poll > now) sleep_(std::min<Duration>(op.next_poll - now, op.deadline - now));
-    if (clock_->Now() >= op.deadline) break;
-    auto r = Poll(op);
-    if (!r) {
-      Error::Code c = r.error().code();
-      if (c == Error::Code::kUnavailable || c == Error::Code::kThrottled) {
-        spdlog::warn("azure: {}", r.error().message());
-        continue;
-      }
-      return r;
+    if (now < op.deadline && op.next_poll > now) {
+      sleep_(std::min<Duration>(op.next_poll - now, op.deadline - now));
     }
-    if (r->done()) return r;
+    LroStep step = FollowOperation(*this, op, clock_->Now());
+    if (step.kind == LroStep::Kind::kTimedOut) break;
+    if (step.kind == LroStep::Kind::kDone) return step.result;
+    if (step.kind == LroStep::Kind::kPollFailed) {
+      Error::Code c = step.error->code();
+      if (c != Error::Code::kUnavailable && c != Error::Code::kThrottled) {
+        return std::unexpected(*step.error);
+      }
+      spdlog::warn("azure: {}", step.error->message());
+    }
   }
   return Fail(Error::Code::kUnavailable, "{}: the operation did not finish within {}", op.what,
               FormatDuration(options_.operation_timeout));

@@ -160,6 +160,10 @@ class ArmClient {
   ArmObserver observer_;
 };
 
+// The code and message of an ARM error body: {"error": {"code", "message"}} (ARM and Compute),
+// or a bare {"code", "message"}. Leaves them as they are when the body has none.
+void ParseArmError(const nlohmann::json& body, std::string& code, std::string& message);
+
 // True when an ARM error code (and its message) means "no capacity for this VM size here now":
 // SkuNotAvailable, AllocationFailed, ZonalAllocationFailed, OverconstrainedAllocationRequest,
 // OverconstrainedZonalAllocationRequest, quota errors (QuotaExceeded, OperationNotAllowed whose

@@ -129,6 +129,9 @@ class AzureProvider : public CloudProvider {
 
  private:
   void PollOperations(const std::string& pool, Time now);
+  // Logs a finished operation; a failure with a capacity code marks a stockout.
+  void OperationDone(const std::string& pool, const Operation& op, const OperationResult& r,
+                     Time now);
 
   std::vector<model::Pool> pools_;
   std::map<std::string, PoolState> state_;

@@ -12,6 +12,7 @@
 
 #include "cloud/azure/blob.h"
 #include "cloud/azure/json_fields.h"
+#include "cloud/azure/lro.h"
 #include "cloud/azure/node_template.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/url.h"
@@ -640,44 +641,44 @@ void VmsProvider::AdvanceCreations(const std::string& pool, Time now) {
       }
       continue;
     }
-    if (now >= c.op->deadline) {
-      spdlog::warn("azure-vms: pool {}: {} did not finish within {}; no longer followed", pool,
-                   c.op->what, FormatDuration(settings_.operation_timeout));
-      if (c.stage == Creation::Stage::kNic)
-        CreationFailed(pool, c, "OperationTimedOut", c.op->what, now);
-      continue;
-    }
-    if (now < c.op->next_poll) {
-      keep.push_back(std::move(c));
-      continue;
-    }
-    auto r = arm_->Poll(*c.op);
-    if (!r) {
-      spdlog::warn("azure-vms: pool {}: {}", pool, r.error().message());
-      keep.push_back(std::move(c));
-      continue;
-    }
-    switch (r->state) {
-      case OperationResult::State::kInProgress:
-        keep.push_back(std::move(c));
-        break;
-      case OperationResult::State::kSucceeded:
+    LroStep step = FollowOperation(*arm_, *c.op, now);
+    switch (step.kind) {
+      case LroStep::Kind::kTimedOut:
+        spdlog::warn("azure-vms: pool {}: {} did not finish within {}; no longer followed", pool,
+                     c.op->what, FormatDuration(settings_.operation_timeout));
         if (c.stage == Creation::Stage::kNic) {
-          auto pending = PutVm(pool, c, now);
-          if (pending && *pending) keep.push_back(std::move(c));
-        } else {
-          spdlog::info("azure-vms: pool {}: VM {} created", pool, c.vm);
+          CreationFailed(pool, c, "OperationTimedOut", c.op->what, now);
         }
         break;
-      case OperationResult::State::kFailed:
-      case OperationResult::State::kCanceled:
-        spdlog::warn("azure-vms: pool {}: creating {} failed: {}: {}", pool,
-                     c.stage == Creation::Stage::kNic ? c.nic : c.vm, r->code, r->message);
-        CreationFailed(pool, c, r->code, r->message, now);
+      case LroStep::Kind::kPollFailed:
+        spdlog::warn("azure-vms: pool {}: {}", pool, step.error->message());
+        keep.push_back(std::move(c));
+        break;
+      case LroStep::Kind::kWaiting:
+        keep.push_back(std::move(c));
+        break;
+      case LroStep::Kind::kDone:
+        if (CreationStepDone(pool, c, step.result, now)) keep.push_back(std::move(c));
         break;
     }
   }
   work_[pool].creations = std::move(keep);
+}
+
+bool VmsProvider::CreationStepDone(const std::string& pool, Creation& c, const OperationResult& r,
+                                   Time now) {
+  if (r.state != OperationResult::State::kSucceeded) {
+    spdlog::warn("azure-vms: pool {}: creating {} failed: {}: {}", pool,
+                 c.stage == Creation::Stage::kNic ? c.nic : c.vm, r.code, r.message);
+    CreationFailed(pool, c, r.code, r.message, now);
+    return false;
+  }
+  if (c.stage == Creation::Stage::kVm) {
+    spdlog::info("azure-vms: pool {}: VM {} created", pool, c.vm);
+    return false;
+  }
+  auto pending = PutVm(pool, c, now);
+  return pending && *pending;
 }
 
 Result<void> VmsProvider::IncreaseSize(const std::string& pool, int delta, Time now) {
@@ -752,25 +753,8 @@ Result<void> VmsProvider::AdvanceRemoval(const std::string& pool, Removal& r, Ti
   };
   for (int steps = 0; steps < 16 && r.stage != Removal::Stage::kDone; ++steps) {
     if (r.op) {
-      if (now >= r.op->deadline) {
-        std::string what = r.op->what;
-        r.op.reset();
-        return Fail(Error::Code::kUnavailable,
-                    "azure-vms: pool {}: {} did not finish within {}; sent again at the next "
-                    "refresh",
-                    pool, what, FormatDuration(settings_.operation_timeout));
-      }
-      if (now < r.op->next_poll) return {};
-      TIDEPOOL_ASSIGN_OR_RETURN(OperationResult res, arm_->Poll(*r.op));
-      if (!res.done()) return {};
-      if (res.state != OperationResult::State::kSucceeded) {
-        std::string what = r.op->what;
-        r.op.reset();
-        return Fail(Error::Code::kUnavailable,
-                    "azure-vms: pool {}: {} failed: {}: {}; sent again at the next refresh", pool,
-                    what, res.code, res.message);
-      }
-      r.op.reset();
+      TIDEPOOL_ASSIGN_OR_RETURN(bool step_done, FollowRemovalStep(pool, r, now));
+      if (!step_done) return {};
       next();
       continue;
     }
@@ -827,6 +811,32 @@ Result<void> VmsProvider::AdvanceRemoval(const std::string& pool, Removal& r, Ti
     next();
   }
   return {};
+}
+
+Result<bool> VmsProvider::FollowRemovalStep(const std::string& pool, Removal& r, Time now) {
+  LroStep step = FollowOperation(*arm_, *r.op, now);
+  const std::string what = r.op->what;
+  switch (step.kind) {
+    case LroStep::Kind::kWaiting:
+      return false;
+    case LroStep::Kind::kPollFailed:
+      return std::unexpected(*step.error);
+    case LroStep::Kind::kTimedOut:
+      r.op.reset();
+      return Fail(Error::Code::kUnavailable,
+                  "azure-vms: pool {}: {} did not finish within {}; sent again at the next "
+                  "refresh",
+                  pool, what, FormatDuration(settings_.operation_timeout));
+    case LroStep::Kind::kDone:
+      break;
+  }
+  r.op.reset();
+  if (step.result.state != OperationResult::State::kSucceeded) {
+    return Fail(Error::Code::kUnavailable,
+                "azure-vms: pool {}: {} failed: {}: {}; sent again at the next refresh", pool,
+                what, step.result.code, step.result.message);
+  }
+  return true;
 }
 
 Result<void> VmsProvider::DeleteVhd(const std::string& pool, const Removal& r) {

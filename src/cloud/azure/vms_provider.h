@@ -163,6 +163,10 @@ class VmsProvider final : public AzureProvider {
   void CreationFailed(const std::string& pool, const Creation& c, const std::string& code,
                       const std::string& message, Time now);
   void AdvanceCreations(const std::string& pool, Time now);
+  // The creation's NIC or VM operation ended with `r`: on to the VM PUT, done, or failed.
+  // true: the creation is still pending.
+  bool CreationStepDone(const std::string& pool, Creation& c, const OperationResult& r,
+                        Time now);
 
   // Scale down.
   static Removal RemovalOf(const nlohmann::json& vm, std::string why);
@@ -170,6 +174,10 @@ class VmsProvider final : public AzureProvider {
   // step is sent again at the next call).
   Result<void> AdvanceRemoval(const std::string& pool, Removal& r, Time now);
   void AdvanceRemovals(const std::string& pool, Time now);
+  // Follows the removal's pending DELETE one step. true: it succeeded (r.op is cleared); false:
+  // not finished yet. A failed or timed-out DELETE is an error (r.op is cleared, so the step is
+  // sent again); a failed poll is an error that keeps r.op.
+  Result<bool> FollowRemovalStep(const std::string& pool, Removal& r, Time now);
   // The kBlob step: deletes r.vhd_uri when it passes CheckVhdUri (else logs it and gives up).
   // ok: done (deleted, gone, or not ours to delete); an error: sent again at the next Refresh.
   Result<void> DeleteVhd(const std::string& pool, const Removal& r);
