@@ -171,6 +171,34 @@ Result<std::vector<PoolSize>> AzureProvider::Refresh(Time now) {
   return out;
 }
 
+Result<void> AzureProvider::IncreaseSize(const std::string& pool, int delta, Time now) {
+  TIDEPOOL_ASSIGN_OR_RETURN(const model::Pool* p, RequirePool(pool));
+  if (delta <= 0) {
+    return InvalidArgument("{}: pool {}: increase by {} (expected a positive delta)", Name(), pool,
+                           delta);
+  }
+  TIDEPOOL_RETURN_IF_ERROR(CheckNotStockedOut(pool, now));
+  return Grow(*p, delta, now);
+}
+
+Result<void> AzureProvider::DecreaseTargetSize(const std::string& pool, int delta, Time now) {
+  TIDEPOOL_ASSIGN_OR_RETURN(const model::Pool* p, RequirePool(pool));
+  if (delta <= 0) {
+    return InvalidArgument("{}: pool {}: decrease by {} (expected a positive delta)", Name(), pool,
+                           delta);
+  }
+  return Shrink(*p, delta, now);
+}
+
+Result<int> AzureProvider::WithinMax(const model::Pool& pool, int current, int delta) const {
+  if (current + delta > pool.max) {
+    return InvalidArgument(
+        "{}: pool {}: {} + {} would pass the pool's max {} (expected at most {} more)", Name(),
+        pool.name, current, delta, pool.max, std::max(0, pool.max - current));
+  }
+  return current + delta;
+}
+
 Result<std::unique_ptr<AzureProvider>> NewAzureProvider(const model::AutoscalerConfig& config,
                                                         Options options) {
   EnvLookup env = options.env ? options.env : ProcessEnv();

@@ -681,13 +681,8 @@ bool VmsProvider::CreationStepDone(const std::string& pool, Creation& c, const O
   return pending && *pending;
 }
 
-Result<void> VmsProvider::IncreaseSize(const std::string& pool, int delta, Time now) {
-  TIDEPOOL_ASSIGN_OR_RETURN(const model::Pool* p, RequirePool(pool));
-  if (delta <= 0) {
-    return InvalidArgument("azure-vms: pool {}: increase by {} (expected a positive delta)", pool,
-                           delta);
-  }
-  TIDEPOOL_RETURN_IF_ERROR(CheckNotStockedOut(pool, now));
+Result<void> VmsProvider::Grow(const model::Pool& p, int delta, Time now) {
+  const std::string& pool = p.name;
   TIDEPOOL_ASSIGN_OR_RETURN(std::vector<json> all, ListVms());
   std::vector<PoolVm> vms = VmsOf(pool, all);
   int current = 0;
@@ -699,19 +694,15 @@ Result<void> VmsProvider::IncreaseSize(const std::string& pool, int delta, Time 
   for (const Creation& c : work_[pool].creations) {
     if (!listed.contains(ToLower(c.vm))) ++current;
   }
-  if (current + delta > p->max) {
-    return InvalidArgument(
-        "azure-vms: pool {}: {} + {} would pass the pool's max {} (expected at most {} more)", pool,
-        current, delta, p->max, std::max(0, p->max - current));
-  }
-  auto model = BuildModel(*p, vms);
+  TIDEPOOL_RETURN_IF_ERROR(WithinMax(p, current, delta));
+  auto model = BuildModel(p, vms);
   if (!model) return std::unexpected(model.error().Wrap(fmt::format("azure-vms: pool {}", pool)));
   std::set<int> used = UsedIndexes(pool, vms);
   for (int i = 0; i < delta; ++i) {
     int index = 0;
     while (used.contains(index)) ++index;
     used.insert(index);
-    TIDEPOOL_RETURN_IF_ERROR(CreateOne(*p, index, model->first, model->second, now));
+    TIDEPOOL_RETURN_IF_ERROR(CreateOne(p, index, model->first, model->second, now));
   }
   return {};
 }
@@ -934,12 +925,8 @@ Result<void> VmsProvider::DeleteNode(const std::string& pool, const model::Node&
   return {};
 }
 
-Result<void> VmsProvider::DecreaseTargetSize(const std::string& pool, int delta, Time now) {
-  TIDEPOOL_RETURN_IF_ERROR(RequirePool(pool));
-  if (delta <= 0) {
-    return InvalidArgument("azure-vms: pool {}: decrease by {} (expected a positive delta)", pool,
-                           delta);
-  }
+Result<void> VmsProvider::Shrink(const model::Pool& p, int delta, Time now) {
+  const std::string& pool = p.name;
   TIDEPOOL_ASSIGN_OR_RETURN(std::vector<json> all, ListVms());
   std::vector<PoolVm> vms = VmsOf(pool, all);
   VmsPool& work = work_[pool];

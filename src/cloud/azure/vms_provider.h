@@ -85,8 +85,6 @@ class VmsProvider final : public AzureProvider {
   VmsProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
 
   std::string_view Name() const override { return "azure-vms"; }
-  Result<void> IncreaseSize(const std::string& pool, int delta, Time now) override;
-  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node& node) const override;
   // Agent pools of this cluster (by VM name or tags) that no configured pool names, whose VMs
@@ -125,6 +123,8 @@ class VmsProvider final : public AzureProvider {
 
   Result<std::optional<PoolSize>> RefreshPool(const model::Pool& pool, Time now) override;
   Result<void> BeforeRefresh(Time now) override;
+  Result<void> Grow(const model::Pool& pool, int delta, Time now) override;
+  Result<void> Shrink(const model::Pool& pool, int delta, Time now) override;
 
   std::string ResourceGroupPath() const;
   std::string VmPath(const std::string& name) const;
