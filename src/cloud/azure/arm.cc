@@ -14,6 +14,31 @@ namespace {
 
 using nlohmann::json;
 
+// The path of a URL without its query, for messages.
+std::string PathForMessages(const std::string& url) {
+  if (auto p = ParseUrl(url); p) return std::string(WithoutQuery(p->path));
+  return std::string(WithoutQuery(url));
+}
+
+// The body's etag, else its properties.eTag (AKS); "" when neither.
+std::string BodyEtag(const json& body) {
+  if (!body.is_object()) return "";
+  if (body.contains("etag") && body["etag"].is_string()) return body["etag"].get<std::string>();
+  if (body.contains("properties") && body["properties"].is_object() &&
+      body["properties"].contains("eTag") && body["properties"]["eTag"].is_string()) {
+    return body["properties"]["eTag"].get<std::string>();
+  }
+  return "";
+}
+
+// A 401 that a new token may cure: an expired or invalid token (or no code at all).
+bool IsStaleTokenAnswer(const ArmResponse& r) {
+  return r.status == 401 &&
+         (r.error_code == "ExpiredAuthenticationToken" ||
+          r.error_code == "InvalidAuthenticationToken" ||
+          r.error_code == "InvalidAuthenticationTokenTenant" || r.error_code.empty());
+}
+
 bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
   return ToLower(haystack).find(ToLower(needle)) != std::string::npos;
 }
@@ -155,101 +180,37 @@ Result<ArmResponse> ArmClient::SendLocked(
     std::string_view method, const std::string& url, const json* body,
     const std::vector<std::pair<std::string, std::string>>& headers) {
   const bool is_get = method == "GET";
-  std::string path_for_messages(WithoutQuery(url));
-  if (auto p = ParseUrl(url); p) path_for_messages = std::string(WithoutQuery(p->path));
+  const std::string path_for_messages = PathForMessages(url);
   if (!SameOrigin(url, options_.endpoint)) {
     return Fail(Error::Code::kPermissionDenied,
                 "ARM {} {}: refusing to send the ARM token to a URL outside {}", method,
                 WithoutQuery(url), options_.endpoint);
   }
-  auto cached = [&]() -> std::optional<ArmResponse> {
-    if (!is_get) return std::nullopt;
-    auto it = cache_.find(url);
-    if (it == cache_.end()) return std::nullopt;
-    ArmResponse r = it->second;
-    r.from_cache = true;
-    return r;
-  };
-  Time now = clock_->Now();
-  if (throttled_until_ && now < *throttled_until_) {
-    if (auto c = cached()) return *c;
+  if (throttled_until_ && clock_->Now() < *throttled_until_) {
+    if (auto c = CachedLocked(url, is_get)) return *c;
     return Fail(Error::Code::kThrottled,
                 "ARM {} {}: not sent, ARM throttled this client until {} (Retry-After)", method,
                 path_for_messages, FormatRfc3339(*throttled_until_));
   }
-
   for (int attempt = 0;; ++attempt) {
     TIDEPOOL_ASSIGN_OR_RETURN(std::string token, tokens_->Token());
-    net::Request req;
-    req.method = std::string(method);
-    req.url = url;
-    req.timeout = options_.request_timeout;
-    req.headers = {{"Authorization", "Bearer " + token}, {"Accept", "application/json"}};
-    if (body != nullptr) {
-      req.headers.emplace_back("Content-Type", "application/json");
-      req.body = body->dump();
-    }
-    for (const auto& h : headers) req.headers.push_back(h);
-    ++requests_;
-    const auto sent_at = std::chrono::steady_clock::now();
-    auto sent = http_->Send(req);
-    if (observer_) {
-      observer_({.method = method,
-                 .operation = ArmOperationName(method, path_for_messages),
-                 .status = sent ? sent->status : 0,
-                 .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                          sent_at)
-                                .count()});
-    }
-    if (!sent) return std::unexpected(sent.error());
-    const net::Response& resp = *sent;
-
-    ArmResponse r;
-    r.status = resp.status;
-    r.method = std::string(method);
-    r.path = path_for_messages;
-    if (!resp.body.empty()) r.body = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
-    if (r.body.is_discarded()) r.body = nullptr;
-    r.etag = resp.Header("etag");
-    if (!resp.Header("retry-after").empty()) r.retry_after = RetryAfter(resp, Duration::zero());
-    if (r.etag.empty() && r.body.is_object()) {
-      if (r.body.contains("etag") && r.body["etag"].is_string()) {
-        r.etag = r.body["etag"].get<std::string>();
-      } else if (r.body.contains("properties") && r.body["properties"].is_object() &&
-                 r.body["properties"].contains("eTag") &&
-                 r.body["properties"]["eTag"].is_string()) {
-        r.etag = r.body["properties"]["eTag"].get<std::string>();
-      }
-    }
-    if (!r.ok()) ParseArmError(r.body, r.error_code, r.error_message);
-
-    if (resp.status == 401 && attempt == 0 &&
-        (r.error_code == "ExpiredAuthenticationToken" ||
-         r.error_code == "InvalidAuthenticationToken" ||
-         r.error_code == "InvalidAuthenticationTokenTenant" || r.error_code.empty())) {
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        net::Response resp,
+        SendHttpLocked(path_for_messages, MakeRequest(method, url, token, body, headers)));
+    ArmResponse r = ReadAnswer(resp, method, path_for_messages);
+    if (attempt == 0 && IsStaleTokenAnswer(r)) {
       spdlog::info("azure: ARM answered 401 {} to {} {}; fetching a new token", r.error_code,
                    method, path_for_messages);
       tokens_->Invalidate();
       continue;
     }
-    if (resp.status == 429) {
-      Duration wait = RetryAfter(resp, options_.default_throttle);
-      throttled_until_ = clock_->Now() + wait;
-      spdlog::warn("azure: ARM throttled {} {} ({}); no requests until {}", method,
-                   path_for_messages, r.error_code, FormatRfc3339(*throttled_until_));
-      if (auto c = cached()) return *c;
-      return std::unexpected(r.AsError().Wrap(
-          fmt::format("throttled until {}", FormatRfc3339(*throttled_until_))));
-    }
+    if (resp.status == 429) return ThrottledLocked(url, is_get, resp, r);
     if (r.ok()) {
-      const std::string what = fmt::format("{} {}", method, path_for_messages);
-      const std::string async = resp.Header("azure-asyncoperation");
-      const std::string location = resp.Header("location");
       r.operation = OperationOf(
-          {.what = what,
+          {.what = fmt::format("{} {}", method, path_for_messages),
            .status = resp.status,
-           .async_url = async,
-           .location_url = location,
+           .async_url = resp.Header("azure-asyncoperation"),
+           .location_url = resp.Header("location"),
            .now = clock_->Now(),
            .first_poll = std::min(RetryAfter(resp, options_.default_poll_interval),
                                   options_.max_poll_interval),
@@ -258,6 +219,73 @@ Result<ArmResponse> ArmClient::SendLocked(
     }
     return r;
   }
+}
+
+std::optional<ArmResponse> ArmClient::CachedLocked(const std::string& url, bool is_get) const {
+  if (!is_get) return std::nullopt;
+  auto it = cache_.find(url);
+  if (it == cache_.end()) return std::nullopt;
+  ArmResponse r = it->second;
+  r.from_cache = true;
+  return r;
+}
+
+net::Request ArmClient::MakeRequest(
+    std::string_view method, const std::string& url, const std::string& token, const json* body,
+    const std::vector<std::pair<std::string, std::string>>& headers) const {
+  net::Request req;
+  req.method = std::string(method);
+  req.url = url;
+  req.timeout = options_.request_timeout;
+  req.headers = {{"Authorization", "Bearer " + token}, {"Accept", "application/json"}};
+  if (body != nullptr) {
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.body = body->dump();
+  }
+  for (const auto& h : headers) req.headers.push_back(h);
+  return req;
+}
+
+Result<net::Response> ArmClient::SendHttpLocked(const std::string& path_for_messages,
+                                                const net::Request& req) {
+  ++requests_;
+  const auto sent_at = std::chrono::steady_clock::now();
+  auto sent = http_->Send(req);
+  if (observer_) {
+    observer_({.method = req.method,
+               .operation = ArmOperationName(req.method, path_for_messages),
+               .status = sent ? sent->status : 0,
+               .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                        sent_at)
+                              .count()});
+  }
+  return sent;
+}
+
+ArmResponse ArmClient::ReadAnswer(const net::Response& resp, std::string_view method,
+                                  const std::string& path_for_messages) const {
+  ArmResponse r;
+  r.status = resp.status;
+  r.method = std::string(method);
+  r.path = path_for_messages;
+  if (!resp.body.empty()) r.body = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+  if (r.body.is_discarded()) r.body = nullptr;
+  r.etag = resp.Header("etag");
+  if (!resp.Header("retry-after").empty()) r.retry_after = RetryAfter(resp, Duration::zero());
+  if (r.etag.empty()) r.etag = BodyEtag(r.body);
+  if (!r.ok()) ParseArmError(r.body, r.error_code, r.error_message);
+  return r;
+}
+
+Result<ArmResponse> ArmClient::ThrottledLocked(const std::string& url, bool is_get,
+                                               const net::Response& resp, const ArmResponse& r) {
+  Duration wait = RetryAfter(resp, options_.default_throttle);
+  throttled_until_ = clock_->Now() + wait;
+  spdlog::warn("azure: ARM throttled {} {} ({}); no requests until {}", r.method, r.path,
+               r.error_code, FormatRfc3339(*throttled_until_));
+  if (auto c = CachedLocked(url, is_get)) return *c;
+  return std::unexpected(
+      r.AsError().Wrap(fmt::format("throttled until {}", FormatRfc3339(*throttled_until_))));
 }
 
 Result<OperationResult> ArmClient::Poll(Operation& op) {
