@@ -1,5 +1,6 @@
-// Following ARM long-running operations: the Operation an accepted write starts (Azure-AsyncOperation
-// / Location), what a poll's answer means, and one polling step, shared by every provider.
+// Following ARM long-running operations: the Operation an accepted write starts
+// (Azure-AsyncOperation / Location), what a poll's answer means, and one polling step, shared by
+// every provider.
 #pragma once
 
 #include <optional>

@@ -217,7 +217,8 @@ Result<void> ParseSecretSource(const KeyValues& kv, AuthConfig& a) {
     if (a.client_secret.file.empty() && a.client_secret.env.empty()) {
       a.client_secret.env = "AZURE_CLIENT_SECRET";
     }
-  } else if (!Get(kv, "auth.clientSecretFile").empty() || !Get(kv, "auth.clientSecretEnv").empty()) {
+  } else if (!Get(kv, "auth.clientSecretFile").empty() ||
+             !Get(kv, "auth.clientSecretEnv").empty()) {
     return InvalidArgument("provider.auth.clientSecret*: only used with auth.type clientSecret");
   }
   if (a.type == AuthType::kManagedIdentity) {
@@ -262,7 +263,9 @@ Result<void> ParseVmssSettings(const KeyValues& kv, const std::vector<model::Poo
   for (const auto& [key, value] : kv) {
     if (!key.starts_with("scaleSets.")) continue;
     TIDEPOOL_ASSIGN_OR_RETURN(std::string pool, PoolOfKey(key, "scaleSets.", pool_names));
-    if (value.empty()) return InvalidArgument("provider.{}: empty (expected a scale set name)", key);
+    if (value.empty()) {
+      return InvalidArgument("provider.{}: empty (expected a scale set name)", key);
+    }
     s.scale_sets[pool] = value;
   }
   if (s.discovery()) return {};

@@ -343,7 +343,8 @@ Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
   if (unbacked > 0) {
     int give_back = std::min(unbacked, remaining);
     TIDEPOOL_RETURN_IF_ERROR(SetCapacity(
-        pool, scale_set, [&](int capacity) -> Result<int> { return std::max(0, capacity - give_back); },
+        pool, scale_set,
+        [&](int capacity) -> Result<int> { return std::max(0, capacity - give_back); },
         now));
     remaining -= give_back;
   }

@@ -75,7 +75,8 @@ Operation StatusStyle() { return {.what = "PATCH /vmss", .status_url = "https://
 Operation LocationStyle() { return {.what = "DELETE /vm", .location_url = "https://arm/res/1"}; }
 
 TEST(OperationResultOfTest, StatusStyleReadsTheStatusField) {
-  auto done = cloud::azure::OperationResultOf(Answer(200, {{"status", "succeeded"}}), StatusStyle());
+  auto done =
+      cloud::azure::OperationResultOf(Answer(200, {{"status", "succeeded"}}), StatusStyle());
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->state, State::kSucceeded);
 
@@ -146,12 +147,8 @@ class FollowOperationTest : public AzureTestBase {
   void SetUp() override {
     AzureTestBase::SetUp();
     fake_->AddScaleSet({.name = "vmss-cpu", .sku = "Standard_D2_v2", .capacity = 1});
-    cloud::azure::AuthConfig a;
-    a.tenant_id = fake_->options().tenant;
-    a.client_id = fake_->options().client_id;
-    a.client_secret.env = "AZURE_CLIENT_SECRET";
-    a.authority_host = fake_->endpoint();
-    auto tokens = cloud::azure::MakeTokenSource(a, &http_, &clock_, ProviderOptions().env);
+    auto tokens =
+        cloud::azure::MakeTokenSource(FakeAuth(), &http_, &clock_, ProviderOptions().env);
     ASSERT_TRUE(tokens.has_value()) << tokens.error().message();
     tokens_ = std::move(*tokens);
     arm_ = std::make_unique<cloud::azure::ArmClient>(

@@ -32,10 +32,8 @@ TEST(VmsModelTest, PoolTagsAddThePoolsOwnToTheGivenOnes) {
 }
 
 TEST(VmsModelTest, PrimaryNicIsTheOneMarkedPrimaryElseTheFirst) {
-  json two = {{"properties",
-               {{"networkProfile",
-                 {{"networkInterfaces",
-                   {{{"id", "nic-a"}}, {{"id", "nic-b"}, {"properties", {{"primary", true}}}}}}}}}}};
+  json two = json::parse(R"({"properties": {"networkProfile": {"networkInterfaces": [
+      {"id": "nic-a"}, {"id": "nic-b", "properties": {"primary": true}}]}}})");
   EXPECT_EQ(PrimaryNicId(two), "nic-b");
   json unmarked = {{"properties",
                     {{"networkProfile",
@@ -237,7 +235,8 @@ TEST(VmsModelTest, NameNewVmSetsTheNamesAndTheOneNic) {
 TEST(VmsModelTest, ResourcesOfAVmListItsNicsAndDisk) {
   json vm = SourceVm();
   vm["properties"]["networkProfile"] = {
-      {"networkInterfaces", {{{"id", "nic-a"}}, {{"properties", json::object()}}, {{"id", "nic-b"}}}}};
+      {"networkInterfaces",
+       {{{"id", "nic-a"}}, {{"properties", json::object()}}, {{"id", "nic-b"}}}}};
   VmResources r = ResourcesOf(vm);
   EXPECT_EQ(r.name, "k8s-agentpool1-12345678-2");
   EXPECT_EQ(r.nics, (std::vector<std::string>{"nic-a", "nic-b"}));  // the one without id skipped
