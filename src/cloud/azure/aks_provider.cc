@@ -185,35 +185,15 @@ Result<std::optional<PoolSize>> AksProvider::RefreshPool(const model::Pool& pool
   return size;
 }
 
-Result<void> AksProvider::IncreaseSize(const std::string& pool, int delta, Time now) {
-  TIDEPOOL_ASSIGN_OR_RETURN(const model::Pool* p, RequirePool(pool));
-  if (delta <= 0) {
-    return InvalidArgument("aks: pool {}: increase by {} (expected a positive delta)", pool,
-                           delta);
-  }
-  TIDEPOOL_ASSIGN_OR_RETURN(std::string agent_pool, AgentPoolOf(pool));
-  TIDEPOOL_RETURN_IF_ERROR(CheckNotStockedOut(pool, now));
-  TIDEPOOL_RETURN_IF_ERROR(CheckIdle(pool));
-  const int max = p->max;
+Result<void> AksProvider::Grow(const model::Pool& p, int delta, Time now) {
+  TIDEPOOL_ASSIGN_OR_RETURN(std::string agent_pool, AgentPoolOf(p.name));
+  TIDEPOOL_RETURN_IF_ERROR(CheckIdle(p.name));
   return SetCount(
-      pool, agent_pool,
-      [&](int count) -> Result<int> {
-        if (count + delta > max) {
-          return InvalidArgument(
-              "aks: pool {}: {} + {} would pass the pool's max {} (expected at most {} more)",
-              pool, count, delta, max, std::max(0, max - count));
-        }
-        return count + delta;
-      },
-      now);
+      p.name, agent_pool, [&](int count) { return WithinMax(p, count, delta); }, now);
 }
 
-Result<void> AksProvider::DecreaseTargetSize(const std::string& pool, int delta, Time now) {
-  TIDEPOOL_RETURN_IF_ERROR(RequirePool(pool));
-  if (delta <= 0) {
-    return InvalidArgument("aks: pool {}: decrease by {} (expected a positive delta)", pool,
-                           delta);
-  }
+Result<void> AksProvider::Shrink(const model::Pool& p, int delta, Time now) {
+  const std::string& pool = p.name;
   TIDEPOOL_ASSIGN_OR_RETURN(std::string agent_pool, AgentPoolOf(pool));
   TIDEPOOL_RETURN_IF_ERROR(CheckIdle(pool));
   TIDEPOOL_ASSIGN_OR_RETURN(AgentPoolView ap, ReadAgentPool(agent_pool));

@@ -41,8 +41,6 @@ class AksProvider final : public AzureProvider {
   AksProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
 
   std::string_view Name() const override { return "aks"; }
-  Result<void> IncreaseSize(const std::string& pool, int delta, Time now) override;
-  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node& node) const override;
   Result<std::vector<model::Pool>> DiscoverPools(Time now) override;
@@ -56,6 +54,8 @@ class AksProvider final : public AzureProvider {
   };
 
   Result<std::optional<PoolSize>> RefreshPool(const model::Pool& pool, Time now) override;
+  Result<void> Grow(const model::Pool& pool, int delta, Time now) override;
+  Result<void> Shrink(const model::Pool& pool, int delta, Time now) override;
 
   std::string ClusterPath() const;
   std::string AgentPoolPath(const std::string& agent_pool) const;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "cloud/azure/lro.h"
 #include "cloud/azure/url.h"
 
 namespace tidepool::cloud::azure {
@@ -13,7 +14,37 @@ namespace {
 
 using nlohmann::json;
 
-// {"error": {"code", "message"}} (ARM and Compute); also a bare {"code", "message"}.
+// The path of a URL without its query, for messages.
+std::string PathForMessages(const std::string& url) {
+  if (auto p = ParseUrl(url); p) return std::string(WithoutQuery(p->path));
+  return std::string(WithoutQuery(url));
+}
+
+// The body's etag, else its properties.eTag (AKS); "" when neither.
+std::string BodyEtag(const json& body) {
+  if (!body.is_object()) return "";
+  if (body.contains("etag") && body["etag"].is_string()) return body["etag"].get<std::string>();
+  if (body.contains("properties") && body["properties"].is_object() &&
+      body["properties"].contains("eTag") && body["properties"]["eTag"].is_string()) {
+    return body["properties"]["eTag"].get<std::string>();
+  }
+  return "";
+}
+
+// A 401 that a new token may cure: an expired or invalid token (or no code at all).
+bool IsStaleTokenAnswer(const ArmResponse& r) {
+  return r.status == 401 &&
+         (r.error_code == "ExpiredAuthenticationToken" ||
+          r.error_code == "InvalidAuthenticationToken" ||
+          r.error_code == "InvalidAuthenticationTokenTenant" || r.error_code.empty());
+}
+
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
+  return ToLower(haystack).find(ToLower(needle)) != std::string::npos;
+}
+
+}  // namespace
+
 void ParseArmError(const json& body, std::string& code, std::string& message) {
   if (!body.is_object()) return;
   const json* e = &body;
@@ -23,12 +54,6 @@ void ParseArmError(const json& body, std::string& code, std::string& message) {
     message = (*e)["message"].get<std::string>();
   }
 }
-
-bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
-  return ToLower(haystack).find(ToLower(needle)) != std::string::npos;
-}
-
-}  // namespace
 
 Sleeper RealSleeper() {
   return [](Duration d) {
@@ -155,110 +180,112 @@ Result<ArmResponse> ArmClient::SendLocked(
     std::string_view method, const std::string& url, const json* body,
     const std::vector<std::pair<std::string, std::string>>& headers) {
   const bool is_get = method == "GET";
-  std::string path_for_messages(WithoutQuery(url));
-  if (auto p = ParseUrl(url); p) path_for_messages = std::string(WithoutQuery(p->path));
+  const std::string path_for_messages = PathForMessages(url);
   if (!SameOrigin(url, options_.endpoint)) {
     return Fail(Error::Code::kPermissionDenied,
                 "ARM {} {}: refusing to send the ARM token to a URL outside {}", method,
                 WithoutQuery(url), options_.endpoint);
   }
-  auto cached = [&]() -> std::optional<ArmResponse> {
-    if (!is_get) return std::nullopt;
-    auto it = cache_.find(url);
-    if (it == cache_.end()) return std::nullopt;
-    ArmResponse r = it->second;
-    r.from_cache = true;
-    return r;
-  };
-  Time now = clock_->Now();
-  if (throttled_until_ && now < *throttled_until_) {
-    if (auto c = cached()) return *c;
+  if (throttled_until_ && clock_->Now() < *throttled_until_) {
+    if (auto c = CachedLocked(url, is_get)) return *c;
     return Fail(Error::Code::kThrottled,
                 "ARM {} {}: not sent, ARM throttled this client until {} (Retry-After)", method,
                 path_for_messages, FormatRfc3339(*throttled_until_));
   }
-
   for (int attempt = 0;; ++attempt) {
     TIDEPOOL_ASSIGN_OR_RETURN(std::string token, tokens_->Token());
-    net::Request req;
-    req.method = std::string(method);
-    req.url = url;
-    req.timeout = options_.request_timeout;
-    req.headers = {{"Authorization", "Bearer " + token}, {"Accept", "application/json"}};
-    if (body != nullptr) {
-      req.headers.emplace_back("Content-Type", "application/json");
-      req.body = body->dump();
-    }
-    for (const auto& h : headers) req.headers.push_back(h);
-    ++requests_;
-    const auto sent_at = std::chrono::steady_clock::now();
-    auto sent = http_->Send(req);
-    if (observer_) {
-      observer_({.method = method,
-                 .operation = ArmOperationName(method, path_for_messages),
-                 .status = sent ? sent->status : 0,
-                 .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                          sent_at)
-                                .count()});
-    }
-    if (!sent) return std::unexpected(sent.error());
-    const net::Response& resp = *sent;
-
-    ArmResponse r;
-    r.status = resp.status;
-    r.method = std::string(method);
-    r.path = path_for_messages;
-    if (!resp.body.empty()) r.body = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
-    if (r.body.is_discarded()) r.body = nullptr;
-    r.etag = resp.Header("etag");
-    if (!resp.Header("retry-after").empty()) r.retry_after = RetryAfter(resp, Duration::zero());
-    if (r.etag.empty() && r.body.is_object()) {
-      if (r.body.contains("etag") && r.body["etag"].is_string()) {
-        r.etag = r.body["etag"].get<std::string>();
-      } else if (r.body.contains("properties") && r.body["properties"].is_object() &&
-                 r.body["properties"].contains("eTag") &&
-                 r.body["properties"]["eTag"].is_string()) {
-        r.etag = r.body["properties"]["eTag"].get<std::string>();
-      }
-    }
-    if (!r.ok()) ParseArmError(r.body, r.error_code, r.error_message);
-
-    if (resp.status == 401 && attempt == 0 &&
-        (r.error_code == "ExpiredAuthenticationToken" ||
-         r.error_code == "InvalidAuthenticationToken" ||
-         r.error_code == "InvalidAuthenticationTokenTenant" || r.error_code.empty())) {
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        net::Response resp,
+        SendHttpLocked(path_for_messages, MakeRequest(method, url, token, body, headers)));
+    ArmResponse r = ReadAnswer(resp, method, path_for_messages);
+    if (attempt == 0 && IsStaleTokenAnswer(r)) {
       spdlog::info("azure: ARM answered 401 {} to {} {}; fetching a new token", r.error_code,
                    method, path_for_messages);
       tokens_->Invalidate();
       continue;
     }
-    if (resp.status == 429) {
-      Duration wait = RetryAfter(resp, options_.default_throttle);
-      throttled_until_ = clock_->Now() + wait;
-      spdlog::warn("azure: ARM throttled {} {} ({}); no requests until {}", method,
-                   path_for_messages, r.error_code, FormatRfc3339(*throttled_until_));
-      if (auto c = cached()) return *c;
-      return std::unexpected(r.AsError().Wrap(
-          fmt::format("throttled until {}", FormatRfc3339(*throttled_until_))));
-    }
+    if (resp.status == 429) return ThrottledLocked(url, is_get, resp, r);
     if (r.ok()) {
-      std::string async = resp.Header("azure-asyncoperation");
-      std::string location = resp.Header("location");
-      if (!async.empty() || ((resp.status == 201 || resp.status == 202) && !location.empty())) {
-        Operation op;
-        op.what = fmt::format("{} {}", method, path_for_messages);
-        op.status_url = async;
-        op.location_url = location;
-        op.started = clock_->Now();
-        op.next_poll = op.started + std::min(RetryAfter(resp, options_.default_poll_interval),
-                                             options_.max_poll_interval);
-        op.deadline = op.started + options_.operation_timeout;
-        r.operation = std::move(op);
-      }
+      r.operation = OperationOf(
+          {.what = fmt::format("{} {}", method, path_for_messages),
+           .status = resp.status,
+           .async_url = resp.Header("azure-asyncoperation"),
+           .location_url = resp.Header("location"),
+           .now = clock_->Now(),
+           .first_poll = std::min(RetryAfter(resp, options_.default_poll_interval),
+                                  options_.max_poll_interval),
+           .timeout = options_.operation_timeout});
       if (is_get) cache_[url] = r;
     }
     return r;
   }
+}
+
+std::optional<ArmResponse> ArmClient::CachedLocked(const std::string& url, bool is_get) const {
+  if (!is_get) return std::nullopt;
+  auto it = cache_.find(url);
+  if (it == cache_.end()) return std::nullopt;
+  ArmResponse r = it->second;
+  r.from_cache = true;
+  return r;
+}
+
+net::Request ArmClient::MakeRequest(
+    std::string_view method, const std::string& url, const std::string& token, const json* body,
+    const std::vector<std::pair<std::string, std::string>>& headers) const {
+  net::Request req;
+  req.method = std::string(method);
+  req.url = url;
+  req.timeout = options_.request_timeout;
+  req.headers = {{"Authorization", "Bearer " + token}, {"Accept", "application/json"}};
+  if (body != nullptr) {
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.body = body->dump();
+  }
+  for (const auto& h : headers) req.headers.push_back(h);
+  return req;
+}
+
+Result<net::Response> ArmClient::SendHttpLocked(const std::string& path_for_messages,
+                                                const net::Request& req) {
+  ++requests_;
+  const auto sent_at = std::chrono::steady_clock::now();
+  auto sent = http_->Send(req);
+  if (observer_) {
+    observer_({.method = req.method,
+               .operation = ArmOperationName(req.method, path_for_messages),
+               .status = sent ? sent->status : 0,
+               .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                        sent_at)
+                              .count()});
+  }
+  return sent;
+}
+
+ArmResponse ArmClient::ReadAnswer(const net::Response& resp, std::string_view method,
+                                  const std::string& path_for_messages) const {
+  ArmResponse r;
+  r.status = resp.status;
+  r.method = std::string(method);
+  r.path = path_for_messages;
+  if (!resp.body.empty()) r.body = json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+  if (r.body.is_discarded()) r.body = nullptr;
+  r.etag = resp.Header("etag");
+  if (!resp.Header("retry-after").empty()) r.retry_after = RetryAfter(resp, Duration::zero());
+  if (r.etag.empty()) r.etag = BodyEtag(r.body);
+  if (!r.ok()) ParseArmError(r.body, r.error_code, r.error_message);
+  return r;
+}
+
+Result<ArmResponse> ArmClient::ThrottledLocked(const std::string& url, bool is_get,
+                                               const net::Response& resp, const ArmResponse& r) {
+  Duration wait = RetryAfter(resp, options_.default_throttle);
+  throttled_until_ = clock_->Now() + wait;
+  spdlog::warn("azure: ARM throttled {} {} ({}); no requests until {}", r.method, r.path,
+               r.error_code, FormatRfc3339(*throttled_until_));
+  if (auto c = CachedLocked(url, is_get)) return *c;
+  return std::unexpected(
+      r.AsError().Wrap(fmt::format("throttled until {}", FormatRfc3339(*throttled_until_))));
 }
 
 Result<OperationResult> ArmClient::Poll(Operation& op) {
@@ -282,59 +309,25 @@ Result<OperationResult> ArmClient::Poll(Operation& op) {
   const ArmResponse& r = *sent;
   op.next_poll = clock_->Now() + std::min(r.retry_after.value_or(options_.default_poll_interval),
                                           options_.max_poll_interval);
-  OperationResult result;
-  if (use_status) {
-    if (!r.ok()) {
-      if (r.status >= 500) return std::unexpected(r.AsError().Wrap(fmt::format("polling {}", op.what)));
-      result.state = OperationResult::State::kFailed;
-      result.code = r.error_code;
-      result.message = r.error_message;
-      return result;
-    }
-    std::string status = r.body.is_object() && r.body.contains("status") &&
-                                 r.body["status"].is_string()
-                             ? r.body["status"].get<std::string>()
-                             : "";
-    if (EqualsIgnoreCase(status, "Succeeded")) {
-      result.state = OperationResult::State::kSucceeded;
-    } else if (EqualsIgnoreCase(status, "Failed")) {
-      result.state = OperationResult::State::kFailed;
-      ParseArmError(r.body, result.code, result.message);
-    } else if (EqualsIgnoreCase(status, "Canceled") || EqualsIgnoreCase(status, "Cancelled")) {
-      result.state = OperationResult::State::kCanceled;
-      ParseArmError(r.body, result.code, result.message);
-    }
-    return result;
-  }
-  // Location polling: 202 while running; 200/201/204 done; an error status is the outcome.
-  if (r.status == 202) return result;
-  if (r.ok()) {
-    result.state = OperationResult::State::kSucceeded;
-    return result;
-  }
-  if (r.status >= 500) return std::unexpected(r.AsError().Wrap(fmt::format("polling {}", op.what)));
-  result.state = OperationResult::State::kFailed;
-  result.code = r.error_code;
-  result.message = r.error_message;
-  return result;
+  return OperationResultOf(r, op);
 }
 
 Result<OperationResult> ArmClient::Wait(Operation& op) {
   for (int polls = 0; polls < 10000; ++polls) {
     Time now = clock_->Now();
-    if (now >= op.deadline) break;
-    if (op.next_poll > now) sleep_(std::min<Duration>(op.next_poll - now, op.deadline - now));
-    if (clock_->Now() >= op.deadline) break;
-    auto r = Poll(op);
-    if (!r) {
-      Error::Code c = r.error().code();
-      if (c == Error::Code::kUnavailable || c == Error::Code::kThrottled) {
-        spdlog::warn("azure: {}", r.error().message());
-        continue;
-      }
-      return r;
+    if (now < op.deadline && op.next_poll > now) {
+      sleep_(std::min<Duration>(op.next_poll - now, op.deadline - now));
     }
-    if (r->done()) return r;
+    LroStep step = FollowOperation(*this, op, clock_->Now());
+    if (step.kind == LroStep::Kind::kTimedOut) break;
+    if (step.kind == LroStep::Kind::kDone) return step.result;
+    if (step.kind == LroStep::Kind::kPollFailed) {
+      Error::Code c = step.error->code();
+      if (c != Error::Code::kUnavailable && c != Error::Code::kThrottled) {
+        return std::unexpected(*step.error);
+      }
+      spdlog::warn("azure: {}", step.error->message());
+    }
   }
   return Fail(Error::Code::kUnavailable, "{}: the operation did not finish within {}", op.what,
               FormatDuration(options_.operation_timeout));

@@ -143,6 +143,20 @@ class ArmClient {
                                  const nlohmann::json* body,
                                  const std::vector<std::pair<std::string, std::string>>& headers);
   Result<ArmResponse> GetUrlLocked(const std::string& url);
+  // The last 2xx answer to a GET of `url`, marked from_cache; nullopt for other methods.
+  std::optional<ArmResponse> CachedLocked(const std::string& url, bool is_get) const;
+  net::Request MakeRequest(std::string_view method, const std::string& url,
+                           const std::string& token, const nlohmann::json* body,
+                           const std::vector<std::pair<std::string, std::string>>& headers) const;
+  // Sends one HTTP request to ARM, counting it and telling the observer.
+  Result<net::Response> SendHttpLocked(const std::string& path_for_messages,
+                                       const net::Request& req);
+  // An HTTP answer as an ArmResponse: body, etag, Retry-After, ARM error code and message.
+  ArmResponse ReadAnswer(const net::Response& resp, std::string_view method,
+                         const std::string& path_for_messages) const;
+  // A 429: nothing is sent until its Retry-After; a cached GET answer or a kThrottled error.
+  Result<ArmResponse> ThrottledLocked(const std::string& url, bool is_get,
+                                      const net::Response& resp, const ArmResponse& r);
   std::string Url(std::string_view path, std::string_view api_version,
                   std::string_view query) const;
   Duration RetryAfter(const net::Response& r, Duration fallback) const;
@@ -159,6 +173,10 @@ class ArmClient {
   int requests_ = 0;
   ArmObserver observer_;
 };
+
+// The code and message of an ARM error body: {"error": {"code", "message"}} (ARM and Compute),
+// or a bare {"code", "message"}. Leaves them as they are when the body has none.
+void ParseArmError(const nlohmann::json& body, std::string& code, std::string& message);
 
 // True when an ARM error code (and its message) means "no capacity for this VM size here now":
 // SkuNotAvailable, AllocationFailed, ZonalAllocationFailed, OverconstrainedAllocationRequest,

@@ -7,6 +7,7 @@
 
 #include "cloud/azure/aks_provider.h"
 #include "cloud/azure/blob.h"
+#include "cloud/azure/lro.h"
 #include "cloud/azure/vms_provider.h"
 #include "cloud/azure/vmss_provider.h"
 
@@ -96,40 +97,39 @@ void AzureProvider::PollOperations(const std::string& pool, Time now) {
   PoolState& ps = state_[pool];
   std::vector<PendingOp> keep;
   for (auto& pending : ps.ops) {
-    if (now >= pending.op.deadline) {
-      spdlog::warn("azure: pool {}: {} did not finish within {}; no longer followed", pool,
-                   pending.op.what, FormatDuration(settings_.operation_timeout));
-      continue;
-    }
-    if (now < pending.op.next_poll) {
-      keep.push_back(std::move(pending));
-      continue;
-    }
-    auto r = arm_->Poll(pending.op);
-    if (!r) {
-      spdlog::warn("azure: pool {}: {}", pool, r.error().message());
-      keep.push_back(std::move(pending));
-      continue;
-    }
-    switch (r->state) {
-      case OperationResult::State::kInProgress:
+    LroStep step = FollowOperation(*arm_, pending.op, now);
+    switch (step.kind) {
+      case LroStep::Kind::kTimedOut:
+        spdlog::warn("azure: pool {}: {} did not finish within {}; no longer followed", pool,
+                     pending.op.what, FormatDuration(settings_.operation_timeout));
+        break;
+      case LroStep::Kind::kPollFailed:
+        spdlog::warn("azure: pool {}: {}", pool, step.error->message());
         keep.push_back(std::move(pending));
         break;
-      case OperationResult::State::kSucceeded:
-        spdlog::info("azure: pool {}: {} succeeded", pool, pending.op.what);
+      case LroStep::Kind::kWaiting:
+        keep.push_back(std::move(pending));
         break;
-      case OperationResult::State::kFailed:
-      case OperationResult::State::kCanceled:
-        spdlog::warn("azure: pool {}: {} {}: {}: {}", pool, pending.op.what,
-                     r->state == OperationResult::State::kFailed ? "failed" : "was canceled",
-                     r->code, r->message);
-        if (IsStockoutError(r->code, r->message)) {
-          NoteStockout(pool, fmt::format("{}: {}", r->code, r->message), now);
-        }
+      case LroStep::Kind::kDone:
+        OperationDone(pool, pending.op, step.result, now);
         break;
     }
   }
   ps.ops = std::move(keep);
+}
+
+void AzureProvider::OperationDone(const std::string& pool, const Operation& op,
+                                  const OperationResult& r, Time now) {
+  if (r.state == OperationResult::State::kSucceeded) {
+    spdlog::info("azure: pool {}: {} succeeded", pool, op.what);
+    return;
+  }
+  spdlog::warn("azure: pool {}: {} {}: {}: {}", pool, op.what,
+               r.state == OperationResult::State::kFailed ? "failed" : "was canceled", r.code,
+               r.message);
+  if (IsStockoutError(r.code, r.message)) {
+    NoteStockout(pool, fmt::format("{}: {}", r.code, r.message), now);
+  }
 }
 
 Result<std::vector<PoolSize>> AzureProvider::Refresh(Time now) {
@@ -169,6 +169,34 @@ Result<std::vector<PoolSize>> AzureProvider::Refresh(Time now) {
     out.push_back(std::move(*size));
   }
   return out;
+}
+
+Result<void> AzureProvider::IncreaseSize(const std::string& pool, int delta, Time now) {
+  TIDEPOOL_ASSIGN_OR_RETURN(const model::Pool* p, RequirePool(pool));
+  if (delta <= 0) {
+    return InvalidArgument("{}: pool {}: increase by {} (expected a positive delta)", Name(), pool,
+                           delta);
+  }
+  TIDEPOOL_RETURN_IF_ERROR(CheckNotStockedOut(pool, now));
+  return Grow(*p, delta, now);
+}
+
+Result<void> AzureProvider::DecreaseTargetSize(const std::string& pool, int delta, Time now) {
+  TIDEPOOL_ASSIGN_OR_RETURN(const model::Pool* p, RequirePool(pool));
+  if (delta <= 0) {
+    return InvalidArgument("{}: pool {}: decrease by {} (expected a positive delta)", Name(), pool,
+                           delta);
+  }
+  return Shrink(*p, delta, now);
+}
+
+Result<int> AzureProvider::WithinMax(const model::Pool& pool, int current, int delta) const {
+  if (current + delta > pool.max) {
+    return InvalidArgument(
+        "{}: pool {}: {} + {} would pass the pool's max {} (expected at most {} more)", Name(),
+        pool.name, current, delta, pool.max, std::max(0, pool.max - current));
+  }
+  return current + delta;
 }
 
 Result<std::unique_ptr<AzureProvider>> NewAzureProvider(const model::AutoscalerConfig& config,

@@ -49,12 +49,17 @@ struct Options {
 //    it (PoolSize.stockout, the ARM code and message as the reason) and IncreaseSize refuses with
 //    kUnavailable until then.
 //  - No call blocks on a long-running operation; Refresh follows them.
+//  - IncreaseSize / DecreaseTargetSize: an unknown pool is kNotFound, a delta <= 0
+//    kInvalidArgument, an increase past the pool's max kInvalidArgument (WithinMax); the
+//    providers only do the pool-type-specific part (Grow / Shrink).
 // Thread-safety: one calling thread (the controller's acting thread); no background threads.
 class AzureProvider : public CloudProvider {
  public:
   ~AzureProvider() override;
 
   Result<std::vector<PoolSize>> Refresh(Time now) final;
+  Result<void> IncreaseSize(const std::string& pool, int delta, Time now) final;
+  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) final;
 
   // Pools Azure has but the config does not name: tagged scale sets (azure-vmss discovery) or
   // agent pools with maxCount or a `max` tag (aks), with templates from the SKU table and tags
@@ -100,6 +105,13 @@ class AzureProvider : public CloudProvider {
   virtual Result<std::optional<PoolSize>> RefreshPool(const model::Pool& pool, Time now) = 0;
   // Per provider: work before the pools are read (discovery). Default: nothing.
   virtual Result<void> BeforeRefresh(Time now);
+  // Per provider: IncreaseSize once the pool is known, delta > 0 and no stockout is held.
+  virtual Result<void> Grow(const model::Pool& pool, int delta, Time now) = 0;
+  // Per provider: DecreaseTargetSize once the pool is known and delta > 0.
+  virtual Result<void> Shrink(const model::Pool& pool, int delta, Time now) = 0;
+  // current + delta when that stays within the pool's max; else kInvalidArgument
+  // "<provider>: pool P: C + D would pass the pool's max M (expected at most N more)".
+  Result<int> WithinMax(const model::Pool& pool, int current, int delta) const;
 
   const model::Pool* FindPool(std::string_view name) const;
   Result<const model::Pool*> RequirePool(std::string_view name) const;
@@ -129,6 +141,9 @@ class AzureProvider : public CloudProvider {
 
  private:
   void PollOperations(const std::string& pool, Time now);
+  // Logs a finished operation; a failure with a capacity code marks a stockout.
+  void OperationDone(const std::string& pool, const Operation& op, const OperationResult& r,
+                     Time now);
 
   std::vector<model::Pool> pools_;
   std::map<std::string, PoolState> state_;

@@ -16,6 +16,14 @@ inline std::string StringField(const nlohmann::json& j, std::string_view key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// j[key] when j is an object and the field is an array; an empty array otherwise.
+inline const nlohmann::json& ArrayField(const nlohmann::json& j, std::string_view key) {
+  static const nlohmann::json kEmpty = nlohmann::json::array();
+  if (!j.is_object()) return kEmpty;
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? *it : kEmpty;
+}
+
 // j[key] when j is an object and the field is an object; an empty object otherwise.
 inline const nlohmann::json& ObjectField(const nlohmann::json& j, std::string_view key) {
   static const nlohmann::json kEmpty = nlohmann::json::object();

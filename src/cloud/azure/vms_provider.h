@@ -10,13 +10,10 @@
 #include <vector>
 
 #include "cloud/azure/azure_provider.h"
+#include "cloud/azure/vms_model.h"
+#include "cloud/azure/vms_naming.h"
 
 namespace tidepool::cloud::azure {
-
-// Tags tidepool puts on the NICs and VMs it creates (and acs-engine's, which it keeps).
-inline constexpr std::string_view kTagTidepoolPool = "tidepool.dev/pool";
-inline constexpr std::string_view kTagResourceNameSuffix = "resourceNameSuffix";
-inline constexpr std::string_view kTagOrchestrator = "orchestrator";
 
 // One VM of a pool as the provider sees it in a listing.
 struct PoolVm {
@@ -80,13 +77,15 @@ struct PoolVm {
 //    by name, else by the tags seen in the last listing.
 // Pending creations and removals live in memory; after a restart, the cloud holds what is left
 // (VMs in Creating/Deleting state, unattached NICs and disks) and Refresh picks it up.
+// Where it lives: vms_provider.cc (names, listing, Refresh), vms_create.cc (scale up),
+// vms_removal.cc (DeleteNode, DecreaseTargetSize, the removal steps), vms_sweep.cc,
+// vms_discovery.cc (PoolOf, DiscoverPools); names and bodies are pure (vms_naming.h,
+// vms_model.h).
 class VmsProvider final : public AzureProvider {
  public:
   VmsProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
 
   std::string_view Name() const override { return "azure-vms"; }
-  Result<void> IncreaseSize(const std::string& pool, int delta, Time now) override;
-  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node& node) const override;
   // Agent pools of this cluster (by VM name or tags) that no configured pool names, whose VMs
@@ -117,6 +116,13 @@ class VmsProvider final : public AzureProvider {
     size_t next_nic = 0;
     std::optional<Operation> op;
     std::string why;  // "scale down", "failed creation", ... for logs
+    void Next();      // the step at `stage` is done: on to the next NIC or stage
+  };
+  // The ARM DELETE of a removal's current step.
+  struct ArmDelete {
+    std::string path;
+    std::string api_version;
+    std::string what;  // "VM x", "NIC y", "OS disk z", for logs
   };
   struct VmsPool {
     std::vector<Creation> creations;
@@ -125,19 +131,16 @@ class VmsProvider final : public AzureProvider {
 
   Result<std::optional<PoolSize>> RefreshPool(const model::Pool& pool, Time now) override;
   Result<void> BeforeRefresh(Time now) override;
+  Result<void> Grow(const model::Pool& pool, int delta, Time now) override;
+  Result<void> Shrink(const model::Pool& pool, int delta, Time now) override;
 
   std::string ResourceGroupPath() const;
   std::string VmPath(const std::string& name) const;
   std::string NicId(const std::string& name) const;
   std::string DiskId(const std::string& name) const;
   const std::string& AgentPool(const std::string& pool) const;
-  std::string VmName(const std::string& pool, int index) const;
-  std::string NicName(const std::string& pool, int index) const;
-  // The index in a pool's VM name k8s-A-C-<index> (or, with `suffix`, k8s-A-C-<index><suffix...>
-  // for NIC and disk names); -1 when the name is not of the pool.
-  int IndexOfVmName(const std::string& pool, std::string_view name) const;
-  int IndexOfNicName(const std::string& pool, std::string_view name) const;
-  int IndexOfDiskName(const std::string& pool, std::string_view name) const;
+  // The names of the pool's resources (k8s-A-C-<index>, ...).
+  VmsNaming Naming(const std::string& pool) const;
   // The pool a listed VM belongs to ("" none).
   std::string PoolOfVm(const nlohmann::json& vm) const;
   bool OwnedByTags(const std::string& pool, const nlohmann::json& resource) const;
@@ -146,35 +149,60 @@ class VmsProvider final : public AzureProvider {
   std::vector<PoolVm> VmsOf(const std::string& pool, const std::vector<nlohmann::json>& vms) const;
   bool Joined(const PoolVm& vm) const;
   bool Removing(const std::string& pool, const std::string& vm) const;
+  // Indexes of the pool's listed VMs, pending creations and removals.
+  std::set<int> IndexesInUse(const std::string& pool, const std::vector<PoolVm>& vms) const;
+  // The same plus the NIC and disk indexes the last sweep saw: not to be given to a new VM.
   std::set<int> UsedIndexes(const std::string& pool, const std::vector<PoolVm>& vms) const;
 
   // Scale up.
-  Result<void> CreateOne(const model::Pool& pool, int index, nlohmann::json nic_body,
-                         nlohmann::json vm_body, Time now);
+  Result<void> CreateOne(const model::Pool& pool, int index, NewVmBodies bodies, Time now);
   // PUT the creation's VM. true: still pending (follow c.op); false: done. An error means the
   // creation failed and was handed to CreationFailed.
   Result<bool> PutVm(const std::string& pool, Creation& c, Time now);
-  // The NIC and VM bodies new VMs of the pool are made from (names, NIC id and disk name are
-  // filled in per VM by CreateOne).
-  Result<std::pair<nlohmann::json, nlohmann::json>> BuildModel(const model::Pool& pool,
-                                                               const std::vector<PoolVm>& vms);
-  Result<std::pair<nlohmann::json, nlohmann::json>> ModelFromConfig(const model::Pool& pool,
-                                                                    const nlohmann::json& tags);
+  // The NIC and VM bodies new VMs of the pool are made from: a copy of its newest Succeeded VM,
+  // else the config's model (names, NIC id and disk name are filled in per VM by CreateOne).
+  Result<NewVmBodies> BuildModel(const model::Pool& pool, const std::vector<PoolVm>& vms);
+  Result<NewVmBodies> ModelFromClone(const model::Pool& pool, const PoolVm& source);
+  Result<NewVmBodies> ModelFromConfig(const model::Pool& pool, const nlohmann::json& tags);
+  // The model's location, else its availability set's ("" when neither says).
+  Result<std::string> ModelLocation(const VmModel& m, const std::string& key);
   void CreationFailed(const std::string& pool, const Creation& c, const std::string& code,
                       const std::string& message, Time now);
   void AdvanceCreations(const std::string& pool, Time now);
+  // The creation's NIC or VM operation ended with `r`: on to the VM PUT, done, or failed.
+  // true: the creation is still pending.
+  bool CreationStepDone(const std::string& pool, Creation& c, const OperationResult& r,
+                        Time now);
 
   // Scale down.
   static Removal RemovalOf(const nlohmann::json& vm, std::string why);
   // Moves a removal on as far as it goes without waiting; the error of a step that failed (the
   // step is sent again at the next call).
   Result<void> AdvanceRemoval(const std::string& pool, Removal& r, Time now);
+  // The DELETE of r's current ARM step; nullopt when the step has nothing to delete.
+  std::optional<ArmDelete> DeleteOf(const Removal& r) const;
+  // Sends `del` for r. true: the step is done (deleted or gone); false: its operation is followed.
+  Result<bool> SendDelete(const std::string& pool, Removal& r, const ArmDelete& del);
+  // Removes up to `delta` creations whose VM PUT was not sent yet (their NIC is removed);
+  // returns how many.
+  int CancelUnrequested(const std::string& pool, int delta);
   void AdvanceRemovals(const std::string& pool, Time now);
+  // Follows the removal's pending DELETE one step. true: it succeeded (r.op is cleared); false:
+  // not finished yet. A failed or timed-out DELETE is an error (r.op is cleared, so the step is
+  // sent again); a failed poll is an error that keeps r.op.
+  Result<bool> FollowRemovalStep(const std::string& pool, Removal& r, Time now);
   // The kBlob step: deletes r.vhd_uri when it passes CheckVhdUri (else logs it and gives up).
   // ok: done (deleted, gone, or not ours to delete); an error: sent again at the next Refresh.
   Result<void> DeleteVhd(const std::string& pool, const Removal& r);
 
   void Sweep(Time now);
+  void SweepNics(const std::string& pool, const std::vector<nlohmann::json>& nics,
+                 const std::set<int>& used);
+  void SweepDisks(const std::string& pool, const std::vector<nlohmann::json>& disks,
+                  const std::set<int>& used);
+  // DELETE a leftover NIC or disk, logging the outcome.
+  void SweepDelete(const std::string& pool, const std::string& id, std::string_view api,
+                   std::string_view what);
 
   std::map<std::string, VmsPool> work_;  // by pool
   Result<std::vector<nlohmann::json>> listed_ = std::vector<nlohmann::json>{};

@@ -310,35 +310,14 @@ Result<std::optional<PoolSize>> VmssProvider::RefreshPool(const model::Pool& poo
   return size;
 }
 
-Result<void> VmssProvider::IncreaseSize(const std::string& pool, int delta, Time now) {
-  TIDEPOOL_ASSIGN_OR_RETURN(const model::Pool* p, RequirePool(pool));
-  if (delta <= 0) {
-    return InvalidArgument("azure-vmss: pool {}: increase by {} (expected a positive delta)",
-                           pool, delta);
-  }
-  TIDEPOOL_ASSIGN_OR_RETURN(std::string scale_set, Bound(pool));
-  TIDEPOOL_RETURN_IF_ERROR(CheckNotStockedOut(pool, now));
-  const int max = p->max;
+Result<void> VmssProvider::Grow(const model::Pool& p, int delta, Time now) {
+  TIDEPOOL_ASSIGN_OR_RETURN(std::string scale_set, Bound(p.name));
   return SetCapacity(
-      pool, scale_set,
-      [&](int capacity) -> Result<int> {
-        if (capacity + delta > max) {
-          return InvalidArgument(
-              "azure-vmss: pool {}: {} + {} would pass the pool's max {} (expected at most {} "
-              "more)",
-              pool, capacity, delta, max, std::max(0, max - capacity));
-        }
-        return capacity + delta;
-      },
-      now);
+      p.name, scale_set, [&](int capacity) { return WithinMax(p, capacity, delta); }, now);
 }
 
-Result<void> VmssProvider::DecreaseTargetSize(const std::string& pool, int delta, Time now) {
-  TIDEPOOL_RETURN_IF_ERROR(RequirePool(pool));
-  if (delta <= 0) {
-    return InvalidArgument("azure-vmss: pool {}: decrease by {} (expected a positive delta)",
-                           pool, delta);
-  }
+Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
+  const std::string& pool = p.name;
   TIDEPOOL_ASSIGN_OR_RETURN(std::string scale_set, Bound(pool));
   TIDEPOOL_ASSIGN_OR_RETURN(ScaleSetView ss, ReadScaleSet(scale_set));
   TIDEPOOL_ASSIGN_OR_RETURN(std::vector<VmssInstance> instances, ListInstances(scale_set));
@@ -364,7 +343,8 @@ Result<void> VmssProvider::DecreaseTargetSize(const std::string& pool, int delta
   if (unbacked > 0) {
     int give_back = std::min(unbacked, remaining);
     TIDEPOOL_RETURN_IF_ERROR(SetCapacity(
-        pool, scale_set, [&](int capacity) -> Result<int> { return std::max(0, capacity - give_back); },
+        pool, scale_set,
+        [&](int capacity) -> Result<int> { return std::max(0, capacity - give_back); },
         now));
     remaining -= give_back;
   }

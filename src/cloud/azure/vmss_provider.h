@@ -55,8 +55,6 @@ class VmssProvider final : public AzureProvider {
   VmssProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
 
   std::string_view Name() const override { return "azure-vmss"; }
-  Result<void> IncreaseSize(const std::string& pool, int delta, Time now) override;
-  Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node& node) const override;
   Result<std::vector<model::Pool>> DiscoverPools(Time now) override;
@@ -74,6 +72,8 @@ class VmssProvider final : public AzureProvider {
 
   Result<std::optional<PoolSize>> RefreshPool(const model::Pool& pool, Time now) override;
   Result<void> BeforeRefresh(Time now) override;
+  Result<void> Grow(const model::Pool& pool, int delta, Time now) override;
+  Result<void> Shrink(const model::Pool& pool, int delta, Time now) override;
 
   Result<void> Discover(Time now, bool force);
   Result<std::string> Bound(const std::string& pool) const;

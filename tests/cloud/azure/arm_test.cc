@@ -53,12 +53,7 @@ TEST_F(AzureArmTest, LongRunningOperationIsPolledOnlyWhenRetryAfterAllows) {
 TEST_F(AzureArmTest, WaitFollowsAzureAsyncOperationAndSleepsRetryAfter) {
   fake_->SetOperationPolls(2);
   net::HttpClient http;
-  cloud::azure::AuthConfig a;
-  a.tenant_id = fake_->options().tenant;
-  a.client_id = fake_->options().client_id;
-  a.client_secret.env = "AZURE_CLIENT_SECRET";
-  a.authority_host = fake_->endpoint();
-  auto tokens = cloud::azure::MakeTokenSource(a, &http, &clock_, ProviderOptions().env);
+  auto tokens = cloud::azure::MakeTokenSource(FakeAuth(), &http, &clock_, ProviderOptions().env);
   ASSERT_TRUE(tokens.has_value());
   cloud::azure::ArmClient arm(&http, tokens->get(), &clock_, ProviderOptions().sleep,
                               {.endpoint = fake_->endpoint()});

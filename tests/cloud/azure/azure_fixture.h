@@ -90,6 +90,16 @@ class AzureTestBase : public ::testing::Test {
             {"stockoutHold", "3m"}};
   }
 
+  // Client-secret auth against the fake (the secret from env_), for ArmClients made by hand.
+  cloud::azure::AuthConfig FakeAuth() const {
+    cloud::azure::AuthConfig a;
+    a.tenant_id = fake_->options().tenant;
+    a.client_id = fake_->options().client_id;
+    a.client_secret.env = "AZURE_CLIENT_SECRET";
+    a.authority_host = fake_->endpoint();
+    return a;
+  }
+
   cloud::azure::Options ProviderOptions() {
     cloud::azure::Options o;
     o.clock = &clock_;
