@@ -13,12 +13,13 @@
 
 #include "autoscaler/loop.h"
 #include "base/time.h"
-#include "cli/plan_output.h"
+#include "cli/plan_text.h"
 #include "cli/run_command.h"
 #include "cli/simulate_command.h"
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
 #include "planner/cluster.h"
+#include "planner/plan_json.h"
 #include "planner/scale_down.h"
 #include "planner/scale_up.h"
 
@@ -221,7 +222,7 @@ int Main(int argc, char** argv) {
     planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(in.planner);
     planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(in.planner);
     if (output == "json") {
-      std::cout << PlanToJson(up, down).dump(2) << "\n";
+      std::cout << planner::PlanToJson(up, down).dump(2) << "\n";
     } else {
       std::cout << PlanToText(up, down);
     }
@@ -241,7 +242,7 @@ int Main(int argc, char** argv) {
     if (pod_key.find('/') == std::string::npos) pod_key = "default/" + pod_key;
     planner::PodExplanation ex = planner::ScaleUpPlanner().Explain(in.planner, pod_key);
     if (output == "json") {
-      std::cout << ExplanationToJson(ex).dump(2) << "\n";
+      std::cout << planner::ExplanationToJson(ex).dump(2) << "\n";
     } else {
       std::cout << ExplanationToText(ex);
     }
