@@ -1,4 +1,4 @@
-// tidepool command-line entry point: run, plan, explain, simulate, version (DESIGN §2 cli/).
+// tidepool command-line entry point: run, plan, explain, simulate, version (docs/architecture.md).
 // Bad configuration or state input prints a clear error and exits with code 2.
 #include <charconv>
 #include <cstdio>
