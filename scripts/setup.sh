@@ -8,7 +8,7 @@ set -euo pipefail
 build_only=false
 if [[ ${1:-} == --build-only ]]; then build_only=true; fi
 
-# Debian packages (DESIGN §5). kubectl comes with the machine image; it is checked, not installed.
+# Debian packages (README: what the build and the tests need). kubectl comes with the machine image; it is checked, not installed.
 packages=(
   build-essential cmake ninja-build pkg-config
   libfmt-dev libspdlog-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev

@@ -1,4 +1,4 @@
-// tidepool command-line entry point: run, plan, explain, simulate, version (DESIGN §2 cli/).
+// tidepool command-line entry point: run, plan, explain, simulate, version (docs/architecture.md).
 // Bad configuration or state input prints a clear error and exits with code 2.
 #include <charconv>
 #include <cstdio>
@@ -13,12 +13,13 @@
 
 #include "autoscaler/loop.h"
 #include "base/time.h"
-#include "cli/plan_output.h"
+#include "cli/plan_text.h"
 #include "cli/run_command.h"
 #include "cli/simulate_command.h"
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
 #include "planner/cluster.h"
+#include "planner/plan_json.h"
 #include "planner/scale_down.h"
 #include "planner/scale_up.h"
 
@@ -144,6 +145,81 @@ int ExplainPool(const Inputs& in, const std::string& pool_name, const std::strin
   return 0;
 }
 
+// The flags of `plan` and `explain`.
+struct PlanFlags {
+  std::string config_path, state_path, now_text, output = "text";
+  std::vector<std::string> upcoming, backoff;
+  // explain only
+  std::string pod_key, node_name, pool_name, warm_state_path;
+};
+
+CLI::App* AddPlanCommand(CLI::App& app, PlanFlags& f) {
+  auto* plan = app.add_subcommand(
+      "plan", "One snapshot, one decision: what tidepool would scale up and down now");
+  plan->add_option("--config", f.config_path, "AutoscalerConfig YAML file")->required();
+  plan->add_option("--state", f.state_path,
+                   "Cluster state: output of `kubectl get nodes,pods,pdb,ds -A -o yaml|json`, "
+                   "a file or a directory of files")
+      ->required();
+  plan->add_option("--now", f.now_text,
+                   "Current time (RFC 3339) for delayAfterAdd; default: the system clock");
+  plan->add_option("-o,--output", f.output, "Output format")->check(CLI::IsMember({"json", "text"}));
+  plan->add_option("--upcoming", f.upcoming,
+                   "POOL=N: nodes requested from the provider and not registered yet");
+  plan->add_option("--backoff", f.backoff, "POOL=TIME: the pool may not grow before TIME (RFC 3339)");
+  return plan;
+}
+
+CLI::App* AddExplainCommand(CLI::App& app, PlanFlags& f) {
+  auto* explain = app.add_subcommand(
+      "explain", "Why a pending pod does (not) trigger a scale-up, or why a node stays");
+  explain->add_option("pod", f.pod_key, "The pod, as namespace/name (or name in default)");
+  explain->add_option("--node", f.node_name, "Explain this node's scale-down instead");
+  explain->add_option("--pool", f.pool_name,
+                      "Explain this pool's warm capacity (spare nodes, headroom, pre-warming)");
+  explain->add_option("--warm-state", f.warm_state_path,
+                      "With --pool: the learned state, i.e. the data.state of the "
+                      "tidepool-warm-state ConfigMap");
+  explain->add_option("--config", f.config_path, "AutoscalerConfig YAML file")->required();
+  explain->add_option("--state", f.state_path, "Cluster state (as for plan)")->required();
+  explain->add_option("--now", f.now_text, "Current time (RFC 3339)");
+  explain->add_option("-o,--output", f.output, "Output format")->check(CLI::IsMember({"json", "text"}));
+  explain->add_option("--upcoming", f.upcoming, "POOL=N, as for plan");
+  explain->add_option("--backoff", f.backoff, "POOL=TIME, as for plan");
+  return explain;
+}
+
+int RunPlan(const Inputs& in, const std::string& output) {
+  planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(in.planner);
+  planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(in.planner);
+  if (output == "json") {
+    std::cout << planner::PlanToJson(up, down).dump(2) << "\n";
+  } else {
+    std::cout << PlanToText(up, down);
+  }
+  return 0;
+}
+
+int RunExplain(const Inputs& in, PlanFlags& f) {
+  if (!f.pool_name.empty()) return ExplainPool(in, f.pool_name, f.warm_state_path);
+  if (!f.node_name.empty()) {
+    std::cout << planner::ScaleDownPlanner().Explain(in.planner, f.node_name) << "\n";
+    return 0;
+  }
+  if (f.pod_key.empty()) {
+    return Fail(Error(Error::Code::kInvalidArgument,
+                      "explain: name a pod (namespace/name) or a node with --node"));
+  }
+  if (f.pod_key.find('/') == std::string::npos) f.pod_key = "default/" + f.pod_key;
+  planner::PodExplanation ex = planner::ScaleUpPlanner().Explain(in.planner, f.pod_key);
+  if (f.output == "json") {
+    std::cout << planner::ExplanationToJson(ex).dump(2) << "\n";
+  } else {
+    std::cout << ExplanationToText(ex);
+  }
+  return ex.found ? 0 : 1;
+}
+
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -151,45 +227,12 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every command");
 
-  std::string config_path, state_path, now_text, output = "text", node_name, pod_key;
-  std::vector<std::string> upcoming, backoff;
-
   auto* version = app.add_subcommand("version", "Print the version");
-
-  auto* plan = app.add_subcommand(
-      "plan", "One snapshot, one decision: what tidepool would scale up and down now");
-  plan->add_option("--config", config_path, "AutoscalerConfig YAML file")->required();
-  plan->add_option("--state", state_path,
-                   "Cluster state: output of `kubectl get nodes,pods,pdb,ds -A -o yaml|json`, "
-                   "a file or a directory of files")
-      ->required();
-  plan->add_option("--now", now_text,
-                   "Current time (RFC 3339) for delayAfterAdd; default: the system clock");
-  plan->add_option("-o,--output", output, "Output format")->check(CLI::IsMember({"json", "text"}));
-  plan->add_option("--upcoming", upcoming,
-                   "POOL=N: nodes requested from the provider and not registered yet");
-  plan->add_option("--backoff", backoff, "POOL=TIME: the pool may not grow before TIME (RFC 3339)");
-
-  auto* explain = app.add_subcommand(
-      "explain", "Why a pending pod does (not) trigger a scale-up, or why a node stays");
-  explain->add_option("pod", pod_key, "The pod, as namespace/name (or name in default)");
-  explain->add_option("--node", node_name, "Explain this node's scale-down instead");
-  std::string pool_name, warm_state_path;
-  explain->add_option("--pool", pool_name,
-                      "Explain this pool's warm capacity (spare nodes, headroom, pre-warming)");
-  explain->add_option("--warm-state", warm_state_path,
-                      "With --pool: the learned state, i.e. the data.state of the "
-                      "tidepool-warm-state ConfigMap");
-  explain->add_option("--config", config_path, "AutoscalerConfig YAML file")->required();
-  explain->add_option("--state", state_path, "Cluster state (as for plan)")->required();
-  explain->add_option("--now", now_text, "Current time (RFC 3339)");
-  explain->add_option("-o,--output", output, "Output format")->check(CLI::IsMember({"json", "text"}));
-  explain->add_option("--upcoming", upcoming, "POOL=N, as for plan");
-  explain->add_option("--backoff", backoff, "POOL=TIME, as for plan");
-
+  PlanFlags plan_flags;
+  auto* plan = AddPlanCommand(app, plan_flags);
+  auto* explain = AddExplainCommand(app, plan_flags);
   RunFlags run_flags;
   auto* run = AddRunCommand(app, run_flags);
-
   SimulateFlags simulate_flags;
   auto* simulate = AddSimulateCommand(app, simulate_flags);
 
@@ -208,44 +251,17 @@ int Main(int argc, char** argv) {
     std::printf("tidepool %s\n", TIDEPOOL_VERSION);
     return 0;
   }
-
   if (*simulate) return RunSimulateCommand(simulate_flags);
   if (*run) return RunRunCommand(run_flags);
 
+  const PlanFlags& f = plan_flags;
   Inputs in;
-  if (auto ok = LoadInputs(config_path, state_path, now_text, in); !ok) return Fail(ok.error());
-  if (auto ok = ApplyPoolFlags(upcoming, backoff, in); !ok) return Fail(ok.error());
-
-  if (*plan) {
-    planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(in.planner);
-    planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(in.planner);
-    if (output == "json") {
-      std::cout << PlanToJson(up, down).dump(2) << "\n";
-    } else {
-      std::cout << PlanToText(up, down);
-    }
-    return 0;
+  if (auto ok = LoadInputs(f.config_path, f.state_path, f.now_text, in); !ok) {
+    return Fail(ok.error());
   }
-
-  if (*explain) {
-    if (!pool_name.empty()) return ExplainPool(in, pool_name, warm_state_path);
-    if (!node_name.empty()) {
-      std::cout << planner::ScaleDownPlanner().Explain(in.planner, node_name) << "\n";
-      return 0;
-    }
-    if (pod_key.empty()) {
-      return Fail(Error(Error::Code::kInvalidArgument,
-                        "explain: name a pod (namespace/name) or a node with --node"));
-    }
-    if (pod_key.find('/') == std::string::npos) pod_key = "default/" + pod_key;
-    planner::PodExplanation ex = planner::ScaleUpPlanner().Explain(in.planner, pod_key);
-    if (output == "json") {
-      std::cout << ExplanationToJson(ex).dump(2) << "\n";
-    } else {
-      std::cout << ExplanationToText(ex);
-    }
-    return ex.found ? 0 : 1;
-  }
+  if (auto ok = ApplyPoolFlags(f.upcoming, f.backoff, in); !ok) return Fail(ok.error());
+  if (*plan) return RunPlan(in, f.output);
+  if (*explain) return RunExplain(in, plan_flags);
   return 0;
 }
 

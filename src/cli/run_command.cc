@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cctype>
+#include <expected>
+#include <functional>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -51,6 +54,157 @@ std::string DefaultIdentity() {
   return fmt::format("{}_{}", host, getpid());
 }
 
+// A failure of `run`: the exit code and what to print.
+struct Exit {
+  int code;
+  Error error;
+};
+
+template <typename T>
+using Or = std::expected<T, Exit>;
+
+std::unexpected<Exit> Failed(int code, Error e) {
+  return std::unexpected(Exit{code, std::move(e)});
+}
+
+// The Lease settings from the flags, validated when leader election is on.
+Or<kube::LeaderElectionConfig> LeaseFromFlags(const RunFlags& f) {
+  kube::LeaderElectionConfig lease;
+  lease.namespace_ = f.ns.empty() ? DefaultNamespace() : f.ns;
+  lease.name = f.lease_name;
+  lease.identity = f.identity.empty() ? DefaultIdentity() : f.identity;
+  for (auto [flag, text, out] :
+       {std::tuple{"--lease-duration", &f.lease_duration, &lease.lease_duration},
+        std::tuple{"--renew-deadline", &f.renew_deadline, &lease.renew_deadline},
+        std::tuple{"--retry-period", &f.retry_period, &lease.retry_period}}) {
+    auto d = ParseDuration(*text);
+    if (!d) return Failed(kExitBadInput, d.error().Wrap(flag));
+    *out = *d;
+  }
+  if (f.leader_elect) {
+    if (auto ok = kube::ValidateLeaderElectionConfig(lease); !ok) {
+      return Failed(kExitBadInput, ok.error());
+    }
+  }
+  return lease;
+}
+
+// Whether a node with this provider ID (compared without case) has registered.
+std::function<bool(std::string_view)> NodeJoined(controller::InformerClusterReader& reader) {
+  return [&reader](std::string_view provider_id) {
+    auto same = [&](const std::string& id) {
+      return id.size() == provider_id.size() &&
+             std::equal(id.begin(), id.end(), provider_id.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) ==
+                      std::tolower(static_cast<unsigned char>(b));
+             });
+    };
+    for (const auto& n : reader.nodes().Snapshot()) {
+      if (same(n->provider_id)) return true;
+    }
+    return false;
+  };
+}
+
+// What RunRunCommand owns and the parts it builds read.
+struct RunContext {
+  const RunFlags& flags;
+  const model::AutoscalerConfig& config;
+  const kube::LeaderElectionConfig& lease;
+  RealClock& clock;
+  kube::ApiClient& api;
+  ops::Registry& registry;
+  ops::TidepoolMetrics& metrics;
+  controller::InformerClusterReader& reader;
+};
+
+Or<std::unique_ptr<cloud::CloudProvider>> MakeProvider(const RunContext& d) {
+  const std::string& type = d.config.provider.type;
+  if (type == "azure-vmss" || type == "aks" || type == "azure-vms") {
+    cloud::azure::Options o;
+    o.clock = &d.clock;
+    o.node_joined = NodeJoined(d.reader);
+    o.arm_observer = [&metrics = d.metrics, type](const cloud::azure::ArmRequestRecord& r) {
+      metrics.RecordCloudRequest(type, r.operation, r.status, r.seconds);
+    };
+    auto p = cloud::azure::MakeAzureProvider(d.config, std::move(o));
+    if (!p) return Failed(kExitBadInput, p.error().Wrap(d.flags.config_path));
+    return std::move(*p);
+  }
+  if (type == "kwok") {
+    auto p = cloud::kwok::KwokProvider::Create(
+        d.config, d.api, d.clock,
+        {.state_namespace = d.lease.namespace_,
+         .list_nodes = [&reader = d.reader] { return reader.nodes().Snapshot(); }});
+    if (!p) return Failed(kExitFailed, p.error());
+    return std::unique_ptr<cloud::CloudProvider>(std::move(*p));
+  }
+  return Failed(kExitBadInput,
+                Error(Error::Code::kInvalidArgument,
+                      fmt::format("{}: provider.type {}: not supported by `run` yet",
+                                  d.flags.config_path, type)));
+}
+
+// What the ops server reads: the run and its controller.
+struct OpsDeps {
+  const RunContext& run;
+  controller::Controller& ctl;
+  const kube::LeaderElector* elector;  // null without leader election
+};
+
+// The /status page: the loop's status and who leads, with the last pass's error.
+std::function<std::string()> StatusPage(const OpsDeps& d) {
+  return [d]() {
+    ops::StatusPageExtras x;
+    x.now = d.run.clock.Now();
+    x.version = TIDEPOOL_VERSION;
+    x.provider = d.run.config.provider.type;
+    x.identity = d.run.lease.identity;
+    x.is_leader = !d.elector || d.elector->IsLeader();
+    x.leader = d.elector ? d.elector->Holder() : d.run.lease.identity;
+    x.config = &d.run.config;
+    controller::PassReport last = d.ctl.LastPass();
+    if (last.skip != controller::SkipReason::kNone &&
+        last.skip != controller::SkipReason::kNotLeader) {
+      x.last_error = last.skipped_because;
+      x.last_error_time = last.time;
+    }
+    return ops::RenderStatusPage(d.ctl.Status().value_or(autoscaler::Status{}), x);
+  };
+}
+
+// The /healthz /readyz /metrics /status server on `listen`, started.
+Or<std::unique_ptr<ops::OpsServer>> StartOpsServer(const std::string& listen, const OpsDeps& d) {
+  ops::OpsServerOptions so;
+  so.listen = listen;
+  so.registry = &d.run.registry;
+  so.not_ready_reason = [&reader = d.run.reader, &ctl = d.ctl]() -> std::optional<std::string> {
+    if (!reader.HasSynced()) return "the cluster caches have not finished listing";
+    controller::PassReport last = ctl.LastPass();
+    if (last.skip == controller::SkipReason::kProviderRefreshFailed) return last.skipped_because;
+    return std::nullopt;
+  };
+  so.status_page = StatusPage(d);
+  auto server = std::make_unique<ops::OpsServer>(std::move(so));
+  if (auto ok = server->Start(); !ok) return Failed(kExitBadInput, ok.error().Wrap("--listen"));
+  spdlog::info("serving /healthz /readyz /metrics /status on {}", listen);
+  return server;
+}
+
+void StartElector(kube::LeaderElector& elector, const kube::LeaderElectionConfig& lease,
+                  controller::Controller& ctl) {
+  elector.Start([&] {
+                  spdlog::info("became leader ({} in Lease {}/{})", lease.identity,
+                               lease.namespace_, lease.name);
+                  ctl.Notify();
+                },
+                [&] {
+                  spdlog::warn("lost the Lease {}/{}: stopped acting", lease.namespace_,
+                               lease.name);
+                  ctl.Notify();
+                });
+}
+
 }  // namespace
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
@@ -89,24 +243,8 @@ int RunRunCommand(const RunFlags& f) {
   if (!config) return Fail(kExitBadInput, config.error());
   auto client_config = kube::ResolveClientConfig(f.kubeconfig, f.context);
   if (!client_config) return Fail(kExitBadInput, client_config.error());
-
-  kube::LeaderElectionConfig lease;
-  lease.namespace_ = f.ns.empty() ? DefaultNamespace() : f.ns;
-  lease.name = f.lease_name;
-  lease.identity = f.identity.empty() ? DefaultIdentity() : f.identity;
-  for (auto [flag, text, out] :
-       {std::tuple{"--lease-duration", &f.lease_duration, &lease.lease_duration},
-        std::tuple{"--renew-deadline", &f.renew_deadline, &lease.renew_deadline},
-        std::tuple{"--retry-period", &f.retry_period, &lease.retry_period}}) {
-    auto d = ParseDuration(*text);
-    if (!d) return Fail(kExitBadInput, d.error().Wrap(flag));
-    *out = *d;
-  }
-  if (f.leader_elect) {
-    if (auto ok = kube::ValidateLeaderElectionConfig(lease); !ok) {
-      return Fail(kExitBadInput, ok.error());
-    }
-  }
+  auto lease = LeaseFromFlags(f);
+  if (!lease) return Fail(lease.error().code, lease.error().error);
 
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
@@ -123,111 +261,38 @@ int RunRunCommand(const RunFlags& f) {
                config->provider.type, config->pools.size(), f.dry_run ? ", dry run" : "");
 
   controller::InformerClusterReader reader(api);
-
-  std::unique_ptr<cloud::CloudProvider> provider;
-  if (config->provider.type == "azure-vmss" || config->provider.type == "aks" ||
-      config->provider.type == "azure-vms") {
-    cloud::azure::Options o;
-    o.clock = &clock;
-    o.node_joined = [&reader](std::string_view provider_id) {
-      auto same = [&](const std::string& id) {
-        return id.size() == provider_id.size() &&
-               std::equal(id.begin(), id.end(), provider_id.begin(), [](char a, char b) {
-                 return std::tolower(static_cast<unsigned char>(a)) ==
-                        std::tolower(static_cast<unsigned char>(b));
-               });
-      };
-      for (const auto& n : reader.nodes().Snapshot()) {
-        if (same(n->provider_id)) return true;
-      }
-      return false;
-    };
-    o.arm_observer = [&metrics, type = config->provider.type](
-                         const cloud::azure::ArmRequestRecord& r) {
-      metrics.RecordCloudRequest(type, r.operation, r.status, r.seconds);
-    };
-    auto p = cloud::azure::MakeAzureProvider(*config, std::move(o));
-    if (!p) return Fail(kExitBadInput, p.error().Wrap(f.config_path));
-    provider = std::move(*p);
-  } else if (config->provider.type == "kwok") {
-    auto p = cloud::kwok::KwokProvider::Create(
-        *config, api, clock,
-        {.state_namespace = lease.namespace_,
-         .list_nodes = [&reader] { return reader.nodes().Snapshot(); }});
-    if (!p) return Fail(kExitFailed, p.error());
-    provider = std::move(*p);
-  } else {
-    return Fail(kExitBadInput,
-                Error(Error::Code::kInvalidArgument,
-                      fmt::format("{}: provider.type {}: not supported by `run` yet", f.config_path,
-                                  config->provider.type)));
-  }
+  RunContext run{f, *config, *lease, clock, api, registry, metrics, reader};
+  auto provider = MakeProvider(run);
+  if (!provider) return Fail(provider.error().code, provider.error().error);
 
   controller::ApiClusterWriter writer(
-      api, clock, {.status_namespace = lease.namespace_, .reporting_instance = lease.identity});
+      api, clock, {.status_namespace = lease->namespace_, .reporting_instance = lease->identity});
 
   std::unique_ptr<kube::LeaderElector> elector;
   controller::ControllerOptions options;
   options.dry_run = f.dry_run;
   if (f.leader_elect) {
-    elector = std::make_unique<kube::LeaderElector>(api, lease, clock);
+    elector = std::make_unique<kube::LeaderElector>(api, *lease, clock);
     options.is_leader = [e = elector.get()] { return e->IsLeader(); };
   }
   options.metrics = &metrics;
-  controller::Controller ctl(*config, reader, writer, *provider, clock, options);
+  controller::Controller ctl(*config, reader, writer, **provider, clock, options);
 
   std::unique_ptr<ops::OpsServer> server;
   if (!f.listen.empty()) {
-    ops::OpsServerOptions so;
-    so.listen = f.listen;
-    so.registry = &registry;
-    so.not_ready_reason = [&]() -> std::optional<std::string> {
-      if (!reader.HasSynced()) return "the cluster caches have not finished listing";
-      controller::PassReport last = ctl.LastPass();
-      if (last.skip == controller::SkipReason::kProviderRefreshFailed) return last.skipped_because;
-      return std::nullopt;
-    };
-    so.status_page = [&]() {
-      ops::StatusPageExtras x;
-      x.now = clock.Now();
-      x.version = TIDEPOOL_VERSION;
-      x.provider = config->provider.type;
-      x.identity = lease.identity;
-      x.is_leader = !elector || elector->IsLeader();
-      x.leader = elector ? elector->Holder() : lease.identity;
-      x.config = &*config;
-      controller::PassReport last = ctl.LastPass();
-      if (last.skip != controller::SkipReason::kNone &&
-          last.skip != controller::SkipReason::kNotLeader) {
-        x.last_error = last.skipped_because;
-        x.last_error_time = last.time;
-      }
-      return ops::RenderStatusPage(ctl.Status().value_or(autoscaler::Status{}), x);
-    };
-    server = std::make_unique<ops::OpsServer>(std::move(so));
-    if (auto ok = server->Start(); !ok) return Fail(kExitBadInput, ok.error().Wrap("--listen"));
-    spdlog::info("serving /healthz /readyz /metrics /status on {}", f.listen);
+    auto started = StartOpsServer(f.listen, {run, ctl, elector.get()});
+    if (!started) return Fail(started.error().code, started.error().error);
+    server = std::move(*started);
   }
 
   reader.Start();
-  if (elector) {
-    elector->Start([&] {
-                     spdlog::info("became leader ({} in Lease {}/{})", lease.identity,
-                                  lease.namespace_, lease.name);
-                     ctl.Notify();
-                   },
-                   [&] {
-                     spdlog::warn("lost the Lease {}/{}: stopped acting", lease.namespace_,
-                                  lease.name);
-                     ctl.Notify();
-                   });
-  }
+  if (elector) StartElector(*elector, *lease, ctl);
   auto result = ctl.Run(g_stop);
   spdlog::info("stopping");
   if (elector) elector->Stop();
   if (server) server->Stop();
   reader.Stop();
-  if (auto* kwok = dynamic_cast<cloud::kwok::KwokProvider*>(provider.get())) kwok->Stop();
+  if (auto* kwok = dynamic_cast<cloud::kwok::KwokProvider*>(provider->get())) kwok->Stop();
   if (!result) return Fail(kExitFailed, result.error());
   return 0;
 }

@@ -1,5 +1,5 @@
-// `tidepool simulate`: replays a trace (or the built-in scenario) through the decision loop in
-// the discrete-event simulator and prints the cost and waiting-time summary (DESIGN §3).
+// `tidepool simulate`: replays a trace (or the built-in scenario) through the decision loop in the
+// discrete-event simulator and prints the cost and waiting-time summary (docs/architecture.md).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,5 +1,5 @@
-// Pool and AutoscalerConfig: the values of tidepool's configuration (DESIGN §3), with defaults.
-// Loading and validation live in kube/config (autoscaler_config.h); these are plain values.
+// Pool and AutoscalerConfig: the values of tidepool's configuration (docs/configuration.md), with
+// defaults. Loading and validation live in kube/config (autoscaler_config.h); plain values here.
 #pragma once
 
 #include <cstdint>

@@ -72,120 +72,143 @@ int64_t Saturate(i128 v) {
   return static_cast<int64_t>(v);
 }
 
+using Format = Quantity::Format;
+
+// The error for `text`, saying why it is not a quantity.
+std::unexpected<Error> Bad(std::string_view text, std::string_view why) {
+  return InvalidArgument("invalid quantity \"{}\": {}", text, why);
+}
+
+constexpr std::string_view kTooLarge = "too large (more than 2^63-1)";
+
+// The number before the suffix, as an integer and the count of its digits after the point.
+struct Mantissa {
+  i128 value = 0;
+  int fraction_digits = 0;
+  bool too_precise = false;  // digits beyond what the mantissa can hold (only fraction ones)
+};
+
+// Reads digits with at most one '.', at least one digit, from `pos`; leaves `pos` after them.
+Result<Mantissa> ReadMantissa(std::string_view text, size_t& pos) {
+  Mantissa m;
+  int digits = 0;
+  int significant = 0;
+  bool seen_dot = false;
+  for (; pos < text.size(); ++pos) {
+    char c = text[pos];
+    if (c == '.') {
+      if (seen_dot) return Bad(text, "more than one decimal point");
+      seen_dot = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    ++digits;
+    if (m.value == 0 && c == '0') {
+      if (seen_dot) ++m.fraction_digits;
+      continue;
+    }
+    if (significant >= 36) {
+      // More significant digits than an exact nano amount below the 2^63 unit bound can have.
+      if (!seen_dot) return Bad(text, kTooLarge);
+      if (c != '0') m.too_precise = true;
+      continue;
+    }
+    m.value = m.value * 10 + (c - '0');
+    ++significant;
+    if (seen_dot) ++m.fraction_digits;
+  }
+  if (digits == 0) {
+    return Bad(text, "no digits (expected a number with an optional suffix, e.g. 500m, 2Gi)");
+  }
+  return m;
+}
+
+// What the suffix multiplies by: 10^decimal * 2^binary, and the format it implies.
+struct Scale {
+  Format format = Format::kDecimalSI;
+  int decimal_exponent = 0;
+  int binary_exponent = 0;
+};
+
+// An exponent suffix such as "e3" or "E-2" (at most four digits).
+Result<Scale> ReadExponent(std::string_view text, std::string_view suffix) {
+  std::string_view exp = suffix.substr(1);
+  bool exp_negative = false;
+  if (exp[0] == '+' || exp[0] == '-') {
+    exp_negative = exp[0] == '-';
+    exp.remove_prefix(1);
+  }
+  if (exp.empty() || exp.size() > 4 ||
+      !std::all_of(exp.begin(), exp.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return Bad(text, fmt::format("malformed exponent \"{}\"", suffix));
+  }
+  int e = 0;
+  for (char c : exp) e = e * 10 + (c - '0');
+  return Scale{Format::kDecimalExponent, exp_negative ? -e : e, 0};
+}
+
+// Suffix: SI, binary SI, or an exponent.
+Result<Scale> ReadSuffix(std::string_view text, std::string_view suffix) {
+  for (const auto& s : kSuffixes) {
+    if (s.text != suffix) continue;
+    if (s.base == 10) return Scale{Format::kDecimalSI, s.exponent, 0};
+    return Scale{Format::kBinarySI, 0, s.exponent};
+  }
+  if (suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
+    return ReadExponent(text, suffix);
+  }
+  if (suffix.find(' ') != std::string_view::npos || suffix.find('\t') != std::string_view::npos) {
+    return Bad(text, "contains white space");
+  }
+  return Bad(text, fmt::format(
+                       "unknown suffix \"{}\" (expected one of n u m k M G T P E, Ki Mi Gi Ti "
+                       "Pi Ei, or an exponent such as e3)",
+                       suffix));
+}
+
+// nanos = mantissa * 10^(9 - fraction_digits + decimal_exponent) * 2^binary_exponent, rounded
+// up when digits below a nano are dropped.
+Result<i128> ToNanos(std::string_view text, const Mantissa& m, const Scale& s) {
+  i128 value = m.value;
+  if (s.binary_exponent > 0 && !MulChecked(value, i128(1) << s.binary_exponent, value)) {
+    return Bad(text, kTooLarge);
+  }
+  int scale = 9 - m.fraction_digits + s.decimal_exponent;
+  if (scale >= 0) {
+    if (scale > 38 && value != 0) return Bad(text, kTooLarge);
+    if (value != 0 && !MulChecked(value, Pow10(scale), value)) return Bad(text, kTooLarge);
+    if (m.too_precise) value += 1;  // dropped non-zero digits below nano: round up
+  } else {
+    int down = -scale;
+    if (down > 38) {
+      value = value != 0 || m.too_precise ? 1 : 0;
+    } else {
+      i128 divisor = Pow10(down);
+      i128 q = value / divisor;
+      if (value % divisor != 0 || m.too_precise) q += 1;
+      value = q;
+    }
+  }
+  if (value > kMaxNanos) return Bad(text, kTooLarge);
+  return value;
+}
+
 }  // namespace
 
 Result<Quantity> Quantity::Parse(std::string_view text) {
-  auto bad = [&](std::string_view why) {
-    return InvalidArgument("invalid quantity \"{}\": {}", text, why);
-  };
-  if (text.empty()) return bad("empty string (expected a number with an optional suffix, e.g. 500m, 2Gi)");
+  if (text.empty()) {
+    return Bad(text, "empty string (expected a number with an optional suffix, e.g. 500m, 2Gi)");
+  }
   size_t pos = 0;
   bool negative = false;
   if (text[0] == '+' || text[0] == '-') {
     negative = text[0] == '-';
     pos = 1;
   }
-  // Mantissa: digits with at most one '.', at least one digit.
-  i128 mantissa = 0;
-  int fraction_digits = 0;
-  int digits = 0;
-  int significant = 0;
-  bool seen_dot = false;
-  bool too_precise = false;  // digits beyond what the mantissa can hold (only fraction ones)
-  for (; pos < text.size(); ++pos) {
-    char c = text[pos];
-    if (c == '.') {
-      if (seen_dot) return bad("more than one decimal point");
-      seen_dot = true;
-      continue;
-    }
-    if (c < '0' || c > '9') break;
-    ++digits;
-    if (mantissa == 0 && c == '0') {
-      if (seen_dot) ++fraction_digits;
-      continue;
-    }
-    if (significant >= 36) {
-      // More significant digits than an exact nano amount below the 2^63 unit bound can have.
-      if (!seen_dot) return bad("too large (more than 2^63-1)");
-      if (c != '0') too_precise = true;
-      continue;
-    }
-    mantissa = mantissa * 10 + (c - '0');
-    ++significant;
-    if (seen_dot) ++fraction_digits;
-  }
-  if (digits == 0) return bad("no digits (expected a number with an optional suffix, e.g. 500m, 2Gi)");
-
-  // Suffix: SI, binary SI, or an exponent.
-  std::string_view suffix = text.substr(pos);
-  Format format = Format::kDecimalSI;
-  int decimal_exponent = 0;
-  int binary_exponent = 0;
-  bool matched = false;
-  for (const auto& s : kSuffixes) {
-    if (s.text == suffix) {
-      matched = true;
-      if (s.base == 10) {
-        decimal_exponent = s.exponent;
-      } else {
-        binary_exponent = s.exponent;
-        format = Format::kBinarySI;
-      }
-      break;
-    }
-  }
-  if (!matched) {
-    if (suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
-      std::string_view exp = suffix.substr(1);
-      bool exp_negative = false;
-      if (exp[0] == '+' || exp[0] == '-') {
-        exp_negative = exp[0] == '-';
-        exp.remove_prefix(1);
-      }
-      if (exp.empty() || exp.size() > 4 ||
-          !std::all_of(exp.begin(), exp.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        return bad(fmt::format("malformed exponent \"{}\"", suffix));
-      }
-      int e = 0;
-      for (char c : exp) e = e * 10 + (c - '0');
-      decimal_exponent = exp_negative ? -e : e;
-      format = Format::kDecimalExponent;
-    } else if (suffix.find(' ') != std::string_view::npos || suffix.find('\t') != std::string_view::npos) {
-      return bad("contains white space");
-    } else {
-      return bad(fmt::format(
-          "unknown suffix \"{}\" (expected one of n u m k M G T P E, Ki Mi Gi Ti Pi Ei, or an "
-          "exponent such as e3)",
-          suffix));
-    }
-  }
-
-  // nanos = mantissa * 10^(9 - fraction_digits + decimal_exponent) * 2^binary_exponent
-  i128 value = mantissa;
-  if (binary_exponent > 0 && !MulChecked(value, i128(1) << binary_exponent, value)) {
-    return bad("too large (more than 2^63-1)");
-  }
-  int scale = 9 - fraction_digits + decimal_exponent;
-  if (scale >= 0) {
-    if (scale > 38 && value != 0) return bad("too large (more than 2^63-1)");
-    if (value != 0 && !MulChecked(value, Pow10(scale), value)) {
-      return bad("too large (more than 2^63-1)");
-    }
-    if (too_precise) value += 1;  // dropped non-zero digits below nano: round up
-  } else {
-    int down = -scale;
-    if (down > 38) {
-      value = value != 0 || too_precise ? 1 : 0;
-    } else {
-      i128 divisor = Pow10(down);
-      i128 q = value / divisor;
-      if (value % divisor != 0 || too_precise) q += 1;
-      value = q;
-    }
-  }
-  if (value > kMaxNanos) return bad("too large (more than 2^63-1)");
-  return Quantity(negative ? -value : value, format);
+  TIDEPOOL_ASSIGN_OR_RETURN(Mantissa m, ReadMantissa(text, pos));
+  TIDEPOOL_ASSIGN_OR_RETURN(Scale s, ReadSuffix(text, text.substr(pos)));
+  TIDEPOOL_ASSIGN_OR_RETURN(i128 value, ToNanos(text, m, s));
+  return Quantity(negative ? -value : value, s.format);
 }
 
 Quantity Quantity::FromMilli(int64_t milli, Format format) {

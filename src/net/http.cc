@@ -76,6 +76,114 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   return (t->cancel != nullptr && t->cancel->load()) ? 1 : 0;
 }
 
+// A streamed body goes to the reader only on a 2xx status, which curl knows by the first body
+// byte; the probe asks it then.
+struct StatusProbe {
+  Transfer* t;
+  CURL* c;
+};
+
+size_t OnBodyProbed(char* data, size_t size, size_t n, void* user) {
+  auto* p = static_cast<StatusProbe*>(user);
+  if (p->t->response->status == 0) {
+    long code = 0;
+    curl_easy_getinfo(p->c, CURLINFO_RESPONSE_CODE, &code);
+    p->t->response->status = static_cast<int>(code);
+  }
+  return OnBody(data, size, n, p->t);
+}
+
+bool SendsBody(const Request& request) {
+  return !request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+         request.method == "PATCH";
+}
+
+// The request's headers for curl; the caller frees the list.
+curl_slist* HeaderList(const Request& request) {
+  curl_slist* headers = nullptr;
+  for (const auto& [k, v] : request.headers) {
+    headers = curl_slist_append(headers, (k + ": " + v).c_str());
+  }
+  if (SendsBody(request)) {
+    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
+  }
+  return headers;
+}
+
+// Method, URL, body and headers.
+void SetRequest(CURL* c, const Request& request, curl_slist* headers) {
+  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  if (request.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  if (SendsBody(request)) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body.size()));
+  }
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+}
+
+void SetTimeouts(CURL* c, const Request& request) {
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, Millis(request.timeout));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, Millis(request.connect_timeout));
+  if (request.idle_timeout > Duration::zero()) {
+    // Abort when fewer than 1 byte/s arrive for the idle timeout.
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+                     std::max(1L, Millis(request.idle_timeout) / 1000));
+  }
+}
+
+// Headers and body into `t` (through `probe`), cancellation through the progress callback.
+void SetCallbacks(CURL* c, Transfer& t, StatusProbe& probe) {
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &OnBodyProbed);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &probe);
+  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &OnProgress);
+  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
+  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+}
+
+// The PEM blobs handed to curl, which must outlive the transfer.
+struct TlsBlobs {
+  curl_blob ca{}, cert{}, key{};
+};
+
+void SetTls(CURL* c, const TlsOptions& tls, TlsBlobs& b) {
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, tls.insecure_skip_verify ? 0L : 1L);
+  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, tls.insecure_skip_verify ? 0L : 2L);
+  if (!tls.ca_pem.empty()) {
+    b.ca = {const_cast<char*>(tls.ca_pem.data()), tls.ca_pem.size(), CURL_BLOB_NOCOPY};
+    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &b.ca);
+  }
+  if (!tls.client_cert_pem.empty()) {
+    b.cert = {const_cast<char*>(tls.client_cert_pem.data()), tls.client_cert_pem.size(),
+              CURL_BLOB_NOCOPY};
+    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &b.cert);
+    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+  }
+  if (!tls.client_key_pem.empty()) {
+    b.key = {const_cast<char*>(tls.client_key_pem.data()), tls.client_key_pem.size(),
+             CURL_BLOB_NOCOPY};
+    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &b.key);
+    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+}
+
+// Why a transfer failed, in words.
+std::string FailureDetail(CURLcode rc, const char* errbuf, const Request& request, int status) {
+  std::string detail = errbuf[0] != '\0' ? std::string(errbuf) : curl_easy_strerror(rc);
+  if (rc == CURLE_ABORTED_BY_CALLBACK) detail = "cancelled";
+  if (rc == CURLE_OPERATION_TIMEDOUT && request.idle_timeout > Duration::zero() && status != 0) {
+    detail = "no data for " + FormatDuration(request.idle_timeout) + " (" + detail + ")";
+  }
+  return detail;
+}
+
 }  // namespace
 
 struct HttpClient::Handle {
@@ -133,82 +241,13 @@ Result<Response> HttpClient::Perform(const Request& request,
 
   Response response;
   Transfer t{&response, on_data, request.cancel};
-
-  // A streamed body goes to the reader only on a 2xx status, which curl knows by the first
-  // body byte; the probe asks it then.
-  struct StatusProbe {
-    Transfer* t;
-    CURL* c;
-  } probe{&t, c};
-  auto body_cb = +[](char* data, size_t size, size_t n, void* user) -> size_t {
-    auto* p = static_cast<StatusProbe*>(user);
-    if (p->t->response->status == 0) {
-      long code = 0;
-      curl_easy_getinfo(p->c, CURLINFO_RESPONSE_CODE, &code);
-      p->t->response->status = static_cast<int>(code);
-    }
-    return OnBody(data, size, n, p->t);
-  };
-
-  curl_slist* headers = nullptr;
-  for (const auto& [k, v] : request.headers) {
-    headers = curl_slist_append(headers, (k + ": " + v).c_str());
-  }
-  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-      request.method == "PATCH") {
-    headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
-  }
-
-  curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  if (request.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-  if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-      request.method == "PATCH") {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
-  }
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
-                   Millis(request.timeout));
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                   Millis(request.connect_timeout));
-  if (request.idle_timeout > Duration::zero()) {
-    // Abort when fewer than 1 byte/s arrive for the idle timeout.
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, Millis(request.idle_timeout) / 1000));
-  }
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &OnHeader);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &probe);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, &OnProgress);
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &t);
-  curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
-
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, tls_.insecure_skip_verify ? 0L : 1L);
-  curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, tls_.insecure_skip_verify ? 0L : 2L);
-  curl_blob ca{}, cert{}, key{};
-  if (!tls_.ca_pem.empty()) {
-    ca = {const_cast<char*>(tls_.ca_pem.data()), tls_.ca_pem.size(), CURL_BLOB_NOCOPY};
-    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
-  }
-  if (!tls_.client_cert_pem.empty()) {
-    cert = {const_cast<char*>(tls_.client_cert_pem.data()), tls_.client_cert_pem.size(),
-            CURL_BLOB_NOCOPY};
-    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
-    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-  }
-  if (!tls_.client_key_pem.empty()) {
-    key = {const_cast<char*>(tls_.client_key_pem.data()), tls_.client_key_pem.size(),
-           CURL_BLOB_NOCOPY};
-    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
-    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
-  }
+  StatusProbe probe{&t, c};
+  curl_slist* headers = HeaderList(request);
+  SetRequest(c, request, headers);
+  SetTimeouts(c, request);
+  SetCallbacks(c, t, probe);
+  TlsBlobs blobs;
+  SetTls(c, tls_, blobs);
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 
@@ -222,13 +261,8 @@ Result<Response> HttpClient::Perform(const Request& request,
   Release(std::move(handle));
 
   if (rc == CURLE_OK || (rc == CURLE_WRITE_ERROR && t.stopped_by_reader)) return response;
-  std::string detail = errbuf[0] != '\0' ? std::string(errbuf) : curl_easy_strerror(rc);
-  if (rc == CURLE_ABORTED_BY_CALLBACK) detail = "cancelled";
-  if (rc == CURLE_OPERATION_TIMEDOUT && request.idle_timeout > Duration::zero() &&
-      response.status != 0) {
-    detail = "no data for " + FormatDuration(request.idle_timeout) + " (" + detail + ")";
-  }
-  return Fail(Error::Code::kUnavailable, "{} {}: {}", request.method, request.url, detail);
+  return Fail(Error::Code::kUnavailable, "{} {}: {}", request.method, request.url,
+              FailureDetail(rc, errbuf, request, response.status));
 }
 
 Error::Code ErrorCodeForStatus(int status) {

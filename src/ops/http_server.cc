@@ -77,23 +77,11 @@ Result<ListenAddress> ParseListenAddress(std::string_view text) {
   return a;
 }
 
-struct OpsServer::Impl {
-  httplib::Server server;
-};
+namespace {
 
-OpsServer::OpsServer(OpsServerOptions options) : options_(std::move(options)) {}
-
-OpsServer::~OpsServer() { Stop(); }
-
-bool OpsServer::running() const { return impl_ != nullptr && impl_->server.is_running(); }
-
-Result<void> OpsServer::Start() {
-  if (impl_ != nullptr) return Fail(Error::Code::kInternal, "ops server: already started");
-  TIDEPOOL_ASSIGN_OR_RETURN(ListenAddress addr, ParseListenAddress(options_.listen));
-
-  auto impl = std::make_unique<Impl>();
-  httplib::Server& svr = impl->server;
-  int threads = options_.worker_threads > 0 ? options_.worker_threads : 1;
+// Worker threads, socket options, timeouts and the request size limit.
+void Configure(httplib::Server& svr, int worker_threads, bool ipv6) {
+  int threads = worker_threads > 0 ? worker_threads : 1;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   // SO_REUSEADDR only: a restart may rebind a port in TIME_WAIT, but a second live listener on
   // the same port is refused (httplib's default would add SO_REUSEPORT and silently share it).
@@ -101,15 +89,14 @@ Result<void> OpsServer::Start() {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  if (addr.host.find(':') != std::string::npos) svr.set_address_family(AF_INET6);
+  if (ipv6) svr.set_address_family(AF_INET6);
   svr.set_read_timeout(std::chrono::seconds(10));
   svr.set_write_timeout(std::chrono::seconds(10));
   svr.set_payload_max_length(64 * 1024);
+}
 
-  const OpsServerOptions& o = options_;
-  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain; charset=utf-8");
-  });
+// /readyz, /metrics and /status: answered from the options, which outlive the server.
+void AddStateRoutes(httplib::Server& svr, const OpsServerOptions& o) {
   svr.Get("/readyz", [&o](const httplib::Request&, httplib::Response& res) {
     Guard(res, [&] {
       std::optional<std::string> why;
@@ -142,6 +129,14 @@ Result<void> OpsServer::Start() {
       res.set_content(o.status_page(), "text/html; charset=utf-8");
     });
   });
+}
+
+// Every route, in the order they were always registered, and the error handler.
+void AddRoutes(httplib::Server& svr, const OpsServerOptions& o) {
+  svr.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain; charset=utf-8");
+  });
+  AddStateRoutes(svr, o);
   svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(
         "tidepool\n\n/healthz  liveness\n/readyz   readiness\n/metrics  Prometheus metrics\n"
@@ -153,7 +148,10 @@ Result<void> OpsServer::Start() {
       res.set_content(res.status == 404 ? "not found\n" : "error\n", "text/plain; charset=utf-8");
     }
   });
+}
 
+// Binds to `addr` (port 0: any free port). Returns the port, or why it cannot listen there.
+Result<int> Bind(httplib::Server& svr, const ListenAddress& addr, const std::string& listen) {
   std::string host = addr.host.empty() ? "0.0.0.0" : addr.host;
   errno = 0;
   int port = addr.port;
@@ -169,8 +167,32 @@ Result<void> OpsServer::Start() {
     Error::Code code =
         err == EINVAL || err == 0 ? Error::Code::kInvalidArgument : Error::Code::kUnavailable;
     if (err == EACCES) code = Error::Code::kPermissionDenied;
-    return Fail(code, "listen {}: {}", options_.listen, BindErrorText(err));
+    return Fail(code, "listen {}: {}", listen, BindErrorText(err));
   }
+  return port;
+}
+
+}  // namespace
+
+struct OpsServer::Impl {
+  httplib::Server server;
+};
+
+OpsServer::OpsServer(OpsServerOptions options) : options_(std::move(options)) {}
+
+OpsServer::~OpsServer() { Stop(); }
+
+bool OpsServer::running() const { return impl_ != nullptr && impl_->server.is_running(); }
+
+Result<void> OpsServer::Start() {
+  if (impl_ != nullptr) return Fail(Error::Code::kInternal, "ops server: already started");
+  TIDEPOOL_ASSIGN_OR_RETURN(ListenAddress addr, ParseListenAddress(options_.listen));
+
+  auto impl = std::make_unique<Impl>();
+  httplib::Server& svr = impl->server;
+  Configure(svr, options_.worker_threads, addr.host.find(':') != std::string::npos);
+  AddRoutes(svr, options_);
+  TIDEPOOL_ASSIGN_OR_RETURN(int port, Bind(svr, addr, options_.listen));
   port_ = port;
   impl_ = std::move(impl);
   httplib::Server* server = &impl_->server;

@@ -158,15 +158,7 @@ void Summary(std::string& out, const Status& s, const StatusPageExtras& x) {
   }
 }
 
-void Pools(std::string& out, const Status& s, const StatusPageExtras& x) {
-  std::map<std::string, int> removing;
-  for (const RemovalStatus& r : s.removals) ++removing[r.pool];
-  OpenSection(out, "pools", "Pools", s.pools.size());
-  if (s.pools.empty()) {
-    out += "<div class=\"empty\">No pools yet (before the first loop step).</div></section>\n";
-    return;
-  }
-  bool cfg = x.config != nullptr;
+void PoolTableHead(std::string& out, bool cfg) {
   out += "<table id=\"pool-table\"><thead><tr><th>Pool</th><th>State</th>";
   if (cfg) out += "<th>Capacity</th><th>Instance type</th>";
   out +=
@@ -175,59 +167,88 @@ void Pools(std::string& out, const Status& s, const StatusPageExtras& x) {
       "<th class=\"num\">Upcoming</th><th class=\"num\">Removing</th>";
   if (cfg) out += "<th class=\"num\">Price/h</th>";
   out += "<th>Nodes</th></tr></thead>\n<tbody>\n";
+}
+
+// The State cell: stockout, backoff, scaling up, at max or ok.
+void PoolStateCell(std::string& out, const PoolStatus& p, Time now) {
+  out += "<td class=\"state\">";
+  if (p.stockout) out += "<span class=\"badge bad\">stockout</span> ";
+  if (p.backoff_until) {
+    out += fmt::format(
+        "<span class=\"badge warn\">backoff</span> <span class=\"muted\">ends {}"
+        "</span>",
+        When(now, *p.backoff_until));
+  } else if (!p.stockout) {
+    if (p.upcoming > 0) {
+      out += "<span class=\"badge info\">scaling up</span>";
+    } else if (p.target >= p.max && p.max > 0) {
+      out += "<span class=\"badge warn\">at max</span>";
+    } else {
+      out += "<span class=\"badge ok\">ok</span>";
+    }
+  }
+  out += "</td>";
+}
+
+// The Capacity and Instance type cells, from the config's pool (null: not in the config).
+void PoolConfigCells(std::string& out, const model::Pool* pool) {
+  if (pool != nullptr) {
+    bool spot = pool->capacity_type == model::CapacityType::kSpot;
+    out += fmt::format("<td><span class=\"badge {}\">{}</span></td><td class=\"name\">{}</td>",
+                       spot ? "info" : "ok", model::CapacityTypeName(pool->capacity_type),
+                       HtmlEscape(pool->instance_type.empty() ? "-" : pool->instance_type));
+  } else {
+    out += "<td class=\"muted\">-</td><td class=\"muted\">-</td>";
+  }
+}
+
+// The Nodes bar. Its full width is the pool's max (or the current count when above max).
+void PoolBar(std::string& out, const PoolStatus& p, int rm) {
+  int not_ready = std::max(0, p.registered - p.ready);
+  int scale = std::max({p.max, p.ready + not_ready + p.upcoming + rm, 1});
+  auto pct = [&](int n) { return 100.0 * n / scale; };
+  out += "<td><div class=\"bar\" role=\"img\" aria-label=\"";
+  out += fmt::format("{} ready, {} not ready, {} upcoming, {} removing of max {}\">", p.ready,
+                     not_ready, p.upcoming, rm, p.max);
+  for (auto [cls, n] : {std::pair{"r", p.ready}, std::pair{"n", not_ready},
+                        std::pair{"u", p.upcoming}, std::pair{"d", rm}}) {
+    if (n > 0)
+      out += fmt::format("<span class=\"{}\" style=\"width:{:.1f}%\"></span>", cls, pct(n));
+  }
+  out += "</div></td></tr>\n";
+}
+
+// One pool's row; `rm`: its nodes being removed.
+void PoolRow(std::string& out, const PoolStatus& p, int rm, const StatusPageExtras& x) {
+  bool cfg = x.config != nullptr;
+  const model::Pool* pool = cfg ? x.config->FindPool(p.name) : nullptr;
+  out += fmt::format("<tr><td class=\"name\">{}</td>", HtmlEscape(p.name));
+  PoolStateCell(out, p, x.now);
+  if (cfg) PoolConfigCells(out, pool);
+  out += fmt::format(
+      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\"><b>{}</b></td>"
+      "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+      "<td class=\"num\">{}</td>",
+      p.min, p.max, p.target, p.ready, p.registered, p.upcoming, rm);
+  if (cfg) {
+    out += pool != nullptr ? fmt::format("<td class=\"num\">{:.3f}</td>", pool->price_per_hour)
+                           : "<td class=\"num muted\">-</td>";
+  }
+  PoolBar(out, p, rm);
+}
+
+void Pools(std::string& out, const Status& s, const StatusPageExtras& x) {
+  std::map<std::string, int> removing;
+  for (const RemovalStatus& r : s.removals) ++removing[r.pool];
+  OpenSection(out, "pools", "Pools", s.pools.size());
+  if (s.pools.empty()) {
+    out += "<div class=\"empty\">No pools yet (before the first loop step).</div></section>\n";
+    return;
+  }
+  PoolTableHead(out, x.config != nullptr);
   for (const PoolStatus& p : s.pools) {
     int rm = removing.contains(p.name) ? removing[p.name] : 0;
-    const model::Pool* pool = cfg ? x.config->FindPool(p.name) : nullptr;
-    out += fmt::format("<tr><td class=\"name\">{}</td>", HtmlEscape(p.name));
-    out += "<td class=\"state\">";
-    if (p.stockout) out += "<span class=\"badge bad\">stockout</span> ";
-    if (p.backoff_until) {
-      out += fmt::format(
-          "<span class=\"badge warn\">backoff</span> <span class=\"muted\">ends {}"
-          "</span>",
-          When(x.now, *p.backoff_until));
-    } else if (!p.stockout) {
-      if (p.upcoming > 0) {
-        out += "<span class=\"badge info\">scaling up</span>";
-      } else if (p.target >= p.max && p.max > 0) {
-        out += "<span class=\"badge warn\">at max</span>";
-      } else {
-        out += "<span class=\"badge ok\">ok</span>";
-      }
-    }
-    out += "</td>";
-    if (cfg) {
-      if (pool != nullptr) {
-        bool spot = pool->capacity_type == model::CapacityType::kSpot;
-        out += fmt::format("<td><span class=\"badge {}\">{}</span></td><td class=\"name\">{}</td>",
-                           spot ? "info" : "ok", model::CapacityTypeName(pool->capacity_type),
-                           HtmlEscape(pool->instance_type.empty() ? "-" : pool->instance_type));
-      } else {
-        out += "<td class=\"muted\">-</td><td class=\"muted\">-</td>";
-      }
-    }
-    out += fmt::format(
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\"><b>{}</b></td>"
-        "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-        "<td class=\"num\">{}</td>",
-        p.min, p.max, p.target, p.ready, p.registered, p.upcoming, rm);
-    if (cfg) {
-      out += pool != nullptr ? fmt::format("<td class=\"num\">{:.3f}</td>", pool->price_per_hour)
-                             : "<td class=\"num muted\">-</td>";
-    }
-    // The bar's full width is the pool's max (or the current count when above max).
-    int not_ready = std::max(0, p.registered - p.ready);
-    int scale = std::max({p.max, p.ready + not_ready + p.upcoming + rm, 1});
-    auto pct = [&](int n) { return 100.0 * n / scale; };
-    out += "<td><div class=\"bar\" role=\"img\" aria-label=\"";
-    out += fmt::format("{} ready, {} not ready, {} upcoming, {} removing of max {}\">", p.ready,
-                       not_ready, p.upcoming, rm, p.max);
-    for (auto [cls, n] : {std::pair{"r", p.ready}, std::pair{"n", not_ready},
-                          std::pair{"u", p.upcoming}, std::pair{"d", rm}}) {
-      if (n > 0)
-        out += fmt::format("<span class=\"{}\" style=\"width:{:.1f}%\"></span>", cls, pct(n));
-    }
-    out += "</div></td></tr>\n";
+    PoolRow(out, p, rm, x);
   }
   out += "</tbody></table>\n";
   // Warm capacity (pools[].warm): targets, prediction, spend and the last decision, one line each.

@@ -86,6 +86,13 @@ TidepoolMetrics::TidepoolMetrics(Registry& registry, std::string_view version)
   Registry& r = registry;
   r.AddGauge("tidepool_build_info", "tidepool's version; the value is always 1.", {"version"})
       ->Set({version}, 1);
+  AddLoopGauges(r);
+  AddPoolGauges(r);
+  AddActionCounters(r);
+  AddRequestMetrics(r);
+}
+
+void TidepoolMetrics::AddLoopGauges(Registry& r) {
   leader_ = r.AddGauge("tidepool_leader",
                        "1 while this replica holds the leader lease and runs the loop, else 0.");
   last_step_ = r.AddGauge("tidepool_last_step_timestamp_seconds",
@@ -99,6 +106,9 @@ TidepoolMetrics::TidepoolMetrics(Registry& registry, std::string_view version)
       {"reason"});
   unneeded_ = r.AddGauge("tidepool_unneeded_nodes",
                          "Managed nodes found unneeded and waiting for scaleDown.unneededTime.");
+}
+
+void TidepoolMetrics::AddPoolGauges(Registry& r) {
   nodes_ = r.AddGauge("tidepool_nodes",
                       "Nodes per pool and state: ready, not_ready (registered, not ready yet), "
                       "upcoming (requested or starting) and removing (being drained or deleted).",
@@ -123,6 +133,9 @@ TidepoolMetrics::TidepoolMetrics(Registry& registry, std::string_view version)
                           "Estimated cost per hour of the pool's nodes: max(target, registered + "
                           "removing) times the configured pricePerHour.",
                           {"pool"});
+}
+
+void TidepoolMetrics::AddActionCounters(Registry& r) {
   scale_ups_ = r.AddCounter("tidepool_scale_ups_total",
                             "Pool size increases requested from the provider.", {"pool", "reason"});
   scale_up_nodes_ =
@@ -137,6 +150,10 @@ TidepoolMetrics::TidepoolMetrics(Registry& registry, std::string_view version)
                             "Pod eviction requests, by result (evicted, not_found, "
                             "blocked_by_pdb, error).",
                             {"result"});
+}
+
+// Step and planning durations, then the Kubernetes and cloud API requests and skipped objects.
+void TidepoolMetrics::AddRequestMetrics(Registry& r) {
   loop_duration_ = r.AddHistogram("tidepool_loop_duration_seconds",
                                   "Duration of one decision loop step, observation to actions.", {},
                                   DurationBuckets());

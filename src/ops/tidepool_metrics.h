@@ -112,6 +112,12 @@ class TidepoolMetrics {
   Registry& registry() { return *registry_; }
 
  private:
+  // The metric families, registered in the order /metrics lists them.
+  void AddLoopGauges(Registry& r);      // leader, last step, pending, unschedulable, unneeded
+  void AddPoolGauges(Registry& r);      // nodes per state and the pool gauges
+  void AddActionCounters(Registry& r);  // scale-ups, scale-downs, evictions
+  void AddRequestMetrics(Registry& r);  // durations, API and cloud requests, skipped objects
+
   Registry* registry_;
   Gauge* leader_;
   Gauge* last_step_;

@@ -56,7 +56,7 @@ struct PlannerInput {
 inline constexpr std::string_view kWarmPoolAnnotation = "tidepool.dev/warm-pool";
 inline constexpr std::string_view kWarmWholeNodeAnnotation = "tidepool.dev/warm-whole-node";
 
-// Which pool a node belongs to (DESIGN §3): the tidepool.dev/pool label; else the
+// Which pool a node belongs to (docs/annotations.md): the tidepool.dev/pool label; else the
 // kubernetes.azure.com/agentpool or agentpool label equal to a pool name; else the provider's
 // mapping. Returns nullptr for an unmanaged node.
 const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input);

@@ -25,7 +25,7 @@ struct ScaleDownOptions {
   bool evict_training_pods = false;
 };
 
-// How a pass decides (details in scale_down.cc and scale_down_rules.h):
+// How a pass decides (details in scale_down_pass.cc and scale_down_rules.h):
 //  - A managed node is a candidate unless it is being deleted (ToBeDeletedByClusterAutoscaler
 //    taint), annotated scale-down-disabled, younger than delayAfterAdd, or at or above its
 //    utilization threshold (GPU nodes: GPUs requested / allocatable against

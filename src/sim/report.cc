@@ -308,39 +308,48 @@ std::string SummaryTable(const std::vector<PolicyRun>& runs) {
   return s;
 }
 
-}  // namespace
 
-std::string RenderHtmlReport(const ReportInput& input) {
-  const std::vector<PolicyRun>& runs = input.runs;
+// What every chart of a report shares: the time axis, the common maxima and the pools drawn.
+struct ReportScale {
   double hours = 0;
   double max_nodes = 1, max_pending = 1, max_cost = 1, max_wait_min = 1;
-  for (const PolicyRun& r : runs) {
-    const Summary& m = r.summary;
-    hours = std::max(hours, m.simulated_hours);
-    for (const TimelinePoint& p : m.timeline.points) {
-      max_nodes = std::max(max_nodes, static_cast<double>(Total(p)));
-      max_pending = std::max(max_pending, static_cast<double>(p.pending));
-    }
-    max_cost = std::max({max_cost, m.cost, m.lower_bound_cost});
-    if (!m.waits.empty()) max_wait_min = std::max(max_wait_min, m.waits.back() / 60);
-  }
-  TimeScale ts = ChooseTimeScale(hours);
-  const double x_end = hours * ts.per_hour;
-
+  TimeScale ts;
+  double x_end = 0;
   // Pools that ever had a node in any run, in config order, with fixed colours.
   std::vector<std::string> pool_names;
-  if (!runs.empty()) pool_names = runs.front().summary.timeline.pools;
-  std::vector<bool> used(pool_names.size(), false);
+  std::vector<bool> used;
+};
+
+ReportScale ScaleOf(const std::vector<PolicyRun>& runs) {
+  ReportScale sc;
+  for (const PolicyRun& r : runs) {
+    const Summary& m = r.summary;
+    sc.hours = std::max(sc.hours, m.simulated_hours);
+    for (const TimelinePoint& p : m.timeline.points) {
+      sc.max_nodes = std::max(sc.max_nodes, static_cast<double>(Total(p)));
+      sc.max_pending = std::max(sc.max_pending, static_cast<double>(p.pending));
+    }
+    sc.max_cost = std::max({sc.max_cost, m.cost, m.lower_bound_cost});
+    if (!m.waits.empty()) sc.max_wait_min = std::max(sc.max_wait_min, m.waits.back() / 60);
+  }
+  sc.ts = ChooseTimeScale(sc.hours);
+  sc.x_end = sc.hours * sc.ts.per_hour;
+  if (!runs.empty()) sc.pool_names = runs.front().summary.timeline.pools;
+  sc.used.assign(sc.pool_names.size(), false);
   for (const PolicyRun& r : runs)
     for (const TimelinePoint& p : r.summary.timeline.points)
-      for (size_t k = 0; k < p.nodes.size() && k < used.size(); ++k)
-        used[k] = used[k] || p.nodes[k] > 0;
+      for (size_t k = 0; k < p.nodes.size() && k < sc.used.size(); ++k)
+        sc.used[k] = sc.used[k] || p.nodes[k] > 0;
+  return sc;
+}
 
+// The document up to the opening of <main>: metadata and the inline style sheet.
+std::string PageHead(const std::string& title) {
   std::string html;
   html +=
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
-  html += fmt::format("<title>tidepool simulation: {}</title>\n", HtmlEscape(input.title));
+  html += fmt::format("<title>tidepool simulation: {}</title>\n", HtmlEscape(title));
   html +=
       "<style>\n"
       "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;"
@@ -361,181 +370,219 @@ std::string RenderHtmlReport(const ReportInput& input) {
       ".caption{font-size:13px;color:#555;margin:4px 0 0 0;}\n"
       "svg{display:block;max-width:100%;height:auto;}\n"
       "</style>\n</head>\n<body>\n<main>\n";
-  html += "<h1>tidepool simulation report</h1>\n";
-  const Summary* first = runs.empty() ? nullptr : &runs.front().summary;
-  html += fmt::format(
-      "<p class=\"sub\">Trace: {} &#183; config: {} &#183; {} jobs &#183; {:.1f} simulated "
-      "hours ({:.1f} days) &#183; {} {}</p>\n",
-      HtmlEscape(input.title), HtmlEscape(input.config_name), first ? first->jobs : 0, hours, hours / 24,
-      runs.size(), runs.size() == 1 ? "policy" : "policies");
+  return html;
+}
 
-  html += "<h2>Summary</h2>\n<div class=\"card\">\n" + SummaryTable(runs) + "</div>\n";
-
-  // Nodes per pool, one stacked chart per policy on a common scale.
-  html += "<h2>Nodes per pool over time</h2>\n";
+// Nodes per pool, one stacked chart per policy on a common scale.
+std::string NodesSection(const std::vector<PolicyRun>& runs, const ReportScale& sc) {
+  std::string html = "<h2>Nodes per pool over time</h2>\n";
   for (size_t r = 0; r < runs.size(); ++r) {
     const std::vector<TimelinePoint>& pts = runs[r].summary.timeline.points;
-    Chart chart(fmt::format("Nodes per pool, stacked: {}", runs[r].name), ts.label, "nodes", 0,
-                x_end, 0, max_nodes);
-    std::vector<size_t> idx = Sample(pts, hours, [](const TimelinePoint& p) { return Total(p); });
+    Chart chart(fmt::format("Nodes per pool, stacked: {}", runs[r].name), sc.ts.label, "nodes", 0,
+                sc.x_end, 0, sc.max_nodes);
+    std::vector<size_t> idx =
+        Sample(pts, sc.hours, [](const TimelinePoint& p) { return Total(p); });
     Points lower;
-    for (size_t i : idx) lower.emplace_back(pts[i].hours * ts.per_hour, 0);
-    for (size_t k = 0; k < pool_names.size(); ++k) {
-      if (!used[k]) continue;
+    for (size_t i : idx) lower.emplace_back(pts[i].hours * sc.ts.per_hour, 0);
+    for (size_t k = 0; k < sc.pool_names.size(); ++k) {
+      if (!sc.used[k]) continue;
       Points upper = lower;
       for (size_t j = 0; j < idx.size(); ++j) {
         const TimelinePoint& p = pts[idx[j]];
         upper[j].second += k < p.nodes.size() ? p.nodes[k] : 0;
       }
       std::string_view color = kPalette[k % kPalette.size()];
-      chart.Band(lower, upper, x_end, color);
-      chart.AddLegend(pool_names[k], color);
+      chart.Band(lower, upper, sc.x_end, color);
+      chart.AddLegend(sc.pool_names[k], color);
       lower = std::move(upper);
     }
     html += "<div class=\"card\">\n" + chart.Svg() + "</div>\n";
   }
+  return html;
+}
 
-  // Pending pods per policy.
-  {
-    Chart chart("Pending pods (submitted, not running)", ts.label, "pods", 0, x_end, 0,
-                max_pending);
-    for (size_t r = 0; r < runs.size(); ++r) {
-      const std::vector<TimelinePoint>& pts = runs[r].summary.timeline.points;
-      Points line;
-      for (size_t i : Sample(
-               pts, hours, [](const TimelinePoint& p) { return static_cast<double>(p.pending); })) {
-        line.emplace_back(pts[i].hours * ts.per_hour, static_cast<double>(pts[i].pending));
-      }
-      std::string_view color = PolicyColor(runs[r].name, r);
-      chart.Step(line, x_end, color, runs.size() > 1 ? 1.6 : 2);
-      chart.AddLegend(runs[r].name, color);
+// Pending pods per policy.
+std::string PendingSection(const std::vector<PolicyRun>& runs, const ReportScale& sc) {
+  Chart chart("Pending pods (submitted, not running)", sc.ts.label, "pods", 0, sc.x_end, 0,
+              sc.max_pending);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const std::vector<TimelinePoint>& pts = runs[r].summary.timeline.points;
+    Points line;
+    for (size_t i : Sample(pts, sc.hours, [](const TimelinePoint& p) {
+           return static_cast<double>(p.pending);
+         })) {
+      line.emplace_back(pts[i].hours * sc.ts.per_hour, static_cast<double>(pts[i].pending));
     }
-    html += "<h2>Pending pods over time</h2>\n<div class=\"card\">\n" + chart.Svg() + "</div>\n";
+    std::string_view color = PolicyColor(runs[r].name, r);
+    chart.Step(line, sc.x_end, color, runs.size() > 1 ? 1.6 : 2);
+    chart.AddLegend(runs[r].name, color);
   }
+  return "<h2>Pending pods over time</h2>\n<div class=\"card\">\n" + chart.Svg() + "</div>\n";
+}
 
-  // Cumulative cost per policy. A policy costing far more than the others (a static cluster)
-  // would flatten them all: its line is cut at the top and its total named in the legend.
-  {
-    std::vector<double> totals;
-    for (const PolicyRun& r : runs) totals.push_back(r.summary.cost);
-    std::sort(totals.begin(), totals.end(), std::greater<>());
-    double y_max = max_cost * 1.05;
-    if (totals.size() >= 2 && totals[0] > 2.5 * totals[1]) {
-      y_max = std::max(totals[1], first ? first->lower_bound_cost : 0.0) * 1.25;
-    }
-    Chart chart("Cumulative cost (USD)", ts.label, "USD", 0, x_end, 0, y_max);
-    for (size_t r = 0; r < runs.size(); ++r) {
-      const std::vector<TimelinePoint>& pts = runs[r].summary.timeline.points;
-      Points line;
-      for (size_t i : Sample(pts, hours, [](const TimelinePoint& p) { return p.cost; })) {
-        line.emplace_back(pts[i].hours * ts.per_hour, std::min(pts[i].cost, y_max));
-      }
-      std::string_view color = PolicyColor(runs[r].name, r);
-      chart.Line(line, color, 2);
-      bool off = runs[r].summary.cost > y_max;
-      chart.AddLegend(off ? fmt::format("{} (off the scale: {} in all)", runs[r].name,
-                                        Money(runs[r].summary.cost))
-                          : runs[r].name,
-                      color);
-    }
-    if (first && first->lower_bound_cost > 0) {
-      chart.HLine(
-          first->lower_bound_cost, "#2a9d8f",
-          fmt::format("lower bound for the whole trace: {}", Money(first->lower_bound_cost)));
-      chart.AddLegend("lower bound (total)", "#2a9d8f");
-    }
-    html += "<h2>Cumulative cost</h2>\n<div class=\"card\">\n" + chart.Svg() + "</div>\n";
+// The top of the cost chart. A policy costing far more than the others (a static cluster) would
+// flatten them all: the axis then ends a little above the second highest.
+double CostAxisTop(const std::vector<PolicyRun>& runs, const ReportScale& sc) {
+  std::vector<double> totals;
+  for (const PolicyRun& r : runs) totals.push_back(r.summary.cost);
+  std::sort(totals.begin(), totals.end(), std::greater<>());
+  double y_max = sc.max_cost * 1.05;
+  if (totals.size() >= 2 && totals[0] > 2.5 * totals[1]) {
+    const Summary* first = runs.empty() ? nullptr : &runs.front().summary;
+    y_max = std::max(totals[1], first ? first->lower_bound_cost : 0.0) * 1.25;
   }
+  return y_max;
+}
 
-  // Wait-time CDF per policy. The x axis ends at the largest 99th percentile (a long tail would
-  // squeeze every curve against the axis); the y axis starts at the tens below the smallest share
-  // of jobs that did not wait.
-  {
-    double x_max = 0, lowest = 100;
-    for (const PolicyRun& r : runs) {
-      const std::vector<double>& w = r.summary.waits;
-      if (w.empty()) continue;
-      size_t k = std::min(w.size() - 1, static_cast<size_t>(std::ceil(0.99 * w.size())) - 1);
-      x_max = std::max(x_max, w[k] / 60);
-      lowest = std::min(lowest, 100 * FractionAtMost(w, 0));
+// Cumulative cost per policy; a line off the scale is cut at the top and its total named in
+// the legend.
+std::string CostSection(const std::vector<PolicyRun>& runs, const ReportScale& sc) {
+  const Summary* first = runs.empty() ? nullptr : &runs.front().summary;
+  double y_max = CostAxisTop(runs, sc);
+  Chart chart("Cumulative cost (USD)", sc.ts.label, "USD", 0, sc.x_end, 0, y_max);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const std::vector<TimelinePoint>& pts = runs[r].summary.timeline.points;
+    Points line;
+    for (size_t i : Sample(pts, sc.hours, [](const TimelinePoint& p) { return p.cost; })) {
+      line.emplace_back(pts[i].hours * sc.ts.per_hour, std::min(pts[i].cost, y_max));
     }
-    x_max = std::max(x_max, 1.0);
-    bool cut = x_max < max_wait_min;
-    double y_lo = std::min(90.0, std::floor(lowest / 10) * 10);
-    Chart chart("Wait time until all of a job's pods run (CDF)", "wait (minutes)",
-                "% of jobs started", 0, x_max, y_lo, 100);
-    for (size_t r = 0; r < runs.size(); ++r) {
-      const std::vector<double>& w = runs[r].summary.waits;
-      Points line;
-      if (!w.empty()) {
-        size_t n = w.size();
-        size_t stride = std::max<size_t>(1, n / 800);
-        line.emplace_back(0, std::max(y_lo, 100 * FractionAtMost(w, 0)));
-        for (size_t i = 0; i < n && w[i] / 60 <= x_max;) {
-          size_t j = i;  // the last job with this wait: the CDF's value at w[i]
-          while (j + 1 < n && w[j + 1] == w[i]) ++j;
-          line.emplace_back(w[i] / 60, std::max(y_lo, 100.0 * static_cast<double>(j + 1) /
-                                                          static_cast<double>(n)));
-          i = std::max(j + 1, i + stride);
-        }
-        line.emplace_back(x_max, std::max(y_lo, 100 * FractionAtMost(w, x_max * 60)));
-      }
-      std::string_view color = PolicyColor(runs[r].name, r);
-      chart.Line(line, color, 2);
-      chart.AddLegend(runs[r].name, color);
-    }
-    html += "<h2>Wait-time distribution</h2>\n<div class=\"card\">\n" + chart.Svg();
-    html += fmt::format(
-        "<p class=\"caption\">Wait: from a job's submission until all its pods run at once "
-        "(gangs) or each of its pods has started. Jobs that never started are not in the "
-        "curve; the summary counts them.{}{}</p>\n</div>\n",
-        cut ? fmt::format(" The wait axis ends at the largest 99th percentile ({}); the longest "
-                          "wait was {}.",
-                          FormatSeconds(x_max * 60), FormatSeconds(max_wait_min * 60))
-            : "",
-        y_lo > 0 ? fmt::format(" The share axis starts at {:.0f} %.", y_lo) : "");
+    std::string_view color = PolicyColor(runs[r].name, r);
+    chart.Line(line, color, 2);
+    bool off = runs[r].summary.cost > y_max;
+    chart.AddLegend(off ? fmt::format("{} (off the scale: {} in all)", runs[r].name,
+                                      Money(runs[r].summary.cost))
+                        : runs[r].name,
+                    color);
   }
-
-  // Cost against the GPU jobs' p95 wait, one point per policy; the dashed line joins the
-  // policies no other beats on both (the frontier).
-  if (runs.size() > 1) {
-    double c0 = runs.front().summary.cost, c1 = c0, w1 = 0;
-    for (const PolicyRun& r : runs) {
-      c0 = std::min(c0, r.summary.cost);
-      c1 = std::max(c1, r.summary.cost);
-      w1 = std::max(w1, r.summary.wait_p95_gpu / 60);
-    }
-    double pad = std::max(1.0, (c1 - c0) * 0.1);
-    Chart chart("Cost–wait frontier", "cost ($)", "GPU-job wait p95 (minutes)",
-                std::max(0.0, c0 - pad), c1 + pad, 0, std::max(1.0, w1 * 1.15));
-    std::vector<size_t> order(runs.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return std::tie(runs[a].summary.cost, runs[a].summary.wait_p95_gpu) <
-             std::tie(runs[b].summary.cost, runs[b].summary.wait_p95_gpu);
-    });
-    Points frontier;
-    double best = std::numeric_limits<double>::infinity();
-    for (size_t i : order) {
-      double w = runs[i].summary.wait_p95_gpu / 60;
-      if (w < best) {
-        best = w;
-        frontier.emplace_back(runs[i].summary.cost, w);
-      }
-    }
-    chart.Line(frontier, "#888888", 1.5);
-    for (size_t r = 0; r < runs.size(); ++r) {
-      std::string_view color = PolicyColor(runs[r].name, r);
-      chart.Dot(runs[r].summary.cost, runs[r].summary.wait_p95_gpu / 60, color, runs[r].name);
-      chart.AddLegend(runs[r].name, color);
-    }
-    html += "<h2>Cost–wait frontier</h2>\n<div class=\"card\">\n" + chart.Svg();
-    html +=
-        "<p class=\"caption\">Each policy's total cost against the 95th percentile of the wait "
-        "of jobs that ask for GPUs. The grey line joins the policies that no other policy beats "
-        "on both cost and wait.</p>\n</div>\n";
+  if (first && first->lower_bound_cost > 0) {
+    chart.HLine(first->lower_bound_cost, "#2a9d8f",
+                fmt::format("lower bound for the whole trace: {}", Money(first->lower_bound_cost)));
+    chart.AddLegend("lower bound (total)", "#2a9d8f");
   }
+  return "<h2>Cumulative cost</h2>\n<div class=\"card\">\n" + chart.Svg() + "</div>\n";
+}
 
+// One policy's wait-time CDF in percent, from 0 to x_max minutes, floored at y_lo; at most
+// ~800 points however many jobs there are.
+Points WaitCdf(const std::vector<double>& w, double x_max, double y_lo) {
+  Points line;
+  if (w.empty()) return line;
+  size_t n = w.size();
+  size_t stride = std::max<size_t>(1, n / 800);
+  line.emplace_back(0, std::max(y_lo, 100 * FractionAtMost(w, 0)));
+  for (size_t i = 0; i < n && w[i] / 60 <= x_max;) {
+    size_t j = i;  // the last job with this wait: the CDF's value at w[i]
+    while (j + 1 < n && w[j + 1] == w[i]) ++j;
+    line.emplace_back(w[i] / 60, std::max(y_lo, 100.0 * static_cast<double>(j + 1) /
+                                                    static_cast<double>(n)));
+    i = std::max(j + 1, i + stride);
+  }
+  line.emplace_back(x_max, std::max(y_lo, 100 * FractionAtMost(w, x_max * 60)));
+  return line;
+}
+
+// Wait-time CDF per policy. The x axis ends at the largest 99th percentile (a long tail would
+// squeeze every curve against the axis); the y axis starts at the tens below the smallest share
+// of jobs that did not wait.
+std::string WaitSection(const std::vector<PolicyRun>& runs, const ReportScale& sc) {
+  double x_max = 0, lowest = 100;
+  for (const PolicyRun& r : runs) {
+    const std::vector<double>& w = r.summary.waits;
+    if (w.empty()) continue;
+    size_t k = std::min(w.size() - 1, static_cast<size_t>(std::ceil(0.99 * w.size())) - 1);
+    x_max = std::max(x_max, w[k] / 60);
+    lowest = std::min(lowest, 100 * FractionAtMost(w, 0));
+  }
+  x_max = std::max(x_max, 1.0);
+  bool cut = x_max < sc.max_wait_min;
+  double y_lo = std::min(90.0, std::floor(lowest / 10) * 10);
+  Chart chart("Wait time until all of a job's pods run (CDF)", "wait (minutes)",
+              "% of jobs started", 0, x_max, y_lo, 100);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    std::string_view color = PolicyColor(runs[r].name, r);
+    chart.Line(WaitCdf(runs[r].summary.waits, x_max, y_lo), color, 2);
+    chart.AddLegend(runs[r].name, color);
+  }
+  std::string html = "<h2>Wait-time distribution</h2>\n<div class=\"card\">\n" + chart.Svg();
+  html += fmt::format(
+      "<p class=\"caption\">Wait: from a job's submission until all its pods run at once "
+      "(gangs) or each of its pods has started. Jobs that never started are not in the "
+      "curve; the summary counts them.{}{}</p>\n</div>\n",
+      cut ? fmt::format(" The wait axis ends at the largest 99th percentile ({}); the longest "
+                        "wait was {}.",
+                        FormatSeconds(x_max * 60), FormatSeconds(sc.max_wait_min * 60))
+          : "",
+      y_lo > 0 ? fmt::format(" The share axis starts at {:.0f} %.", y_lo) : "");
+  return html;
+}
+
+// The policies no other beats on both cost and GPU-job p95 wait, cheapest first, as
+// (cost, wait in minutes).
+Points Frontier(const std::vector<PolicyRun>& runs) {
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(runs[a].summary.cost, runs[a].summary.wait_p95_gpu) <
+           std::tie(runs[b].summary.cost, runs[b].summary.wait_p95_gpu);
+  });
+  Points frontier;
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t i : order) {
+    double w = runs[i].summary.wait_p95_gpu / 60;
+    if (w < best) {
+      best = w;
+      frontier.emplace_back(runs[i].summary.cost, w);
+    }
+  }
+  return frontier;
+}
+
+// Cost against the GPU jobs' p95 wait, one point per policy; the dashed line joins the
+// policies no other beats on both (the frontier). Only for two policies or more.
+std::string FrontierSection(const std::vector<PolicyRun>& runs) {
+  if (runs.size() <= 1) return "";
+  double c0 = runs.front().summary.cost, c1 = c0, w1 = 0;
+  for (const PolicyRun& r : runs) {
+    c0 = std::min(c0, r.summary.cost);
+    c1 = std::max(c1, r.summary.cost);
+    w1 = std::max(w1, r.summary.wait_p95_gpu / 60);
+  }
+  double pad = std::max(1.0, (c1 - c0) * 0.1);
+  Chart chart("Cost–wait frontier", "cost ($)", "GPU-job wait p95 (minutes)",
+              std::max(0.0, c0 - pad), c1 + pad, 0, std::max(1.0, w1 * 1.15));
+  chart.Line(Frontier(runs), "#888888", 1.5);
+  for (size_t r = 0; r < runs.size(); ++r) {
+    std::string_view color = PolicyColor(runs[r].name, r);
+    chart.Dot(runs[r].summary.cost, runs[r].summary.wait_p95_gpu / 60, color, runs[r].name);
+    chart.AddLegend(runs[r].name, color);
+  }
+  std::string html = "<h2>Cost–wait frontier</h2>\n<div class=\"card\">\n" + chart.Svg();
+  html +=
+      "<p class=\"caption\">Each policy's total cost against the 95th percentile of the wait "
+      "of jobs that ask for GPUs. The grey line joins the policies that no other policy beats "
+      "on both cost and wait.</p>\n</div>\n";
+  return html;
+}
+
+}  // namespace
+
+std::string RenderHtmlReport(const ReportInput& input) {
+  const std::vector<PolicyRun>& runs = input.runs;
+  const ReportScale sc = ScaleOf(runs);
+  std::string html = PageHead(input.title);
+  html += "<h1>tidepool simulation report</h1>\n";
+  const Summary* first = runs.empty() ? nullptr : &runs.front().summary;
+  html += fmt::format(
+      "<p class=\"sub\">Trace: {} &#183; config: {} &#183; {} jobs &#183; {:.1f} simulated "
+      "hours ({:.1f} days) &#183; {} {}</p>\n",
+      HtmlEscape(input.title), HtmlEscape(input.config_name), first ? first->jobs : 0, sc.hours,
+      sc.hours / 24, runs.size(), runs.size() == 1 ? "policy" : "policies");
+  html += "<h2>Summary</h2>\n<div class=\"card\">\n" + SummaryTable(runs) + "</div>\n";
+  html += NodesSection(runs, sc);
+  html += PendingSection(runs, sc);
+  html += CostSection(runs, sc);
+  html += WaitSection(runs, sc);
+  html += FrontierSection(runs);
   html += "<p class=\"sub\">Generated by <code>tidepool simulate</code>.</p>\n";
   html += "</main>\n</body>\n</html>\n";
   return html;

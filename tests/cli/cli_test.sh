@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end checks of the tidepool binary: exit codes, the plan JSON contract (DESIGN §3),
+# End-to-end checks of the tidepool binary: exit codes, the plan JSON contract (docs/architecture.md, Interfaces),
 # explain output and error messages for bad input. Usage: cli_test.sh TIDEPOOL SOURCE_DIR
 set -u
 tp=$1

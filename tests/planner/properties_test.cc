@@ -2,9 +2,10 @@
 // limits, PDB budgets, non-movable pods and template fit hold for every plan, whatever the input.
 //
 // Each case is generated from one seed. The oracles below are written from the rules as users
-// read them (DESIGN, docs/configuration.md), not from the planner's code, so a planner bug shows
-// up as a disagreement. A failing case is shrunk greedily (pods, PDBs, DaemonSets, nodes, pools
-// removed one at a time while the property still fails) and printed with its seed.
+// read them (docs/configuration.md, docs/annotations.md), not from the planner's code, so a
+// planner bug shows up as a disagreement. A failing case is shrunk greedily (pods, PDBs,
+// DaemonSets, nodes, pools removed one at a time while the property still fails) and printed
+// with its seed.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -403,7 +404,7 @@ bool Annotated(const Pod& p, std::string_view key, std::string_view value) {
 }
 
 // Why draining may not move `p` (a pod on a node the plan removes), or "" when it may. Written
-// from the documented rules (docs/configuration.md, DESIGN §1).
+// from the documented rules (docs/annotations.md, "Pods (read)").
 std::string NotMovable(const Pod& p, const std::vector<model::PodDisruptionBudget>& pdbs) {
   if (p.IsTerminal() || p.meta.deletion_timestamp) return "";  // holds nothing
   if (p.IsDaemonSetPod() || p.IsMirrorPod()) return "";        // goes with the node

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "cli/plan_output.h"
+#include "planner/plan_json.h"
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
 #include "planner/scale_down.h"
@@ -87,7 +87,7 @@ TEST_P(Scenario, PlanMatchesExpected) {
 
   ScaleUpPlan up = ScaleUpPlanner().Plan(in);
   ScaleDownPlan down = ScaleDownPlanner().Plan(in);
-  nlohmann::json actual = cli::PlanToJson(up, down);
+  nlohmann::json actual = PlanToJson(up, down);
 
   std::ifstream f(dir / "expected.json");
   nlohmann::json expected = nlohmann::json::parse(f);
@@ -95,7 +95,7 @@ TEST_P(Scenario, PlanMatchesExpected) {
   EXPECT_TRUE(m.empty()) << m << "\nfull plan:\n" << actual.dump(2);
 
   // Same input, same output.
-  EXPECT_EQ(cli::PlanToJson(ScaleUpPlanner().Plan(in), ScaleDownPlanner().Plan(in)), actual);
+  EXPECT_EQ(PlanToJson(ScaleUpPlanner().Plan(in), ScaleDownPlanner().Plan(in)), actual);
 }
 
 // ScaleUpOptions::gang_aware off (the simulator's ca-like policy): the gang of four 4-GPU pods

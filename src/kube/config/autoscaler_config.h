@@ -1,5 +1,5 @@
-// Loading tidepool's configuration file (DESIGN §3) into model::AutoscalerConfig: strict YAML
-// decoding and validation, so a bad config fails at startup with "file:line: key: expected ...".
+// Loading tidepool's configuration file (docs/configuration.md) into model::AutoscalerConfig:
+// strict YAML decoding and validation, so a bad config fails at startup with "file:line: ...".
 #pragma once
 
 #include <optional>

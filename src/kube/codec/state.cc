@@ -1,0 +1,156 @@
+// Cluster state files: the objects of one text, one file or a folder of files, by kind.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <utility>
+
+#include "kube/codec/decode_common.h"
+#include "kube/codec/documents.h"
+
+namespace tidepool::kube::codec {
+namespace {
+
+using decode_detail::HasName;
+
+void Append(ClusterState& into, ClusterState&& from) {
+  auto move_all = [](auto& dst, auto& src) {
+    dst.insert(dst.end(), std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
+  };
+  move_all(into.nodes, from.nodes);
+  move_all(into.pods, from.pods);
+  move_all(into.pdbs, from.pdbs);
+  move_all(into.daemon_sets, from.daemon_sets);
+  for (const auto& [kind, n] : from.ignored) into.ignored[kind] += n;
+}
+
+Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_view source) {
+  TIDEPOOL_ASSIGN_OR_RETURN(auto docs, ParseSourcedDocuments(text, source));
+  ClusterState state;
+  for (const auto& doc : docs) {
+    const Json& obj = doc.value;
+    auto at_doc = [&](Error e) { return std::unexpected(e.Wrap(doc.origin).Wrap(source)); };
+    if (!obj.is_object()) return at_doc(TypeError(FieldPath(), "an object", &obj));
+    const Json* kind_json = Find(obj, "kind");
+    if (kind_json == nullptr) {
+      return at_doc(
+          FieldError(FieldPath(), "missing \"kind\" (each object needs apiVersion and kind)"));
+    }
+    if (!kind_json->is_string() || kind_json->get_ref<const std::string&>().empty()) {
+      return at_doc(TypeError(FieldPath().Key("kind"), "a non-empty string", kind_json));
+    }
+    const std::string& kind = kind_json->get_ref<const std::string&>();
+    std::string api_version;
+    if (auto r = ReadString(obj, "apiVersion", FieldPath(), api_version); !r) {
+      return at_doc(r.error());
+    }
+    std::string_view group = api_version.find('/') == std::string::npos
+                                 ? std::string_view()
+                                 : std::string_view(api_version).substr(0, api_version.find('/'));
+    bool core = api_version.empty() || api_version == "v1";
+
+    // Errors of named objects name the object; unnamed ones are found by their position.
+    auto fail = [&](const Error& e) {
+      if (!HasName(obj)) return std::unexpected(e.Wrap(doc.origin).Wrap(source));
+      return std::unexpected(e.Wrap(source));
+    };
+    if (kind == "Pod" && core) {
+      auto pod = DecodePod(obj);
+      if (!pod) return fail(pod.error());
+      state.pods.push_back(std::move(*pod));
+    } else if (kind == "Node" && core) {
+      auto node = DecodeNode(obj);
+      if (!node) return fail(node.error());
+      state.nodes.push_back(std::move(*node));
+    } else if (kind == "PodDisruptionBudget" &&
+               (api_version == "policy/v1" || api_version == "policy/v1beta1")) {
+      auto pdb = DecodePdb(obj);
+      if (!pdb) return fail(pdb.error());
+      state.pdbs.push_back(std::move(*pdb));
+    } else if (kind == "DaemonSet" && (group == "apps" || group == "extensions")) {
+      auto ds = DecodeDaemonSet(obj);
+      if (!ds) return fail(ds.error());
+      state.daemon_sets.push_back(std::move(*ds));
+    } else if (kind == "Pod" || kind == "Node" || kind == "PodDisruptionBudget" ||
+               kind == "DaemonSet") {
+      // A known kind of an API version tidepool does not read (e.g. a CRD named "Node").
+      ++state.ignored[fmt::format("{} ({})", kind, api_version)];
+    } else {
+      ++state.ignored[kind];
+    }
+  }
+  return state;
+}
+
+Result<ClusterState> LoadStateFileUnguarded(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) return Fail(Error::Code::kNotFound, "{}: no such file", path);
+  if (fs::is_directory(st)) {
+    return InvalidArgument("{}: is a directory (expected a state file)", path);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return InvalidArgument("{}: cannot open: {}", path, std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return InvalidArgument("{}: cannot read: {}", path, std::strerror(errno));
+  return DecodeState(buf.str(), path);
+}
+
+Result<ClusterState> LoadStatePathUnguarded(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return LoadStateFileUnguarded(path);
+  std::vector<fs::path> files;
+  fs::directory_iterator it(path, ec);
+  if (ec) return InvalidArgument("{}: cannot list directory: {}", path, ec.message());
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (ec) return InvalidArgument("{}: cannot list directory: {}", path, ec.message());
+    std::error_code file_ec;
+    if (!it->is_regular_file(file_ec)) continue;
+    std::string ext = it->path().extension().string();
+    if (ext == ".yaml" || ext == ".yml" || ext == ".json") files.push_back(it->path());
+  }
+  if (ec) return InvalidArgument("{}: cannot list directory: {}", path, ec.message());
+  if (files.empty()) {
+    return InvalidArgument("{}: no state files (*.yaml, *.yml, *.json) in the directory", path);
+  }
+  std::sort(files.begin(), files.end(),
+            [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
+  ClusterState state;
+  for (const auto& f : files) {
+    TIDEPOOL_ASSIGN_OR_RETURN(ClusterState part, LoadStateFileUnguarded(f.string()));
+    Append(state, std::move(part));
+  }
+  return state;
+}
+
+// Runs f, turning an escaping exception (allocation failure, a library surprise) into an error.
+template <typename F>
+Result<ClusterState> Guard(std::string_view what, F&& f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Fail(Error::Code::kInternal, "{}: unexpected error: {}", what, e.what());
+  }
+}
+
+}  // namespace
+
+Result<ClusterState> DecodeState(std::string_view text, std::string_view source) {
+  return Guard(source, [&] { return DecodeStateUnguarded(text, source); });
+}
+
+Result<ClusterState> LoadStateFile(const std::string& path) {
+  return Guard(path, [&] { return LoadStateFileUnguarded(path); });
+}
+
+Result<ClusterState> LoadStatePath(const std::string& path) {
+  return Guard(path, [&] { return LoadStatePathUnguarded(path); });
+}
+
+}  // namespace tidepool::kube::codec

@@ -1,0 +1,239 @@
+// A scale-down pass: candidates in order, each kept for a reason or removed in a snapshot layer
+// once all its pods found a place.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "planner/scale_down_run.h"
+
+namespace tidepool::planner::scale_down_detail {
+namespace {
+
+std::string FormatAmount(const Amounts& a, size_t i) {
+  switch (i) {
+    case 0:
+      return model::FormatAmount(model::kCpu, a[i]);
+    case 1:
+      return model::FormatAmount(model::kMemory, a[i]);
+    default:
+      return fmt::format("{}", a[i]);
+  }
+}
+
+// "namespace/name" with one allocation (ObjectMeta::Key builds it in two steps).
+std::string PodKey(const model::Pod& pod) {
+  const std::string& ns = pod.meta.namespace_;
+  const std::string& name = pod.meta.name;
+  if (ns.empty()) return name;
+  std::string key;
+  key.reserve(ns.size() + 1 + name.size());
+  key.append(ns).append(1, '/').append(name);
+  return key;
+}
+
+}  // namespace
+
+void ScaleDownRun::CoveringPdbs(const model::Pod& pod, std::vector<uint32_t>& out) const {
+  out.clear();
+  if (pdbs_.empty()) return;
+  auto it = pdbs_by_namespace_.find(pod.meta.namespace_);
+  if (it == pdbs_by_namespace_.end()) return;
+  for (uint32_t i : it->second)
+    if (pdbs_[i].pdb->Selects(pod.meta)) out.push_back(i);
+}
+
+std::string ScaleDownRun::PdbBlocker(const NodeEntry& e, const std::vector<int32_t>& remaining,
+                                     std::vector<std::pair<uint32_t, int32_t>>& needed) const {
+  needed.clear();
+  if (pdbs_.empty()) return "";
+  std::vector<uint32_t> covering;
+  for (const model::Pod* pod : e.own) {
+    CoveringPdbs(*pod, covering);
+    for (uint32_t i : covering) {
+      auto it =
+          std::find_if(needed.begin(), needed.end(), [i](const auto& n) { return n.first == i; });
+      if (it == needed.end()) it = needed.insert(needed.end(), {i, 0});
+      ++it->second;
+      if (it->second <= remaining[i]) continue;
+      const PdbState& s = pdbs_[i];
+      std::string why;
+      if (s.allowed == 0) {
+        why = "allows no disruptions now";
+      } else if (remaining[i] < s.allowed) {
+        why = fmt::format("allows {} disruption(s) and other removals in this pass use {}",
+                          s.allowed, s.allowed - remaining[i]);
+      } else {
+        why = fmt::format("allows {} disruption(s) and draining this node needs more", s.allowed);
+      }
+      return fmt::format("pod {} is not evictable: PodDisruptionBudget {} {}", pod->Key(),
+                         s.pdb->meta.Key(), why);
+    }
+  }
+  return "";
+}
+
+std::string ScaleDownRun::Simulate(NodeIndex c,
+                                   std::vector<std::pair<std::string, std::string>>* moves,
+                                   Amounts& free, std::vector<Amounts>& contrib) {
+  const NodeEntry& e = entries_[c];
+  to_move_.assign(e.own_facts.begin(), e.own_facts.end());
+  to_move_.insert(to_move_.end(), moved_in_[c].begin(), moved_in_[c].end());
+  bool was_usable = usable_[c] != 0;
+  if (!to_move_.empty()) {
+    const PodFacts& first = facts_[to_move_.front()];
+    if (usable_count_ == (was_usable ? 1u : 0u)) {
+      return fmt::format("pod {} cannot be moved: no other ready, schedulable node to move it to",
+                         first.pod->Key());
+    }
+    // A necessary condition first: what the pods request in total must be free somewhere.
+    Amounts need{};
+    for (uint32_t f : to_move_) {
+      const PodFacts& p = facts_[f];
+      AddTo(need, {p.cpu, p.memory, 1, p.gpus}, 1);
+    }
+    Amounts available = free;
+    if (was_usable) AddTo(available, contrib[c], -1);
+    for (size_t r = 0; r < need.size(); ++r) {
+      if (need[r] <= available[r]) continue;
+      std::vector<const model::Pod*> pods;
+      pods.reserve(to_move_.size());
+      for (uint32_t f : to_move_) pods.push_back(facts_[f].pod);
+      return fmt::format(
+          "pods {} cannot be moved: they request {} {} in total and the other ready, "
+          "schedulable nodes have {} free",
+          JoinKeys(pods, 3), kAmountNames[r], FormatAmount(need, r), FormatAmount(available, r));
+    }
+  }
+
+  snapshot_.Fork();
+  TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
+  SetUsable(c, false);
+  std::stable_sort(to_move_.begin(), to_move_.end(),
+                   [this](uint32_t a, uint32_t b) { return BiggerThan(facts_[a], facts_[b]); });
+  touched_.clear();
+  size_t recorded = moves ? moves->size() : 0;
+  for (uint32_t f : to_move_) {
+    NodeIndex n = placer_.Find(facts_[f]);
+    if (n == kNoNode) {
+      std::string reason = fmt::format("pod {} cannot be moved: {}", facts_[f].pod->Key(),
+                                       placer_.Diagnose(facts_[f]));
+      snapshot_.Revert();
+      SetUsable(c, was_usable);
+      for (auto it = touched_.rbegin(); it != touched_.rend(); ++it) moved_in_[*it].pop_back();
+      if (moves) moves->resize(recorded);
+      return reason;
+    }
+    TIDEPOOL_CHECK(snapshot_.AddPod(facts_[f].pod, n).has_value());
+    touched_.push_back(n);
+    moved_in_[n].push_back(f);
+    if (moves) moves->emplace_back(facts_[f].pod->Key(), entries_[n].node->name());
+  }
+  snapshot_.Commit();
+  moved_in_[c].clear();
+  if (was_usable) {
+    AddTo(free, contrib[c], -1);
+    contrib[c] = {};
+  }
+  for (size_t i = 0; i < touched_.size(); ++i) {
+    NodeIndex t = touched_[i];
+    if (i > 0 && touched_[i - 1] == t) continue;  // unchanged since the previous entry
+    AddTo(free, contrib[t], -1);
+    contrib[t] = FreeOn(snapshot_.Get(t));
+    AddTo(free, contrib[t], 1);
+  }
+  return "";
+}
+
+void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
+  for (NodeIndex n : destinations_) usable_[n] = 1;
+  usable_count_ = destinations_.size();
+  for (NodeIndex i = 0; i < entries_.size(); ++i) moved_in_[i] = base_moved_in_[i];
+  placer_.Reset();
+  for (NodeIndex n : destinations_) {
+    contrib[n] = FreeOn(snapshot_.Get(n));
+    AddTo(free, contrib[n], 1);
+  }
+}
+
+PassBudget ScaleDownRun::StartBudget() const {
+  PassBudget b;
+  for (const NodeEntry& e : entries_)
+    if (e.pool != nullptr && !e.being_deleted) ++b.pool_size[e.pool];
+  b.pdb_remaining.resize(pdbs_.size());
+  for (size_t i = 0; i < pdbs_.size(); ++i) b.pdb_remaining[i] = pdbs_[i].allowed;
+  return b;
+}
+
+std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options,
+                                  PassBudget& b) const {
+  if (b.pool_size[e.pool] <= e.pool->min) {
+    return fmt::format("pool {} at min {}", e.pool->name, e.pool->min);
+  }
+  if (!e.blocker.empty()) return e.blocker;
+  if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
+  if (options.may_remove && *options.may_remove && !(*options.may_remove)(*e.node)) {
+    std::string r;
+    if (options.not_yet_reason && *options.not_yet_reason) r = (*options.not_yet_reason)(*e.node);
+    return r.empty() ? std::string(kDefaultNotYet) : r;
+  }
+  if (!options.rate_limit) return "";
+  if (e.own.empty() && b.empty_removed >= config_.max_empty_bulk_delete) {
+    return fmt::format("maxEmptyBulkDelete {} reached in this pass",
+                       config_.max_empty_bulk_delete);
+  }
+  if (!e.own.empty() && b.non_empty_removed[e.pool] >= config_.max_non_empty_per_pool) {
+    return fmt::format("maxNonEmptyPerPool {} reached for pool {} in this pass",
+                       config_.max_non_empty_per_pool, e.pool->name);
+  }
+  return "";
+}
+
+ScaleDown ScaleDownRun::Remove(const NodeEntry& e, PassBudget& b) const {
+  bool empty = e.own.empty();
+  --b.pool_size[e.pool];
+  if (empty) {
+    ++b.empty_removed;
+  } else {
+    ++b.non_empty_removed[e.pool];
+  }
+  for (const auto& [pdb, count] : b.needed) b.pdb_remaining[pdb] -= count;
+  ScaleDown sd;
+  sd.node = e.node->name();
+  sd.pool = e.pool->name;
+  sd.kind = empty ? RemovalKind::kEmpty : RemovalKind::kUnderutilized;
+  sd.evict.reserve(e.own.size());
+  for (const model::Pod* p : e.own) sd.evict.push_back(PodKey(*p));
+  if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))
+    std::sort(sd.evict.begin(), sd.evict.end());
+  sd.detail = DescribeUtilization(e.util, Threshold(e));
+  return sd;
+}
+
+PassResult ScaleDownRun::RunPass(const PassOptions& options) {
+  PassResult out;
+  if (options.restore) snapshot_.Fork();
+  Amounts free{};
+  std::vector<Amounts> contrib(entries_.size());
+  ResetPass(free, contrib);
+  PassBudget budget = StartBudget();
+  for (NodeIndex c : order_) {
+    const NodeEntry& e = entries_[c];
+    std::string r = Blocker(e, options, budget);
+    if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
+    if (!r.empty()) {
+      out.plan.keep.push_back({e.node->name(), std::move(r)});
+      continue;
+    }
+    out.plan.scale_downs.push_back(Remove(e, budget));
+  }
+  if (options.restore) snapshot_.Revert();
+
+  for (const NodeEntry& e : entries_)
+    if (e.pool != nullptr && !e.candidate) out.plan.keep.push_back({e.node->name(), e.keep});
+  std::sort(out.plan.keep.begin(), out.plan.keep.end(),
+            [](const Keep& a, const Keep& b) { return a.node < b.node; });
+  return out;
+}
+
+}  // namespace tidepool::planner::scale_down_detail

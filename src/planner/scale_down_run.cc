@@ -1,0 +1,217 @@
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "planner/scale_down_run.h"
+
+namespace tidepool::planner::scale_down_detail {
+namespace {
+
+bool HasTaint(const model::Node& node, std::string_view key) {
+  for (const model::Taint& t : node.taints)
+    if (t.key == key) return true;
+  return false;
+}
+
+bool AnnotatedTrue(const model::Node& node, std::string_view key) {
+  const std::string* v = node.meta.Annotation(key);
+  return v != nullptr && *v == "true";
+}
+
+}  // namespace
+
+ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
+    : input_(input),
+      config_(input.config->scale_down),
+      evict_training_pods_(evict_training_pods),
+      placer_(snapshot_, destinations_, usable_) {
+  // Nodes in name order (the first of duplicate names wins); entry i is snapshot node i.
+  std::vector<const model::Node*> nodes = input.nodes;
+  std::stable_sort(nodes.begin(), nodes.end(), [](const model::Node* a, const model::Node* b) {
+    return a->name() < b->name();
+  });
+  entries_.reserve(nodes.size());
+  for (const model::Node* node : nodes) {
+    if (node->name().empty()) continue;
+    if (!entries_.empty() && entries_.back().node->name() == node->name()) continue;
+    Result<NodeIndex> index = snapshot_.AddNode(node);
+    TIDEPOOL_CHECK(index.has_value() && *index == entries_.size());
+    NodeEntry& e = entries_.emplace_back();
+    e.node = node;
+    e.pool = PoolOf(*node, input);
+    e.being_deleted = HasTaint(*node, kToBeDeletedTaint);
+    e.destination = node->ready && !node->unschedulable && !e.being_deleted;
+  }
+  usable_.assign(entries_.size(), 0);
+  base_moved_in_.resize(entries_.size());
+  moved_in_.resize(entries_.size());
+
+  ComputePdbBudgets();
+  AddPods();
+  std::stable_sort(order_.begin(), order_.end(), [this](NodeIndex a, NodeIndex b) {
+    const NodeEntry& x = entries_[a];
+    const NodeEntry& y = entries_[b];
+    bool ex = x.own.empty(), ey = y.own.empty();
+    if (ex != ey) return ex;
+    return x.util.value < y.util.value;  // stable: ties stay in name order
+  });
+  OrderDestinations();
+
+  // Pods of nodes being deleted are about to be rescheduled: they take room on the nodes that
+  // stay (best effort; the ones that fit nowhere are scale-up's business).
+  for (NodeEntry& e : entries_) {
+    if (!e.being_deleted) continue;
+    for (uint32_t f : e.own_facts) {
+      NodeIndex n = placer_.Find(facts_[f]);
+      if (n == kNoNode) continue;
+      TIDEPOOL_CHECK(snapshot_.AddPod(facts_[f].pod, n).has_value());
+      base_moved_in_[n].push_back(f);
+    }
+  }
+}
+
+// One sweep over the pods, in input order, gathering everything a node needs while each pod is
+// in cache: its place in the snapshot, role, requests, and for nodes that may be candidates the
+// first pod that blocks eviction and the PodFacts of the pods that move.
+void ScaleDownRun::AddPods() {
+  auto by_key = [](const model::Pod* a, const model::Pod* b) {
+    int c = a->meta.namespace_.compare(b->meta.namespace_);
+    return c != 0 ? c < 0 : a->meta.name < b->meta.name;
+  };
+  std::vector<uint8_t> maybe(entries_.size(), 0);
+  for (NodeIndex i = 0; i < entries_.size(); ++i) {
+    NodeEntry& e = entries_[i];
+    if (e.pool == nullptr) continue;
+    e.keep = NodeKeep(e);
+    maybe[i] = e.keep.empty() ? 1 : 0;
+  }
+  std::vector<model::Resources> requested(entries_.size());
+  facts_.reserve(input_.pods.size());
+  bool sorted = true;  // input in namespace/name order (as API lists are)
+  const model::Pod* previous = nullptr;
+  NodeIndex last = kNoNode;
+  for (const model::Pod* pod : input_.pods) {
+    if (pod->node_name.empty() || pod->IsTerminal()) continue;
+    // Pods often come grouped by node; the previous lookup then answers.
+    NodeIndex i = last != kNoNode && entries_[last].node->name() == pod->node_name
+                      ? last
+                      : snapshot_.FindNode(pod->node_name);
+    if (i == kNoNode) continue;
+    last = i;
+    if (previous != nullptr && sorted && by_key(pod, previous)) sorted = false;
+    previous = pod;
+    NodeEntry& e = entries_[i];
+    if (!e.being_deleted) TIDEPOOL_CHECK(snapshot_.AddPod(pod, i).has_value());
+    if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
+    e.own.push_back(pod);
+    requested[i] += pod->requests;
+    if (!maybe[i] && !e.being_deleted) continue;
+    e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
+    facts_.emplace_back(pod);
+    if (maybe[i] && (e.blocker_pod == nullptr || by_key(pod, e.blocker_pod))) {
+      CoveringPdbs(*pod, covering_);
+      std::string blocker = EvictionBlocker(*pod, !covering_.empty(), evict_training_pods_);
+      if (!blocker.empty()) {
+        e.blocker = std::move(blocker);
+        e.blocker_pod = pod;
+      }
+    }
+  }
+
+  for (NodeIndex i = 0; i < entries_.size(); ++i) {
+    NodeEntry& e = entries_[i];
+    if (!sorted) {
+      std::stable_sort(e.own.begin(), e.own.end(), by_key);
+      std::stable_sort(e.own_facts.begin(), e.own_facts.end(), [&](uint32_t a, uint32_t b) {
+        return by_key(facts_[a].pod, facts_[b].pod);
+      });
+    }
+    if (e.being_deleted) TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
+    if (e.pool == nullptr) continue;
+    e.util = ComputeUtilization(*e.node, requested[i]);
+    if (!maybe[i]) continue;
+    if (e.util.value >= Threshold(e)) {
+      e.keep = DescribeUtilization(e.util, Threshold(e));
+      continue;
+    }
+    e.candidate = true;
+    order_.push_back(i);
+  }
+}
+
+void ScaleDownRun::ComputePdbBudgets() {
+  pdbs_.reserve(input_.pdbs.size());
+  bool compute = false;
+  for (const model::PodDisruptionBudget* pdb : input_.pdbs) {
+    pdbs_by_namespace_[pdb->meta.namespace_].push_back(static_cast<uint32_t>(pdbs_.size()));
+    pdbs_.push_back({pdb, std::max(0, pdb->disruptions_allowed.value_or(0))});
+    compute = compute || !pdb->disruptions_allowed;
+  }
+  if (!compute) return;
+  // No status: what the disruption controller would compute from the pods the PDB selects
+  // (expected: the non-terminal ones; healthy: the running ones not being deleted).
+  std::vector<int32_t> expected(pdbs_.size()), healthy(pdbs_.size());
+  for (const model::Pod* pod : input_.pods) {
+    if (pod->IsTerminal()) continue;
+    auto it = pdbs_by_namespace_.find(pod->meta.namespace_);
+    if (it == pdbs_by_namespace_.end()) continue;
+    for (uint32_t i : it->second) {
+      const model::PodDisruptionBudget& pdb = *pdbs_[i].pdb;
+      if (pdb.disruptions_allowed || !pdb.Selects(pod->meta)) continue;
+      ++expected[i];
+      if (pod->phase == model::PodPhase::kRunning && !pod->meta.deletion_timestamp) ++healthy[i];
+    }
+  }
+  for (size_t i = 0; i < pdbs_.size(); ++i) {
+    const model::PodDisruptionBudget& pdb = *pdbs_[i].pdb;
+    if (pdb.disruptions_allowed) continue;
+    int32_t desired = 0;
+    if (pdb.max_unavailable) {
+      desired = expected[i] - pdb.max_unavailable->Resolve(expected[i], /*round_up=*/true);
+    } else if (pdb.min_available) {
+      desired = pdb.min_available->Resolve(expected[i], /*round_up=*/true);
+    }
+    pdbs_[i].allowed = std::max(0, healthy[i] - desired);
+  }
+}
+
+void ScaleDownRun::OrderDestinations() {
+  destinations_.clear();
+  for (NodeIndex i = 0; i < entries_.size(); ++i)
+    if (entries_[i].destination && !entries_[i].candidate) destinations_.push_back(i);
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it)
+    if (entries_[*it].destination) destinations_.push_back(*it);
+  for (NodeIndex n : destinations_) usable_[n] = 1;
+  usable_count_ = destinations_.size();
+}
+
+NodeIndex ScaleDownRun::Find(std::string_view name) const {
+  auto it =
+      std::lower_bound(entries_.begin(), entries_.end(), name,
+                       [](const NodeEntry& e, std::string_view n) { return e.node->name() < n; });
+  if (it == entries_.end() || it->node->name() != name) return kNoNode;
+  return static_cast<NodeIndex>(it - entries_.begin());
+}
+
+std::string ScaleDownRun::NodeKeep(const NodeEntry& e) const {
+  if (e.being_deleted) {
+    return fmt::format("being removed already ({} taint)", kToBeDeletedTaint);
+  }
+  for (std::string_view key : {kCaScaleDownDisabledAnnotation, kScaleDownDisabledAnnotation}) {
+    if (AnnotatedTrue(*e.node, key)) {
+      return fmt::format("scale-down disabled by annotation {}=true", key);
+    }
+  }
+  const std::optional<Time>& created = e.node->meta.creation_timestamp;
+  if (created && *created + config_.delay_after_add > input_.now) {
+    auto age =
+        std::chrono::floor<std::chrono::seconds>(std::max(Duration(0), input_.now - *created));
+    return fmt::format("added {} ago, delayAfterAdd {}", FormatDuration(age),
+                       FormatDuration(config_.delay_after_add));
+  }
+  return "";
+}
+
+}  // namespace tidepool::planner::scale_down_detail

@@ -1,0 +1,162 @@
+// ScaleDownRun, one ScaleDownPlanner call: the snapshot and the per-node facts built once, and
+// passes that remove candidates one by one in snapshot layers (scale_down_run.cc, _pass.cc).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "planner/scale_down.h"
+#include "planner/scale_down_placer.h"
+#include "planner/scale_down_rules.h"
+
+namespace tidepool::planner::scale_down_detail {
+
+inline constexpr std::string_view kDisabledInConfig = "scale-down disabled in config";
+inline constexpr std::string_view kDefaultNotYet = "not unneeded for long enough yet";
+
+// Amounts the free-capacity bound tracks: cpu (milli), memory, pod slots, GPUs.
+using Amounts = std::array<int64_t, 4>;
+inline constexpr std::array<std::string_view, 4> kAmountNames = {"cpu", "memory", "pods", "gpu"};
+
+inline Amounts FreeOn(const NodeInfo& info) {
+  const model::Resources& a = info.node->allocatable;
+  const model::Resources& r = info.requested;
+  return {std::max<int64_t>(0, a.cpu_milli() - r.cpu_milli()),
+          std::max<int64_t>(0, a.memory() - r.memory()), std::max<int64_t>(0, a.pods() - r.pods()),
+          std::max<int64_t>(0, a.gpus() - r.gpus())};
+}
+
+inline void AddTo(Amounts& a, const Amounts& b, int sign) {
+  for (size_t i = 0; i < a.size(); ++i) a[i] += sign * b[i];
+}
+
+struct NodeEntry {
+  const model::Node* node = nullptr;
+  const model::Pool* pool = nullptr;  // nullptr: unmanaged
+  bool being_deleted = false;         // ToBeDeletedByClusterAutoscaler taint
+  bool destination = false;           // ready, schedulable, not being deleted
+  // Its non-terminal pods with DrainRole::kMove, in namespace/name order.
+  std::vector<const model::Pod*> own;
+  // Indices into ScaleDownRun::facts_ of `own`, same order; only for nodes that may be
+  // candidates and nodes being deleted.
+  std::vector<uint32_t> own_facts;
+  NodeUtilization util;
+  bool candidate = false;
+  std::string keep;     // why a managed non-candidate stays (empty for candidates)
+  std::string blocker;  // candidates: the first pod that may not be evicted, or ""
+  const model::Pod* blocker_pod = nullptr;
+};
+
+struct PdbState {
+  const model::PodDisruptionBudget* pdb = nullptr;
+  int32_t allowed = 0;  // at the start of a pass
+};
+
+struct PassOptions {
+  bool rate_limit = true;
+  const std::function<bool(const model::Node&)>* may_remove = nullptr;
+  const std::function<std::string(const model::Node&)>* not_yet_reason = nullptr;
+  // Record where the pods of this node go (for Explain); kNoNode: record nothing.
+  NodeIndex record = kNoNode;
+  // Leave the snapshot as the pass found it (another pass follows).
+  bool restore = false;
+};
+
+struct PassResult {
+  ScaleDownPlan plan;
+  std::vector<std::pair<std::string, std::string>> moves;  // pod key -> node, for `record`
+};
+
+// What a pass has used up so far: pool sizes, removals by kind and PDB budgets.
+struct PassBudget {
+  std::unordered_map<const model::Pool*, int32_t> pool_size;  // nodes that stay so far
+  std::unordered_map<const model::Pool*, int32_t> non_empty_removed;
+  int32_t empty_removed = 0;
+  std::vector<int32_t> pdb_remaining;                // per PDB
+  std::vector<std::pair<uint32_t, int32_t>> needed;  // the candidate's evictions per PDB
+};
+
+// One Plan call: the snapshot and everything about the nodes that does not depend on the pass,
+// built once. A pass removes candidates one by one, each inside a snapshot layer that is
+// committed when all its pods found a place and reverted otherwise.
+class ScaleDownRun {
+ public:
+  // `evict_training_pods`: running training pods are evictable (ScaleDownOptions).
+  explicit ScaleDownRun(const PlannerInput& input, bool evict_training_pods = false);
+
+  PassResult RunPass(const PassOptions& options);
+
+  // Entry index of a node name (also of nodes being deleted), or kNoNode.
+  NodeIndex Find(std::string_view name) const;
+  const NodeEntry& entry(NodeIndex i) const { return entries_[i]; }
+  double Threshold(const NodeEntry& e) const {
+    return e.util.gpu ? config_.gpu_utilization_threshold : config_.utilization_threshold;
+  }
+
+ private:
+  void AddPods();
+  void ComputePdbBudgets();
+  // Covering PDB indices of a pod (PDBs of its namespace that select it).
+  void CoveringPdbs(const model::Pod& pod, std::vector<uint32_t>& out) const;
+  // The first pod of `e` whose eviction the remaining budgets forbid, as a reason; "" when all
+  // may go, with `needed` holding the evictions per PDB.
+  std::string PdbBlocker(const NodeEntry& e, const std::vector<int32_t>& remaining,
+                         std::vector<std::pair<uint32_t, int32_t>>& needed) const;
+  // Why a managed node is not a candidate judging by the node alone (being deleted, annotation,
+  // delayAfterAdd), or "".
+  std::string NodeKeep(const NodeEntry& e) const;
+  void OrderDestinations();
+  // A pass starts from the usable destinations and what the base state moved onto them.
+  void ResetPass(Amounts& free, std::vector<Amounts>& contrib);
+  PassBudget StartBudget() const;
+  // Why candidate `e` stays before any simulation (pool min, a pod that may not be evicted, a
+  // PDB, not unneeded long enough, a rate limit), or "".
+  std::string Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
+  // Accounts the removal of `e` in the budget and describes it.
+  ScaleDown Remove(const NodeEntry& e, PassBudget& b) const;
+  // Removes candidate `c` inside a snapshot layer and moves its pods; commits and returns ""
+  // when all of them found a place, else reverts and returns the reason.
+  std::string Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves,
+                       Amounts& free, std::vector<Amounts>& contrib);
+  void SetUsable(NodeIndex n, bool usable) {
+    if ((usable_[n] != 0) == usable) return;
+    usable_[n] = usable ? 1 : 0;
+    if (usable) {
+      ++usable_count_;
+    } else {
+      --usable_count_;
+    }
+  }
+
+  const PlannerInput& input_;
+  const model::ScaleDownConfig& config_;
+  const bool evict_training_pods_;
+  std::vector<NodeEntry> entries_;  // by name; entry i is snapshot node i
+  std::vector<PodFacts> facts_;     // see NodeEntry::own_facts
+  ClusterSnapshot snapshot_;
+  // Nodes that may receive pods: those that stay for sure first (name order), then candidates
+  // latest-tried first, so moved pods land where they are least likely to move again.
+  std::vector<NodeIndex> destinations_;
+  std::vector<uint8_t> usable_;  // per node: may receive pods now
+  size_t usable_count_ = 0;
+  Placer placer_;
+  // Per node: facts indices of pods placed on it by the simulation (base: from nodes being
+  // deleted; a pass adds the pods of the candidates it removes).
+  std::vector<std::vector<uint32_t>> base_moved_in_;
+  std::vector<std::vector<uint32_t>> moved_in_;
+  std::vector<PdbState> pdbs_;
+  std::unordered_map<std::string_view, std::vector<uint32_t>> pdbs_by_namespace_;
+  std::vector<NodeIndex> order_;  // candidates: empty first, then utilization, then name
+  // Scratch buffers reused across candidates.
+  std::vector<uint32_t> to_move_;
+  std::vector<NodeIndex> touched_;
+  std::vector<uint32_t> covering_;
+};
+
+}  // namespace tidepool::planner::scale_down_detail

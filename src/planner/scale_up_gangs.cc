@@ -1,0 +1,124 @@
+// Gangs in a scale-up pass, all or nothing: members on existing capacity first, then new nodes
+// from any pools their selectors allow, within all limits; otherwise nothing for the whole gang.
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "planner/scale_up_pass.h"
+
+namespace tidepool::planner::scale_up_detail {
+
+Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
+  Gangs gangs;
+  for (const Pod* p : in_.pods) {
+    if (p->IsTerminal() || p->meta.deletion_timestamp) continue;
+    std::string g = GangOf(*p);
+    if (!g.empty()) ++gangs.seen[g];
+  }
+  for (const Pod* p : pending) {
+    std::string g = options_.gang_aware ? GangOf(*p) : std::string();
+    if (g.empty()) {
+      gangs.singles.push_back(p);
+      continue;
+    }
+    if (!gangs.pending.contains(g)) gangs.order.push_back(g);
+    gangs.pending[g].push_back(p);
+  }
+  return gangs;
+}
+
+int Pass::AddUncreatedMembers(std::vector<const Pod*>& members, int seen) {
+  int size = seen;
+  if (const std::string* s = members.front()->meta.Annotation(kGangSizeAnnotation)) {
+    int declared = std::atoi(s->c_str());
+    // Members not created yet are planned as copies of a pending one.
+    for (int i = size; i < declared; ++i) {
+      phantom_pods_.push_back(*members.front());
+      phantom_pods_.back().meta.name.clear();  // not reported by name
+      members.push_back(&phantom_pods_.back());
+    }
+    size = std::max(size, declared);
+  }
+  return size;
+}
+
+Accounting Pass::SaveAccounting() const {
+  Accounting a;
+  for (const PoolState& ps : pools_) a.added.push_back(ps.added);
+  a.cluster_nodes = cluster_nodes_;
+  a.cluster_capacity = cluster_capacity_;
+  return a;
+}
+
+void Pass::RestoreAccounting(const Accounting& a) {
+  for (size_t i = 0; i < pools_.size(); ++i) pools_[i].added = a.added[i];
+  cluster_nodes_ = a.cluster_nodes;
+  cluster_capacity_ = a.cluster_capacity;
+}
+
+void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
+                    std::map<std::string, ScaleUp>& ups) {
+  std::vector<const Pod*> members = gangs.pending[g];
+  int size = AddUncreatedMembers(members, gangs.seen[g]);
+  snap_.Fork();
+  std::vector<const Pod*> left;
+  std::vector<std::pair<const Pod*, std::string>> on_existing;
+  for (const Pod* m : members) {
+    NodeIndex i = PlaceOnExisting(*m, GroupOf(m));
+    if (i == sched::kNoNode) {
+      left.push_back(m);
+    } else {
+      on_existing.emplace_back(m, snap_.Get(i).node->name());
+    }
+  }
+  SortForPacking(left);
+  // Tentative accounting, undone if the gang does not fit whole.
+  Accounting before = SaveAccounting();
+  std::map<std::string, ScaleUp> gang_ups;
+  while (!left.empty() && GrowOnce(left, gang_ups)) {
+  }
+  if (!left.empty()) {
+    snap_.Revert();
+    no_fit_groups_.clear();  // the revert freed the room the gang's members had taken
+    RestoreAccounting(before);
+    RejectGang(g, size, members, left, plan);
+    return;
+  }
+  snap_.Commit();
+  for (auto& [m, node] : on_existing) {
+    if (!m->meta.name.empty()) {
+      plan.fits_existing.push_back(m->Key());
+      fits_node_[m->Key()] = node;
+    }
+  }
+  for (auto& [pool, up] : gang_ups) {
+    ScaleUp& dst = ups[pool];
+    dst.pool = pool;
+    dst.add += up.add;
+    if (dst.reason.empty()) dst.reason = up.reason;
+    dst.pods.insert(dst.pods.end(), up.pods.begin(), up.pods.end());
+  }
+}
+
+void Pass::RejectGang(const std::string& g, int size, const std::vector<const Pod*>& members,
+                      const std::vector<const Pod*>& left, ScaleUpPlan& plan) {
+  RecordStaticReasons(left);
+  std::map<std::string, std::string> why;  // pool -> reason, from a member that was left
+  for (const Pod* m : left)
+    for (const auto& [pool, r] : reasons_[m->Key()])
+      if (!r.empty() && !why.contains(pool)) why[pool] = r;
+  for (const Pod* m : members) {
+    pool_for_.erase(m->Key());
+    if (m->meta.name.empty()) continue;
+    for (const PoolState& ps : pools_) {
+      std::string r = why.contains(ps.pool->name) ? why[ps.pool->name] : "room for only part of the gang";
+      reasons_[m->Key()][ps.pool->name] =
+          fmt::format("gang {} ({} members, all or nothing): {} member(s) cannot be placed: {}",
+                      g, size, left.size(), r);
+    }
+    plan.unschedulable.push_back({m->Key(), reasons_[m->Key()]});
+  }
+}
+
+}  // namespace tidepool::planner::scale_up_detail

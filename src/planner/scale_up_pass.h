@@ -1,0 +1,221 @@
+// The scale-up pass behind ScaleUpPlanner, shared by the files that implement it: the order of
+// work (scale_up.cc), equivalence keys, the round loop, gangs, warm placeholders and reasons.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "planner/scale_up.h"
+#include "sched/fit.h"
+#include "sched/snapshot.h"
+
+namespace tidepool::planner::scale_up_detail {
+
+using model::Node;
+using model::Pod;
+using model::Pool;
+using model::Resources;
+using sched::ClusterSnapshot;
+using sched::FitChecker;
+using sched::NodeIndex;
+
+// Per pool state for one pass.
+struct PoolState {
+  const Pool* pool = nullptr;
+  int current = 0;  // registered nodes plus upcoming ones
+  int added = 0;    // committed in this pass
+  std::optional<Time> backoff_until;
+  std::vector<const Pod*> ds_pods;
+  Resources ds_requests;
+  // Template node copies for new nodes of this pass: [k] is "new-<pool>-<k>". Reused across
+  // estimates, which only ever use indexes >= added.
+  std::deque<Node> new_nodes;
+};
+
+// The outcome of bin-packing some pods onto new nodes of one pool.
+struct Estimate {
+  PoolState* ps = nullptr;
+  int nodes = 0;
+  std::vector<const Pod*> pods;
+  Resources requested;  // of the placed pods plus DaemonSets on the new nodes
+  Resources allocatable;
+};
+
+// The gangs among the pending pods, and the pods in none.
+struct Gangs {
+  std::map<std::string, std::vector<const Pod*>> pending;  // gang -> its pending members
+  std::map<std::string, int> seen;                         // gang -> members bound or pending
+  std::vector<std::string> order;                          // first-seen order
+  std::vector<const Pod*> singles;
+};
+
+// What a gang's tentative growth changed, to undo when it does not fit whole.
+struct Accounting {
+  std::vector<int> added;  // per pool
+  int cluster_nodes = 0;
+  Resources cluster_capacity;
+};
+
+// Everything that decides where a pod can go: two pods with the same key are interchangeable
+// for the planner (same owner, requests, selectors, tolerations, inter-pod rules and, when
+// those rules can match the pod itself, the same labels).
+std::string EquivalenceKey(const Pod& p);
+
+class Pass {
+ public:
+  // `explain_pod`: the one pod whose placement Explain wants to know; others are not tracked.
+  Pass(const PlannerInput& in, std::string explain_pod = "", ScaleUpOptions options = {})
+      : in_(in), cfg_(*in.config), explain_pod_(std::move(explain_pod)), options_(options) {}
+
+  ScaleUpPlan Run();
+
+  // For Explain: after Run().
+  const std::map<std::string, std::string>* ReasonsFor(const std::string& pod) const {
+    auto it = reasons_.find(pod);
+    return it == reasons_.end() ? nullptr : &it->second;
+  }
+  std::string FitsNodeOf(const std::string& pod) const {
+    auto it = fits_node_.find(pod);
+    return it == fits_node_.end() ? "" : it->second;
+  }
+  std::string PoolFor(const std::string& pod) const {
+    auto it = pool_for_.find(pod);
+    return it == pool_for_.end() ? "" : it->second;
+  }
+
+ private:
+  // The snapshot (scale_up.cc): registered nodes and their pods, then one template node per
+  // upcoming node with its pool's DaemonSet pods.
+  void BuildSnapshot();
+  void InitPools();
+  void AddRegisteredNodes();
+  void AddUpcomingNodes();
+  // Pending pods, highest priority first, then oldest, then by name.
+  std::vector<const Pod*> PendingByPriority() const;
+  // Step 1: singles that fit existing or upcoming capacity go there; returns the others.
+  std::vector<const Pod*> PlaceSinglesOnExisting(std::vector<const Pod*>& singles,
+                                                 ScaleUpPlan& plan);
+  // Within a priority, the least flexible pods (whose group fits the fewest templates) first.
+  void SortByFlexibility(std::vector<const Pod*>& singles);
+  // Step 3: the singles that need new nodes, round by round; the rest get their reasons.
+  void PlanSingles(std::vector<const Pod*>& need, ScaleUpPlan& plan,
+                   std::map<std::string, ScaleUp>& ups);
+  static void Finish(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups);
+
+  // The round loop (scale_up_rounds.cc).
+  NodeIndex AddNewNode(PoolState& ps, int k);
+  // Static fit of a pod on an empty template node of the pool (with its DaemonSet pods).
+  sched::FitResult TemplateFit(const Pod& pod, const PoolState& ps) const;
+  // TemplateFit(...).fits(), cached per (equivalence group, pool).
+  bool FitsTemplate(const Pod* pod, size_t pool_index);
+  // Why the pool cannot take another node now, or "" when it can. `extra` counts nodes already
+  // added by the estimate in progress.
+  std::string LimitReason(const PoolState& ps, int extra, const Resources& extra_capacity) const;
+  // Bin-packs pods onto new nodes of one pool. Leaves the snapshot changed (caller reverts or
+  // commits). Records per-pod limit reasons for pods left over.
+  Estimate Pack(PoolState& ps, const std::vector<const Pod*>& pods);
+  // Tries to place one pod on any node already in the snapshot. Returns its index or kNoNode.
+  NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);
+  // One round of "choose the best pool for these pods and commit it". Returns false when no
+  // pool can take any of them.
+  bool GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups);
+  struct Candidate {
+    size_t pool;
+    std::vector<const Pod*> pods;
+  };
+  // The pools that may grow now, each with the remaining pods its template fits.
+  std::vector<Candidate> Candidates(const std::vector<const Pod*>& remaining);
+  // Why the pools that could host the pods cannot grow, for the reasons.
+  void NoteLimits(const std::vector<const Pod*>& remaining);
+  // Orders the candidates best first by a fluid (resources only) estimate.
+  void RankByFluidEstimate(std::vector<Candidate>& candidates);
+  // Exact estimates of the candidates, in batches until one places pods.
+  std::vector<Estimate> PackCandidates(const std::vector<Candidate>& candidates);
+  void AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& ups,
+                        const std::string& why);
+
+  // Gangs, all or nothing (scale_up_gangs.cc).
+  Gangs CollectGangs(const std::vector<const Pod*>& pending) const;
+  void PlanGang(const std::string& gang, Gangs& gangs, ScaleUpPlan& plan,
+                std::map<std::string, ScaleUp>& ups);
+  // Adds copies of a pending member for the members not created yet; returns the gang's size.
+  int AddUncreatedMembers(std::vector<const Pod*>& members, int seen);
+  Accounting SaveAccounting() const;
+  void RestoreAccounting(const Accounting& a);
+  // Every member of a gang that does not fit whole gets the same reason per pool.
+  void RejectGang(const std::string& gang, int size, const std::vector<const Pod*>& members,
+                  const std::vector<const Pod*>& left, ScaleUpPlan& plan);
+
+  // Warm placeholders, step 4 (scale_up_warm.cc): a node of the placeholder's pool with room
+  // for it, or kNoNode. Real nodes are matched by PoolOf, so nodes found by the agentpool label
+  // count. `daemon_set_pods`: the pods every node of a pool runs (an idle node holds only those).
+  NodeIndex FindWarmRoom(const Pod& pod, const std::unordered_set<const Pod*>& daemon_set_pods);
+  void PlanWarm(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups);
+  // Why the placeholders of each pool left in `need` could not all be placed.
+  void NoteWarmUnmet(const std::vector<const Pod*>& need, ScaleUpPlan& plan);
+
+  // Reasons (scale_up_reasons.cc).
+  void RecordStaticReasons(const std::vector<const Pod*>& pods);
+  void NoteReason(const Pod& pod, const std::string& pool, std::string reason) {
+    reasons_[pod.Key()][pool] = std::move(reason);
+  }
+
+  // The equivalence group of a pod, computed once per pod per pass.
+  uint32_t GroupOf(const Pod* pod) {
+    auto it = group_of_.find(pod);
+    if (it != group_of_.end()) return it->second;
+    auto [git, inserted] = group_ids_.emplace(EquivalenceKey(*pod), group_ids_.size());
+    group_of_.emplace(pod, git->second);
+    return git->second;
+  }
+  // First-fit decreasing order: bigger pods first (GPUs, cpu, memory), members of one group
+  // together; otherwise the incoming (deterministic) order is kept.
+  void SortForPacking(std::vector<const Pod*>& pods) {
+    struct Item {
+      int64_t gpus, cpu, memory;
+      uint32_t group;
+      const Pod* pod;
+    };
+    std::vector<Item> items;
+    items.reserve(pods.size());
+    for (const Pod* p : pods)
+      items.push_back({p->requests.gpus(), p->requests.cpu_milli(), p->requests.memory(), GroupOf(p), p});
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return std::tie(b.gpus, b.cpu, b.memory, a.group) < std::tie(a.gpus, a.cpu, a.memory, b.group);
+    });
+    for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].pod;
+  }
+
+  const PlannerInput& in_;
+  const model::AutoscalerConfig& cfg_;
+  ClusterSnapshot snap_;
+  std::deque<Node> upcoming_nodes_;
+  std::deque<Pod> phantom_pods_;
+  std::vector<PoolState> pools_;  // sorted by pool name
+  int cluster_nodes_ = 0;         // registered + upcoming + added in this pass
+  int base_cluster_nodes_ = 0;    // cluster_nodes_ before this pass added any
+  Resources cluster_capacity_;    // of the same nodes
+  std::unordered_map<uint32_t, NodeIndex> hints_;  // group -> last node a member fit
+  // Groups that fit no node of the snapshot as it had no_fit_node_slots_ node slots. Valid
+  // while only pods are added: more pods never make room. New nodes clear it.
+  std::unordered_set<uint32_t> no_fit_groups_;
+  size_t no_fit_node_slots_ = 0;
+  std::unordered_map<std::string, uint32_t> group_ids_;
+  std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
+  std::unordered_map<const Pod*, uint32_t> group_of_;
+  std::map<std::string, std::map<std::string, std::string>> reasons_;  // pod -> pool -> why
+  std::map<std::string, std::string> fits_node_;
+  std::map<std::string, std::string> pool_for_;
+  int round_ = 0;
+  std::string explain_pod_;
+  ScaleUpOptions options_;
+};
+
+}  // namespace tidepool::planner::scale_up_detail

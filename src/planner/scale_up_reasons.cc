@@ -1,0 +1,72 @@
+// Reasons in a scale-up pass: each pool's verdict on a pod that gets no node, and `explain`'s
+// view of one pod.
+#include <fmt/format.h>
+
+#include "planner/explain.h"
+#include "planner/scale_up_pass.h"
+
+namespace tidepool::planner {
+namespace scale_up_detail {
+
+void Pass::RecordStaticReasons(const std::vector<const Pod*>& pods) {
+  for (const Pod* pod : pods) {
+    for (const PoolState& ps : pools_) {
+      std::string& slot = reasons_[pod->Key()][ps.pool->name];
+      if (ps.backoff_until) {
+        slot = fmt::format("pool {} in backoff until {}", ps.pool->name,
+                           FormatRfc3339(*ps.backoff_until));
+        continue;
+      }
+      sched::FitResult r = TemplateFit(*pod, ps);
+      if (!r.fits()) slot = r.reason;
+    }
+  }
+}
+
+}  // namespace scale_up_detail
+
+namespace {
+
+// Why a pod that is not pending for scale-up is not considered.
+std::string NotPendingReason(const model::Pod& pod, const model::AutoscalerConfig& cfg) {
+  if (!pod.node_name.empty()) return fmt::format("bound to node {}", pod.node_name);
+  if (pod.IsTerminal()) return "finished (phase Succeeded or Failed)";
+  if (pod.meta.deletion_timestamp) return "being deleted";
+  if (pod.IsDaemonSetPod() || pod.IsMirrorPod()) {
+    return "a DaemonSet or mirror pod (its node brings it)";
+  }
+  return fmt::format(
+      "priority {} is below scaleUp.expendablePriorityCutoff {}: expendable pods never "
+      "trigger a scale-up",
+      pod.PriorityOrZero(), cfg.scale_up.expendable_priority_cutoff);
+}
+
+}  // namespace
+
+PodExplanation ScaleUpPlanner::Explain(const PlannerInput& input, std::string_view pod_key) const {
+  PodExplanation ex;
+  ex.pod = std::string(pod_key);
+  const model::Pod* pod = nullptr;
+  for (const model::Pod* p : input.pods)
+    if (p->Key() == pod_key) pod = p;
+  if (pod == nullptr) return ex;
+  ex.found = true;
+  const auto& cfg = *input.config;
+  if (!IsPendingForScaleUp(*pod, cfg.scale_up.expendable_priority_cutoff)) {
+    ex.not_pending_reason = NotPendingReason(*pod, cfg);
+    return ex;
+  }
+  ex.pending = true;
+  scale_up_detail::Pass pass(input, ex.pod);
+  pass.Run();
+  ex.fits_node = pass.FitsNodeOf(ex.pod);
+  ex.scale_up_pool = pass.PoolFor(ex.pod);
+  const auto* reasons = pass.ReasonsFor(ex.pod);
+  for (const model::Pool& p : cfg.pools) {
+    std::string r = reasons ? (reasons->contains(p.name) ? reasons->at(p.name) : "") : "";
+    ex.pools[p.name] = r.empty() ? "fits the template" : ExplainReason(*pod, p, r);
+  }
+  return ex;
+}
+
+}  // namespace tidepool::planner

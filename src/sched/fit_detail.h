@@ -1,0 +1,193 @@
+// What the fit checks' files share (fit.cc, fit_precompute.cc, fit_reasons.cc): the verdict a
+// filter returns before it becomes a FitResult, the node being checked, and the precomputed state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sched/fit.h"
+#include "sched/snapshot.h"
+
+namespace tidepool::sched::fit_detail {
+
+using model::Labels;
+using model::Node;
+using model::Pod;
+using model::PodAffinityTerm;
+using model::Resources;
+
+inline constexpr std::string_view kBindAllHostIp = "0.0.0.0";
+inline constexpr uint32_t kNoDomain = TopologyIndex::kNoDomain;
+
+// The outcome of the filters before it becomes a FitResult: trivially copyable and free of
+// strings, so the success path builds nothing. The reason text is made only on failure.
+// 16 bytes, so it travels in registers.
+struct Verdict {
+  const model::Taint* taint = nullptr;  // kTaintToleration
+  FitCode code = FitCode::kFits;
+  model::ResourceId resource = 0;      // kNodeResources: the insufficient one (kPods: too many)
+  bool affinity_unresolvable = false;  // kPodAffinity
+
+  bool fits() const { return code == FitCode::kFits; }
+};
+static_assert(sizeof(Verdict) <= 16);
+
+inline Verdict Reject(FitCode code) {
+  Verdict v;
+  v.code = code;
+  return v;
+}
+
+// The FitResult of a failed verdict, with kube-scheduler's wording (cold: only on failure).
+[[gnu::cold, gnu::noinline]] FitResult MakeFailure(const Verdict& v);
+
+inline FitResult ToResult(const Verdict& v) {
+  if (v.fits()) return FitResult::Fit();
+  return MakeFailure(v);
+}
+
+inline const std::string* FindLabel(const Labels& labels, std::string_view key) {
+  auto it = labels.find(key);
+  return it == labels.end() ? nullptr : &it->second;
+}
+
+// nodeSelector and required node affinity.
+inline bool MatchesAffinity(const Pod& pod, const Node& node) {
+  for (const auto& [key, value] : pod.node_selector) {
+    const std::string* v = FindLabel(node.labels(), key);
+    if (v == nullptr || *v != value) return false;
+  }
+  const auto& required = pod.affinity.node_required;
+  return !required || required->Matches(node.labels(), node.name());
+}
+
+// Calls f(port) for every host port a pod uses: app and init containers, as Pod::HostPorts()
+// lists them, without allocating.
+template <typename F>
+void ForEachHostPort(const Pod& pod, F&& f) {
+  for (const auto* list : {&pod.init_containers, &pod.containers})
+    for (const auto& c : *list)
+      for (const auto& p : c.ports)
+        if (p.host_port > 0) f(p);
+}
+
+inline std::string_view SanitizedIp(const std::string& ip) {
+  return ip.empty() ? kBindAllHostIp : std::string_view(ip);
+}
+inline std::string_view SanitizedProtocol(const std::string& protocol) {
+  return protocol.empty() ? std::string_view("TCP") : std::string_view(protocol);
+}
+
+struct HostPort {
+  std::string_view ip;        // sanitized: "" becomes 0.0.0.0
+  std::string_view protocol;  // sanitized: "" becomes TCP
+  int32_t port;
+};
+
+// The node being checked: a node slot of the snapshot, or a hypothetical new node.
+struct Target {
+  const Node* node;
+  NodeIndex index;  // kNoNode for a new node (CheckTemplate)
+  bool is_new() const { return index == kNoNode; }
+};
+
+// Where the target sits in one topology.
+struct Domain {
+  enum class Kind { kMissing, kNew, kKnown };
+  Kind kind;
+  uint32_t id;  // kKnown only
+};
+
+// A snapshot node reads its domain from the index. A new node is its own hostname domain
+// whatever its labels say; for other keys its label value names a known domain or a new one.
+inline Domain Resolve(const TopologyIndex& topo, const Target& t) {
+  if (!t.is_new()) {
+    uint32_t d = topo.DomainOf(t.index);
+    return d == kNoDomain ? Domain{Domain::Kind::kMissing, 0} : Domain{Domain::Kind::kKnown, d};
+  }
+  if (topo.key() == model::kLabelHostname) return {Domain::Kind::kNew, 0};
+  const std::string* v = FindLabel(t.node->labels(), topo.key());
+  if (v == nullptr) return {Domain::Kind::kMissing, 0};
+  uint32_t d = topo.Find(*v);
+  return d == kNoDomain ? Domain{Domain::Kind::kNew, 0} : Domain{Domain::Kind::kKnown, d};
+}
+
+// Placed pods per domain of one key, for one term of the incoming pod (or, for existing
+// anti-affinity, all terms with that key).
+struct DomainCounts {
+  const TopologyIndex* topo;
+  std::vector<int32_t> counts;  // by domain id
+
+  int32_t At(const Domain& d) const {
+    return d.kind == Domain::Kind::kKnown && d.id < counts.size() ? counts[d.id] : 0;
+  }
+};
+
+// One DoNotSchedule spread constraint of the incoming pod.
+struct Spread {
+  const model::TopologySpreadConstraint* constraint;
+  const TopologyIndex* topo;
+  model::LabelSelector selector;  // the constraint's, plus matchLabelKeys from the pod's labels
+  bool counts_pods;               // kube-scheduler counts no pods for a missing or empty selector
+  bool self_match;                // the incoming pod matches the selector
+  int64_t min_domains;
+  std::vector<int32_t> counts;    // matching pods per domain id (eligible nodes only)
+  std::vector<uint8_t> eligible;  // domain has an eligible node
+  int64_t domains = 0;            // eligible domains
+  int64_t min_count = 0;          // over eligible domains
+};
+
+}  // namespace tidepool::sched::fit_detail
+
+namespace tidepool::sched {
+
+// Precomputation: kube-scheduler's PreFilter state for NodePorts, PodTopologySpread and
+// InterPodAffinity, and the filters that read it.
+
+struct FitChecker::Precomputed {
+  using Pod = model::Pod;
+  using DomainCounts = fit_detail::DomainCounts;
+  using HostPort = fit_detail::HostPort;
+  using Spread = fit_detail::Spread;
+  using Target = fit_detail::Target;
+  using Verdict = fit_detail::Verdict;
+
+
+  const Pod* pod;
+  const ClusterSnapshot* snapshot;
+
+  std::vector<HostPort> ports;
+
+  std::vector<DomainCounts> affinity;  // per required affinity term
+  bool affinity_matched = false;  // some placed pod (on a node with the keys) matches all terms
+  bool self_matches_affinity = false;
+  std::vector<DomainCounts> anti_affinity;  // per required anti-affinity term
+  bool anti_affinity_matched = false;
+  // Domains where placed pods' required anti-affinity terms select the incoming pod, per key.
+  std::vector<DomainCounts> existing_anti;
+
+  std::vector<Spread> spread;
+  bool spread_needs_affinity = false;  // some constraint has nodeAffinityPolicy Honor
+  bool spread_needs_taints = false;    // some constraint has nodeTaintsPolicy Honor
+
+  void ComputePorts();
+  void ComputeAffinity();
+  void ComputeExistingAntiAffinity();
+  void ComputeSpread();
+
+  // The per-pod and per-node parts of the above, shared by the full computation and the
+  // incremental updates (FitChecker::OnNodeAdded / OnPodAdded).
+  void AccountAffinityPod(const Pod& existing, NodeIndex i);
+  void AccountExistingAntiPod(const Pod& existing, NodeIndex i);
+  void AccountSpreadNode(NodeIndex i);
+  void AccountSpreadPod(const Pod& existing, NodeIndex i);
+  void RecomputeSpreadMin();
+
+  bool PortsConflict(const NodeInfo& info) const;
+  Verdict SpreadVerdict(const Target& t) const;
+  Verdict InterPodVerdict(const Target& t) const;
+};
+
+}  // namespace tidepool::sched
