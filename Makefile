@@ -5,7 +5,7 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build testenv test demo demo-offline bench fuzz soak clean
+.PHONY: setup configure build testenv test demo demo-offline bench fuzz soak tsan asan clean
 
 setup:
 	@scripts/setup.sh
@@ -49,6 +49,16 @@ fuzz: setup
 # scale-downs on its own testenv; ~20 min. SOAK_SEED=N replays a run.
 soak: build testenv
 	@tests/e2e/soak_kill_test.sh $(TIDEPOOL) 50
+
+# Sanitizer builds (build-tsan/, build-asan/): every unit test and the live tests of the threaded
+# code (API client, informers, leader election, `tidepool run` in the kwok e2e scenarios) under
+# ThreadSanitizer, or AddressSanitizer + UBSan. A full build each, so not part of `make test`;
+# run and reported in docs/reliability.md.
+tsan: setup testenv
+	@scripts/sanitize.sh thread
+
+asan: setup testenv
+	@scripts/sanitize.sh address
 
 clean:
 	rm -rf $(BUILD)
