@@ -1,12 +1,11 @@
 // Scale-up planner benchmarks, each mirroring a published scenario of the Cluster Autoscaler or
 // Karpenter so the figures compare side by side (docs/performance.md).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <deque>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "model/node.h"
 #include "model/pod.h"
@@ -74,8 +73,10 @@ void BM_BinpackingEstimate(benchmark::State& state) {
     auto* f = new Fixture;
     f->config.pools.push_back(MakePool("pool", 1000, 5000, 100, 3000));
     f->config.scale_up.max_nodes_per_scale_up = 3000;
-    for (int i = 0; i < 50000; ++i) f->pods.push_back(MakePod(fmt::format("small-{}", i), "small", 50, 100));
-    for (int i = 0; i < 1000; ++i) f->pods.push_back(MakePod(fmt::format("big-{}", i), "big", 95, 190));
+    for (int i = 0; i < 50000; ++i)
+      f->pods.push_back(MakePod(fmt::format("small-{}", i), "small", 50, 100));
+    for (int i = 0; i < 1000; ++i)
+      f->pods.push_back(MakePod(fmt::format("big-{}", i), "big", 95, 190));
     f->Wire();
     return f;
   }();

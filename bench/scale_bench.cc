@@ -2,13 +2,12 @@
 // one full plan, scale-up and scale-down. BM_Scale/500 is the same shape at 1 % for the smoke
 // run in make test; the real figure is BM_Scale/50000 (docs/performance.md).
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <deque>
 #include <random>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "model/node.h"
 #include "model/pod.h"
@@ -77,8 +76,8 @@ Cluster* Build(int nodes) {
     int64_t per_pod = n % 10 == 0 ? 120 + static_cast<int64_t>(rng() % 160)   // 15-35 %
                                   : 440 + static_cast<int64_t>(rng() % 320);  // 55-95 %
     for (int k = 0; k < 20; ++k) {
-      model::Pod p = MakePod(fmt::format("run-{}-{}", n, k), fmt::format("rs-{}", (n * 20 + k) % 5000),
-                             per_pod, int64_t{1} << 30);
+      model::Pod p = MakePod(fmt::format("run-{}-{}", n, k),
+                             fmt::format("rs-{}", (n * 20 + k) % 5000), per_pod, int64_t{1} << 30);
       p.node_name = c->nodes.back().meta.name;
       p.phase = model::PodPhase::kRunning;
       c->pods.push_back(std::move(p));

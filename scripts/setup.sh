@@ -16,8 +16,9 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   openssl
 )
-# Test-only: headless Chromium renders the status page (tests/ops/status_page_chromium_test.sh).
-if ! $build_only; then packages+=(chromium); fi
+# Test-only: headless Chromium renders the status page (tests/ops/status_page_chromium_test.sh);
+# clang-format checks the sources' format (tests/style/clang_format_test.sh).
+if ! $build_only; then packages+=(chromium clang-format); fi
 
 missing=()
 for p in "${packages[@]}"; do

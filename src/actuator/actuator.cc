@@ -23,8 +23,12 @@ std::pair<std::string_view, std::string_view> SplitKey(std::string_view key) {
 class Actuator::Batch {
  public:
   Batch(Actuator& a, const Observation& view, Autoscaler& loop)
-      : provider_(a.provider_), writer_(a.writer_), clock_(a.clock_), listener_(a.listener_),
-        view_(view), loop_(loop) {}
+      : provider_(a.provider_),
+        writer_(a.writer_),
+        clock_(a.clock_),
+        listener_(a.listener_),
+        view_(view),
+        loop_(loop) {}
 
   void operator()(const IncreasePool& a) {
     auto r = provider_.IncreaseSize(a.pool, a.count, clock_.Now());
@@ -37,9 +41,9 @@ class Actuator::Batch {
     loop_.OnDecreaseResult(a.pool, a.count, r, clock_.Now());
   }
   void operator()(const TaintNode& a) {
-    auto r = writer_.AddTaint(a.node, {std::string(model::kToBeDeletedTaint),
-                                       model::TaintTimestamp(clock_.Now()),
-                                       model::TaintEffect::kNoSchedule});
+    auto r = writer_.AddTaint(
+        a.node, {std::string(model::kToBeDeletedTaint), model::TaintTimestamp(clock_.Now()),
+                 model::TaintEffect::kNoSchedule});
     // The plan came from a view that may lag (a cut watch, a slow API server). With the taint
     // on, no new pod can land; now read the node's pods fresh and go on only if nothing is
     // there that the plan did not see. Otherwise take the taint off again and report the
@@ -195,8 +199,8 @@ class Actuator::Batch {
   std::unordered_multimap<std::string_view, const model::Pod*> by_name_;
 };
 
-size_t Actuator::Carry(std::span<const Action> actions, const Observation& view,
-                       Autoscaler& loop, const Proceed& proceed) {
+size_t Actuator::Carry(std::span<const Action> actions, const Observation& view, Autoscaler& loop,
+                       const Proceed& proceed) {
   Batch batch(*this, view, loop);
   size_t done = 0;
   for (const Action& a : actions) {

@@ -1,5 +1,6 @@
 // The writes the actuator makes to the cluster: taints, evictions, Node deletion and Events, plus
-// a fresh read of a node's pods. The live controller writes the API server; the simulator its world.
+// a fresh read of a node's pods. The live controller writes the API server; the simulator its
+// world.
 #pragma once
 
 #include <string>
@@ -14,7 +15,7 @@ struct EventSpec {
   std::string object_kind;  // "Pod", "Node" or "ConfigMap"
   std::string ns;           // "" for nodes
   std::string name;
-  std::string uid;          // "" when unknown
+  std::string uid;  // "" when unknown
   std::string reason;
   std::string message;
   bool warning = false;

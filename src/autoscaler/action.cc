@@ -28,8 +28,8 @@ std::string DescribeNodeAction(std::string_view name, const std::string& node,
 struct Describe {
   std::string_view name;
   std::string operator()(const IncreasePool& a) const {
-    return fmt::format("{} {} +{} for [{}] ({})", name, a.pool, a.count,
-                       fmt::join(a.pods, ", "), a.reason);
+    return fmt::format("{} {} +{} for [{}] ({})", name, a.pool, a.count, fmt::join(a.pods, ", "),
+                       a.reason);
   }
   std::string operator()(const DecreaseTarget& a) const {
     return fmt::format("{} {} -{} ({})", name, a.pool, a.count, a.reason);

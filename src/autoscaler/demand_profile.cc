@@ -113,8 +113,7 @@ Result<DemandProfile> DemandProfile::FromJson(const nlohmann::json& j, std::stri
   auto number = [&](std::string_view key, bool integer) -> Result<double> {
     auto it = j.find(key);
     if (it == j.end() || !it->is_number() || (integer && !it->is_number_integer())) {
-      return InvalidArgument("{}.{}: expected {}", where, key,
-                             integer ? "an integer" : "a number");
+      return InvalidArgument("{}.{}: expected {}", where, key, integer ? "an integer" : "a number");
     }
     double v = it->get<double>();
     if (!std::isfinite(v) || (v < 0 && key != "slot")) {

@@ -73,8 +73,8 @@ void Autoscaler::Index(StepContext& ctx) const {
 }
 
 bool Autoscaler::RunScaleUp(StepContext& ctx) {
-  planner::PlannerInput in = BuildPlannerInput(
-      ctx, InputFor::kScaleUp, [this](std::string_view n) { return Removing(n); });
+  planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleUp,
+                                               [this](std::string_view n) { return Removing(n); });
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
   in.placeholders = ctx.placeholders;
   return scale_up_.Run(ctx, in, pools_, warm_);

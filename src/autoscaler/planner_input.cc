@@ -64,8 +64,8 @@ planner::PlannerInput BuildPlannerInput(StepContext& ctx, InputFor purpose,
     } else {
       auto cls = ctx.node_class.find(name);
       if (cls != ctx.node_class.end() && cls->second == NodeClass::kGone) continue;
-      bool adopt = purpose == InputFor::kAdoption && adopting != nullptr &&
-                   adopting->contains(name);
+      bool adopt =
+          purpose == InputFor::kAdoption && adopting != nullptr && adopting->contains(name);
       seen = ForScaleDown(ctx, node, removing(name), adopt);
     }
     if (seen != nullptr) in.nodes.push_back(seen);

@@ -43,9 +43,9 @@ void WarmPlanner::PlanPrewarm(StepContext& ctx, const model::Pool& pool, WarmSta
                               FormatDuration(cfg.horizon), ws.profile.folded());
     }
   } else if (want == 0 && scan) {
-    ws.reason = fmt::format(
-        "predicted {:.1f} {} at {}: the demand there now and the free room cover it",
-        pred.demand, WarmUnitWord(id), FormatRfc3339(pred.at));
+    ws.reason =
+        fmt::format("predicted {:.1f} {} at {}: the demand there now and the free room cover it",
+                    pred.demand, WarmUnitWord(id), FormatRfc3339(pred.at));
   }
   if (scan && shortfall > 0 && !in_backoff) {
     DecidePrewarm(ctx, pool, ws, shortfall, expected, spent);

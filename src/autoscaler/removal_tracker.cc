@@ -117,9 +117,9 @@ void RemovalTracker::Drain(StepContext& ctx, Removal& r) {
                                     "deleting pod for node scale down", false, r.pool});
       }
     }
-    ctx.actions.push_back(EvictPods{r.node, r.pool, r.kind, std::move(evict),
-                                    fmt::format("drain for scale-down ({})",
-                                                RemovalKindWord(r.kind))});
+    ctx.actions.push_back(
+        EvictPods{r.node, r.pool, r.kind, std::move(evict),
+                  fmt::format("drain for scale-down ({})", RemovalKindWord(r.kind))});
   }
 
   bool all_evicted = std::all_of(r.pods.begin(), r.pods.end(), [](const auto& e) {
@@ -128,9 +128,9 @@ void RemovalTracker::Drain(StepContext& ctx, Removal& r) {
   if (all_evicted) {
     if (!r.all_evicted_at) r.all_evicted_at = now;
     if (present.empty()) {
-      ctx.actions.push_back(DeleteNode{
-          r.node, r.pool, r.kind,
-          fmt::format("scale-down: {}, {}", RemovalKindWord(r.kind), r.detail)});
+      ctx.actions.push_back(
+          DeleteNode{r.node, r.pool, r.kind,
+                     fmt::format("scale-down: {}, {}", RemovalKindWord(r.kind), r.detail)});
       r.phase = Removal::Phase::kDeleting;
       pools_.RecordDeletion(r.pool, now);
     } else if (now >= *r.all_evicted_at + options_.pod_termination_wait) {
@@ -190,8 +190,8 @@ void RemovalTracker::Start(StepContext& ctx, const planner::ScaleDown& sd) {
   ctx.actions.push_back(TaintNode{sd.node, sd.pool, why});
   ctx.actions.push_back(
       Event{EventObject::kNode, sd.node, EventReason::kScaleDown,
-            fmt::format("marked the node as toBeDeleted/unschedulable: {}; {} pod(s) to evict",
-                        why, sd.evict.size()),
+            fmt::format("marked the node as toBeDeleted/unschedulable: {}; {} pod(s) to evict", why,
+                        sd.evict.size()),
             false, sd.pool});
   unneeded_.Forget(sd.node);
   last_scale_down_ = ScaleDownRecord{ctx.now, sd.node, sd.pool, "started", why};
@@ -206,8 +206,7 @@ std::optional<Time> RemovalTracker::OnTaintResult(const std::string& node,
   if (result) {
     it->second.taint_confirmed = true;
   } else {
-    RollBack(node, fmt::format("tainting the node failed: {}", result.error().message()), now,
-             out);
+    RollBack(node, fmt::format("tainting the node failed: {}", result.error().message()), now, out);
   }
   return now;
 }
@@ -250,8 +249,7 @@ std::optional<Time> RemovalTracker::OnDeleteResult(const std::string& node,
     deleted_[node] = now;
     removals_.erase(it);
   } else {
-    RollBack(node, fmt::format("deleting the node failed: {}", result.error().message()), now,
-             out);
+    RollBack(node, fmt::format("deleting the node failed: {}", result.error().message()), now, out);
   }
   return now;
 }

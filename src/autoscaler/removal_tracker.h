@@ -49,12 +49,12 @@ class RemovalTracker {
   void Start(StepContext& ctx, const planner::ScaleDown& sd);
 
   // Results; actions they cause go to `out`. Each returns when the loop should Step again.
-  std::optional<Time> OnTaintResult(const std::string& node, const Result<void>& result,
-                                    Time now, std::vector<Action>& out);
+  std::optional<Time> OnTaintResult(const std::string& node, const Result<void>& result, Time now,
+                                    std::vector<Action>& out);
   std::optional<Time> OnEvictResult(const std::string& node, const std::string& pod,
                                     const Result<void>& result, Time now);
-  std::optional<Time> OnDeleteResult(const std::string& node, const Result<void>& result,
-                                     Time now, std::vector<Action>& out);
+  std::optional<Time> OnDeleteResult(const std::string& node, const Result<void>& result, Time now,
+                                     std::vector<Action>& out);
 
   void Cleanup(const StepContext& ctx);
   void AddDigest(Digest& d) const;

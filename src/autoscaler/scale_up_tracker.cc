@@ -28,8 +28,7 @@ void ScaleUpTracker::ObservePending(StepContext& ctx) {
   }
 }
 
-bool ScaleUpTracker::ShouldPlan(const StepContext& ctx, bool scan,
-                                const PoolTracker& pools) const {
+bool ScaleUpTracker::ShouldPlan(const StepContext& ctx, bool scan, const PoolTracker& pools) const {
   // Warm placeholders are planned at every periodic pass, and at once for a new pre-warm.
   if (!ctx.placeholders.empty()) {
     if (scan) return true;
@@ -74,8 +73,8 @@ bool ScaleUpTracker::Increase(StepContext& ctx, planner::ScaleUp su, PoolTracker
   ctx.actions.push_back(IncreasePool{su.pool, su.add, su.pods, su.warm_add, reason});
   pools.RecordIncrease(su.pool, su.add, ctx.now);
   last_scale_up_ = ScaleUpRecord{ctx.now, su.pool, from, to, su.pods, reason};
-  std::string message = fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool,
-                                    from, to, pool.max);
+  std::string message =
+      fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool, from, to, pool.max);
   for (const std::string& pod : su.pods) {
     if (warm.IsWarm(su.pool)) planned_pool_[pod] = su.pool;
     ctx.actions.push_back(

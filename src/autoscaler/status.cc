@@ -18,8 +18,8 @@ std::string FormatWarm(const PoolStatus& p) {
                           FormatRfc3339(*p.warm_predicted_at), p.warm_confidence)
             : std::string("nothing predicted");
     parts.push_back(fmt::format("demand {:.1f}, {}, pre-warmed {}, spend ${:.2f}/${:.2f} per 24h",
-                                p.warm_demand, predicted, p.warm_prewarm_nodes,
-                                p.warm_spend_24h, p.warm_max_cost_per_day));
+                                p.warm_demand, predicted, p.warm_prewarm_nodes, p.warm_spend_24h,
+                                p.warm_max_cost_per_day));
   }
   std::string out = fmt::format("{}", fmt::join(parts, "; "));
   if (!p.warm_reason.empty()) out += fmt::format(" — {}", p.warm_reason);

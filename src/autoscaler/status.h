@@ -28,8 +28,8 @@ struct PoolStatus {
   bool stockout = false;  // the provider reported no capacity at the last step
   // Warm capacity (pools[].warm); zero and empty when the pool has none.
   bool warm = false;
-  int warm_spare_nodes = 0;    // warm.spareNodes
-  std::string warm_headroom;   // warm.headroom in words, e.g. "nvidia.com/gpu 4"
+  int warm_spare_nodes = 0;   // warm.spareNodes
+  std::string warm_headroom;  // warm.headroom in words, e.g. "nvidia.com/gpu 4"
   bool warm_predictive = false;
   // GPUs (CPU cores) requested by pods on the pool's nodes, and by pending pods a scale-up of
   // the pool is for, now.
@@ -40,7 +40,7 @@ struct PoolStatus {
   int warm_prewarm_nodes = 0;  // idle nodes held for the predicted burst at the last pass
   double warm_spend_24h = 0;   // pre-warm spend committed in the last 24 hours
   double warm_max_cost_per_day = 0;
-  std::string warm_reason;     // the last warm decision in words
+  std::string warm_reason;  // the last warm decision in words
 };
 
 struct ScaleUpRecord {

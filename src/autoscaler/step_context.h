@@ -31,10 +31,10 @@ enum class NodeClass {
 
 // Warm capacity of one pool in this Step (WarmPlanner::Update).
 struct WarmPoolStep {
-  model::Resources whole_request;  // a whole-node placeholder: the template less DaemonSets
-  int spare = 0;                   // whole-node placeholders for warm.spareNodes
-  int prewarm = 0;                 // whole-node placeholders held for a predicted burst
-  int approved = 0;                // of those, new pre-warm nodes approved in this Step
+  model::Resources whole_request;          // a whole-node placeholder: the template less DaemonSets
+  int spare = 0;                           // whole-node placeholders for warm.spareNodes
+  int prewarm = 0;                         // whole-node placeholders held for a predicted burst
+  int approved = 0;                        // of those, new pre-warm nodes approved in this Step
   std::vector<model::Resources> headroom;  // headroom placeholders, each fits one node
   std::string headroom_words;              // "nvidia.com/gpu 4"
   std::string prewarm_reason;              // "warm: predicted burst ..." when prewarm > 0

@@ -11,8 +11,7 @@ std::string Seconds(Duration d) {
 
 }  // namespace
 
-UnneededTracker::UnneededTracker(const model::AutoscalerConfig& config,
-                                 const LoopOptions& options)
+UnneededTracker::UnneededTracker(const model::AutoscalerConfig& config, const LoopOptions& options)
     : config_(config), options_(options) {}
 
 void UnneededTracker::Disable(StepContext& ctx,
@@ -63,8 +62,8 @@ void UnneededTracker::UpdateMarks(StepContext& ctx, const std::set<std::string>&
         MarkCandidate{name, pool != ctx.pool_of.end() ? pool->second->name : "", "unneeded"});
   }
   for (const auto& [name, pool] : ctx.pool_of) {
-    bool marked = marked_.contains(name) ||
-                  HasTaint(*ctx.nodes.at(name), planner::kDeletionCandidateTaint);
+    bool marked =
+        marked_.contains(name) || HasTaint(*ctx.nodes.at(name), planner::kDeletionCandidateTaint);
     if (!marked || removing(name)) continue;
     if (unneeded.contains(std::string(name))) continue;
     ctx.actions.push_back(UnmarkCandidate{std::string(name), pool->name, "needed again"});

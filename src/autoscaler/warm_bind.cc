@@ -66,11 +66,11 @@ std::map<std::string, std::string> WarmPlanner::BindPlaceholders(
     if (wit == ctx.warm.end()) continue;
     const WarmPoolStep& wp = wit->second;
     std::vector<Host> hosts = Hosts(ctx, pool, removing);
-    auto bind = [&](Host& h, std::string_view kind, int i, const model::Resources& req,
-                    bool whole, std::string why) {
+    auto bind = [&](Host& h, std::string_view kind, int i, const model::Resources& req, bool whole,
+                    std::string why) {
       ctx.warm_pods.push_back(MakePlaceholder(pool,
-                                              fmt::format("warm-{}-{}-{}", pool.name, kind, i),
-                                              req, whole, priority, std::string(h.name)));
+                                              fmt::format("warm-{}-{}-{}", pool.name, kind, i), req,
+                                              whole, priority, std::string(h.name)));
       in.pods.push_back(&ctx.warm_pods.back());
       kept_for[std::string(h.name)] = std::move(why);
     };

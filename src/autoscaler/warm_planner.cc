@@ -186,8 +186,8 @@ void WarmPlanner::AddPlaceholders(StepContext& ctx, const model::Pool& pool,
                                   const WarmPoolStep& wp) const {
   const int32_t priority = config_.scale_up.expendable_priority_cutoff;
   auto add = [&](std::string_view kind, int i, const model::Resources& req, bool whole) {
-    ctx.warm_pods.push_back(MakePlaceholder(
-        pool, fmt::format("warm-{}-{}-{}", pool.name, kind, i), req, whole, priority));
+    ctx.warm_pods.push_back(MakePlaceholder(pool, fmt::format("warm-{}-{}-{}", pool.name, kind, i),
+                                            req, whole, priority));
     ctx.placeholders.push_back(&ctx.warm_pods.back());
   };
   for (int i = 0; i < wp.spare; ++i) add("spare", i, wp.whole_request, true);
@@ -219,11 +219,11 @@ std::string WarmPlanner::AdjustScaleUp(StepContext& ctx, planner::ScaleUp& su, i
     WarmState& ws = warm_.at(su.pool);
     ws.reason =
         fmt::format("{}: added {} node(s) at {}", words, su.warm_add, FormatRfc3339(ctx.now));
-    ctx.actions.push_back(Event{EventObject::kStatus, "", EventReason::kWarmScaleUp,
-                                fmt::format("pool {} {}->{} (max: {}): {} warm node(s): {}",
-                                            su.pool, target, target + su.add, max, su.warm_add,
-                                            words),
-                                false, su.pool});
+    ctx.actions.push_back(
+        Event{EventObject::kStatus, "", EventReason::kWarmScaleUp,
+              fmt::format("pool {} {}->{} (max: {}): {} warm node(s): {}", su.pool, target,
+                          target + su.add, max, su.warm_add, words),
+              false, su.pool});
   }
   return reason;
 }

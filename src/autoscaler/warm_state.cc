@@ -40,8 +40,8 @@ Result<WarmState> ParsePoolState(const nlohmann::json& p, const std::string& whe
             "{}.ledger: expected [time ms, nodes, cost, until ms] entries, got {}", where,
             e.dump());
       }
-      ws.ledger.push_back({Time(Duration(e[0].get<int64_t>())), e[1].get<int>(),
-                           e[2].get<double>(), Time(Duration(e[3].get<int64_t>()))});
+      ws.ledger.push_back({Time(Duration(e[0].get<int64_t>())), e[1].get<int>(), e[2].get<double>(),
+                           Time(Duration(e[3].get<int64_t>()))});
     }
   }
   return ws;

@@ -6,18 +6,19 @@
 #include <cstdlib>
 
 namespace tidepool::internal {
-[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond, const char* msg) {
+[[noreturn]] inline void CheckFailed(const char* file, int line, const char* cond,
+                                     const char* msg) {
   std::fprintf(stderr, "%s:%d: check failed: %s%s%s\n", file, line, cond, msg[0] ? ": " : "", msg);
   std::abort();
 }
 }  // namespace tidepool::internal
 
-#define TIDEPOOL_CHECK(cond)                                                \
-  do {                                                                      \
+#define TIDEPOOL_CHECK(cond)                                                       \
+  do {                                                                             \
     if (!(cond)) ::tidepool::internal::CheckFailed(__FILE__, __LINE__, #cond, ""); \
   } while (0)
 
-#define TIDEPOOL_CHECK_MSG(cond, msg)                                        \
-  do {                                                                       \
+#define TIDEPOOL_CHECK_MSG(cond, msg)                                               \
+  do {                                                                              \
     if (!(cond)) ::tidepool::internal::CheckFailed(__FILE__, __LINE__, #cond, msg); \
   } while (0)

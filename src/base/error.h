@@ -2,11 +2,11 @@
 // An error says what went wrong, where, and what was expected; it never throws.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <expected>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace tidepool {
 
@@ -17,10 +17,10 @@ class Error {
   enum class Code {
     kInvalidArgument,  // bad input: config, state file, object, flag
     kNotFound,
-    kConflict,         // 409 / precondition failed
-    kUnavailable,      // transient: connection, 5xx, timeout; retrying may help
-    kThrottled,        // 429
-    kExpired,          // 410 Gone: a resourceVersion or continue token too old; relist
+    kConflict,     // 409 / precondition failed
+    kUnavailable,  // transient: connection, 5xx, timeout; retrying may help
+    kThrottled,    // 429
+    kExpired,      // 410 Gone: a resourceVersion or continue token too old; relist
     kPermissionDenied,
     kInternal,
   };
@@ -58,9 +58,9 @@ std::unexpected<Error> InvalidArgument(fmt::format_string<Args...> f, Args&&... 
 }  // namespace tidepool
 
 // Propagates the error of an expression returning Result<T>; otherwise evaluates to nothing.
-#define TIDEPOOL_RETURN_IF_ERROR(expr)                         \
-  do {                                                         \
-    auto _tp_status = (expr);                                  \
+#define TIDEPOOL_RETURN_IF_ERROR(expr)                           \
+  do {                                                           \
+    auto _tp_status = (expr);                                    \
     if (!_tp_status) return std::unexpected(_tp_status.error()); \
   } while (0)
 
@@ -69,7 +69,7 @@ std::unexpected<Error> InvalidArgument(fmt::format_string<Args...> f, Args&&... 
 // `TIDEPOOL_ASSIGN_OR_RETURN(auto x, Parse(...));` binds the value or returns the error.
 #define TIDEPOOL_ASSIGN_OR_RETURN(lhs, expr) \
   TIDEPOOL_ASSIGN_OR_RETURN_IMPL(TIDEPOOL_CONCAT(_tp_result_, __LINE__), lhs, expr)
-#define TIDEPOOL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                   \
+#define TIDEPOOL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)      \
+  auto tmp = (expr);                                        \
   if (!tmp) return std::unexpected(std::move(tmp).error()); \
   lhs = std::move(*tmp)

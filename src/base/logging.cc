@@ -1,14 +1,14 @@
 #include "base/logging.h"
 
-#include "base/time.h"
-
-#include <chrono>
-#include <memory>
-
 #include <spdlog/formatter.h>
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <memory>
+
+#include "base/time.h"
 
 namespace tidepool {
 namespace {
@@ -17,11 +17,21 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           out += fmt::format("\\u{:04x}", c);
@@ -36,9 +46,8 @@ void AppendJsonString(std::string& out, std::string_view s) {
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
-    std::string time = FormatRfc3339(
-        std::chrono::time_point_cast<Duration>(std::chrono::sys_time<std::chrono::nanoseconds>(
-            msg.time.time_since_epoch())));
+    std::string time = FormatRfc3339(std::chrono::time_point_cast<Duration>(
+        std::chrono::sys_time<std::chrono::nanoseconds>(msg.time.time_since_epoch())));
     auto level = spdlog::level::to_string_view(msg.level);
     std::string line =
         FormatJsonLogLine(time, std::string_view(level.data(), level.size()),
@@ -77,8 +86,8 @@ std::string FormatJsonLogLine(std::string_view time, std::string_view level,
 }
 
 void SetupLogging(LogFormat format, std::string_view level) {
-  auto logger = std::make_shared<spdlog::logger>(
-      "", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger =
+      std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (format == LogFormat::kJson) {
     logger->set_formatter(std::make_unique<JsonFormatter>());
   } else {

@@ -1,9 +1,9 @@
 #include "base/time.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace tidepool {
 namespace {
@@ -27,8 +27,8 @@ bool ReadDigits(std::string_view s, size_t& pos, int n, int& out) {
 
 Result<Duration> ParseDuration(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return InvalidArgument("invalid duration \"{}\": {} (expected e.g. \"10m\", \"1h30m\", \"45s\")",
-                           text, why);
+    return InvalidArgument(
+        "invalid duration \"{}\": {} (expected e.g. \"10m\", \"1h30m\", \"45s\")", text, why);
   };
   std::string_view s = text;
   if (s.empty()) return bad("empty");
@@ -53,14 +53,22 @@ Result<Duration> ParseDuration(std::string_view text) {
     std::string_view unit = s.substr(0, j);
     s.remove_prefix(j);
     double scale;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60'000;
-    else if (unit == "h") scale = 3'600'000;
-    else if (unit == "us" || unit == "µs") scale = 0.001;
-    else if (unit == "ns") scale = 0.000001;
-    else if (unit.empty()) return bad("missing unit (ns, us, ms, s, m, h)");
-    else return bad(fmt::format("unknown unit \"{}\"", unit));
+    if (unit == "ms")
+      scale = 1;
+    else if (unit == "s")
+      scale = 1000;
+    else if (unit == "m")
+      scale = 60'000;
+    else if (unit == "h")
+      scale = 3'600'000;
+    else if (unit == "us" || unit == "µs")
+      scale = 0.001;
+    else if (unit == "ns")
+      scale = 0.000001;
+    else if (unit.empty())
+      return bad("missing unit (ns, us, ms, s, m, h)");
+    else
+      return bad(fmt::format("unknown unit \"{}\"", unit));
     total_ms += value * scale;
   }
   if (total_ms > 9.0e15) return bad("too large");
@@ -95,8 +103,8 @@ std::string FormatDuration(Duration d) {
 
 Result<Time> ParseRfc3339(std::string_view text) {
   auto bad = [&] {
-    return InvalidArgument("invalid timestamp \"{}\" (expected RFC 3339, e.g. 2026-11-22T01:40:05Z)",
-                           text);
+    return InvalidArgument(
+        "invalid timestamp \"{}\" (expected RFC 3339, e.g. 2026-11-22T01:40:05Z)", text);
   };
   size_t pos = 0;
   int year, month, day, hour, minute, second;

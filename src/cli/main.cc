@@ -1,15 +1,15 @@
 // tidepool command-line entry point: run, plan, explain, simulate, version (docs/architecture.md).
 // Bad configuration or state input prints a clear error and exits with code 2.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "autoscaler/loop.h"
 #include "base/time.h"
@@ -42,7 +42,7 @@ struct Inputs {
 
 // Parses repeated POOL=VALUE flags (--upcoming, --backoff) into the planner input.
 Result<void> ApplyPoolFlags(const std::vector<std::string>& upcoming,
-                           const std::vector<std::string>& backoff, Inputs& in) {
+                            const std::vector<std::string>& backoff, Inputs& in) {
   for (const auto& [flag, values] : {std::pair{"--upcoming", &upcoming}, {"--backoff", &backoff}}) {
     for (const std::string& v : *values) {
       auto eq = v.find('=');
@@ -90,7 +90,8 @@ Result<void> LoadInputs(const std::string& config_path, const std::string& state
 
 // `explain --pool`: one decision pass of the loop on the state (with the learned warm state when
 // given) and what it says about the pool's warm capacity.
-int ExplainPool(const Inputs& in, const std::string& pool_name, const std::string& warm_state_path) {
+int ExplainPool(const Inputs& in, const std::string& pool_name,
+                const std::string& warm_state_path) {
   const model::Pool* pool = in.config.FindPool(pool_name);
   if (pool == nullptr) {
     return Fail(InvalidArgument("explain --pool {}: not a pool of the config", pool_name).error());
@@ -163,10 +164,12 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanFlags& f) {
       ->required();
   plan->add_option("--now", f.now_text,
                    "Current time (RFC 3339) for delayAfterAdd; default: the system clock");
-  plan->add_option("-o,--output", f.output, "Output format")->check(CLI::IsMember({"json", "text"}));
+  plan->add_option("-o,--output", f.output, "Output format")
+      ->check(CLI::IsMember({"json", "text"}));
   plan->add_option("--upcoming", f.upcoming,
                    "POOL=N: nodes requested from the provider and not registered yet");
-  plan->add_option("--backoff", f.backoff, "POOL=TIME: the pool may not grow before TIME (RFC 3339)");
+  plan->add_option("--backoff", f.backoff,
+                   "POOL=TIME: the pool may not grow before TIME (RFC 3339)");
   return plan;
 }
 
@@ -183,7 +186,8 @@ CLI::App* AddExplainCommand(CLI::App& app, PlanFlags& f) {
   explain->add_option("--config", f.config_path, "AutoscalerConfig YAML file")->required();
   explain->add_option("--state", f.state_path, "Cluster state (as for plan)")->required();
   explain->add_option("--now", f.now_text, "Current time (RFC 3339)");
-  explain->add_option("-o,--output", f.output, "Output format")->check(CLI::IsMember({"json", "text"}));
+  explain->add_option("-o,--output", f.output, "Output format")
+      ->check(CLI::IsMember({"json", "text"}));
   explain->add_option("--upcoming", f.upcoming, "POOL=N, as for plan");
   explain->add_option("--backoff", f.backoff, "POOL=TIME, as for plan");
   return explain;

@@ -1,14 +1,15 @@
 #include "cli/plan_text.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace tidepool::cli {
 namespace {
 
 // A simple left-aligned table; the last column is not padded.
-std::string Table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+std::string Table(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width(header.size());
   for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
   for (const auto& r : rows)
@@ -81,7 +82,8 @@ std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownP
 std::string ExplanationToText(const planner::PodExplanation& ex) {
   if (!ex.found) return fmt::format("pod {} not found in the state\n", ex.pod);
   std::string out = fmt::format("pod {}\n", ex.pod);
-  if (!ex.pending) return out + fmt::format("  not considered for scale-up: {}\n", ex.not_pending_reason);
+  if (!ex.pending)
+    return out + fmt::format("  not considered for scale-up: {}\n", ex.not_pending_reason);
   if (!ex.fits_node.empty()) {
     out += fmt::format("  fits existing or upcoming node {}: no scale-up needed\n", ex.fits_node);
   } else if (!ex.scale_up_pool.empty()) {

@@ -1,18 +1,17 @@
 #include "cli/run_command.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
-#include <cctype>
 #include <expected>
 #include <functional>
 #include <memory>
-
-#include <spdlog/spdlog.h>
 
 #include "base/logging.h"
 #include "cloud/azure/azure_provider.h"
@@ -139,10 +138,9 @@ Or<std::unique_ptr<cloud::CloudProvider>> MakeProvider(const RunContext& d) {
     if (!p) return Failed(kExitFailed, p.error());
     return std::unique_ptr<cloud::CloudProvider>(std::move(*p));
   }
-  return Failed(kExitBadInput,
-                Error(Error::Code::kInvalidArgument,
-                      fmt::format("{}: provider.type {}: not supported by `run` yet",
-                                  d.flags.config_path, type)));
+  return Failed(kExitBadInput, Error(Error::Code::kInvalidArgument,
+                                     fmt::format("{}: provider.type {}: not supported by `run` yet",
+                                                 d.flags.config_path, type)));
 }
 
 // What the ops server reads: the run and its controller.
@@ -193,16 +191,16 @@ Or<std::unique_ptr<ops::OpsServer>> StartOpsServer(const std::string& listen, co
 
 void StartElector(kube::LeaderElector& elector, const kube::LeaderElectionConfig& lease,
                   controller::Controller& ctl) {
-  elector.Start([&] {
-                  spdlog::info("became leader ({} in Lease {}/{})", lease.identity,
-                               lease.namespace_, lease.name);
-                  ctl.Notify();
-                },
-                [&] {
-                  spdlog::warn("lost the Lease {}/{}: stopped acting", lease.namespace_,
-                               lease.name);
-                  ctl.Notify();
-                });
+  elector.Start(
+      [&] {
+        spdlog::info("became leader ({} in Lease {}/{})", lease.identity, lease.namespace_,
+                     lease.name);
+        ctl.Notify();
+      },
+      [&] {
+        spdlog::warn("lost the Lease {}/{}: stopped acting", lease.namespace_, lease.name);
+        ctl.Notify();
+      });
 }
 
 }  // namespace

@@ -2,9 +2,8 @@
 // election, until SIGTERM or SIGINT.
 #pragma once
 
-#include <string>
-
 #include <CLI/CLI.hpp>
+#include <string>
 
 #include "base/time.h"
 

@@ -35,9 +35,10 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
   cmd->add_flag("--compare", flags.compare,
                 "Run the same trace under tidepool's policy, a Cluster Autoscaler-like policy "
                 "and a static cluster sized for the peak; print one table");
-  cmd->add_flag("--warm-eval", flags.warm_eval,
-                "Run the same trace with the warm-capacity policies (off, spare, headroom, "
-                "predictive) on the on-demand GPU pools; print one table (see docs/performance.md)");
+  cmd->add_flag(
+      "--warm-eval", flags.warm_eval,
+      "Run the same trace with the warm-capacity policies (off, spare, headroom, "
+      "predictive) on the on-demand GPU pools; print one table (see docs/performance.md)");
   cmd->add_option("--scenario", flags.scenario,
                   "Without --trace: the built-in scenario, or `periodic` (daily GPU bursts)")
       ->check(CLI::IsMember({"builtin", "periodic"}));
@@ -98,10 +99,10 @@ int RunSimulateCommand(const SimulateFlags& flags) {
 
   if (!flags.report.empty()) {
     sim::ReportInput report;
-    report.title = flags.trace.empty() ? (flags.scenario == "periodic"
-                                              ? std::string("periodic GPU scenario")
-                                              : std::string("built-in scenario"))
-                                       : std::filesystem::path(flags.trace).filename().string();
+    report.title = flags.trace.empty()
+                       ? (flags.scenario == "periodic" ? std::string("periodic GPU scenario")
+                                                       : std::string("built-in scenario"))
+                       : std::filesystem::path(flags.trace).filename().string();
     report.config_name = flags.config;
     report.runs = runs;
     if (auto ok = sim::WriteHtmlReport(report, flags.report); !ok) return fail(ok.error());

@@ -15,8 +15,8 @@ namespace tidepool::cloud {
 // One configured pool as the provider sees it at a refresh.
 struct PoolSize {
   std::string pool;
-  int target = 0;      // the desired size the provider is working towards
-  int instances = 0;   // machines that exist (joined the cluster or not), failed ones excluded
+  int target = 0;         // the desired size the provider is working towards
+  int instances = 0;      // machines that exist (joined the cluster or not), failed ones excluded
   bool stockout = false;  // the provider cannot add capacity to this pool now
   std::string stockout_reason;  // e.g. "SkuNotAvailable: ...", shown in status and events
 };
@@ -49,8 +49,7 @@ class CloudProvider {
   virtual Result<std::vector<PoolSize>> Refresh(Time now) = 0;
   virtual Result<void> IncreaseSize(const std::string& pool, int delta, Time now) = 0;
   virtual Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) = 0;
-  virtual Result<void> DeleteNode(const std::string& pool, const model::Node& node,
-                                  Time now) = 0;
+  virtual Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) = 0;
   virtual std::string PoolOf(const model::Node& node) const = 0;
 };
 

@@ -1,10 +1,10 @@
 #include "controller/controller.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <set>
 #include <unordered_map>
-
-#include <spdlog/spdlog.h>
 
 #include "controller/action_log.h"
 

@@ -46,10 +46,10 @@ struct ControllerOptions {
 enum class SkipReason {
   kNone,
   kNotLeader,
-  kNotSynced,               // the caches have not listed yet
-  kWaitingForProvider,      // retrying the provider after a failed refresh, not yet due
-  kProviderRefreshFailed,   // the provider's view could not be read: no decisions on half a view
-  kLostLeadership,          // in the middle of the pass; the rest of its actions dropped
+  kNotSynced,              // the caches have not listed yet
+  kWaitingForProvider,     // retrying the provider after a failed refresh, not yet due
+  kProviderRefreshFailed,  // the provider's view could not be read: no decisions on half a view
+  kLostLeadership,         // in the middle of the pass; the rest of its actions dropped
 };
 
 // What happened in the last pass, for tests, metrics and the status page.
@@ -75,9 +75,8 @@ struct PassReport {
 // Thread-safety: Run on one thread; Notify, Status and LastPass from any thread.
 class Controller {
  public:
-  Controller(const model::AutoscalerConfig& config, ClusterReader& reader,
-             ClusterWriter& writer, cloud::CloudProvider& provider, const Clock& clock,
-             ControllerOptions options = {});
+  Controller(const model::AutoscalerConfig& config, ClusterReader& reader, ClusterWriter& writer,
+             cloud::CloudProvider& provider, const Clock& clock, ControllerOptions options = {});
 
   Result<void> Run(const std::atomic<bool>& stop);
   // One pass at `now` (Run calls it; tests call it directly).

@@ -23,8 +23,7 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
     Changed(type != kube::ChangeType::kModified);
   });
   pdbs_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
-  daemon_sets_->SetChangeCallback(
-      [this](kube::ChangeType, const std::string&) { Changed(false); });
+  daemon_sets_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
 }
 
 InformerClusterReader::~InformerClusterReader() { Stop(); }
@@ -114,10 +113,9 @@ Result<void> ApiClusterWriter::RecordEvent(const EventSpec& e) {
 }
 
 Result<std::vector<std::string>> ApiClusterWriter::PodsOnNode(const std::string& node) {
-  TIDEPOOL_ASSIGN_OR_RETURN(
-      kube::ListPage page,
-      client_.ListAll(kube::CollectionPath("v1", "pods") +
-                      "?fieldSelector=" + net::UrlEncode("spec.nodeName=" + node)));
+  TIDEPOOL_ASSIGN_OR_RETURN(kube::ListPage page,
+                            client_.ListAll(kube::CollectionPath("v1", "pods") + "?fieldSelector=" +
+                                            net::UrlEncode("spec.nodeName=" + node)));
   std::vector<std::string> out;
   for (const auto& item : page.items) {
     auto pod = kube::codec::DecodePod(item);

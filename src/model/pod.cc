@@ -35,9 +35,7 @@ bool Pod::IsDaemonSetPod() const {
   return c != nullptr && c->kind == "DaemonSet";
 }
 
-bool Pod::IsMirrorPod() const {
-  return meta.annotations.contains("kubernetes.io/config.mirror");
-}
+bool Pod::IsMirrorPod() const { return meta.annotations.contains("kubernetes.io/config.mirror"); }
 
 std::vector<ContainerPort> Pod::HostPorts() const {
   std::vector<ContainerPort> out;

@@ -40,7 +40,7 @@ struct Volume {
 // v1.PodAffinityTerm.
 struct PodAffinityTerm {
   LabelSelector label_selector;
-  bool has_label_selector = false;  // a term without a selector matches no pods
+  bool has_label_selector = false;      // a term without a selector matches no pods
   std::vector<std::string> namespaces;  // empty and no namespace selector: the pod's namespace
   std::optional<LabelSelector> namespace_selector;
   std::string topology_key;

@@ -22,8 +22,8 @@ std::string_view CapacityTypeName(CapacityType t);
 // Warm capacity of a pool (`pools[].warm`): room kept ready beyond what pods ask for, so a burst
 // does not wait for nodes to boot. The decision loop turns it into placeholder demand.
 struct WarmConfig {
-  int32_t spare_nodes = 0;  // idle ready nodes kept beyond demand
-  Resources headroom;       // free room kept for this much extra request
+  int32_t spare_nodes = 0;               // idle ready nodes kept beyond demand
+  Resources headroom;                    // free room kept for this much extra request
   std::vector<ResourceId> headroom_set;  // which ids in `headroom` are set
   // Pre-warming ahead of the bursts the loop has learned (autoscaler/demand_profile.h).
   struct Predictive {
@@ -62,7 +62,7 @@ struct ProviderConfig {
 
 struct ClusterLimits {
   std::optional<int32_t> max_nodes;
-  Resources resources;  // only the resources named in the config are limited
+  Resources resources;              // only the resources named in the config are limited
   std::vector<ResourceId> limited;  // which ids in `resources` are set
 };
 

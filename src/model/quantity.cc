@@ -40,9 +40,22 @@ struct Suffix {
 };
 
 constexpr std::array<Suffix, 16> kSuffixes = {{
-    {"n", 10, -9}, {"u", 10, -6}, {"m", 10, -3}, {"", 10, 0}, {"k", 10, 3}, {"M", 10, 6},
-    {"G", 10, 9}, {"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18}, {"Ki", 2, 10}, {"Mi", 2, 20},
-    {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
+    {"n", 10, -9},
+    {"u", 10, -6},
+    {"m", 10, -3},
+    {"", 10, 0},
+    {"k", 10, 3},
+    {"M", 10, 6},
+    {"G", 10, 9},
+    {"T", 10, 12},
+    {"P", 10, 15},
+    {"E", 10, 18},
+    {"Ki", 2, 10},
+    {"Mi", 2, 20},
+    {"Gi", 2, 30},
+    {"Ti", 2, 40},
+    {"Pi", 2, 50},
+    {"Ei", 2, 60},
 }};
 
 std::string Int128ToString(i128 v) {
@@ -160,10 +173,10 @@ Result<Scale> ReadSuffix(std::string_view text, std::string_view suffix) {
   if (suffix.find(' ') != std::string_view::npos || suffix.find('\t') != std::string_view::npos) {
     return Bad(text, "contains white space");
   }
-  return Bad(text, fmt::format(
-                       "unknown suffix \"{}\" (expected one of n u m k M G T P E, Ki Mi Gi Ti "
-                       "Pi Ei, or an exponent such as e3)",
-                       suffix));
+  return Bad(text,
+             fmt::format("unknown suffix \"{}\" (expected one of n u m k M G T P E, Ki Mi Gi Ti "
+                         "Pi Ei, or an exponent such as e3)",
+                         suffix));
 }
 
 // nanos = mantissa * 10^(9 - fraction_digits + decimal_exponent) * 2^binary_exponent, rounded

@@ -87,8 +87,8 @@ std::string_view TaintEffectName(TaintEffect e) {
 }
 
 std::optional<TaintEffect> ParseTaintEffect(std::string_view name) {
-  for (TaintEffect e : {TaintEffect::kNoSchedule, TaintEffect::kPreferNoSchedule,
-                        TaintEffect::kNoExecute}) {
+  for (TaintEffect e :
+       {TaintEffect::kNoSchedule, TaintEffect::kPreferNoSchedule, TaintEffect::kNoExecute}) {
     if (TaintEffectName(e) == name) return e;
   }
   return std::nullopt;

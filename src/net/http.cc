@@ -1,10 +1,10 @@
 #include "net/http.h"
 
+#include <curl/curl.h>
+
 #include <algorithm>
 #include <cctype>
 #include <mutex>
-
-#include <curl/curl.h>
 
 namespace tidepool::net {
 namespace {
@@ -19,8 +19,8 @@ std::string Lower(std::string_view s) {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
-                        s.back() == '\n')) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
     s.remove_suffix(1);
   }
   return s;
@@ -117,8 +117,7 @@ void SetRequest(CURL* c, const Request& request, curl_slist* headers) {
   if (request.method == "HEAD") curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   if (SendsBody(request)) {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   }
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -131,8 +130,7 @@ void SetTimeouts(CURL* c, const Request& request) {
   if (request.idle_timeout > Duration::zero()) {
     // Abort when fewer than 1 byte/s arrive for the idle timeout.
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, Millis(request.idle_timeout) / 1000));
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, std::max(1L, Millis(request.idle_timeout) / 1000));
   }
 }
 

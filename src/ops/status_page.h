@@ -2,14 +2,13 @@
 // last decisions and backoffs, rendered from the loop's Status plus what the controller knows.
 #pragma once
 
-#include "base/html.h"
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "autoscaler/status.h"
+#include "base/html.h"
 #include "base/time.h"
 #include "model/pool.h"
 #include "planner/decision.h"

@@ -74,8 +74,8 @@ class TidepoolMetrics {
   TidepoolMetrics(Registry& registry, std::string_view version);
 
   // Recomputes every Status-derived gauge (pools, nodes, backoffs, cost, pending, unschedulable,
-  // unneeded) from one Status. Series of pools no longer in the Status are dropped. Cost per pool is
-  // max(target, registered + removing) x pricePerHour of the pool in `config`.
+  // unneeded) from one Status. Series of pools no longer in the Status are dropped. Cost per pool
+  // is max(target, registered + removing) x pricePerHour of the pool in `config`.
   void Update(const autoscaler::Status& status, const model::AutoscalerConfig& config);
   // Recomputes tidepool_unschedulable_pods from the last scale-up plan: each pod counts once under
   // every distinct category among its per-pool reasons.

@@ -48,8 +48,8 @@ bool IsTrainingPod(const model::Pod& pod) {
   if (!GangOf(pod).empty()) return true;
   const model::OwnerReference* c = pod.meta.Controller();
   if (c == nullptr) return false;
-  if (c->kind == "Job" || c->kind == "JobSet" || c->kind == "PyTorchJob" ||
-      c->kind == "TFJob" || c->kind == "MPIJob") {
+  if (c->kind == "Job" || c->kind == "JobSet" || c->kind == "PyTorchJob" || c->kind == "TFJob" ||
+      c->kind == "MPIJob") {
     return true;
   }
   return c->api_version.starts_with("kubeflow.org/");
@@ -69,7 +69,8 @@ std::vector<const model::Pod*> DaemonSetPodsFor(const model::Node& node,
       }
     }
     if (!selector_ok) continue;
-    if (p.affinity.node_required && !p.affinity.node_required->Matches(node.labels(), node.name())) {
+    if (p.affinity.node_required &&
+        !p.affinity.node_required->Matches(node.labels(), node.name())) {
       continue;
     }
     if (model::FindUntoleratedTaint(node.taints, p.tolerations) != nullptr) continue;

@@ -24,7 +24,7 @@ struct Unschedulable {
 };
 
 struct ScaleUpPlan {
-  std::vector<ScaleUp> scale_ups;          // ordered by pool name
+  std::vector<ScaleUp> scale_ups;            // ordered by pool name
   std::vector<Unschedulable> unschedulable;  // ordered by pod key
   // Pending pods that fit on existing or upcoming nodes; nothing to do for them.
   std::vector<std::string> fits_existing;

@@ -1,10 +1,10 @@
 #include "planner/expander.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "base/check.h"
 
@@ -30,9 +30,10 @@ uint64_t Mix(uint64_t x) {
 template <typename Score>
 void KeepBest(const std::vector<ExpanderOption>& options, std::vector<size_t>& alive, Score score,
               bool lower) {
-  double best = lower ? std::numeric_limits<double>::infinity()
-                      : -std::numeric_limits<double>::infinity();
-  for (size_t i : alive) best = lower ? std::min(best, score(options[i])) : std::max(best, score(options[i]));
+  double best =
+      lower ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+  for (size_t i : alive)
+    best = lower ? std::min(best, score(options[i])) : std::max(best, score(options[i]));
   std::erase_if(alive, [&](size_t i) { return std::abs(score(options[i]) - best) > kEpsilon; });
 }
 
@@ -68,8 +69,8 @@ ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
     if (alive.size() == 1) break;
     size_t before = alive.size();
     if (name == "priority") {
-      KeepBest(options, alive, [](const ExpanderOption& o) { return double(o.pool->priority); },
-               false);
+      KeepBest(
+          options, alive, [](const ExpanderOption& o) { return double(o.pool->priority); }, false);
       if (alive.size() < before)
         steps.push_back(fmt::format("priority {}", options[alive[0]].pool->priority));
     } else if (name == "least-waste") {
@@ -81,12 +82,13 @@ ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
       if (alive.size() < before)
         steps.push_back(fmt::format("price {:.4f}/pod-hour", PricePerPod(options[alive[0]])));
     } else if (name == "most-pods") {
-      KeepBest(options, alive, [](const ExpanderOption& o) { return double(o.pods); }, false);
-      if (alive.size() < before) steps.push_back(fmt::format("most-pods {}", options[alive[0]].pods));
+      KeepBest(
+          options, alive, [](const ExpanderOption& o) { return double(o.pods); }, false);
+      if (alive.size() < before)
+        steps.push_back(fmt::format("most-pods {}", options[alive[0]].pods));
     } else if (name == "random") {
-      std::sort(alive.begin(), alive.end(), [&](size_t a, size_t b) {
-        return options[a].pool->name < options[b].pool->name;
-      });
+      std::sort(alive.begin(), alive.end(),
+                [&](size_t a, size_t b) { return options[a].pool->name < options[b].pool->name; });
       size_t pick = Mix(seed ^ Mix(round)) % alive.size();
       alive = {alive[pick]};
       steps.push_back("random");
@@ -105,8 +107,9 @@ ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
   const ExpanderOption& w = options[winner];
   std::string reason = fmt::format("{} pod(s) need {} new node(s)", w.pods, w.nodes);
   if (!others.empty()) {
-    reason += fmt::format("; chosen over {} by {}", others,
-                          steps.empty() ? std::string("name") : fmt::format("{}", fmt::join(steps, ", ")));
+    reason += fmt::format(
+        "; chosen over {} by {}", others,
+        steps.empty() ? std::string("name") : fmt::format("{}", fmt::join(steps, ", ")));
   }
   return {winner, reason};
 }

@@ -14,8 +14,8 @@ namespace tidepool::planner {
 // One pool's bin-packing result for the pods at hand.
 struct ExpanderOption {
   const model::Pool* pool = nullptr;
-  int nodes = 0;           // new nodes needed
-  int pods = 0;            // pods they would take
+  int nodes = 0;                 // new nodes needed
+  int pods = 0;                  // pods they would take
   model::Resources requested;    // pods plus DaemonSets on the new nodes
   model::Resources allocatable;  // of the new nodes
 };

@@ -6,7 +6,8 @@
 
 namespace tidepool::planner {
 
-std::string ExplainReason(const model::Pod& pod, const model::Pool& pool, const std::string& reason) {
+std::string ExplainReason(const model::Pod& pod, const model::Pool& pool,
+                          const std::string& reason) {
   const model::Node& t = pool.template_node;
   if (reason.find("untolerated taint") != std::string::npos) {
     if (const model::Taint* taint = model::FindUntoleratedTaint(t.taints, pod.tolerations)) {
@@ -31,15 +32,16 @@ std::string ExplainReason(const model::Pod& pod, const model::Pool& pool, const 
   }
   if (reason.starts_with("Insufficient ") || reason == "Too many pods") {
     return fmt::format(
-        "a new node of pool {} is too small: {} (pod requests {}, node allocatable {})",
-        pool.name, reason, pod.requests.ToString(), t.allocatable.ToString());
+        "a new node of pool {} is too small: {} (pod requests {}, node allocatable {})", pool.name,
+        reason, pod.requests.ToString(), t.allocatable.ToString());
   }
   if (reason.find(" at max ") != std::string::npos) {
     return fmt::format("{} (raise pools[{}].max to allow more nodes)", reason, pool.name);
   }
   if (reason.find("in backoff until") != std::string::npos) {
-    return reason + " (a recent scale-up of this pool failed or timed out; other pools are tried "
-                    "meanwhile)";
+    return reason +
+           " (a recent scale-up of this pool failed or timed out; other pools are tried "
+           "meanwhile)";
   }
   if (reason.starts_with("cluster limit maxNodes")) return reason + " (raise limits.maxNodes)";
   if (reason.starts_with("cluster limit ")) {

@@ -16,12 +16,11 @@ nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
   j["fitsExisting"] = up.fits_existing;
   j["scaleDown"] = nlohmann::json::array();
   for (const auto& s : down.scale_downs) {
-    j["scaleDown"].push_back(
-        {{"node", s.node},
-         {"pool", s.pool},
-         {"reason", s.kind == RemovalKind::kEmpty ? "empty" : "underutilized"},
-         {"evict", s.evict},
-         {"detail", s.detail}});
+    j["scaleDown"].push_back({{"node", s.node},
+                              {"pool", s.pool},
+                              {"reason", s.kind == RemovalKind::kEmpty ? "empty" : "underutilized"},
+                              {"evict", s.evict},
+                              {"detail", s.detail}});
   }
   j["keep"] = nlohmann::json::array();
   for (const auto& k : down.keep) j["keep"].push_back({{"node", k.node}, {"reason", k.reason}});

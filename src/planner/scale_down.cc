@@ -1,8 +1,8 @@
 #include "planner/scale_down.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "base/check.h"
 #include "planner/scale_down_run.h"

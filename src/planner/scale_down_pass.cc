@@ -1,8 +1,8 @@
 // A scale-down pass: candidates in order, each kept for a reason or removed in a snapshot layer
 // once all its pods found a place.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "base/check.h"
 #include "planner/scale_down_run.h"
@@ -179,8 +179,7 @@ std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options
   }
   if (!options.rate_limit) return "";
   if (e.own.empty() && b.empty_removed >= config_.max_empty_bulk_delete) {
-    return fmt::format("maxEmptyBulkDelete {} reached in this pass",
-                       config_.max_empty_bulk_delete);
+    return fmt::format("maxEmptyBulkDelete {} reached in this pass", config_.max_empty_bulk_delete);
   }
   if (!e.own.empty() && b.non_empty_removed[e.pool] >= config_.max_non_empty_per_pool) {
     return fmt::format("maxNonEmptyPerPool {} reached for pool {} in this pass",

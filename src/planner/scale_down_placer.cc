@@ -1,8 +1,8 @@
 #include "planner/scale_down_placer.h"
 
-#include <map>
-
 #include <fmt/format.h>
+
+#include <map>
 
 namespace tidepool::planner::scale_down_detail {
 

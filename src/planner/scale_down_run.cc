@@ -1,10 +1,11 @@
-#include <algorithm>
-#include <chrono>
+#include "planner/scale_down_run.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "base/check.h"
-#include "planner/scale_down_run.h"
 
 namespace tidepool::planner::scale_down_detail {
 namespace {

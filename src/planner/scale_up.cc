@@ -1,8 +1,8 @@
 #include "planner/scale_up.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "base/check.h"
 #include "planner/scale_up_pass.h"
@@ -22,8 +22,8 @@ void Pass::InitPools() {
   for (const Pool& p : cfg_.pools) {
     PoolState ps;
     ps.pool = &p;
-    if (auto it = in_.backoff_until.find(p.name); it != in_.backoff_until.end() &&
-                                                  it->second > in_.now) {
+    if (auto it = in_.backoff_until.find(p.name);
+        it != in_.backoff_until.end() && it->second > in_.now) {
       ps.backoff_until = it->second;
     }
     ps.ds_pods = DaemonSetPodsFor(p.template_node, in_.daemon_sets);
@@ -87,7 +87,8 @@ std::vector<const Pod*> Pass::PendingByPriority() const {
   std::vector<Item> items;
   items.reserve(pending.size());
   for (const Pod* p : pending)
-    items.push_back({p->PriorityOrZero(), p->meta.creation_timestamp.value_or(Time{}), p->Key(), p});
+    items.push_back(
+        {p->PriorityOrZero(), p->meta.creation_timestamp.value_or(Time{}), p->Key(), p});
   std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     return std::tie(b.priority, a.created, a.key) < std::tie(a.priority, b.created, b.key);
   });
@@ -124,7 +125,8 @@ std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& si
     NodeIndex i = PlaceOnExisting(*p, GroupOf(p));
     if (i != sched::kNoNode) {
       plan.fits_existing.push_back(p->Key());
-      if (plan.fits_existing.back() == explain_pod_) fits_node_[explain_pod_] = snap_.Get(i).node->name();
+      if (plan.fits_existing.back() == explain_pod_)
+        fits_node_[explain_pod_] = snap_.Get(i).node->name();
     } else {
       need.push_back(p);
     }

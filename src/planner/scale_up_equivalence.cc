@@ -82,7 +82,8 @@ void WriteNodeConstraints(const Pod& p, KeyWriter& w) {
 // Required pod (anti-)affinity, topology spread and, as those rules may match the pod itself,
 // its labels. Only for pods with such rules.
 void WriteInterPodRules(const Pod& p, KeyWriter& w) {
-  for (const auto* terms : {&p.affinity.pod_affinity_required, &p.affinity.pod_anti_affinity_required}) {
+  for (const auto* terms :
+       {&p.affinity.pod_affinity_required, &p.affinity.pod_anti_affinity_required}) {
     w.Tag('P');
     for (const auto& t : *terms) {
       w.Str(t.topology_key);

@@ -1,9 +1,9 @@
 // Gangs in a scale-up pass, all or nothing: members on existing capacity first, then new nodes
 // from any pools their selectors allow, within all limits; otherwise nothing for the whole gang.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "planner/scale_up_pass.h"
 
@@ -112,10 +112,11 @@ void Pass::RejectGang(const std::string& g, int size, const std::vector<const Po
     pool_for_.erase(m->Key());
     if (m->meta.name.empty()) continue;
     for (const PoolState& ps : pools_) {
-      std::string r = why.contains(ps.pool->name) ? why[ps.pool->name] : "room for only part of the gang";
+      std::string r =
+          why.contains(ps.pool->name) ? why[ps.pool->name] : "room for only part of the gang";
       reasons_[m->Key()][ps.pool->name] =
-          fmt::format("gang {} ({} members, all or nothing): {} member(s) cannot be placed: {}",
-                      g, size, left.size(), r);
+          fmt::format("gang {} ({} members, all or nothing): {} member(s) cannot be placed: {}", g,
+                      size, left.size(), r);
     }
     plan.unschedulable.push_back({m->Key(), reasons_[m->Key()]});
   }

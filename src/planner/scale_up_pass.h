@@ -186,9 +186,11 @@ class Pass {
     std::vector<Item> items;
     items.reserve(pods.size());
     for (const Pod* p : pods)
-      items.push_back({p->requests.gpus(), p->requests.cpu_milli(), p->requests.memory(), GroupOf(p), p});
+      items.push_back(
+          {p->requests.gpus(), p->requests.cpu_milli(), p->requests.memory(), GroupOf(p), p});
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-      return std::tie(b.gpus, b.cpu, b.memory, a.group) < std::tie(a.gpus, a.cpu, a.memory, b.group);
+      return std::tie(b.gpus, b.cpu, b.memory, a.group) <
+             std::tie(a.gpus, a.cpu, a.memory, b.group);
     });
     for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].pod;
   }
@@ -198,10 +200,10 @@ class Pass {
   ClusterSnapshot snap_;
   std::deque<Node> upcoming_nodes_;
   std::deque<Pod> phantom_pods_;
-  std::vector<PoolState> pools_;  // sorted by pool name
-  int cluster_nodes_ = 0;         // registered + upcoming + added in this pass
-  int base_cluster_nodes_ = 0;    // cluster_nodes_ before this pass added any
-  Resources cluster_capacity_;    // of the same nodes
+  std::vector<PoolState> pools_;                   // sorted by pool name
+  int cluster_nodes_ = 0;                          // registered + upcoming + added in this pass
+  int base_cluster_nodes_ = 0;                     // cluster_nodes_ before this pass added any
+  Resources cluster_capacity_;                     // of the same nodes
   std::unordered_map<uint32_t, NodeIndex> hints_;  // group -> last node a member fit
   // Groups that fit no node of the snapshot as it had no_fit_node_slots_ node slots. Valid
   // while only pods are added: more pods never make room. New nodes clear it.

@@ -1,9 +1,9 @@
 // The round loop of a scale-up pass: per round, the pools that may grow, an exact bin-packing
 // estimate for the best of them, the expander chain's choice, and its commit to the snapshot.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "base/check.h"
 #include "planner/expander.h"
@@ -191,8 +191,8 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
 
   std::vector<ExpanderOption> eo;
   for (const Estimate& e : options) {
-    eo.push_back({e.ps->pool, e.nodes, static_cast<int>(e.pods.size()), e.requested,
-                  e.allocatable});
+    eo.push_back(
+        {e.ps->pool, e.nodes, static_cast<int>(e.pods.size()), e.requested, e.allocatable});
   }
   ExpanderChoice choice = ChooseOption(cfg_.scale_up.expanders, eo, cfg_.scale_up.random_seed,
                                        static_cast<uint64_t>(round_));
@@ -238,7 +238,8 @@ void Pass::RankByFluidEstimate(std::vector<Candidate>& candidates) {
   std::vector<Candidate> ranked;
   while (!candidates.empty()) {
     size_t w = ChooseOption(cfg_.scale_up.expanders, fluid, cfg_.scale_up.random_seed,
-                            static_cast<uint64_t>(round_)).index;
+                            static_cast<uint64_t>(round_))
+                   .index;
     ranked.push_back(std::move(candidates[w]));
     candidates.erase(candidates.begin() + static_cast<long>(w));
     fluid.erase(fluid.begin() + static_cast<long>(w));
@@ -273,7 +274,8 @@ void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& u
     if (p->meta.name.empty()) continue;  // a gang member not created yet
     if (p->meta.Annotation(kWarmPoolAnnotation) != nullptr) continue;  // a warm placeholder
     up.pods.push_back(p->Key());
-    if (!explain_pod_.empty() && up.pods.back() == explain_pod_) pool_for_[explain_pod_] = ps.pool->name;
+    if (!explain_pod_.empty() && up.pods.back() == explain_pod_)
+      pool_for_[explain_pod_] = ps.pool->name;
   }
 }
 

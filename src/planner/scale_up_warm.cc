@@ -1,8 +1,8 @@
 // Warm placeholders: planned after every real pod, on the room left, else on new nodes of
 // their pool; what cannot be placed is reported per pool (ScaleUpPlan::warm_unmet).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "planner/scale_up_pass.h"
 

@@ -11,10 +11,6 @@
 namespace tidepool::sched {
 namespace {
 
-using model::Node;
-using model::Pod;
-using model::PodAffinityTerm;
-using model::Resources;
 using fit_detail::Domain;
 using fit_detail::DomainCounts;
 using fit_detail::ForEachHostPort;
@@ -30,6 +26,10 @@ using fit_detail::Spread;
 using fit_detail::Target;
 using fit_detail::ToResult;
 using fit_detail::Verdict;
+using model::Node;
+using model::Pod;
+using model::PodAffinityTerm;
+using model::Resources;
 
 constexpr std::string_view kUnschedulableTaintKey = "node.kubernetes.io/unschedulable";
 
@@ -250,7 +250,8 @@ void FitChecker::OnPodAdded(const Pod& placed, NodeIndex node) {
     pre_->pod = pod_;
     pre_->snapshot = snapshot_;
   }
-  if (!pre_->affinity.empty() || !pre_->anti_affinity.empty()) pre_->AccountAffinityPod(placed, node);
+  if (!pre_->affinity.empty() || !pre_->anti_affinity.empty())
+    pre_->AccountAffinityPod(placed, node);
   pre_->AccountExistingAntiPod(placed, node);
   if (!pre_->spread.empty()) {
     pre_->AccountSpreadPod(placed, node);

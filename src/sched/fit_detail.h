@@ -154,7 +154,6 @@ struct FitChecker::Precomputed {
   using Target = fit_detail::Target;
   using Verdict = fit_detail::Verdict;
 
-
   const Pod* pod;
   const ClusterSnapshot* snapshot;
 

@@ -7,9 +7,6 @@
 namespace tidepool::sched {
 namespace {
 
-using model::Node;
-using model::Pod;
-using model::PodAffinityTerm;
 using fit_detail::DomainCounts;
 using fit_detail::FindLabel;
 using fit_detail::ForEachHostPort;
@@ -19,6 +16,9 @@ using fit_detail::MatchesAffinity;
 using fit_detail::SanitizedIp;
 using fit_detail::SanitizedProtocol;
 using fit_detail::Spread;
+using model::Node;
+using model::Pod;
+using model::PodAffinityTerm;
 
 // Does the term (declared by a pod in `owner_ns`) select `target`? Namespaces: the term's list,
 // or the owner's namespace when the list is empty and there is no namespace selector. Without
@@ -125,8 +125,8 @@ void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i) {
   if (!has_all_keys) return;
   const Node& node = *info.node;
   bool affinity_ok = !spread_needs_affinity || MatchesAffinity(*pod, node);
-  bool taints_ok = !spread_needs_taints ||
-                   model::FindUntoleratedTaint(node.taints, pod->tolerations) == nullptr;
+  bool taints_ok =
+      !spread_needs_taints || model::FindUntoleratedTaint(node.taints, pod->tolerations) == nullptr;
   for (Spread& s : spread) {
     if (s.constraint->node_affinity_policy == model::InclusionPolicy::kHonor && !affinity_ok) {
       continue;

@@ -133,9 +133,8 @@ void Binder::Bind() {
     const int j = workload_.pod(p).job;
     const SimJob& job = workload_.job(j);
     if (!job.spec->gang || job.gang_running) continue;
-    bool all = std::all_of(job.pods.begin(), job.pods.end(), [&](int m) {
-      return workload_.pod(m).state == PodState::kRunning;
-    });
+    bool all = std::all_of(job.pods.begin(), job.pods.end(),
+                           [&](int m) { return workload_.pod(m).state == PodState::kRunning; });
     if (all) workload_.StartGang(j);
   }
 }

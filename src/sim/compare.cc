@@ -102,8 +102,7 @@ Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
   SimInput spare = off;
   for (model::Pool& p : spare.config.pools)
     if (WarmTarget(p)) p.warm.spare_nodes = std::min(1, p.max);
-  TIDEPOOL_RETURN_IF_ERROR(
-      run("spare", "warm.spareNodes 1 on each on-demand GPU pool", spare));
+  TIDEPOOL_RETURN_IF_ERROR(run("spare", "warm.spareNodes 1 on each on-demand GPU pool", spare));
 
   SimInput headroom = off;
   for (model::Pool& p : headroom.config.pools) {

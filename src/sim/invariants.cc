@@ -41,8 +41,7 @@ std::string CheckGangs(const std::string& at, const Workload& workload) {
     Time first = workload.pod(job.pods.front()).started;
     for (int m : job.pods) {
       if (workload.pod(m).started != first) {
-        return fmt::format("{}: gang job {} members started at different times", at,
-                           job.spec->id);
+        return fmt::format("{}: gang job {} members started at different times", at, job.spec->id);
       }
     }
   }

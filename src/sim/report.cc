@@ -1,7 +1,5 @@
 #include "sim/report.h"
 
-#include "base/html.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/html.h"
 #include "sim/summary.h"
 
 namespace tidepool::sim {
@@ -308,7 +307,6 @@ std::string SummaryTable(const std::vector<PolicyRun>& runs) {
   return s;
 }
 
-
 // What every chart of a report shares: the time axis, the common maxima and the pools drawn.
 struct ReportScale {
   double hours = 0;
@@ -408,9 +406,8 @@ std::string PendingSection(const std::vector<PolicyRun>& runs, const ReportScale
   for (size_t r = 0; r < runs.size(); ++r) {
     const std::vector<TimelinePoint>& pts = runs[r].summary.timeline.points;
     Points line;
-    for (size_t i : Sample(pts, sc.hours, [](const TimelinePoint& p) {
-           return static_cast<double>(p.pending);
-         })) {
+    for (size_t i : Sample(pts, sc.hours,
+                           [](const TimelinePoint& p) { return static_cast<double>(p.pending); })) {
       line.emplace_back(pts[i].hours * sc.ts.per_hour, static_cast<double>(pts[i].pending));
     }
     std::string_view color = PolicyColor(runs[r].name, r);
@@ -473,8 +470,8 @@ Points WaitCdf(const std::vector<double>& w, double x_max, double y_lo) {
   for (size_t i = 0; i < n && w[i] / 60 <= x_max;) {
     size_t j = i;  // the last job with this wait: the CDF's value at w[i]
     while (j + 1 < n && w[j + 1] == w[i]) ++j;
-    line.emplace_back(w[i] / 60, std::max(y_lo, 100.0 * static_cast<double>(j + 1) /
-                                                    static_cast<double>(n)));
+    line.emplace_back(w[i] / 60,
+                      std::max(y_lo, 100.0 * static_cast<double>(j + 1) / static_cast<double>(n)));
     i = std::max(j + 1, i + stride);
   }
   line.emplace_back(x_max, std::max(y_lo, 100 * FractionAtMost(w, x_max * 60)));

@@ -139,8 +139,7 @@ bool Simulator::Finished() const {
 
 std::string Simulator::Violation() {
   if (!cloud_.violation().empty()) return cloud_.violation();
-  return CheckInvariants(clock_.Now(), cloud_, workload_, ledger_.CostAt(clock_.Now()),
-                         last_cost_);
+  return CheckInvariants(clock_.Now(), cloud_, workload_, ledger_.CostAt(clock_.Now()), last_cost_);
 }
 
 Result<Summary> Simulator::Run() {

@@ -1,4 +1,5 @@
-// Rendering a simulation Summary: the JSON whose keys docs/simulator.md fixes, and a readable table.
+// Rendering a simulation Summary: the JSON whose keys docs/simulator.md fixes, and a readable
+// table.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,9 +9,9 @@
 
 namespace tidepool::sim {
 
-// The keys of docs/simulator.md (cost, lowerBoundCost, nodeHours, gpuHoursPaid, gpuHoursUsed, waitP50,
-// waitP95, waitMax, jobsCompleted, jobsUnfinished, evictions, scaleUps, scaleDowns) and more.
-// Money and hours are rounded to 1e-6 so the output is stable text.
+// The keys of docs/simulator.md (cost, lowerBoundCost, nodeHours, gpuHoursPaid, gpuHoursUsed,
+// waitP50, waitP95, waitMax, jobsCompleted, jobsUnfinished, evictions, scaleUps, scaleDowns) and
+// more. Money and hours are rounded to 1e-6 so the output is stable text.
 nlohmann::ordered_json SummaryToJson(const Summary& s);
 
 // A human-readable table of the same numbers.

@@ -1,5 +1,5 @@
-// Trace input for the simulator: the native CSV of docs/simulator.md and the Alibaba GPU cluster trace
-// (cluster-trace-gpu-v2023), both read into one list of jobs.
+// Trace input for the simulator: the native CSV of docs/simulator.md and the Alibaba GPU cluster
+// trace (cluster-trace-gpu-v2023), both read into one list of jobs.
 #pragma once
 
 #include <string>

@@ -56,8 +56,7 @@ model::Pod MakePod(const JobSpec& job, int r, Time submit) {
   return p;
 }
 
-Workload::Workload(const SimInput& in, const Clock& clock, EventQueue& queue,
-                   WorldChanges& changes)
+Workload::Workload(const SimInput& in, const Clock& clock, EventQueue& queue, WorldChanges& changes)
     : in_(in), clock_(clock), queue_(queue), changes_(changes) {}
 
 Time Workload::Load() {

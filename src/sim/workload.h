@@ -99,8 +99,8 @@ class Workload {
   WorldChanges& changes_;
   std::vector<SimJob> jobs_;
   std::vector<SimPod> pods_;
-  std::unordered_map<std::string, int> index_;       // by namespace/name, while submitted
-  std::set<int> active_;                             // pending or running
+  std::unordered_map<std::string, int> index_;      // by namespace/name, while submitted
+  std::set<int> active_;                            // pending or running
   std::unordered_map<int, std::set<int>> on_node_;  // running pods per instance
   int64_t pending_ = 0;
   int64_t jobs_done_ = 0;

@@ -160,8 +160,11 @@ TEST_F(ActuatorTest, APodThePlanDidNotSeeUndoesTheTaintAndFailsTheRemoval) {
 }
 
 TEST_F(ActuatorTest, EachEvictionIsReportedOnItsOwn) {
-  Carry({autoscaler::EvictPods{"n1", "cpu", planner::RemovalKind::kUnderutilized,
-                               {"default/p1", "default/refused"}, "drain"}});
+  Carry({autoscaler::EvictPods{"n1",
+                               "cpu",
+                               planner::RemovalKind::kUnderutilized,
+                               {"default/p1", "default/refused"},
+                               "drain"}});
   EXPECT_THAT(calls_.log, ElementsAre("evict default/p1", "evict default/refused"));
   EXPECT_THAT(outcomes_.seen,
               ElementsAre("EvictPods default/p1", "EvictPods default/refused failed: PDB"));

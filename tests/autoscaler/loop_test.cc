@@ -1,14 +1,10 @@
 // The decision loop driven with hand-built observations and a time variable: batching, upcoming
 // nodes, provision timeouts and fallback, backoff, the scale-down sequence, restarts, GPU nodes.
-#include "tests/testing/values.h"
 #include "autoscaler/loop.h"
-#include "actuator/actuator.h"
-#include "autoscaler/demand_profile.h"
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <deque>
@@ -19,9 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "actuator/actuator.h"
+#include "autoscaler/demand_profile.h"
 #include "base/check.h"
 #include "model/quantity.h"
 #include "planner/cluster.h"
+#include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {
 namespace {
@@ -366,8 +365,7 @@ TEST(LoopScaleUpTest, SamePendingPodsDoNotScaleUpTwice) {
   ASSERT_EQ(w.target["gpu-spot"], 2);
   // Minutes of periodic passes with the pods still pending and the nodes not there yet.
   std::vector<Action> later = w.RunUntil(w.now + minutes(5));
-  EXPECT_TRUE(OfKind<IncreasePool>(later).empty())
-      << ::testing::PrintToString(Describe(later));
+  EXPECT_TRUE(OfKind<IncreasePool>(later).empty()) << ::testing::PrintToString(Describe(later));
   EXPECT_EQ(w.target["gpu-spot"], 2);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 2);
 }
@@ -645,8 +643,7 @@ TEST(LoopScaleUpTest, GpuNodeWithoutAllocatableGpusIsUpcoming) {
   model::Node& n = w.AddNode("gpu-spot-a", "gpu-spot", /*count_in_target=*/false, w.now);
   n.allocatable.Set(model::InternResource("nvidia.com/gpu"), 0);
   std::vector<Action> actions = w.RunUntil(w.now + minutes(8));
-  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty())
-      << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty()) << ::testing::PrintToString(Describe(actions));
   EXPECT_TRUE(OfKind<DecreaseTarget>(actions).empty());
   const PoolStatus& spot = w.PoolStat("gpu-spot");
   EXPECT_EQ(spot.registered, 1);
@@ -677,8 +674,7 @@ TEST(LoopScaleUpTest, ReadyNodeStillCarryingNotReadyTaintIsUpcoming) {
   model::Node& n = w.AddNode("gpu-spot-a", "gpu-spot", /*count_in_target=*/false, w.now);
   n.taints.push_back({"node.kubernetes.io/not-ready", "", model::TaintEffect::kNoSchedule});
   std::vector<Action> actions = w.RunUntil(w.now + seconds(30));
-  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty())
-      << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty()) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.PoolStat("gpu-spot").ready, 0);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 1);
 
@@ -852,8 +848,7 @@ TEST(LoopScaleDownTest, EvictionThrottledUntilMaxPodEvictionTimeRollsBack) {
                                          "Cannot evict pod as it would violate the pod's "
                                          "disruption budget."));
   std::vector<Action> actions = w.RunUntil(w.now + minutes(10));
-  ASSERT_EQ(OfKind<EvictPods>(actions).size(), 1u)
-      << ::testing::PrintToString(Describe(actions));
+  ASSERT_EQ(OfKind<EvictPods>(actions).size(), 1u) << ::testing::PrintToString(Describe(actions));
   Time drain_started = w.now;
 
   actions = w.RunUntil(drain_started + minutes(2) - milliseconds(1));
@@ -878,8 +873,7 @@ TEST(LoopScaleDownTest, EvictionThrottledUntilMaxPodEvictionTimeRollsBack) {
   // It rests for the cooldown: no new attempt, even though it is unneeded all along.
   Time rolled_back = w.now;
   actions = w.RunUntil(rolled_back + minutes(30) - seconds(1));
-  EXPECT_TRUE(OfKind<TaintNode>(actions).empty())
-      << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<TaintNode>(actions).empty()) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.loop->GetStatus().unneeded.size(), 1u);
   w.evict_result = {};
   actions = w.RunUntil(rolled_back + minutes(30) + seconds(10));
@@ -894,8 +888,7 @@ TEST(LoopScaleDownTest, FailedDeletionRollsBack) {
   w.delete_error = Error(Error::Code::kUnavailable, "ARM said 503");
   w.Start();
   std::vector<Action> actions = w.RunUntil(w.now + minutes(10));
-  ASSERT_EQ(OfKind<DeleteNode>(actions).size(), 1u)
-      << ::testing::PrintToString(Describe(actions));
+  ASSERT_EQ(OfKind<DeleteNode>(actions).size(), 1u) << ::testing::PrintToString(Describe(actions));
   auto untaints = OfKind<UntaintNode>(actions);
   ASSERT_EQ(untaints.size(), 1u);
   EXPECT_EQ(untaints[0].node, "n1");
@@ -927,8 +920,7 @@ TEST(LoopScaleDownTest, TaintNeverConfirmedRollsBackWithoutEvicting) {
   EXPECT_TRUE(OfKind<UntaintNode>(later).empty());
   w.now = tainted + minutes(2);
   actions = w.Step();
-  EXPECT_EQ(OfKind<UntaintNode>(actions).size(), 1u)
-      << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(OfKind<UntaintNode>(actions).size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_NE(FindEvent(actions, "ScaleDownFailed", "n1"), nullptr);
   EXPECT_TRUE(OfKind<EvictPods>(actions).empty());
 }
@@ -947,8 +939,7 @@ TEST(LoopScaleDownTest, NodeNeededAgainBeforeUnneededTimeIsKept) {
   w.pods.erase("burst");
 
   std::vector<Action> actions = w.RunUntil(t0 + minutes(16) - seconds(1));
-  EXPECT_TRUE(OfKind<TaintNode>(actions).empty())
-      << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<TaintNode>(actions).empty()) << ::testing::PrintToString(Describe(actions));
   Status s = w.loop->GetStatus();
   ASSERT_EQ(s.unneeded.size(), 1u);
   EXPECT_GT(s.unneeded[0].since, t0 + minutes(6));
@@ -964,8 +955,7 @@ TEST(LoopScaleDownTest, NoRemovalInAPoolThatIsScalingUp) {
   w.target["cpu"] = 3;  // one node requested and not registered
   w.Start();
   std::vector<Action> actions = w.RunUntil(w.now + minutes(12));
-  EXPECT_TRUE(OfKind<TaintNode>(actions).empty())
-      << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<TaintNode>(actions).empty()) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.PoolStat("cpu").upcoming, 1);
 }
 
@@ -1046,8 +1036,7 @@ TEST(LoopRestartTest, UpcomingRebuiltFromTargetNoDuplicateScaleUp) {
   w.AddGpuPod("p2");
   w.Start();
   std::vector<Action> actions = w.RunUntil(w.now + minutes(3));
-  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty())
-      << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty()) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 2);
   // Requested "now" at the restart: they still time out eventually.
   actions = w.RunUntil(w.now + minutes(13));
@@ -1132,8 +1121,8 @@ void ExpectNoPlaceholderLeaks(const std::vector<Action>& actions) {
 // A 1-GPU on-demand pool; nodes the loop asks for come `boot` later (Deliver).
 struct WarmWorld : World {
   model::Pool& AddGpuPool(Duration boot = minutes(10)) {
-    model::Pool& p = AddPool("gpu", 10, {{"cpu", "6"}, {"memory", "112Gi"},
-                                         {"nvidia.com/gpu", "1"}, {"pods", "110"}});
+    model::Pool& p = AddPool(
+        "gpu", 10, {{"cpu", "6"}, {"memory", "112Gi"}, {"nvidia.com/gpu", "1"}, {"pods", "110"}});
     p.price_per_hour = 3;
     p.boot_delay = boot;
     boot_delay = boot;
@@ -1155,8 +1144,8 @@ struct WarmWorld : World {
     while (true) {
       std::vector<Action> a = Tick();
       out.insert(out.end(), a.begin(), a.end());
-      Time next = std::min(loop->NextWakeup(), arrivals.empty() ? Time::max()
-                                                                : arrivals.front().first);
+      Time next =
+          std::min(loop->NextWakeup(), arrivals.empty() ? Time::max() : arrivals.front().first);
       if (next > until) break;
       now = std::max(now, next);
     }
@@ -1325,8 +1314,8 @@ struct PeriodicBurst {
       for (const PoolStatus& p : w.loop->GetStatus().pools) {
         max_spend = std::max(max_spend, p.warm_spend_24h);
       }
-      Time next = std::min(w.loop->NextWakeup(), w.arrivals.empty() ? Time::max()
-                                                                    : w.arrivals.front().first);
+      Time next = std::min(w.loop->NextWakeup(),
+                           w.arrivals.empty() ? Time::max() : w.arrivals.front().first);
       w.now = std::min(until, std::max(w.now + seconds(1), next));
     }
   }
@@ -1380,13 +1369,18 @@ TEST(LoopWarmTest, BadWarmStateIsAnErrorAndChangesNothing) {
   PeriodicBurst b(/*max_cost_per_day=*/50);
   b.RunDay(0);
   std::string before = b.w.loop->ExportWarmState();
-  for (std::string_view bad :
-       {std::string_view("{"), std::string_view("[]"), std::string_view(R"({"version": 2, "pools": {}})"),
-        std::string_view(R"({"version": 1})"),
-        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [[500, 1, 0.5, 1]], "weekly": []}}}})"),
-        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [[5, 1, 7, 1]], "weekly": []}}}})"),
-        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": -1, "folded": 1, "daily": [], "weekly": []}}}})"),
-        std::string_view(R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [], "weekly": []}, "ledger": [[1, 1, "x"]]}}})")}) {
+  for (
+      std::string_view bad :
+      {std::string_view("{"), std::string_view("[]"),
+       std::string_view(R"({"version": 2, "pools": {}})"), std::string_view(R"({"version": 1})"),
+       std::string_view(
+           R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [[500, 1, 0.5, 1]], "weekly": []}}}})"),
+       std::string_view(
+           R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [[5, 1, 7, 1]], "weekly": []}}}})"),
+       std::string_view(
+           R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": -1, "folded": 1, "daily": [], "weekly": []}}}})"),
+       std::string_view(
+           R"({"version": 1, "pools": {"gpu": {"profile": {"slot": 1, "peak": 0, "folded": 1, "daily": [], "weekly": []}, "ledger": [[1, 1, "x"]]}}})")}) {
     auto r = b.w.loop->ImportWarmState(bad);
     EXPECT_FALSE(r.has_value()) << bad;
     if (!r) {

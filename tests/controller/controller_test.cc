@@ -125,7 +125,8 @@ class FakeProvider : public cloud::CloudProvider {
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto config = kube::config::LoadAutoscalerConfig(TIDEPOOL_SOURCE_DIR "/examples/seed/config.yaml");
+    auto config =
+        kube::config::LoadAutoscalerConfig(TIDEPOOL_SOURCE_DIR "/examples/seed/config.yaml");
     ASSERT_TRUE(config) << config.error().message();
     config_ = *config;
     auto state = kube::codec::LoadStateFile(TIDEPOOL_SOURCE_DIR "/examples/seed/state.yaml");
@@ -252,8 +253,8 @@ TEST_F(ControllerTest, IdleNodeIsTaintedThenDeleted) {
         std::string node = call.substr(6, call.find(' ', 6) - 6);
         auto& n = reader_.nodes[node];
         if (n.taints.empty()) {
-          n.taints.push_back({std::string(planner::kToBeDeletedTaint), "1",
-                              model::TaintEffect::kNoSchedule});
+          n.taints.push_back(
+              {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
         }
       }
     }

@@ -1,16 +1,15 @@
 // Tests of the Kubernetes object decoders (kube/codec/objects.h): the seed state, kubectl's
 // JSON and YAML output, every field the model holds, and the shape of every error.
-#include "kube/codec/objects.h"
-
-#include <filesystem>
-#include <fstream>
-#include <string>
-
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kube/codec/objects.h"
 #include "model/resources.h"
 
 namespace tidepool::kube::codec {

@@ -766,14 +766,14 @@ TEST(YamlReader, NameSyntax) {
 namespace tidepool::kube::config {
 namespace {
 
-#define GPU_POOL_WITH(warm)                                                    \
-  HEADER                                                                       \
-  "pools:\n"                                                                   \
-  "  - name: gpu\n" /* line 4 */                                               \
-  "    max: 4\n"                                                               \
-  "    pricePerHour: 3\n"                                                      \
-  "    template:\n"                                                            \
-  "      capacity: {cpu: \"8\", memory: 64Gi, nvidia.com/gpu: \"2\"}\n"        \
+#define GPU_POOL_WITH(warm)                                             \
+  HEADER                                                                \
+  "pools:\n"                                                            \
+  "  - name: gpu\n" /* line 4 */                                        \
+  "    max: 4\n"                                                        \
+  "    pricePerHour: 3\n"                                               \
+  "    template:\n"                                                     \
+  "      capacity: {cpu: \"8\", memory: 64Gi, nvidia.com/gpu: \"2\"}\n" \
   "    warm:\n" /* line 9 */ warm
 
 TEST(WarmConfigTest, ParsesSpareHeadroomAndPredictive) {
@@ -813,8 +813,9 @@ TEST(WarmConfigTest, ErrorsNameTheKey) {
   EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      headroom: {example.com/fpga: \"1\"}\n")),
               HasSubstr("pools[0].warm.headroom[example.com/fpga]: the pool's nodes have no "
                         "example.com/fpga"));
-  EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      headroom: {nvidia.com/gpu: \"-1\"}\n")),
-              HasSubstr("pools[0].warm.headroom[nvidia.com/gpu]: expected a non-negative quantity"));
+  EXPECT_THAT(
+      ErrorOf(GPU_POOL_WITH("      headroom: {nvidia.com/gpu: \"-1\"}\n")),
+      HasSubstr("pools[0].warm.headroom[nvidia.com/gpu]: expected a non-negative quantity"));
   EXPECT_THAT(ErrorOf(GPU_POOL_WITH("      predictive: {enabled: true}\n")),
               HasSubstr("pools[0].warm.predictive.enabled: predictive pre-warming is enabled "
                         "without a budget (expected maxCostPerDay > 0)"));

@@ -2,11 +2,11 @@
 // detection, the YAML 1.2 core schema, List expansion, and failures that must stay errors.
 #include "kube/codec/documents.h"
 
-#include <string>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
+
+#include <string>
 
 #include "kube/codec/fields.h"
 #include "kube/codec/objects.h"

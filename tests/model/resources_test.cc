@@ -83,7 +83,7 @@ TEST(EffectiveRequests, InitContainerLargerThanApp) {
   p.containers = {C("100m", "100Mi")};
   p.init_containers = {C("2", "50Mi"), C("500m", "1Gi")};
   Resources r = EffectiveRequests(p);
-  EXPECT_EQ(r.cpu_milli(), 2000);       // the first init container's cpu
+  EXPECT_EQ(r.cpu_milli(), 2000);           // the first init container's cpu
   EXPECT_EQ(r.memory(), int64_t{1} << 30);  // the second init container's memory
 }
 

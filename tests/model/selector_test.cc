@@ -68,8 +68,8 @@ TEST(Toleration, EqualExistsAndEffects) {
                   .Tolerates(spot));
   EXPECT_FALSE((Toleration{spot.key, TolerationOp::kEqual, "regular", {}}).Tolerates(spot));
   EXPECT_TRUE((Toleration{spot.key, TolerationOp::kExists, "", {}}).Tolerates(spot));
-  EXPECT_FALSE((Toleration{spot.key, TolerationOp::kExists, "", TaintEffect::kNoExecute})
-                   .Tolerates(spot));
+  EXPECT_FALSE(
+      (Toleration{spot.key, TolerationOp::kExists, "", TaintEffect::kNoExecute}).Tolerates(spot));
 }
 
 TEST(Toleration, EmptyKeyWithExistsToleratesEverything) {

@@ -1,8 +1,8 @@
 #include "planner/expander.h"
 
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace tidepool::planner {
 namespace {

@@ -1,6 +1,5 @@
 // ScaleDownPlanner: eligibility, the drain simulation, PDB budgets across a pass, rate limits,
 // GPU utilization, reasons and determinism. Clusters are built in code with the helpers below.
-#include "tests/testing/values.h"
 #include "planner/scale_down.h"
 
 #include <gmock/gmock.h>
@@ -16,6 +15,7 @@
 #include "base/check.h"
 #include "model/quantity.h"
 #include "planner/scale_down_rules.h"
+#include "tests/testing/values.h"
 
 namespace tidepool::planner {
 namespace {

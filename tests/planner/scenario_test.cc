@@ -2,17 +2,17 @@
 // input.yaml (now, upcoming, backoff) and expected.json, the part of `tidepool plan -o json`
 // that must match. A string starting with "~" in expected.json matches any string containing
 // the rest; arrays must have the same length; objects list only the keys that matter.
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "planner/plan_json.h"
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
+#include "planner/plan_json.h"
 #include "planner/scale_down.h"
 #include "planner/scale_up.h"
 
@@ -59,7 +59,8 @@ std::string Mismatch(const nlohmann::json& expected, const nlohmann::json& actua
     }
     return "";
   }
-  return expected == actual ? "" : path + ": expected " + expected.dump() + ", got " + actual.dump();
+  return expected == actual ? ""
+                            : path + ": expected " + expected.dump() + ", got " + actual.dump();
 }
 
 class Scenario : public testing::TestWithParam<std::string> {};
@@ -80,7 +81,8 @@ TEST_P(Scenario, PlanMatchesExpected) {
   if (fs::exists(dir / "input.yaml")) {
     YAML::Node input = YAML::LoadFile((dir / "input.yaml").string());
     if (input["now"]) in.now = *ParseRfc3339(input["now"].as<std::string>());
-    for (const auto& kv : input["upcoming"]) in.upcoming[kv.first.as<std::string>()] = kv.second.as<int>();
+    for (const auto& kv : input["upcoming"])
+      in.upcoming[kv.first.as<std::string>()] = kv.second.as<int>();
     for (const auto& kv : input["backoff"])
       in.backoff_until[kv.first.as<std::string>()] = *ParseRfc3339(kv.second.as<std::string>());
   }

@@ -21,8 +21,8 @@
 
 namespace tidepool::sched::testing {
 
-using tidepool::testing::ResourceList;
 using tidepool::testing::Res;
+using tidepool::testing::ResourceList;
 
 inline model::SelectorRequirement Req(std::string key, model::SelectorOp op,
                                       std::vector<std::string> values = {}) {

@@ -1,8 +1,8 @@
 // FitChecker::OnNodeAdded / OnPodAdded must leave the checker exactly where a fresh one built
 // on the changed snapshot would be: checked here over seeded random clusters and pod shapes.
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include "sched/fit.h"
 #include "tests/sched/builders.h"
@@ -53,7 +53,8 @@ TEST(FitCheckerIncremental, MatchesAFreshCheckerAfterEveryChange) {
     int nodes = 0;
     for (; nodes < 6; ++nodes) c.AddNode(RandomNode(rng, nodes));
     for (int i = 0; i < 10; ++i) {
-      c.AddPod(Shape(static_cast<int>(rng() % 5), "old-" + std::to_string(i), "a" + std::to_string(rng() % 2)),
+      c.AddPod(Shape(static_cast<int>(rng() % 5), "old-" + std::to_string(i),
+                     "a" + std::to_string(rng() % 2)),
                "node-" + std::to_string(rng() % nodes));
     }
     const model::Pod* incoming =
@@ -65,9 +66,10 @@ TEST(FitCheckerIncremental, MatchesAFreshCheckerAfterEveryChange) {
         checker.OnNodeAdded(idx);
       } else {
         std::string node = "node-" + std::to_string(rng() % nodes);
-        const model::Pod* p = c.AddPod(
-            Shape(static_cast<int>(rng() % 5), "new-" + std::to_string(step), "a" + std::to_string(rng() % 2)),
-            node);
+        const model::Pod* p =
+            c.AddPod(Shape(static_cast<int>(rng() % 5), "new-" + std::to_string(step),
+                           "a" + std::to_string(rng() % 2)),
+                     node);
         checker.OnPodAdded(*p, c.Index(node));
       }
       FitChecker fresh(*incoming, c.snapshot());
@@ -81,16 +83,20 @@ TEST(FitCheckerIncremental, MatchesAFreshCheckerAfterEveryChange) {
 
 TEST(FitCheckerIncremental, PlacedAntiAffinityPodCreatesThePrecompute) {
   TestCluster c;
-  NodeIndex n0 = c.AddNode(NodeBuilder("n0").Allocatable({{"cpu", "4"}, {"memory", "4Gi"}, {"pods", "10"}})
-                               .Label(std::string(model::kLabelHostname), "n0").Build());
-  const model::Pod* incoming = c.Keep(PodBuilder("web").Requests({{"cpu", "100m"}}).Label("app", "web").Build());
+  NodeIndex n0 = c.AddNode(NodeBuilder("n0")
+                               .Allocatable({{"cpu", "4"}, {"memory", "4Gi"}, {"pods", "10"}})
+                               .Label(std::string(model::kLabelHostname), "n0")
+                               .Build());
+  const model::Pod* incoming =
+      c.Keep(PodBuilder("web").Requests({{"cpu", "100m"}}).Label("app", "web").Build());
   FitChecker checker(*incoming, c.snapshot());  // nothing inter-pod in the cluster yet
   EXPECT_TRUE(checker.Check(n0).fits());
-  const model::Pod* guard = c.AddPod(PodBuilder("guard")
-                                         .Requests({{"cpu", "100m"}})
-                                         .AntiAffinity(Term(std::string(model::kLabelHostname), {{"app", "web"}}))
-                                         .Build(),
-                                     "n0");
+  const model::Pod* guard =
+      c.AddPod(PodBuilder("guard")
+                   .Requests({{"cpu", "100m"}})
+                   .AntiAffinity(Term(std::string(model::kLabelHostname), {{"app", "web"}}))
+                   .Build(),
+               "n0");
   checker.OnPodAdded(*guard, n0);
   EXPECT_EQ(checker.Check(n0).code, FitCode::kExistingAntiAffinity);
 }

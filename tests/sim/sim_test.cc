@@ -766,7 +766,8 @@ TEST(SimConfigTest, SectionErrorsNameTheFileLineAndKeyPath) {
 // `simulate --warm-eval` on the periodic scenario: the four policies run, spare and headroom
 // buy shorter GPU waits, and predictive lowers the GPU p95 wait within its budget.
 TEST(WarmEvaluationTest, PoliciesRunAndPredictiveHelpsWithinBudget) {
-  auto config = kube::config::LoadAutoscalerConfig(TIDEPOOL_SOURCE_DIR "/examples/seed/config.yaml");
+  auto config =
+      kube::config::LoadAutoscalerConfig(TIDEPOOL_SOURCE_DIR "/examples/seed/config.yaml");
   ASSERT_TRUE(config.has_value()) << config.error().message();
   SimInput in;
   in.config = *config;

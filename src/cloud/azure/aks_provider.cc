@@ -122,9 +122,8 @@ Result<void> AksProvider::SetCount(const std::string& pool, const std::string& a
     json body = {{"properties", new_props}};
     std::vector<std::pair<std::string, std::string>> headers;
     if (!ap.etag.empty()) headers.emplace_back("If-Match", ap.etag);
-    TIDEPOOL_ASSIGN_OR_RETURN(
-        ArmResponse r,
-        arm_->Send("PUT", AgentPoolPath(agent_pool), settings_.aks_api_version, &body, headers));
+    TIDEPOOL_ASSIGN_OR_RETURN(ArmResponse r, arm_->Send("PUT", AgentPoolPath(agent_pool),
+                                                        settings_.aks_api_version, &body, headers));
     if (r.status == 412 && attempt == 0) {
       spdlog::info("aks: pool {}: agent pool {} changed meanwhile (412); reading it again", pool,
                    agent_pool);

@@ -13,8 +13,8 @@ namespace tidepool::cloud::azure {
 
 // One machine of an agent pool.
 struct AksMachine {
-  std::string name;         // aks-<pool>-<digits>-vmss00000a: also the node name
-  std::string provider_id;  // "azure://" + properties.resourceId (the VMSS VM), "" if absent
+  std::string name;          // aks-<pool>-<digits>-vmss00000a: also the node name
+  std::string provider_id;   // "azure://" + properties.resourceId (the VMSS VM), "" if absent
   std::string provisioning;  // properties.status.provisioningState when the API gives it
 };
 

@@ -84,11 +84,11 @@ bool IsStockoutError(std::string_view code, std::string_view message) {
   for (std::string_view c : kCodes) {
     if (ContainsIgnoreCase(code, c)) return true;
   }
-  // Quota: "Operation could not be completed as it results in exceeding approved standardNCSv3Family
-  // Cores quota" comes as OperationNotAllowed (Compute) or as a nested code in AKS errors.
-  if (ContainsIgnoreCase(message, "quota") &&
-      (ContainsIgnoreCase(code, "OperationNotAllowed") || ContainsIgnoreCase(code, "Quota") ||
-       code.empty())) {
+  // Quota: "Operation could not be completed as it results in exceeding approved
+  // standardNCSv3Family Cores quota" comes as OperationNotAllowed (Compute) or as a nested code in
+  // AKS errors.
+  if (ContainsIgnoreCase(message, "quota") && (ContainsIgnoreCase(code, "OperationNotAllowed") ||
+                                               ContainsIgnoreCase(code, "Quota") || code.empty())) {
     return true;
   }
   // AKS wraps Compute's code in its own ("ReconcileVMSSAgentPoolFailed: ... AllocationFailed").
@@ -98,8 +98,8 @@ bool IsStockoutError(std::string_view code, std::string_view message) {
   return false;
 }
 
-ArmClient::ArmClient(net::HttpClient* http, TokenSource* tokens, const Clock* clock,
-                     Sleeper sleep, ArmOptions options)
+ArmClient::ArmClient(net::HttpClient* http, TokenSource* tokens, const Clock* clock, Sleeper sleep,
+                     ArmOptions options)
     : http_(http),
       tokens_(tokens),
       clock_(clock),
@@ -206,15 +206,15 @@ Result<ArmResponse> ArmClient::SendLocked(
     }
     if (resp.status == 429) return ThrottledLocked(url, is_get, resp, r);
     if (r.ok()) {
-      r.operation = OperationOf(
-          {.what = fmt::format("{} {}", method, path_for_messages),
-           .status = resp.status,
-           .async_url = resp.Header("azure-asyncoperation"),
-           .location_url = resp.Header("location"),
-           .now = clock_->Now(),
-           .first_poll = std::min(RetryAfter(resp, options_.default_poll_interval),
-                                  options_.max_poll_interval),
-           .timeout = options_.operation_timeout});
+      r.operation =
+          OperationOf({.what = fmt::format("{} {}", method, path_for_messages),
+                       .status = resp.status,
+                       .async_url = resp.Header("azure-asyncoperation"),
+                       .location_url = resp.Header("location"),
+                       .now = clock_->Now(),
+                       .first_poll = std::min(RetryAfter(resp, options_.default_poll_interval),
+                                              options_.max_poll_interval),
+                       .timeout = options_.operation_timeout});
       if (is_get) cache_[url] = r;
     }
     return r;
@@ -252,12 +252,12 @@ Result<net::Response> ArmClient::SendHttpLocked(const std::string& path_for_mess
   const auto sent_at = std::chrono::steady_clock::now();
   auto sent = http_->Send(req);
   if (observer_) {
-    observer_({.method = req.method,
-               .operation = ArmOperationName(req.method, path_for_messages),
-               .status = sent ? sent->status : 0,
-               .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                        sent_at)
-                              .count()});
+    observer_(
+        {.method = req.method,
+         .operation = ArmOperationName(req.method, path_for_messages),
+         .status = sent ? sent->status : 0,
+         .seconds =
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - sent_at).count()});
   }
   return sent;
 }

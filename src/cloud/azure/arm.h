@@ -39,7 +39,7 @@ struct Operation {
   std::string status_url;    // Azure-AsyncOperation (preferred when both are given)
   std::string location_url;  // Location
   Time started;
-  Time next_poll;            // not before this (Retry-After)
+  Time next_poll;  // not before this (Retry-After)
   Time deadline;
 };
 
@@ -55,12 +55,12 @@ struct OperationResult {
 // error code; AsError() turns one into an Error.
 struct ArmResponse {
   int status = 0;
-  nlohmann::json body;  // null when the body is empty or not JSON
-  std::string etag;     // the ETag header, else the body's etag / properties.eTag
-  std::optional<Operation> operation;  // when ARM answered with an async operation
-  bool from_cache = false;             // served from the last good GET while throttled
+  nlohmann::json body;                  // null when the body is empty or not JSON
+  std::string etag;                     // the ETag header, else the body's etag / properties.eTag
+  std::optional<Operation> operation;   // when ARM answered with an async operation
+  bool from_cache = false;              // served from the last good GET while throttled
   std::optional<Duration> retry_after;  // the Retry-After header, in seconds
-  std::string error_code;              // from {"error": {"code", "message"}} on non-2xx
+  std::string error_code;               // from {"error": {"code", "message"}} on non-2xx
   std::string error_message;
   std::string method;
   std::string path;  // without query, for messages

@@ -16,8 +16,8 @@ namespace {
 using nlohmann::json;
 
 std::string TrimRight(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' ||
-                        s.back() == '\t')) {
+  while (!s.empty() &&
+         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) {
     s.pop_back();
   }
   return s;
@@ -142,8 +142,8 @@ class CachingTokenSource : public TokenSource {
                                            std::string_view extra_fields) {
     std::string authority = config_.authority_host;
     while (!authority.empty() && authority.back() == '/') authority.pop_back();
-    std::string url = fmt::format("{}/{}/oauth2/v2.0/token", authority,
-                                  net::UrlEncode(config_.tenant_id));
+    std::string url =
+        fmt::format("{}/{}/oauth2/v2.0/token", authority, net::UrlEncode(config_.tenant_id));
     std::string scope = config_.resource;
     if (!scope.empty() && scope.back() != '/') scope.push_back('/');
     scope += ".default";
@@ -158,7 +158,8 @@ class CachingTokenSource : public TokenSource {
                            net::UrlEncode(proof), extra_fields);
     std::string where = fmt::format("azure {} token from {}", Kind(), url);
     auto resp = http_->Send(req);
-    if (!resp) return std::unexpected(Error(resp.error().code(), Scrub(resp.error().message(), proof)));
+    if (!resp)
+      return std::unexpected(Error(resp.error().code(), Scrub(resp.error().message(), proof)));
     if (resp->status != 200) return std::unexpected(TokenError(*resp, where, proof));
     return ParseTokenResponse(resp->body, now, where);
   }
@@ -216,8 +217,8 @@ class ManagedIdentitySource final : public CachingTokenSource {
     if (!config_.client_id.empty()) req.url += "&client_id=" + net::UrlEncode(config_.client_id);
     req.headers = {{"Metadata", "true"}, {"Accept", "application/json"}};
     req.timeout = config_.timeout;
-    std::string where = fmt::format("azure managed-identity token from {}",
-                                    WithoutQuery(config_.imds_endpoint));
+    std::string where =
+        fmt::format("azure managed-identity token from {}", WithoutQuery(config_.imds_endpoint));
     auto resp = http_->Send(req);
     if (!resp) return std::unexpected(resp.error());
     if (resp->status != 200) return std::unexpected(TokenError(*resp, where, ""));

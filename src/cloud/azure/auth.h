@@ -1,5 +1,6 @@
 // Azure AD tokens for ARM: client credentials (secret), managed identity (IMDS) and workload
-// identity (federated token file), behind one TokenSource that caches until 5 minutes before expiry.
+// identity (federated token file), behind one TokenSource that caches until 5 minutes before
+// expiry.
 #pragma once
 
 #include <functional>
@@ -26,7 +27,7 @@ EnvLookup ProcessEnv();
 // rotated Kubernetes Secret volume is picked up without a restart.
 struct SecretRef {
   std::string file;
-  std::string env;  // the variable's name, never its value
+  std::string env;               // the variable's name, never its value
   std::string Describe() const;  // "file /path" or "environment variable NAME"
 };
 
@@ -38,10 +39,10 @@ enum class AuthType { kClientSecret, kManagedIdentity, kWorkloadIdentity };
 
 struct AuthConfig {
   AuthType type = AuthType::kClientSecret;
-  std::string tenant_id;      // client secret, workload identity
-  std::string client_id;      // managed identity: a user-assigned identity; empty: system-assigned
-  SecretRef client_secret;    // client secret
-  std::string token_file;     // workload identity: the projected service account token
+  std::string tenant_id;    // client secret, workload identity
+  std::string client_id;    // managed identity: a user-assigned identity; empty: system-assigned
+  SecretRef client_secret;  // client secret
+  std::string token_file;   // workload identity: the projected service account token
   std::string authority_host = "https://login.microsoftonline.com";
   std::string imds_endpoint = "http://169.254.169.254/metadata/identity/oauth2/token";
   // The token's audience: ARM, or Azure Storage for the azure-vms VHD blob deletes.

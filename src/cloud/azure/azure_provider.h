@@ -28,9 +28,9 @@ namespace tidepool::cloud::azure {
 using NodeJoined = std::function<bool(std::string_view provider_id)>;
 
 struct Options {
-  const Clock* clock = nullptr;  // nullptr: the wall clock
-  Sleeper sleep;                 // empty: really sleep (only ArmClient::Wait sleeps)
-  EnvLookup env;                 // empty: the process environment
+  const Clock* clock = nullptr;           // nullptr: the wall clock
+  Sleeper sleep;                          // empty: really sleep (only ArmClient::Wait sleeps)
+  EnvLookup env;                          // empty: the process environment
   std::shared_ptr<net::HttpClient> http;  // empty: a new client using the system CA store
   // Without it, DecreaseTargetSize takes "provisioning not Succeeded" (VMSS) or "machine count
   // above the API's" (AKS) as "not joined", which misses machines that booted but never

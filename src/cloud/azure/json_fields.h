@@ -2,10 +2,9 @@
 // many optional properties ARM may leave out. Shared by the providers and the template builder.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace tidepool::cloud::azure {
 

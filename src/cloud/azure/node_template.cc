@@ -123,8 +123,9 @@ Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const json& s
   if (tags.contains(kTagMin)) min = IntOf(tags[std::string(kTagMin)]);
   if (tags.contains(kTagMax)) max = IntOf(tags[std::string(kTagMax)]);
   if (!max || *max < 0) {
-    return std::unexpected(where(Error(Error::Code::kInvalidArgument,
-                                       "no usable \"max\" tag (expected the pool's maximum size)")));
+    return std::unexpected(
+        where(Error(Error::Code::kInvalidArgument,
+                    "no usable \"max\" tag (expected the pool's maximum size)")));
   }
   pool.min = static_cast<int32_t>(min.value_or(0));
   pool.max = static_cast<int32_t>(*max);
@@ -177,9 +178,9 @@ Result<model::Pool> PoolFromAgentPool(const std::string& pool_name, const json& 
   pool.min = static_cast<int32_t>(min.value_or(0));
   pool.max = static_cast<int32_t>(*max);
   if (pool.min < 0 || pool.min > pool.max) {
-    return std::unexpected(where(Error(
-        Error::Code::kInvalidArgument,
-        fmt::format("min {} and max {} (expected 0 <= min <= max)", pool.min, pool.max))));
+    return std::unexpected(where(
+        Error(Error::Code::kInvalidArgument,
+              fmt::format("min {} and max {} (expected 0 <= min <= max)", pool.min, pool.max))));
   }
   const bool spot = EqualsIgnoreCase(StringField(props, "scaleSetPriority"), "Spot");
   pool.capacity_type = spot ? model::CapacityType::kSpot : model::CapacityType::kOnDemand;

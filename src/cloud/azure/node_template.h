@@ -15,13 +15,15 @@ namespace tidepool::cloud::azure {
 // Tags the Cluster Autoscaler reads from scale sets (and tidepool with it).
 inline constexpr std::string_view kTagAutoscalerEnabled = "k8s.io_cluster-autoscaler_enabled";
 inline constexpr std::string_view kTagAutoscalerClusterPrefix = "k8s.io_cluster-autoscaler_";
-inline constexpr std::string_view kTagLabelPrefix = "k8s.io_cluster-autoscaler_node-template_label_";
-inline constexpr std::string_view kTagTaintPrefix = "k8s.io_cluster-autoscaler_node-template_taint_";
+inline constexpr std::string_view kTagLabelPrefix =
+    "k8s.io_cluster-autoscaler_node-template_label_";
+inline constexpr std::string_view kTagTaintPrefix =
+    "k8s.io_cluster-autoscaler_node-template_taint_";
 inline constexpr std::string_view kTagResourcesPrefix =
     "k8s.io_cluster-autoscaler_node-template_resources_";
 inline constexpr std::string_view kTagMin = "min";
 inline constexpr std::string_view kTagMax = "max";
-inline constexpr std::string_view kTagPoolName = "poolName";              // aks-engine, old AKS
+inline constexpr std::string_view kTagPoolName = "poolName";                 // aks-engine, old AKS
 inline constexpr std::string_view kTagAksPoolName = "aks-managed-poolName";  // AKS
 
 // Labels Azure puts on nodes, which templates predict.
@@ -49,6 +51,7 @@ Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const nlohman
 // AKS's kubernetes.azure.com/scalesetpriority=spot:NoSchedule taint), spotMaxPrice as the price
 // when positive; min/max from minCount/maxCount, else the agent pool's `min`/`max` tags (max
 // required).
-Result<model::Pool> PoolFromAgentPool(const std::string& pool_name, const nlohmann::json& agent_pool);
+Result<model::Pool> PoolFromAgentPool(const std::string& pool_name,
+                                      const nlohmann::json& agent_pool);
 
 }  // namespace tidepool::cloud::azure

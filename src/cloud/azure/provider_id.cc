@@ -1,11 +1,11 @@
 #include "cloud/azure/provider_id.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "cloud/azure/url.h"
 
@@ -100,8 +100,7 @@ std::string VmProviderId(const VmRef& ref) { return "azure://" + VmResourceId(re
 std::string ResourceName(std::string_view resource_id) {
   while (resource_id.ends_with('/')) resource_id.remove_suffix(1);
   auto slash = resource_id.rfind('/');
-  return std::string(slash == std::string_view::npos ? resource_id
-                                                     : resource_id.substr(slash + 1));
+  return std::string(slash == std::string_view::npos ? resource_id : resource_id.substr(slash + 1));
 }
 
 std::optional<std::string> AksAgentPoolOfScaleSet(std::string_view scale_set) {

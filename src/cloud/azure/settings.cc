@@ -8,12 +8,23 @@
 namespace tidepool::cloud::azure {
 namespace {
 
-constexpr std::string_view kCommonKeys[] = {
-    "subscriptionId",   "resourceGroup",      "armEndpoint",    "authorityHost",
-    "armResource",      "computeApiVersion",  "aksApiVersion",  "requestTimeout",
-    "operationTimeout", "stockoutHold",       "auth.type",      "auth.tenantId",
-    "auth.clientId",    "auth.clientSecretFile", "auth.clientSecretEnv", "auth.tokenFile",
-    "auth.imdsEndpoint"};
+constexpr std::string_view kCommonKeys[] = {"subscriptionId",
+                                            "resourceGroup",
+                                            "armEndpoint",
+                                            "authorityHost",
+                                            "armResource",
+                                            "computeApiVersion",
+                                            "aksApiVersion",
+                                            "requestTimeout",
+                                            "operationTimeout",
+                                            "stockoutHold",
+                                            "auth.type",
+                                            "auth.tenantId",
+                                            "auth.clientId",
+                                            "auth.clientSecretFile",
+                                            "auth.clientSecretEnv",
+                                            "auth.tokenFile",
+                                            "auth.imdsEndpoint"};
 constexpr std::string_view kVmssKeys[] = {"forceDeletion", "discovery.clusterName",
                                           "discovery.poolNameTag"};
 constexpr std::string_view kVmssPrefixes[] = {"scaleSets."};
@@ -23,11 +34,20 @@ constexpr std::string_view kVmsKeys[] = {"clusterId", "networkApiVersion", "swee
                                          "storageEndpointSuffix"};
 constexpr std::string_view kVmsPrefixes[] = {"vmPools.", "models."};
 // The keys of one azure-vms model, after "models.<pool>.".
-constexpr std::string_view kVmModelKeys[] = {
-    "vmSize",         "location",          "imageReference.publisher", "imageReference.offer",
-    "imageReference.sku", "imageReference.version", "imageReference.id", "subnetId",
-    "availabilitySetId",  "adminUsername",     "sshPublicKeyFile",        "customDataFile",
-    "osDiskType",         "enableIpForwarding"};
+constexpr std::string_view kVmModelKeys[] = {"vmSize",
+                                             "location",
+                                             "imageReference.publisher",
+                                             "imageReference.offer",
+                                             "imageReference.sku",
+                                             "imageReference.version",
+                                             "imageReference.id",
+                                             "subnetId",
+                                             "availabilitySetId",
+                                             "adminUsername",
+                                             "sshPublicKeyFile",
+                                             "customDataFile",
+                                             "osDiskType",
+                                             "enableIpForwarding"};
 constexpr std::string_view kAuthTypes[] = {"clientSecret", "managedIdentity", "workloadIdentity"};
 
 template <typename Range>
@@ -55,7 +75,6 @@ Result<Duration> ReadDur(const std::string& key, const std::string& value) {
   }
   return *d;
 }
-
 
 // A value without blanks or quotes (ARM checks names and ids itself; this catches a pasted
 // space or quote early).

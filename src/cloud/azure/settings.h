@@ -21,20 +21,20 @@ inline constexpr std::string_view kDefaultNetworkApiVersion = "2024-05-01";
 // (`provider.models.<pool>.*`), and the parts that override a clone (customDataFile, vmSize).
 // Files are read when a VM is created, not at startup.
 struct VmModel {
-  std::string vm_size;            // vmSize; default the pool's instanceType
-  std::string location;           // location; default the availability set's
-  std::string image_publisher;    // imageReference.publisher / offer / sku / version
+  std::string vm_size;          // vmSize; default the pool's instanceType
+  std::string location;         // location; default the availability set's
+  std::string image_publisher;  // imageReference.publisher / offer / sku / version
   std::string image_offer;
   std::string image_sku;
-  std::string image_version;      // default "latest"
-  std::string image_id;           // imageReference.id (a custom or gallery image)
-  std::string subnet_id;          // subnetId: the NIC's subnet
+  std::string image_version;        // default "latest"
+  std::string image_id;             // imageReference.id (a custom or gallery image)
+  std::string subnet_id;            // subnetId: the NIC's subnet
   std::string availability_set_id;  // availabilitySetId
-  std::string admin_username;     // adminUsername
+  std::string admin_username;       // adminUsername
   std::string ssh_public_key_file;  // sshPublicKeyFile: an OpenSSH public key
-  std::string custom_data_file;   // customDataFile: cloud-init / bootstrap, sent base64-encoded
+  std::string custom_data_file;     // customDataFile: cloud-init / bootstrap, sent base64-encoded
   std::string os_disk_type = "Standard_LRS";  // osDiskType: managed disk storageAccountType
-  bool ip_forwarding = false;     // enableIpForwarding on the NIC (kubenet needs it)
+  bool ip_forwarding = false;                 // enableIpForwarding on the NIC (kubenet needs it)
   bool has_image() const { return !image_id.empty() || !image_publisher.empty(); }
 };
 

@@ -10,7 +10,7 @@
 namespace tidepool::cloud::azure {
 
 struct VmSize {
-  std::string_view name;       // "Standard_NC6s_v3" (ARM's spelling; lookups ignore case)
+  std::string_view name;  // "Standard_NC6s_v3" (ARM's spelling; lookups ignore case)
   int vcpus = 0;
   double memory_gib = 0;       // as Azure documents it, GiB
   int gpus = 0;                // whole GPUs the VM exposes as nvidia.com/gpu

@@ -118,8 +118,7 @@ Result<NewVmBodies> VmsProvider::ModelFromConfig(const model::Pool& pool, const 
         pool.name, key);
   }
   const VmModel& m = it->second;
-  ConfigModelInputs in{.vm_size = m.vm_size.empty() ? pool.instance_type : m.vm_size,
-                       .tags = tags};
+  ConfigModelInputs in{.vm_size = m.vm_size.empty() ? pool.instance_type : m.vm_size, .tags = tags};
   TIDEPOOL_RETURN_IF_ERROR(CheckConfigModel(m, in.vm_size, key, pool.name));
   TIDEPOOL_ASSIGN_OR_RETURN(in.location, ModelLocation(m, key));
   if (in.location.empty()) {

@@ -52,8 +52,8 @@ NewVmBodies BodiesFromClone(const nlohmann::json& vm, const nlohmann::json& nic,
 
 // What BodiesFromConfig needs besides the model: resolved values and the files' contents.
 struct ConfigModelInputs {
-  std::string vm_size;      // the model's, or the pool's instanceType
-  std::string location;     // the model's, or the availability set's
+  std::string vm_size;   // the model's, or the pool's instanceType
+  std::string location;  // the model's, or the availability set's
   nlohmann::json tags;
   std::string ssh_key;      // the public key file's contents (trailing newlines are dropped)
   std::string custom_data;  // the bootstrap file's contents (sent base64-encoded)

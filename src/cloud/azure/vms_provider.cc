@@ -90,7 +90,6 @@ std::string VmsProvider::PoolOfVm(const json& vm) const {
   return "";
 }
 
-
 Result<std::vector<json>> VmsProvider::ListVms() {
   return arm_->List(ResourceGroupPath() + "/providers/Microsoft.Compute/virtualMachines",
                     settings_.compute_api_version, "$expand=instanceView");

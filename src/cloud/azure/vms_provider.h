@@ -171,8 +171,7 @@ class VmsProvider final : public AzureProvider {
   void AdvanceCreations(const std::string& pool, Time now);
   // The creation's NIC or VM operation ended with `r`: on to the VM PUT, done, or failed.
   // true: the creation is still pending.
-  bool CreationStepDone(const std::string& pool, Creation& c, const OperationResult& r,
-                        Time now);
+  bool CreationStepDone(const std::string& pool, Creation& c, const OperationResult& r, Time now);
 
   // Scale down.
   static Removal RemovalOf(const nlohmann::json& vm, std::string why);

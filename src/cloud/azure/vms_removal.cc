@@ -127,8 +127,8 @@ Result<bool> VmsProvider::FollowRemovalStep(const std::string& pool, Removal& r,
   r.op.reset();
   if (step.result.state != OperationResult::State::kSucceeded) {
     return Fail(Error::Code::kUnavailable,
-                "azure-vms: pool {}: {} failed: {}: {}; sent again at the next refresh", pool,
-                what, step.result.code, step.result.message);
+                "azure-vms: pool {}: {} failed: {}: {}; sent again at the next refresh", pool, what,
+                step.result.code, step.result.message);
   }
   return true;
 }

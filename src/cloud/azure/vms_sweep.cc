@@ -79,8 +79,8 @@ void VmsProvider::SweepDisks(const std::string& pool, const std::vector<json>& d
   }
 }
 
-void VmsProvider::SweepDelete(const std::string& pool, const std::string& id,
-                              std::string_view api, std::string_view what) {
+void VmsProvider::SweepDelete(const std::string& pool, const std::string& id, std::string_view api,
+                              std::string_view what) {
   auto r = arm_->Send("DELETE", id, api, nullptr);
   if (!r) {
     spdlog::warn("azure-vms: sweep: pool {}: deleting {} {}: {}", pool, what, ResourceName(id),

@@ -97,8 +97,7 @@ Result<void> VmssProvider::Discover(Time now, bool force) {
     bool match = false;
     if (!settings_.discovery_cluster.empty()) {
       match = tags.contains(kTagAutoscalerEnabled) &&
-              tags.contains(std::string(kTagAutoscalerClusterPrefix) +
-                            settings_.discovery_cluster);
+              tags.contains(std::string(kTagAutoscalerClusterPrefix) + settings_.discovery_cluster);
     }
     if (settings_.discovery_pool_name_tag && !StringField(tags, kTagPoolName).empty()) match = true;
     if (match) discovered_.push_back(std::move(ss));
@@ -127,8 +126,8 @@ Result<std::vector<model::Pool>> VmssProvider::DiscoverPools(Time now) {
     if (taken.contains(ToLower(ss_name))) continue;
     std::string name = DiscoveredPoolName(ss);
     if (name.empty() || FindPool(name) != nullptr) {
-      spdlog::warn("azure-vmss: scale set {}: pool name \"{}\" is empty or taken; skipped",
-                   ss_name, name);
+      spdlog::warn("azure-vmss: scale set {}: pool name \"{}\" is empty or taken; skipped", ss_name,
+                   name);
       continue;
     }
     auto pool = PoolFromScaleSet(name, ss);
@@ -172,8 +171,8 @@ Result<std::vector<VmssInstance>> VmssProvider::ListInstances(const std::string&
     std::string rid = StringField(vm, "id");
     if (inst.id.empty()) inst.id = rid.substr(rid.rfind('/') + 1);
     if (inst.id.empty()) continue;
-    inst.provider_id = VmssProviderId(
-        {settings_.subscription_id, settings_.resource_group, scale_set, inst.id});
+    inst.provider_id =
+        VmssProviderId({settings_.subscription_id, settings_.resource_group, scale_set, inst.id});
     const json& props = ObjectField(vm, "properties");
     inst.provisioning = StringField(props, "provisioningState");
     inst.computer_name = StringField(ObjectField(props, "osProfile"), "computerName");
@@ -206,9 +205,9 @@ Result<void> VmssProvider::DeleteInstances(const std::string& pool, const std::s
   if (ids.empty()) return {};
   json body = {{"instanceIds", ids}};
   TIDEPOOL_ASSIGN_OR_RETURN(
-      ArmResponse r, arm_->Send("POST", ScaleSetPath(scale_set) + "/delete",
-                                settings_.compute_api_version, &body, {},
-                                settings_.force_deletion ? "forceDeletion=true" : ""));
+      ArmResponse r,
+      arm_->Send("POST", ScaleSetPath(scale_set) + "/delete", settings_.compute_api_version, &body,
+                 {}, settings_.force_deletion ? "forceDeletion=true" : ""));
   if (r.status == 404) {
     spdlog::info("azure-vmss: pool {}: instances {} already gone", pool, fmt::join(ids, ","));
     return {};
@@ -222,8 +221,7 @@ Result<void> VmssProvider::DeleteInstances(const std::string& pool, const std::s
 }
 
 Result<void> VmssProvider::SetCapacity(const std::string& pool, const std::string& scale_set,
-                                       const std::function<Result<int>(int)>& compute,
-                                       Time now) {
+                                       const std::function<Result<int>(int)>& compute, Time now) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     TIDEPOOL_ASSIGN_OR_RETURN(ScaleSetView ss, ReadScaleSet(scale_set));
     if (ss.from_cache) {
@@ -236,9 +234,9 @@ Result<void> VmssProvider::SetCapacity(const std::string& pool, const std::strin
     json body = {{"sku", {{"capacity", capacity}}}};
     std::vector<std::pair<std::string, std::string>> headers;
     if (!ss.etag.empty()) headers.emplace_back("If-Match", ss.etag);
-    TIDEPOOL_ASSIGN_OR_RETURN(ArmResponse r,
-                              arm_->Send("PATCH", ScaleSetPath(scale_set),
-                                         settings_.compute_api_version, &body, headers));
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        ArmResponse r, arm_->Send("PATCH", ScaleSetPath(scale_set), settings_.compute_api_version,
+                                  &body, headers));
     if (r.status == 412 && attempt == 0) {
       spdlog::info("azure-vmss: pool {}: scale set {} changed meanwhile (412); reading it again",
                    pool, scale_set);
@@ -344,8 +342,7 @@ Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
     int give_back = std::min(unbacked, remaining);
     TIDEPOOL_RETURN_IF_ERROR(SetCapacity(
         pool, scale_set,
-        [&](int capacity) -> Result<int> { return std::max(0, capacity - give_back); },
-        now));
+        [&](int capacity) -> Result<int> { return std::max(0, capacity - give_back); }, now));
     remaining -= give_back;
   }
   std::vector<std::string> ids;
@@ -373,8 +370,7 @@ Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
   return {};
 }
 
-Result<void> VmssProvider::DeleteNode(const std::string& pool, const model::Node& node,
-                                      Time now) {
+Result<void> VmssProvider::DeleteNode(const std::string& pool, const model::Node& node, Time now) {
   TIDEPOOL_RETURN_IF_ERROR(RequirePool(pool));
   TIDEPOOL_ASSIGN_OR_RETURN(std::string scale_set, Bound(pool));
   auto ref = ParseVmssInstanceId(node.provider_id);

@@ -16,8 +16,8 @@ namespace tidepool::cloud::azure {
 
 // One instance of a scale set as the provider sees it.
 struct VmssInstance {
-  std::string id;            // instanceId ("3")
-  std::string provider_id;   // the kubelet's providerID for it
+  std::string id;           // instanceId ("3")
+  std::string provider_id;  // the kubelet's providerID for it
   std::string computer_name;
   std::string provisioning;  // properties.provisioningState: Creating, Succeeded, Failed, Deleting
   std::string power;         // from the instance view: running, deallocated, ... ("" unknown)

@@ -1,11 +1,11 @@
 #include "cloud/kwok/kwok_provider.h"
 
-#include <algorithm>
-#include <set>
-#include <chrono>
-#include <thread>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
 
 #include "kube/codec/encode.h"
 
@@ -30,8 +30,7 @@ KwokProvider::KwokProvider(const model::AutoscalerConfig& config, kube::ApiClien
       rng_(options_.seed != 0 ? options_.seed : std::random_device{}()) {}
 
 Result<std::unique_ptr<KwokProvider>> KwokProvider::Create(const model::AutoscalerConfig& config,
-                                                           kube::ApiClient& api,
-                                                           const Clock& clock,
+                                                           kube::ApiClient& api, const Clock& clock,
                                                            KwokOptions options) {
   std::unique_ptr<KwokProvider> p(new KwokProvider(config, api, clock, std::move(options)));
   TIDEPOOL_RETURN_IF_ERROR(p->Load());
@@ -129,20 +128,20 @@ Result<void> KwokProvider::PersistLocked() {
     written = api_.Create(kube::CollectionPath("v1", "configmaps", options_.state_namespace), cm);
     if (!written && written.error().code() == Error::Code::kConflict) {
       // Created by an earlier run whose Load raced with us: take its version and overwrite.
-      auto current = api_.Get(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
-                                               options_.state_configmap));
+      auto current = api_.Get(
+          kube::ObjectPath("v1", "configmaps", options_.state_namespace, options_.state_configmap));
       if (!current) return std::unexpected(current.error());
       cm["metadata"]["resourceVersion"] =
           current->value("/metadata/resourceVersion"_json_pointer, std::string());
-      written = api_.Update(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
-                                             options_.state_configmap),
-                            cm);
+      written = api_.Update(
+          kube::ObjectPath("v1", "configmaps", options_.state_namespace, options_.state_configmap),
+          cm);
     }
   } else {
     cm["metadata"]["resourceVersion"] = state_rv_;
-    written = api_.Update(kube::ObjectPath("v1", "configmaps", options_.state_namespace,
-                                           options_.state_configmap),
-                          cm);
+    written = api_.Update(
+        kube::ObjectPath("v1", "configmaps", options_.state_namespace, options_.state_configmap),
+        cm);
   }
   if (!written) return std::unexpected(written.error().Wrap("kwok provider: saving its state"));
   state_rv_ = written->value("/metadata/resourceVersion"_json_pointer, std::string());
@@ -181,9 +180,9 @@ Result<std::vector<PoolSize>> KwokProvider::Refresh(Time now) {
             n->meta.deletion_timestamp.has_value());
     }
   } else {
-    TIDEPOOL_ASSIGN_OR_RETURN(
-        auto list, api_.ListAll(kube::CollectionPath("v1", "nodes") + "?labelSelector=" +
-                                net::UrlEncode(model::kLabelPool)));
+    TIDEPOOL_ASSIGN_OR_RETURN(auto list,
+                              api_.ListAll(kube::CollectionPath("v1", "nodes") +
+                                           "?labelSelector=" + net::UrlEncode(model::kLabelPool)));
     for (const auto& n : list.items) {
       auto labels = n.value("/metadata/labels"_json_pointer, json::object());
       std::string pool = labels.value(std::string(model::kLabelPool), std::string());
@@ -226,8 +225,7 @@ Result<void> KwokProvider::IncreaseSize(const std::string& pool, int delta, Time
   if (delta <= 0) return InvalidArgument("kwok provider: pool {}: increase by {}", pool, delta);
   if (Unavailable(pool)) {
     return Fail(Error::Code::kUnavailable,
-                "kwok provider: pool {}: no capacity (listed in provider.unavailablePools)",
-                pool);
+                "kwok provider: pool {}: no capacity (listed in provider.unavailablePools)", pool);
   }
   std::unique_lock lock(mu_);
   auto& items = booting_[pool];
@@ -254,8 +252,8 @@ Result<void> KwokProvider::DecreaseTargetSize(const std::string& pool, int delta
   auto& items = booting_[pool];
   if (delta <= 0 || delta > static_cast<int>(items.size())) {
     return InvalidArgument(
-        "kwok provider: pool {}: cannot cancel {} nodes, only {} have not joined yet", pool,
-        delta, items.size());
+        "kwok provider: pool {}: cannot cancel {} nodes, only {} have not joined yet", pool, delta,
+        items.size());
   }
   auto saved = items;
   items.resize(items.size() - delta);

@@ -55,8 +55,7 @@ class KwokProvider final : public CloudProvider {
   // Reads the persisted booting machines (a missing ConfigMap is an empty state) and starts
   // the background thread.
   static Result<std::unique_ptr<KwokProvider>> Create(const model::AutoscalerConfig& config,
-                                                      kube::ApiClient& api,
-                                                      const Clock& clock,
+                                                      kube::ApiClient& api, const Clock& clock,
                                                       KwokOptions options = {});
   ~KwokProvider() override;
   void Stop();

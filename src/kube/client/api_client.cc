@@ -547,8 +547,7 @@ Result<void> ApiClient::Watch(const std::string& collection, const std::string& 
   };
   int status_seen = 0;  // a stream cut after the server answered still means it was there
   auto response = http_->Stream(
-      request, [&](std::string_view chunk) { return splitter.Feed(chunk, on_line); },
-      &status_seen);
+      request, [&](std::string_view chunk) { return splitter.Feed(chunk, on_line); }, &status_seen);
   if (cancel != nullptr && cancel->load()) return {};
   NoteReachability(status_seen);
   if (!response) return std::unexpected(Scrub(response.error()));

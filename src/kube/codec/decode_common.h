@@ -2,11 +2,11 @@
 // helpers, metadata, selectors, taints and tolerations, and the checks every object gets.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "kube/codec/fields.h"
 #include "kube/codec/objects.h"
@@ -31,8 +31,7 @@ Result<void> ExpectObject(const Json& item, const FieldPath& path);
 Result<void> DecodeMeta(const Json& obj, const FieldPath& root, model::ObjectMeta& meta);
 
 // metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist).
-Result<void> DecodeLabelSelector(const Json& sel, const FieldPath& path,
-                                 model::LabelSelector& out);
+Result<void> DecodeLabelSelector(const Json& sel, const FieldPath& path, model::LabelSelector& out);
 // An optional LabelSelector member: absent leaves `out` empty and returns false.
 Result<bool> DecodeOptionalLabelSelector(const Json& obj, std::string_view key,
                                          const FieldPath& path, model::LabelSelector& out);

@@ -1,10 +1,10 @@
 #include "kube/codec/fields.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace tidepool::kube::codec {
 namespace {

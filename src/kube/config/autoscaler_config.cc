@@ -63,7 +63,7 @@ namespace config_detail {
 constexpr std::string_view kPoolKeys[] = {
     "name",         "min",      "max",          "capacityType",
     "pricePerHour", "priority", "instanceType", "provisionTimeout",
-    "bootDelay",    "template",     "warm"};
+    "bootDelay",    "template", "warm"};
 constexpr std::string_view kWarmKeys[] = {"spareNodes", "headroom", "predictive"};
 constexpr std::string_view kPredictiveKeys[] = {"enabled", "horizon", "maxCostPerDay",
                                                 "waitValuePerGpuHour"};

@@ -163,16 +163,19 @@ Result<void> ParseWarm(const YamlValue& v, Pool& pool) {
                             YamlMap::Read(v, "a map {spareNodes, headroom, predictive}"));
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kWarmKeys));
   model::WarmConfig& warm = pool.warm;
-  TIDEPOOL_RETURN_IF_ERROR(ReadIntField(m, "spareNodes", 0, kInt32Max, "a non-negative integer",
-                                        warm.spare_nodes));
+  TIDEPOOL_RETURN_IF_ERROR(
+      ReadIntField(m, "spareNodes", 0, kInt32Max, "a non-negative integer", warm.spare_nodes));
   if (warm.spare_nodes > pool.max) {
-    return std::unexpected(m.Find("spareNodes")->MakeError(fmt::format(
-        "{} spare nodes is more than the pool's max {} (expected at most max)", warm.spare_nodes,
-        pool.max)));
+    return std::unexpected(
+        m.Find("spareNodes")
+            ->MakeError(
+                fmt::format("{} spare nodes is more than the pool's max {} (expected at most max)",
+                            warm.spare_nodes, pool.max)));
   }
   if (const YamlValue* headroom = m.Find("headroom")) {
     TIDEPOOL_ASSIGN_OR_RETURN(
-        YamlMap h, YamlMap::Read(*headroom, "a map of resource quantities, e.g. {nvidia.com/gpu: 4}"));
+        YamlMap h,
+        YamlMap::Read(*headroom, "a map of resource quantities, e.g. {nvidia.com/gpu: 4}"));
     TIDEPOOL_RETURN_IF_ERROR(ParseResourceList(
         h, [&](model::ResourceId id, int64_t amount, const YamlValue& at) -> Result<void> {
           if (pool.template_node.allocatable.Get(id) <= 0) {
@@ -189,8 +192,8 @@ Result<void> ParseWarm(const YamlValue& v, Pool& pool) {
   }
   if (const YamlValue* predictive = m.Find("predictive")) {
     TIDEPOOL_ASSIGN_OR_RETURN(
-        YamlMap p, YamlMap::Read(*predictive,
-                                 "a map {enabled, horizon, maxCostPerDay, waitValuePerGpuHour}"));
+        YamlMap p,
+        YamlMap::Read(*predictive, "a map {enabled, horizon, maxCostPerDay, waitValuePerGpuHour}"));
     TIDEPOOL_RETURN_IF_ERROR(p.CheckKeys(kPredictiveKeys));
     model::WarmConfig::Predictive& pr = warm.predictive;
     if (const YamlValue* enabled = p.Find("enabled")) {

@@ -1,7 +1,5 @@
 #include "kube/config/yaml_reader.h"
 
-#include "kube/codec/documents.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,8 @@
 #include <cmath>
 #include <limits>
 #include <system_error>
+
+#include "kube/codec/documents.h"
 
 namespace tidepool::kube::config {
 namespace {

@@ -22,8 +22,8 @@ class AzureAksTest : public AzureTestBase {
     AzureTestBase::SetUp();
     fake_->AddManagedCluster("cluster1");
     fake_->AddAgentPool("cluster1", {.name = "gpu", .vm_size = "Standard_NC6s_v3", .count = 2});
-    fake_->AddAgentPool("cluster1",
-                        {.name = "gpuspot", .vm_size = "Standard_NC6s_v3", .count = 0, .spot = true});
+    fake_->AddAgentPool(
+        "cluster1", {.name = "gpuspot", .vm_size = "Standard_NC6s_v3", .count = 0, .spot = true});
     fake_->AddAgentPool("cluster1", {.name = "system", .count = 1, .enable_autoscaling = true});
     provider_ = Make(AksConfig(
         {MakePool("gpu-heavy", 6), MakePool("gpu-heavy-spot", 6, true), MakePool("system", 3)},
@@ -150,7 +150,7 @@ TEST_F(AzureAksTest, FailedScaleOperationIsAStockout) {
   auto size = RefreshOne(*provider_, "gpu-heavy-spot");
   EXPECT_TRUE(size.stockout);
   EXPECT_THAT(size.stockout_reason, HasSubstr("OverconstrainedAllocationRequest"));
-  EXPECT_EQ(size.instances, 0);  // the machines failed
+  EXPECT_EQ(size.instances, 0);                                // the machines failed
   EXPECT_FALSE(RefreshOne(*provider_, "gpu-heavy").stockout);  // other pools unaffected
 }
 

@@ -1,12 +1,13 @@
 // ARM client behaviour through the providers: long-running operations, throttling without a tight
 // loop, ARM error codes in messages, If-Match / 412 retry.
+#include "cloud/azure/arm.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cloud/azure/arm.h"
 #include "tests/cloud/azure/azure_fixture.h"
 
 namespace tidepool::testing::azure {
@@ -21,9 +22,9 @@ class AzureArmTest : public AzureTestBase {
     fake_->AddScaleSet({.name = "vmss-cpu", .sku = "Standard_D2_v2", .capacity = 2});
     fake_->AddScaleSet(
         {.name = "vmss-gpu-spot", .sku = "Standard_NC6s_v3", .capacity = 0, .spot = true});
-    provider_ = Make(VmssConfig({MakePool("cpu", 10), MakePool("gpu-spot", 4, true)},
-                                {{"scaleSets.cpu", "vmss-cpu"},
-                                 {"scaleSets.gpu-spot", "vmss-gpu-spot"}}));
+    provider_ =
+        Make(VmssConfig({MakePool("cpu", 10), MakePool("gpu-spot", 4, true)},
+                        {{"scaleSets.cpu", "vmss-cpu"}, {"scaleSets.gpu-spot", "vmss-gpu-spot"}}));
     ASSERT_NE(provider_, nullptr);
   }
   std::unique_ptr<cloud::azure::AzureProvider> provider_;
@@ -216,8 +217,9 @@ TEST(AzureArmOperationNameTest, KeepsTheResourceTypesAndDropsTheNames) {
             "GET virtualMachineScaleSets/virtualMachines");
   EXPECT_EQ(ArmOperationName("POST", rg + "Microsoft.Compute/virtualMachineScaleSets/ss/delete"),
             "POST virtualMachineScaleSets/delete");
-  EXPECT_EQ(ArmOperationName("GET", "https://management.azure.com/subscriptions/s/providers/"
-                                    "Microsoft.Compute/locations/westus/operations/abc?x=1"),
+  EXPECT_EQ(ArmOperationName("GET",
+                             "https://management.azure.com/subscriptions/s/providers/"
+                             "Microsoft.Compute/locations/westus/operations/abc?x=1"),
             "GET locations/operations");
   EXPECT_EQ(ArmOperationName("GET", rg + "Microsoft.ContainerService/managedClusters/c/"
                                          "agentPools/gpu/machines"),

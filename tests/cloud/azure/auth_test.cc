@@ -1,5 +1,7 @@
 // Azure AD auth: client secret, workload identity, managed identity, token caching, and secrets
 // kept out of errors, logs and URLs.
+#include "cloud/azure/auth.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -10,7 +12,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "cloud/azure/auth.h"
 #include "cloud/azure/settings.h"
 #include "net/http.h"
 #include "tests/cloud/azure/azure_fixture.h"
@@ -37,9 +38,9 @@ class AzureAuthTest : public AzureTestBase {
   cloud::azure::EnvLookup Env() { return ProviderOptions().env; }
 
   std::string TempFile(const std::string& content) {
-    std::string path = std::filesystem::temp_directory_path() /
-                       ("tidepool-azure-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(files_++));
+    std::string path =
+        std::filesystem::temp_directory_path() /
+        ("tidepool-azure-" + std::to_string(::getpid()) + "-" + std::to_string(files_++));
     std::ofstream(path) << content;
     paths_.push_back(path);
     return path;
@@ -221,7 +222,8 @@ TEST_F(AzureAuthTest, CredentialsGoOnlyToHttpsOrLoopback) {
   AuthConfig a = SecretConfig();
   auto src = cloud::azure::MakeTokenSource(a, &http_, &clock_, Env());
   ASSERT_TRUE(src.has_value());
-  cloud::azure::ArmClient arm(&http_, src->get(), &clock_, nullptr, {.endpoint = fake_->endpoint()});
+  cloud::azure::ArmClient arm(&http_, src->get(), &clock_, nullptr,
+                              {.endpoint = fake_->endpoint()});
   auto r = arm.Get("https://attacker.example.com/subscriptions/x", "2025-04-01");
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), Error::Code::kPermissionDenied);
@@ -255,7 +257,8 @@ TEST(AzureSettingsTest, ErrorsNameTheKeyAndWhatWasExpected) {
   ASSERT_FALSE(r.has_value());
   EXPECT_THAT(r.error().message(), HasSubstr("no pool named \"gpu\""));
 
-  pc.settings = {{"subscriptionId", "s"}, {"resourceGroup", "rg"}, {"auth.type", "managedIdentity"}};
+  pc.settings = {
+      {"subscriptionId", "s"}, {"resourceGroup", "rg"}, {"auth.type", "managedIdentity"}};
   r = cloud::azure::ParseAzureSettings(pc, pools, env);
   ASSERT_FALSE(r.has_value());
   EXPECT_THAT(r.error().message(), HasSubstr("provider.scaleSets.cpu: required"));
@@ -270,7 +273,8 @@ TEST(AzureSettingsTest, ErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_THAT(r.error().message(), HasSubstr("provider.auth.type: \"password\""));
 
   pc.type = "aks";
-  pc.settings = {{"subscriptionId", "s"}, {"resourceGroup", "rg"}, {"auth.type", "managedIdentity"}};
+  pc.settings = {
+      {"subscriptionId", "s"}, {"resourceGroup", "rg"}, {"auth.type", "managedIdentity"}};
   r = cloud::azure::ParseAzureSettings(pc, pools, env);
   ASSERT_FALSE(r.has_value());
   EXPECT_THAT(r.error().message(), HasSubstr("provider.clusterName: required for aks"));
@@ -284,8 +288,10 @@ TEST(AzureSettingsTest, ErrorsNameTheKeyAndWhatWasExpected) {
   ASSERT_FALSE(r.has_value());
   EXPECT_THAT(r.error().message(), HasSubstr("provider.auth.tenantId: required"));
 
-  pc.settings = {{"subscriptionId", "s"}, {"resourceGroup", "rg"},
-                 {"auth.type", "managedIdentity"}, {"clusterName", "c"},
+  pc.settings = {{"subscriptionId", "s"},
+                 {"resourceGroup", "rg"},
+                 {"auth.type", "managedIdentity"},
+                 {"clusterName", "c"},
                  {"stockoutHold", "soon"}};
   r = cloud::azure::ParseAzureSettings(pc, pools, env);
   ASSERT_FALSE(r.has_value());

@@ -283,8 +283,7 @@ void FakeArm::EtagMismatchNextWrite() {
   etag_mismatch_next_ = true;
 }
 
-void FakeArm::FailNextScaleUp(const std::string& code, const std::string& message,
-                              int instances) {
+void FakeArm::FailNextScaleUp(const std::string& code, const std::string& message, int instances) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_next_scale_up_ = {code, message};
   fail_next_scale_up_instances_ = instances;
@@ -544,8 +543,8 @@ void FakeArm::Announce(const Events& events) {
 json FakeArm::ScaleSetJson(const ScaleSet& ss) const {
   json j = Example("vmss/VirtualMachineScaleSet_Get_WithUserData.json");
   j["name"] = ss.spec.name;
-  j["id"] = ResourceGroupPath() + "/providers/Microsoft.Compute/virtualMachineScaleSets/" +
-            ss.spec.name;
+  j["id"] =
+      ResourceGroupPath() + "/providers/Microsoft.Compute/virtualMachineScaleSets/" + ss.spec.name;
   j["location"] = options_.location;
   j["etag"] = "\"" + std::to_string(ss.etag) + "\"";
   j["tags"] = json::object();
@@ -580,8 +579,8 @@ json FakeArm::VmJson(const ScaleSet& ss, const Instance& in) const {
   props["provisioningState"] = in.provisioning;
   props["osProfile"]["computerName"] = ss.spec.name + Base36(std::stoi(in.id));
   props["hardwareProfile"] = {{"vmSize", ss.spec.sku}};
-  json view = Example(
-      "vmss/VirtualMachineScaleSetVM_Get_InstanceViewAutoPlacedOnDedicatedHostGroup.json");
+  json view =
+      Example("vmss/VirtualMachineScaleSetVM_Get_InstanceViewAutoPlacedOnDedicatedHostGroup.json");
   view.erase("assignedHost");
   json statuses = json::array();
   if (in.provisioning == "Failed") {
@@ -708,8 +707,7 @@ void FakeArm::Handle(const httplib::Request& req, httplib::Response& res) {
     std::string token = auth.starts_with("Bearer ") ? auth.substr(7) : "";
     auto it = tokens_.find(token);
     if (it == tokens_.end()) {
-      SendError(res, 401, "InvalidAuthenticationToken",
-                "The access token is invalid or missing.");
+      SendError(res, 401, "InvalidAuthenticationToken", "The access token is invalid or missing.");
       return;
     }
     if (options_.clock->Now() >= it->second) {
@@ -772,9 +770,9 @@ void FakeArm::HandleToken(const httplib::Request& req, httplib::Response& res) {
     ok = form["client_secret"] == options_.client_secret;
     if (!ok) return fail(401, "invalid_client", "AADSTS7000215: Invalid client secret provided.");
   } else if (form.contains("client_assertion")) {
-    ok = form["client_assertion_type"] ==
-             "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
-         form["client_assertion"] == options_.federated_token;
+    ok =
+        form["client_assertion_type"] == "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" &&
+        form["client_assertion"] == options_.federated_token;
     if (!ok) {
       return fail(400, "invalid_client",
                   "AADSTS700213: No matching federated identity record found.");
@@ -784,7 +782,8 @@ void FakeArm::HandleToken(const httplib::Request& req, httplib::Response& res) {
   std::string token = "fake-token-" + std::to_string(next_token_++);
   tokens_[token] = options_.clock->Now() + options_.token_lifetime;
   token_audience_[token] = audience;
-  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
+  int64_t seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
   res.status = 200;
   res.set_content(json{{"token_type", "Bearer"},
                        {"expires_in", seconds},
@@ -808,15 +807,17 @@ void FakeArm::HandleImds(const httplib::Request& req, httplib::Response& res) {
   std::string audience = req.get_param_value("resource");
   if (audience != kArmResource && audience != kStorageResource) {
     res.status = 400;
-    res.set_content(json{{"error", "invalid_resource"}, {"error_description", "bad resource"}}.dump(),
-                    "application/json");
+    res.set_content(
+        json{{"error", "invalid_resource"}, {"error_description", "bad resource"}}.dump(),
+        "application/json");
     return;
   }
   std::string token = "fake-mi-token-" + std::to_string(next_token_++);
   Time expiry = options_.clock->Now() + options_.token_lifetime;
   tokens_[token] = expiry;
   token_audience_[token] = audience;
-  int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
+  int64_t seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(options_.token_lifetime).count();
   int64_t on = std::chrono::duration_cast<std::chrono::seconds>(expiry.time_since_epoch()).count();
   res.status = 200;
   // IMDS answers with numbers as strings.
@@ -979,14 +980,14 @@ void FakeArm::RouteCompute(const std::vector<std::string>& seg, const httplib::R
       op = StartOp(Op{}, events);
     }
     res.status = 200;
-    res.set_header("Azure-AsyncOperation",
-                   endpoint() + "/subscriptions/" + options_.subscription +
-                       "/providers/Microsoft.Compute/locations/" + options_.location +
-                       "/operations/" + op + "?api-version=2025-04-01");
-    res.set_header("Retry-After",
-                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                      options_.retry_after)
-                                      .count()));
+    res.set_header("Azure-AsyncOperation", endpoint() + "/subscriptions/" + options_.subscription +
+                                               "/providers/Microsoft.Compute/locations/" +
+                                               options_.location + "/operations/" + op +
+                                               "?api-version=2025-04-01");
+    res.set_header(
+        "Retry-After",
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after).count()));
     res.set_content(ScaleSetJson(ss).dump(), "application/json");
     return;
   }
@@ -1030,10 +1031,10 @@ void FakeArm::RouteCompute(const std::vector<std::string>& seg, const httplib::R
     res.set_header("Location", endpoint() + "/subscriptions/" + options_.subscription +
                                    "/providers/Microsoft.Compute/locations/" + options_.location +
                                    "/operationresults/" + id + "?api-version=2025-04-01");
-    res.set_header("Retry-After",
-                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                      options_.retry_after)
-                                      .count()));
+    res.set_header(
+        "Retry-After",
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after).count()));
     return;
   }
   SendError(res, 405, "MethodNotAllowed", "The requested method is not supported by the fake.");
@@ -1062,13 +1063,12 @@ void FakeArm::RouteAks(const std::vector<std::string>& seg, const httplib::Reque
     // As common/AgentPoolsAbortOperation.json: Azure-AsyncOperation and location.
     std::string base = endpoint() + "/subscriptions/" + options_.subscription +
                        "/providers/Microsoft.ContainerService/locations/" + options_.location;
-    res.set_header("Azure-AsyncOperation",
-                   base + "/operations/" + op + "?api-version=2026-08-01");
+    res.set_header("Azure-AsyncOperation", base + "/operations/" + op + "?api-version=2026-08-01");
     res.set_header("Location", base + "/operationresults/" + op + "?api-version=2026-08-01");
-    res.set_header("Retry-After",
-                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                      options_.retry_after)
-                                      .count()));
+    res.set_header(
+        "Retry-After",
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after).count()));
   };
   if (seg.size() == 10 && req.method == "GET") {
     res.status = 200;
@@ -1203,27 +1203,27 @@ std::string FakeArm::AvailabilitySetId(const std::string& name) const {
 json FakeArm::NicJson(const std::string& name, const std::map<std::string, std::string>& tags,
                       const std::string& subnet, const std::string& attached_vm) const {
   // As NetworkInterfaceGet.json (2024-05-01): ipConfigurations with subnet, virtualMachine.
-  json nic = {{"name", name},
-              {"id", Id("Microsoft.Network/networkInterfaces", name)},
-              {"type", "Microsoft.Network/networkInterfaces"},
-              {"location", options_.location},
-              {"tags", json::object()},
-              {"properties",
-               {{"provisioningState", "Succeeded"},
-                {"ipConfigurations",
-                 {{{"name", "ipconfig1"},
-                   {"id", Id("Microsoft.Network/networkInterfaces", name) +
-                              "/ipConfigurations/ipconfig1"},
-                   {"properties",
-                    {{"provisioningState", "Succeeded"},
-                     {"privateIPAddress", "10.240.0." + std::to_string(nics_.size() + 4)},
-                     {"privateIPAllocationMethod", "Dynamic"},
-                     {"subnet", {{"id", SubnetId(subnet)}}},
-                     {"primary", true},
-                     {"privateIPAddressVersion", "IPv4"}}}}}},
-                {"enableAcceleratedNetworking", false},
-                {"enableIPForwarding", true},
-                {"primary", true}}}};
+  json nic = {
+      {"name", name},
+      {"id", Id("Microsoft.Network/networkInterfaces", name)},
+      {"type", "Microsoft.Network/networkInterfaces"},
+      {"location", options_.location},
+      {"tags", json::object()},
+      {"properties",
+       {{"provisioningState", "Succeeded"},
+        {"ipConfigurations",
+         {{{"name", "ipconfig1"},
+           {"id", Id("Microsoft.Network/networkInterfaces", name) + "/ipConfigurations/ipconfig1"},
+           {"properties",
+            {{"provisioningState", "Succeeded"},
+             {"privateIPAddress", "10.240.0." + std::to_string(nics_.size() + 4)},
+             {"privateIPAllocationMethod", "Dynamic"},
+             {"subnet", {{"id", SubnetId(subnet)}}},
+             {"primary", true},
+             {"privateIPAddressVersion", "IPv4"}}}}}},
+        {"enableAcceleratedNetworking", false},
+        {"enableIPForwarding", true},
+        {"primary", true}}}};
   for (const auto& [k, v] : tags) nic["tags"][k] = v;
   if (!attached_vm.empty()) {
     nic["properties"]["virtualMachine"] = {
@@ -1422,9 +1422,9 @@ json FakeArm::StandaloneVmJson(const Vm& vm, bool instance_view, bool user_data)
       statuses.push_back({{"code", "ProvisioningState/" + Lower(state)},
                           {"level", "Info"},
                           {"displayStatus", "Provisioning " + Lower(state)}});
-      statuses.push_back({{"code", state == "Succeeded" ? "PowerState/running"
-                                                         : "PowerState/starting"},
-                          {"level", "Info"}});
+      statuses.push_back(
+          {{"code", state == "Succeeded" ? "PowerState/running" : "PowerState/starting"},
+           {"level", "Info"}});
     }
     props["instanceView"] = {{"statuses", statuses}};
   }
@@ -1439,8 +1439,7 @@ void FakeArm::AsyncHeaders(httplib::Response& res, const std::string& op,
   if (location_style) {
     res.set_header("Location", base + "/operationresults/" + op + "?api-version=" + version);
   } else {
-    res.set_header("Azure-AsyncOperation",
-                   base + "/operations/" + op + "?api-version=" + version);
+    res.set_header("Azure-AsyncOperation", base + "/operations/" + op + "?api-version=" + version);
   }
   auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after);
   res.set_header("Retry-After", std::to_string(seconds.count()));
@@ -1534,9 +1533,9 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
   const std::string nic_id = props["networkProfile"]["networkInterfaces"][0].value("id", "");
   auto nic = nics_.find(Lower(nic_id.substr(nic_id.rfind('/') + 1)));
   if (nic == nics_.end()) {
-    return SendError(res, 400, "InvalidResourceReference",
-                     "Resource " + nic_id + " referenced by resource " + seg[7] +
-                         " was not found.");
+    return SendError(
+        res, 400, "InvalidResourceReference",
+        "Resource " + nic_id + " referenced by resource " + seg[7] + " was not found.");
   }
   const std::string vm_id = Id("Microsoft.Compute/virtualMachines", seg[7]);
   if (nic->second["properties"].contains("virtualMachine") &&
@@ -1581,15 +1580,14 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
   os_disk["osType"] = "Linux";
   if (!os_disk.contains("managedDisk")) os_disk["managedDisk"] = json::object();
   os_disk["managedDisk"]["id"] = Id("Microsoft.Compute/disks", disk_name);
-  disks_[Lower(disk_name)] = {{"name", disk_name},
-                              {"id", Id("Microsoft.Compute/disks", disk_name)},
-                              {"type", "Microsoft.Compute/disks"},
-                              {"location", options_.location},
-                              {"managedBy", vm_id},
-                              {"properties",
-                               {{"osType", "Linux"},
-                                {"provisioningState", "Succeeded"},
-                                {"diskState", "Attached"}}}};
+  disks_[Lower(disk_name)] = {
+      {"name", disk_name},
+      {"id", Id("Microsoft.Compute/disks", disk_name)},
+      {"type", "Microsoft.Compute/disks"},
+      {"location", options_.location},
+      {"managedBy", vm_id},
+      {"properties",
+       {{"osType", "Linux"}, {"provisioningState", "Succeeded"}, {"diskState", "Attached"}}}};
   nic->second["properties"]["virtualMachine"] = {{"id", vm_id}};
   Op op;
   op.vm_create = key;
@@ -1680,15 +1678,14 @@ void FakeArm::RouteNics(const std::vector<std::string>& seg, const httplib::Requ
       if (v.is_string()) tags[k] = v.get<std::string>();
     }
   }
-  std::string attached = created ? "" : it->second["properties"].contains("virtualMachine")
-                                            ? it->second["properties"]["virtualMachine"]["id"]
-                                                  .get<std::string>()
-                                            : "";
+  std::string attached = created ? ""
+                         : it->second["properties"].contains("virtualMachine")
+                             ? it->second["properties"]["virtualMachine"]["id"].get<std::string>()
+                             : "";
   json nic = NicJson(seg[7], tags, subnet.substr(subnet.rfind('/') + 1),
                      attached.empty() ? "" : attached.substr(attached.rfind('/') + 1));
   nic["properties"]["ipConfigurations"][0]["properties"]["subnet"]["id"] = subnet;
-  nic["properties"]["enableIPForwarding"] =
-      body["properties"].value("enableIPForwarding", false);
+  nic["properties"]["enableIPForwarding"] = body["properties"].value("enableIPForwarding", false);
   Op op;
   op.nic_create = key;
   nic["properties"]["provisioningState"] = operation_polls_ > 0 ? "Updating" : "Succeeded";

@@ -35,7 +35,7 @@ struct InstanceEvent {
   std::string node_name;    // the computer name: <computerNamePrefix>00000<base36> / AKS machine
   std::string vm_size;
   bool spot = false;
-  std::string agent_pool;  // AKS only
+  std::string agent_pool;                     // AKS only
   std::map<std::string, std::string> labels;  // poolName / node-template tags, nodeLabels
 };
 
@@ -80,10 +80,10 @@ struct VmSpec {
   std::string vm_size = "Standard_D2_v2";
   std::map<std::string, std::string> tags;  // poolName, orchestrator, resourceNameSuffix; also
                                             // put on the NIC and the disk
-  std::string availability_set;  // its name ("" none); created when missing
-  std::string subnet = "agent-subnet";  // of virtual network k8s-vnet
-  std::string nic;      // default: k8s-<pool>-<id>-nic-<n> for a k8s-<pool>-<id>-<n> VM
-  std::string os_disk;  // default: <name>_OsDisk_1_<id>, Azure's name for an unnamed OS disk
+  std::string availability_set;             // its name ("" none); created when missing
+  std::string subnet = "agent-subnet";      // of virtual network k8s-vnet
+  std::string nic;        // default: k8s-<pool>-<id>-nic-<n> for a k8s-<pool>-<id>-<n> VM
+  std::string os_disk;    // default: <name>_OsDisk_1_<id>, Azure's name for an unnamed OS disk
   std::string user_data;  // base64, "" none
   std::string provisioning = "Succeeded";
   // An unmanaged OS disk: storageProfile.osDisk.vhd.uri instead of a managed disk (no disk
@@ -329,19 +329,19 @@ class FakeArm {
   int blob_port_ = 0;
 
   mutable std::mutex mu_;
-  std::map<std::string, ScaleSet> scale_sets_;                  // by lower-case name
+  std::map<std::string, ScaleSet> scale_sets_;                   // by lower-case name
   std::map<std::string, std::map<std::string, AgentPool>> aks_;  // cluster -> pools
-  std::map<std::string, Vm> vms_;                 // by lower-case name
-  std::map<std::string, nlohmann::json> nics_;    // by lower-case name
+  std::map<std::string, Vm> vms_;                                // by lower-case name
+  std::map<std::string, nlohmann::json> nics_;                   // by lower-case name
   std::map<std::string, nlohmann::json> nic_puts_;
-  std::map<std::string, nlohmann::json> disks_;   // by lower-case name
+  std::map<std::string, nlohmann::json> disks_;  // by lower-case name
   std::map<std::string, nlohmann::json> availability_sets_;
   std::optional<std::pair<std::string, std::string>> fail_next_vm_create_;
   std::optional<std::pair<std::string, int>> fail_next_delete_;
   int next_vm_id_ = 1;
   std::map<std::string, Op> ops_;
   int next_op_ = 1;
-  std::map<std::string, Time> tokens_;  // token -> expiry
+  std::map<std::string, Time> tokens_;                 // token -> expiry
   std::map<std::string, std::string> token_audience_;  // token -> resource it was issued for
   std::set<std::string> blobs_;                        // "<container>/<name>"
   std::set<std::string> leased_once_;                  // blobs whose next DELETE answers 409

@@ -1,5 +1,7 @@
 // The long-running-operation follower (lro.h): operations from an accepted write's headers, what
 // a poll's answer means (pure), and one following step against FakeArm's operation resources.
+#include "cloud/azure/lro.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +9,6 @@
 #include <string>
 
 #include "cloud/azure/arm.h"
-#include "cloud/azure/lro.h"
 #include "tests/cloud/azure/azure_fixture.h"
 
 namespace tidepool::testing::azure {
@@ -43,8 +44,8 @@ TEST(OperationOfTest, AzureAsyncOperationIsFollowedWhateverTheStatus) {
 }
 
 TEST(OperationOfTest, LocationCountsOnlyOn201And202) {
-  AcceptedWrite w{.what = "DELETE /x", .status = 202, .location_url = "https://arm/results/2",
-                  .now = kNow};
+  AcceptedWrite w{
+      .what = "DELETE /x", .status = 202, .location_url = "https://arm/results/2", .now = kNow};
   auto accepted = cloud::azure::OperationOf(w);
   ASSERT_TRUE(accepted.has_value());
   EXPECT_EQ(accepted->status_url, "");
@@ -80,8 +81,8 @@ TEST(OperationResultOfTest, StatusStyleReadsTheStatusField) {
   ASSERT_TRUE(done.has_value());
   EXPECT_EQ(done->state, State::kSucceeded);
 
-  auto running = cloud::azure::OperationResultOf(Answer(200, {{"status", "InProgress"}}),
-                                                 StatusStyle());
+  auto running =
+      cloud::azure::OperationResultOf(Answer(200, {{"status", "InProgress"}}), StatusStyle());
   ASSERT_TRUE(running.has_value());
   EXPECT_EQ(running->state, State::kInProgress);
   EXPECT_FALSE(running->done());
@@ -147,8 +148,7 @@ class FollowOperationTest : public AzureTestBase {
   void SetUp() override {
     AzureTestBase::SetUp();
     fake_->AddScaleSet({.name = "vmss-cpu", .sku = "Standard_D2_v2", .capacity = 1});
-    auto tokens =
-        cloud::azure::MakeTokenSource(FakeAuth(), &http_, &clock_, ProviderOptions().env);
+    auto tokens = cloud::azure::MakeTokenSource(FakeAuth(), &http_, &clock_, ProviderOptions().env);
     ASSERT_TRUE(tokens.has_value()) << tokens.error().message();
     tokens_ = std::move(*tokens);
     arm_ = std::make_unique<cloud::azure::ArmClient>(

@@ -1,10 +1,11 @@
 // The VM size table, and the shipped Azure example configs: they load with the config loader and
 // their provider settings pass the Azure providers' validation.
+#include "cloud/azure/sku.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "cloud/azure/azure_provider.h"
-#include "cloud/azure/sku.h"
 #include "kube/config/autoscaler_config.h"
 #include "tests/testing/values.h"
 
@@ -46,14 +47,29 @@ TEST(AzureSkuTest, TableIsConsistent) {
     EXPECT_EQ(s.name.starts_with("Standard_N"), s.gpus > 0) << s.name;
     EXPECT_EQ(cloud::azure::FindVmSize(s.name), &s) << "duplicate " << s.name;
   }
-  for (const char* required :
-       {"Standard_D2_v2", "Standard_D4s_v3", "Standard_D8s_v3", "Standard_D16s_v3", "Standard_NC6",
-        "Standard_NC12", "Standard_NC24", "Standard_NC6s_v3", "Standard_NC12s_v3",
-        "Standard_NC24s_v3", "Standard_NC4as_T4_v3", "Standard_NC8as_T4_v3",
-        "Standard_NC16as_T4_v3", "Standard_NC64as_T4_v3", "Standard_NC24ads_A100_v4",
-        "Standard_NC48ads_A100_v4", "Standard_NC96ads_A100_v4", "Standard_ND40rs_v2",
-        "Standard_ND96asr_v4", "Standard_ND96amsr_A100_v4", "Standard_ND96isr_H100_v5",
-        "Standard_NV6", "Standard_NV12s_v3"}) {
+  for (const char* required : {"Standard_D2_v2",
+                               "Standard_D4s_v3",
+                               "Standard_D8s_v3",
+                               "Standard_D16s_v3",
+                               "Standard_NC6",
+                               "Standard_NC12",
+                               "Standard_NC24",
+                               "Standard_NC6s_v3",
+                               "Standard_NC12s_v3",
+                               "Standard_NC24s_v3",
+                               "Standard_NC4as_T4_v3",
+                               "Standard_NC8as_T4_v3",
+                               "Standard_NC16as_T4_v3",
+                               "Standard_NC64as_T4_v3",
+                               "Standard_NC24ads_A100_v4",
+                               "Standard_NC48ads_A100_v4",
+                               "Standard_NC96ads_A100_v4",
+                               "Standard_ND40rs_v2",
+                               "Standard_ND96asr_v4",
+                               "Standard_ND96amsr_A100_v4",
+                               "Standard_ND96isr_H100_v5",
+                               "Standard_NV6",
+                               "Standard_NV12s_v3"}) {
     EXPECT_NE(cloud::azure::FindVmSize(required), nullptr) << required;
   }
 }

@@ -1,9 +1,9 @@
 // azure-vms bodies (vms_model.h): what a new VM and NIC are made from, copied from a VM of the
 // pool or built from the config's model, and what a VM's removal deletes. Pure; no FakeArm.
+#include "cloud/azure/vms_model.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "cloud/azure/vms_model.h"
 
 namespace tidepool::cloud::azure {
 namespace {
@@ -35,9 +35,9 @@ TEST(VmsModelTest, PrimaryNicIsTheOneMarkedPrimaryElseTheFirst) {
   json two = json::parse(R"({"properties": {"networkProfile": {"networkInterfaces": [
       {"id": "nic-a"}, {"id": "nic-b", "properties": {"primary": true}}]}}})");
   EXPECT_EQ(PrimaryNicId(two), "nic-b");
-  json unmarked = {{"properties",
-                    {{"networkProfile",
-                      {{"networkInterfaces", {{{"id", "nic-a"}}, {{"id", "nic-b"}}}}}}}}};
+  json unmarked = {
+      {"properties",
+       {{"networkProfile", {{"networkInterfaces", {{{"id", "nic-a"}}, {{"id", "nic-b"}}}}}}}}};
   EXPECT_EQ(PrimaryNicId(unmarked), "nic-a");
   EXPECT_EQ(PrimaryNicId(json::object()), "");
   EXPECT_EQ(PrimaryNicId({{"properties", {{"networkProfile", "oops"}}}}), "");
@@ -53,16 +53,19 @@ json SourceVm() {
             {"provisioningState", "Succeeded"},
             {"hardwareProfile", {{"vmSize", "Standard_D2_v2"}}},
             {"storageProfile",
-             {{"imageReference", {{"publisher", "Canonical"}, {"offer", "ubuntu"}, {"sku", "22_04"},
-                                  {"exactVersion", "1.2.3"}}},
+             {{"imageReference",
+               {{"publisher", "Canonical"},
+                {"offer", "ubuntu"},
+                {"sku", "22_04"},
+                {"exactVersion", "1.2.3"}}},
               {"osDisk",
                {{"name", "k8s-agentpool1-12345678-2_OsDisk_1_ab"},
                 {"diskSizeGB", 64},
                 {"managedDisk", {{"id", kSub + "Microsoft.Compute/disks/d2"}}}}}}},
             {"osProfile",
              {{"computerName", "k8s-agentpool1-12345678-2"}, {"adminUsername", "azureuser"}}},
-            {"availabilitySet", {{"id", kSub + "Microsoft.Compute/availabilitySets/as1"},
-                                 {"extra", 1}}},
+            {"availabilitySet",
+             {{"id", kSub + "Microsoft.Compute/availabilitySets/as1"}, {"extra", 1}}},
             {"userData", "Ym9vdA=="}}}};
 }
 
@@ -86,19 +89,20 @@ TEST(VmsModelTest, ACloneKeepsTheWritablePartsAndDropsTheRest) {
   NewVmBodies b = BodiesFromClone(SourceVm(), SourceNic(), tags, nullptr);
   // NIC: a dynamic address in the same subnet and backend pool; the location falls back to the
   // VM's when the NIC has none.
-  EXPECT_EQ(b.nic, json({{"location", "westus"},
-                         {"tags", tags},
-                         {"properties",
-                          {{"enableIPForwarding", true},
-                           {"ipConfigurations",
-                            {{{"name", "ipconfig1"},
-                              {"properties",
-                               {{"primary", true},
-                                {"privateIPAllocationMethod", "Dynamic"},
-                                {"subnet", {{"id", kSub + "Microsoft.Network/virtualNetworks/v/"
-                                                          "subnets/a"}}},
-                                {"loadBalancerBackendAddressPools",
-                                 {{{"id", "lb-pool"}}}}}}}}}}}}));
+  EXPECT_EQ(b.nic,
+            json({{"location", "westus"},
+                  {"tags", tags},
+                  {"properties",
+                   {{"enableIPForwarding", true},
+                    {"ipConfigurations",
+                     {{{"name", "ipconfig1"},
+                       {"properties",
+                        {{"primary", true},
+                         {"privateIPAllocationMethod", "Dynamic"},
+                         {"subnet",
+                          {{"id", kSub + "Microsoft.Network/virtualNetworks/v/"
+                                         "subnets/a"}}},
+                         {"loadBalancerBackendAddressPools", {{{"id", "lb-pool"}}}}}}}}}}}}));
   // VM: no ids, names, state or disk id; a managed OS disk from the same image.
   const json& p = b.vm["properties"];
   EXPECT_EQ(b.vm["location"], "westus");
@@ -199,16 +203,17 @@ TEST(VmsModelTest, BodiesFromConfigBuildAMarketplaceVmWithSshOnlyLogin) {
                 "privateIPAllocationMethod": "Dynamic", "subnet": {"id": ")" +
                         m.subnet_id + R"("}}}])"));
   const json& p = b.vm["properties"];
-  EXPECT_EQ(p["storageProfile"]["imageReference"],
-            json({{"publisher", "Canonical"}, {"offer", "ubuntu"}, {"sku", "22_04"},
-                  {"version", "latest"}}));
+  EXPECT_EQ(p["storageProfile"]["imageReference"], json({{"publisher", "Canonical"},
+                                                         {"offer", "ubuntu"},
+                                                         {"sku", "22_04"},
+                                                         {"version", "latest"}}));
   EXPECT_EQ(p["storageProfile"]["osDisk"]["managedDisk"]["storageAccountType"], "Standard_LRS");
   EXPECT_EQ(p["osProfile"]["customData"], "Zm9v");
   const json& linux_config = p["osProfile"]["linuxConfiguration"];
   EXPECT_EQ(linux_config["disablePasswordAuthentication"], true);
-  EXPECT_EQ(linux_config["ssh"]["publicKeys"][0],
-            json({{"path", "/home/azureuser/.ssh/authorized_keys"},
-                  {"keyData", "ssh-ed25519 AAAA me"}}));
+  EXPECT_EQ(
+      linux_config["ssh"]["publicKeys"][0],
+      json({{"path", "/home/azureuser/.ssh/authorized_keys"}, {"keyData", "ssh-ed25519 AAAA me"}}));
   EXPECT_EQ(p["availabilitySet"], json({{"id", m.availability_set_id}}));
 }
 

@@ -1,9 +1,9 @@
 // azure-vms names (vms_naming.h): formatting and parsing the k8s-<agentPool>-<clusterId>-<index>
 // pattern of VMs, NICs and OS disks, and the lowest free index. Expectations worked by hand.
+#include "cloud/azure/vms_naming.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "cloud/azure/vms_naming.h"
 
 namespace tidepool::cloud::azure {
 namespace {
@@ -29,8 +29,8 @@ TEST(VmsNamingTest, ParsesTheIndexOfItsOwnNamesIgnoringCase) {
 }
 
 TEST(VmsNamingTest, NamesOfOtherPoolsClustersOrKindsAreNotParsed) {
-  EXPECT_EQ(kPool.VmIndex("k8s-agentpool2-12345678-0"), std::nullopt);  // another pool
-  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-87654321-0"), std::nullopt);  // another cluster
+  EXPECT_EQ(kPool.VmIndex("k8s-agentpool2-12345678-0"), std::nullopt);      // another pool
+  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-87654321-0"), std::nullopt);      // another cluster
   EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678-nic-0"), std::nullopt);  // a NIC
   EXPECT_EQ(kPool.NicIndex("k8s-agentpool1-12345678-0"), std::nullopt);     // a VM
   EXPECT_EQ(kPool.DiskIndex("k8s-agentpool1-12345678-0"), std::nullopt);    // no disk suffix
@@ -38,9 +38,9 @@ TEST(VmsNamingTest, NamesOfOtherPoolsClustersOrKindsAreNotParsed) {
 }
 
 TEST(VmsNamingTest, MalformedIndexesAreRejected) {
-  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678-"), std::nullopt);      // empty
-  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678--1"), std::nullopt);    // negative
-  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678-1a"), std::nullopt);    // not decimal
+  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678-"), std::nullopt);         // empty
+  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678--1"), std::nullopt);       // negative
+  EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678-1a"), std::nullopt);       // not decimal
   EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678-1234567"), std::nullopt);  // 7 digits
   EXPECT_EQ(kPool.VmIndex("k8s-agentpool1-12345678-999999"), 999999);
   EXPECT_EQ(kPool.DiskIndex("k8s-agentpool1-12345678--osdisk"), std::nullopt);

@@ -96,8 +96,9 @@ TEST(AzureProviderIdTest, ParsesAndFormats) {
             "azure:///subscriptions/sub/resourceGroups/aks-canadacentral/providers/"
             "Microsoft.Compute/virtualMachineScaleSets/k8s-gencanada-10448498-vmss/"
             "virtualMachines/0");
-  EXPECT_FALSE(cloud::azure::ParseVmssInstanceId(
-      "azure:///subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/vm1"));
+  EXPECT_FALSE(
+      cloud::azure::ParseVmssInstanceId("azure:///subscriptions/sub/resourceGroups/rg/providers/"
+                                        "Microsoft.Compute/virtualMachines/vm1"));
   EXPECT_FALSE(cloud::azure::ParseVmssInstanceId(""));
   EXPECT_EQ(cloud::azure::AksMachineName("aks-nodepool1-42263519-vmss", "10"),
             "aks-nodepool1-42263519-vmss00000a");
@@ -137,8 +138,8 @@ TEST_F(AzureVmssTest, CancellingInstancesAStockoutRemovedAlreadyIsNoConflict) {
   // the autoscaler cancels the node it asked for. It is gone: success, and no more writes.
   fake_->AddScaleSet({.name = "vmss-gpu-spot", .sku = "Standard_NC6", .spot = true});
   node_joined_ = [](std::string_view) { return false; };
-  auto p = Make(VmssConfig({MakePool("gpu-spot", 5, true)},
-                           {{"scaleSets.gpu-spot", "vmss-gpu-spot"}}));
+  auto p =
+      Make(VmssConfig({MakePool("gpu-spot", 5, true)}, {{"scaleSets.gpu-spot", "vmss-gpu-spot"}}));
   ASSERT_NE(p, nullptr);
   fake_->FailNextScaleUp("AllocationFailed", "Allocation failed.");
   ASSERT_TRUE(p->IncreaseSize("gpu-spot", 1, clock_.Now()).has_value());
@@ -176,8 +177,8 @@ TEST_F(AzureVmssTest, WithoutNodeInformationOnlyUnfinishedInstancesAreCancelled)
 TEST_F(AzureVmssTest, SpotEvictionIsReconciledNotFought) {
   fake_->AddScaleSet(
       {.name = "vmss-gpu-spot", .sku = "Standard_NC6s_v3", .capacity = 3, .spot = true});
-  auto p = Make(VmssConfig({MakePool("gpu-spot", 5, true)},
-                           {{"scaleSets.gpu-spot", "vmss-gpu-spot"}}));
+  auto p =
+      Make(VmssConfig({MakePool("gpu-spot", 5, true)}, {{"scaleSets.gpu-spot", "vmss-gpu-spot"}}));
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(RefreshOne(*p, "gpu-spot").target, 3);
   fake_->EvictSpotInstance("vmss-gpu-spot", "1");
@@ -197,8 +198,8 @@ TEST_F(AzureVmssTest, InstanceHooksDescribeTheNodesToRegister) {
   std::vector<InstanceEvent> created, deleted;
   fake_->OnInstanceCreated([&](const InstanceEvent& e) { created.push_back(e); });
   fake_->OnInstanceDeleted([&](const InstanceEvent& e) { deleted.push_back(e); });
-  auto p = Make(VmssConfig({MakePool("gpupool", 4)},
-                           {{"scaleSets.gpupool", "k8s-gpupool-12345678-vmss"}}));
+  auto p = Make(
+      VmssConfig({MakePool("gpupool", 4)}, {{"scaleSets.gpupool", "k8s-gpupool-12345678-vmss"}}));
   ASSERT_NE(p, nullptr);
   ASSERT_TRUE(p->IncreaseSize("gpupool", 2, clock_.Now()).has_value());
   ASSERT_EQ(created.size(), 2u);
@@ -214,24 +215,24 @@ TEST_F(AzureVmssTest, InstanceHooksDescribeTheNodesToRegister) {
 }
 
 TEST_F(AzureVmssTest, DiscoversScaleSetsByClusterAutoscalerTags) {
-  fake_->AddScaleSet({.name = "k8s-gpuheavy-12345678-vmss",
-                      .sku = "Standard_NC6s_v3",
-                      .capacity = 0,
-                      .spot = true,
-                      .tags = {{"k8s.io_cluster-autoscaler_enabled", "true"},
-                               {"k8s.io_cluster-autoscaler_training", "owned"},
-                               {"poolName", "gpuheavy"},
-                               {"min", "0"},
-                               {"max", "8"},
-                               {"k8s.io_cluster-autoscaler_node-template_label_gpu-size", "heavy"},
-                               {"k8s.io_cluster-autoscaler_node-template_label_example.com_team",
-                                "ml"},
-                               {"k8s.io_cluster-autoscaler_node-template_taint_"
-                                "kubernetes.azure.com_scalesetpriority",
-                                "spot:NoSchedule"},
-                               {"k8s.io_cluster-autoscaler_node-template_resources_"
-                                "ephemeral-storage",
-                                "100Gi"}}});
+  fake_->AddScaleSet(
+      {.name = "k8s-gpuheavy-12345678-vmss",
+       .sku = "Standard_NC6s_v3",
+       .capacity = 0,
+       .spot = true,
+       .tags = {{"k8s.io_cluster-autoscaler_enabled", "true"},
+                {"k8s.io_cluster-autoscaler_training", "owned"},
+                {"poolName", "gpuheavy"},
+                {"min", "0"},
+                {"max", "8"},
+                {"k8s.io_cluster-autoscaler_node-template_label_gpu-size", "heavy"},
+                {"k8s.io_cluster-autoscaler_node-template_label_example.com_team", "ml"},
+                {"k8s.io_cluster-autoscaler_node-template_taint_"
+                 "kubernetes.azure.com_scalesetpriority",
+                 "spot:NoSchedule"},
+                {"k8s.io_cluster-autoscaler_node-template_resources_"
+                 "ephemeral-storage",
+                 "100Gi"}}});
   fake_->AddScaleSet({.name = "k8s-cpupool-12345678-vmss",
                       .capacity = 2,
                       .tags = {{"k8s.io_cluster-autoscaler_enabled", "true"},
