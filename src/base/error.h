@@ -12,7 +12,7 @@ namespace tidepool {
 
 // A failure with a human-readable message. `code` groups failures for callers that branch on
 // them (exit codes, retry decisions); the message is for people and is never parsed.
-class Error {
+class [[nodiscard]] Error {
  public:
   enum class Code {
     kInvalidArgument,  // bad input: config, state file, object, flag
@@ -41,8 +41,17 @@ class Error {
   std::string message_;
 };
 
+// std::expected<T, Error> that must not be ignored: a dropped Result is a compile error under
+// -Werror (the CI build). Drop one on purpose with `(void)`, and say why.
 template <typename T>
-using Result = std::expected<T, Error>;
+class [[nodiscard]] Result : public std::expected<T, Error> {
+ public:
+  using Base = std::expected<T, Error>;
+  using Base::Base;
+  Result() = default;
+  Result(const Base& b) : Base(b) {}        // NOLINT: implicit, as std::expected converts
+  Result(Base&& b) : Base(std::move(b)) {}  // NOLINT
+};
 
 // Shorthand for `return std::unexpected(Error(...))` with fmt-style formatting.
 template <typename... Args>
