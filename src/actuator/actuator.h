@@ -35,8 +35,10 @@ class Listener {
 //  - DeleteNode: the provider deletes the machine (lowering the target), then the Node object
 //    goes; a node already gone from the view is success (OnDeleteResult).
 //  - Mark/UnmarkCandidate, UntaintNode, Event: fire and forget.
-// `view` is the observation the actions were decided on. Each action is carried out, and its
-// results reported, at clock.Now(). Not thread-safe; borrows everything it is given.
+// `view` is the observation the actions were decided on; its objects must stay valid for the
+// whole call, also when a provider deletes what they describe (the live view holds shared
+// pointers; the simulator keeps an ended node until its next observation). Each action is
+// carried out, and its results reported, at clock.Now(). Not thread-safe; borrows everything.
 class Actuator {
  public:
   Actuator(cloud::CloudProvider& provider, ClusterWriter& writer, const Clock& clock,

@@ -164,6 +164,8 @@ class World {
   }
 
   std::vector<Action> Step() {
+    for (const std::string& name : deleted) nodes.erase(name);
+    deleted.clear();
     last_view = Observe();
     std::vector<Action> actions = loop->Step(last_view, now);
     all.insert(all.end(), actions.begin(), actions.end());
@@ -187,7 +189,7 @@ class World {
     }
     Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time) override {
       if (w.delete_error) return std::unexpected(*w.delete_error);
-      w.nodes.erase(node.name());
+      w.deleted.push_back(node.name());  // gone at the next Step: the view still points at it
       --w.target[pool];
       return {};
     }
@@ -281,8 +283,9 @@ class World {
   Result<void> evict_result;
   bool keep_evicted_pods = false;
   std::optional<Autoscaler> loop;
-  std::vector<Action> all;  // every action of every Step
-  Observation last_view;    // what the last Step saw
+  std::vector<Action> all;           // every action of every Step
+  Observation last_view;             // what the last Step saw
+  std::vector<std::string> deleted;  // Nodes deleted since, erased before the next Step
   Status status;
 };
 
