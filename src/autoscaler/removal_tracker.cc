@@ -11,10 +11,6 @@ namespace tidepool::autoscaler {
 
 using planner::kToBeDeletedTaint;
 
-std::string_view RemovalKindWord(planner::RemovalKind kind) {
-  return kind == planner::RemovalKind::kEmpty ? "empty" : "underutilized";
-}
-
 RemovalTracker::RemovalTracker(const model::AutoscalerConfig& config, const LoopOptions& options,
                                PoolTracker& pools, UnneededTracker& unneeded)
     : config_(config), options_(options), pools_(pools), unneeded_(unneeded) {}
@@ -119,7 +115,7 @@ void RemovalTracker::Drain(StepContext& ctx, Removal& r) {
     }
     ctx.actions.push_back(
         EvictPods{r.node, r.pool, r.kind, std::move(evict),
-                  fmt::format("drain for scale-down ({})", RemovalKindWord(r.kind))});
+                  fmt::format("drain for scale-down ({})", planner::RemovalKindName(r.kind))});
   }
 
   bool all_evicted = std::all_of(r.pods.begin(), r.pods.end(), [](const auto& e) {
@@ -128,9 +124,9 @@ void RemovalTracker::Drain(StepContext& ctx, Removal& r) {
   if (all_evicted) {
     if (!r.all_evicted_at) r.all_evicted_at = now;
     if (present.empty()) {
-      ctx.actions.push_back(
-          DeleteNode{r.node, r.pool, r.kind,
-                     fmt::format("scale-down: {}, {}", RemovalKindWord(r.kind), r.detail)});
+      ctx.actions.push_back(DeleteNode{
+          r.node, r.pool, r.kind,
+          fmt::format("scale-down: {}, {}", planner::RemovalKindName(r.kind), r.detail)});
       r.phase = Removal::Phase::kDeleting;
       pools_.RecordDeletion(r.pool, now);
     } else if (now >= *r.all_evicted_at + options_.pod_termination_wait) {
@@ -186,7 +182,7 @@ Removal RemovalTracker::FromPlan(const planner::ScaleDown& sd, Time now) {
 
 void RemovalTracker::Start(StepContext& ctx, const planner::ScaleDown& sd) {
   Removal r = FromPlan(sd, ctx.now);
-  std::string why = fmt::format("{}, {}", RemovalKindWord(sd.kind), sd.detail);
+  std::string why = fmt::format("{}, {}", planner::RemovalKindName(sd.kind), sd.detail);
   ctx.actions.push_back(TaintNode{sd.node, sd.pool, why});
   ctx.actions.push_back(
       Event{EventObject::kNode, sd.node, EventReason::kScaleDown,
@@ -242,7 +238,7 @@ std::optional<Time> RemovalTracker::OnDeleteResult(const std::string& node,
   bool ok = result || result.error().code() == Error::Code::kNotFound;
   pools_.OnDeleteReported(r.pool, ok, now);
   if (ok) {
-    std::string why = fmt::format("{}, {}", RemovalKindWord(r.kind), r.detail);
+    std::string why = fmt::format("{}, {}", planner::RemovalKindName(r.kind), r.detail);
     out.push_back(Event{EventObject::kNode, node, EventReason::kScaleDown,
                         fmt::format("node removed by tidepool: {}", why), false, r.pool});
     last_scale_down_ = ScaleDownRecord{now, node, r.pool, "deleted", why};

@@ -83,7 +83,4 @@ class RemovalTracker {
   std::optional<ScaleDownRecord> last_scale_down_;
 };
 
-// "empty" or "underutilized".
-std::string_view RemovalKindWord(planner::RemovalKind kind);
-
 }  // namespace tidepool::autoscaler

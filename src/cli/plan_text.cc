@@ -64,8 +64,7 @@ std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownP
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const auto& s : down.scale_downs) {
-      rows.push_back({s.node, s.pool,
-                      s.kind == planner::RemovalKind::kEmpty ? "empty" : "underutilized",
+      rows.push_back({s.node, s.pool, std::string(planner::RemovalKindName(s.kind)),
                       Joined(s.evict), s.detail});
     }
     out += Table({"NODE", "POOL", "REASON", "EVICT", "DETAIL"}, rows);

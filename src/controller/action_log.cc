@@ -20,7 +20,7 @@ void ActionLog::Carried(const Action& action, const std::string* pod, const Resu
   if (const auto* up = std::get_if<IncreasePool>(&action); up != nullptr && r) {
     metrics_->RecordScaleUp(up->pool, "pending_pods", up->count);
   } else if (const auto* del = std::get_if<DeleteNode>(&action); del != nullptr && r) {
-    metrics_->RecordScaleDown(del->pool, RemovalKindWord(del->kind));
+    metrics_->RecordScaleDown(del->pool, planner::RemovalKindName(del->kind));
   } else if (const auto* e = std::get_if<Event>(&action);
              e != nullptr && e->reason == EventReason::kScaleDownFailed) {
     metrics_->RecordScaleDownFailure(e->pool);

@@ -77,10 +77,6 @@ std::string_view UnschedulableCategory(std::string_view r) {
   return "other";
 }
 
-std::string_view ScaleDownReason(planner::RemovalKind kind) {
-  return kind == planner::RemovalKind::kEmpty ? "empty" : "underutilized";
-}
-
 TidepoolMetrics::TidepoolMetrics(Registry& registry, std::string_view version)
     : registry_(&registry) {
   Registry& r = registry;

@@ -35,9 +35,6 @@ EvictionResult EvictionResultOf(const Result<void>& result);
 // backoff, pool_max, cluster_limit, scale_up_limit, gang, other.
 std::string_view UnschedulableCategory(std::string_view reason);
 
-// The scale-down reason label for a removal: "empty" or "underutilized".
-std::string_view ScaleDownReason(planner::RemovalKind kind);
-
 // The tidepool metric set, registered in `registry` at construction (once per registry).
 //
 // Thread-safe: every method may be called from any thread (the loop thread, informer and
@@ -85,7 +82,7 @@ class TidepoolMetrics {
   // One increase of `pool` by `nodes` nodes. `reason` is a short category, e.g. "pending_pods",
   // "gang" or "min_size".
   void RecordScaleUp(std::string_view pool, std::string_view reason, int nodes);
-  // A node removed (deleted) from `pool`; `reason` from ScaleDownReason.
+  // A node removed (deleted) from `pool`; `reason` from planner::RemovalKindName.
   void RecordScaleDown(std::string_view pool, std::string_view reason);
   // A removal rolled back (taint, eviction or deletion failed).
   void RecordScaleDownFailure(std::string_view pool);

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tidepool::planner {
@@ -33,6 +34,10 @@ struct ScaleUpPlan {
 };
 
 enum class RemovalKind { kEmpty, kUnderutilized };
+// "empty" or "underutilized": the plan JSON's scaleDown reason, the metrics label, log words.
+inline std::string_view RemovalKindName(RemovalKind kind) {
+  return kind == RemovalKind::kEmpty ? "empty" : "underutilized";
+}
 
 struct ScaleDown {
   std::string node;

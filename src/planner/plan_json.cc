@@ -18,7 +18,7 @@ nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
   for (const auto& s : down.scale_downs) {
     j["scaleDown"].push_back({{"node", s.node},
                               {"pool", s.pool},
-                              {"reason", s.kind == RemovalKind::kEmpty ? "empty" : "underutilized"},
+                              {"reason", RemovalKindName(s.kind)},
                               {"evict", s.evict},
                               {"detail", s.detail}});
   }

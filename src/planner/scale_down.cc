@@ -95,7 +95,7 @@ std::string ScaleDownPlanner::Explain(const PlannerInput& input, std::string_vie
   std::string out = fmt::format("{}: {}.", head, utilization);
   for (const ScaleDown& sd : result.plan.scale_downs) {
     if (sd.node != node_name) continue;
-    std::string_view kind = sd.kind == RemovalKind::kEmpty ? "empty" : "underutilized";
+    std::string_view kind = RemovalKindName(sd.kind);
     if (result.moves.empty()) {
       return out + fmt::format(
                        " Removable now ({}): no pods to move (only DaemonSet, mirror or "

@@ -170,8 +170,8 @@ TEST(TidepoolMetricsTest, CountersAndHistograms) {
   m.SetLeader(true);
   m.RecordScaleUp("gpu-spot", "pending_pods", 3);
   m.RecordScaleUp("gpu-spot", "pending_pods", 1);
-  m.RecordScaleDown("cpu", ScaleDownReason(planner::RemovalKind::kEmpty));
-  m.RecordScaleDown("cpu", ScaleDownReason(planner::RemovalKind::kUnderutilized));
+  m.RecordScaleDown("cpu", planner::RemovalKindName(planner::RemovalKind::kEmpty));
+  m.RecordScaleDown("cpu", planner::RemovalKindName(planner::RemovalKind::kUnderutilized));
   m.RecordScaleDownFailure("cpu");
   m.RecordEviction(EvictionResultOf(Result<void>{}));
   m.RecordEviction(EvictionResultOf(Fail(Error::Code::kThrottled, "429")));
