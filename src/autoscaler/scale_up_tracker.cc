@@ -53,16 +53,15 @@ bool ScaleUpTracker::Run(StepContext& ctx, const planner::PlannerInput& in, Pool
   warm.SetUnmet(plan.warm_unmet);
   bool any = false;
   for (const planner::ScaleUp& su : plan.scale_ups) {
-    if (config_.FindPool(su.pool) == nullptr) continue;
-    if (Increase(ctx, su, pools, warm)) any = true;
+    const model::Pool* pool = config_.FindPool(su.pool);
+    if (pool != nullptr && Increase(ctx, *pool, su, pools, warm)) any = true;
   }
   RecordVerdicts(ctx, plan);
   return any;
 }
 
-bool ScaleUpTracker::Increase(StepContext& ctx, planner::ScaleUp su, PoolTracker& pools,
-                              WarmPlanner& warm) {
-  const model::Pool& pool = *config_.FindPool(su.pool);
+bool ScaleUpTracker::Increase(StepContext& ctx, const model::Pool& pool, planner::ScaleUp su,
+                              PoolTracker& pools, WarmPlanner& warm) {
   const int from = pools.Target(su.pool);
   std::string reason = su.reason;
   if (su.warm_add > 0) {

@@ -49,7 +49,8 @@ class ScaleUpTracker {
 
  private:
   // One pool's scale-up: its IncreasePool action and pod Events; false when nothing is added.
-  bool Increase(StepContext& ctx, planner::ScaleUp su, PoolTracker& pools, WarmPlanner& warm);
+  bool Increase(StepContext& ctx, const model::Pool& pool, planner::ScaleUp su, PoolTracker& pools,
+                WarmPlanner& warm);
   void RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan& plan);
 
   const model::AutoscalerConfig& config_;
