@@ -18,14 +18,13 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   ctx.actions = std::move(outbox_);
   outbox_.clear();
   last_step_ = now;
-  const auto removing = [this](std::string_view n) { return Removing(n); };
 
   Index(ctx);
   warm_.LearnBoot(pools_.Observe(ctx, [this](std::string_view n) { return removals_.Gone(n); }));
   if (pools_.HandleFailures(ctx)) scale_up_.RequestReplan();
   const bool scan = !last_scan_ || now >= *last_scan_ + config_.scan_interval;
   scale_up_.ObservePending(ctx);
-  warm_.Update(ctx, scan, scale_up_.planned_pools(), pools_, removing);
+  warm_.Update(ctx, scan, scale_up_.planned_pools(), pools_, removing_);
   bool scaled_up = false;
   if (scale_up_.ShouldPlan(ctx, scan, pools_)) scaled_up = RunScaleUp(ctx);
   scale_up_.ClearReplan();
@@ -73,8 +72,7 @@ void Autoscaler::Index(StepContext& ctx) const {
 }
 
 bool Autoscaler::RunScaleUp(StepContext& ctx) {
-  planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleUp,
-                                               [this](std::string_view n) { return Removing(n); });
+  planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleUp, removing_);
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
   in.placeholders = ctx.placeholders;
   return scale_up_.Run(ctx, in, pools_, warm_);

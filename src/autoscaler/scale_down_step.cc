@@ -9,14 +9,13 @@
 namespace tidepool::autoscaler {
 
 void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
-  const auto removing = [this](std::string_view n) { return Removing(n); };
   if (!config_.scale_down.enabled) {
-    unneeded_.Disable(ctx, removing);
+    unneeded_.Disable(ctx, removing_);
     return;
   }
-  planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleDown, removing);
+  planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleDown, removing_);
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/false);
-  std::map<std::string, std::string> warm_hosts = warm_.BindPlaceholders(ctx, in, removing);
+  std::map<std::string, std::string> warm_hosts = warm_.BindPlaceholders(ctx, in, removing_);
 
   std::vector<std::string> list;
   planner::ScaleDownOptions all;
@@ -29,7 +28,7 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   std::set<std::string> unneeded;
   for (std::string& name : list)
     if (!Removing(name)) unneeded.insert(std::move(name));
-  unneeded_.Update(ctx, unneeded, std::move(kept), removing);
+  unneeded_.Update(ctx, unneeded, std::move(kept), removing_);
   if (may_start) StartRipeRemovals(ctx, in);
 }
 
