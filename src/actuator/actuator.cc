@@ -104,20 +104,17 @@ class Actuator::Batch {
     return nullptr;
   }
 
-  // Machine first (it lowers the target), then the Node object. Name and uid are copied first:
-  // the provider may drop the node the view points to.
+  // Machine first (it lowers the target), then the Node object. The view's node stays valid
+  // after its machine is gone (the contract of Carry).
   Result<void> Delete(const DeleteNode& a) {
     const model::Node* node = FindNode(a.node);
     if (node == nullptr) return {};  // gone already
-    const std::string name = node->name();
-    const std::string uid = node->meta.uid;
-    auto r = provider_.DeleteNode(a.pool, *node, clock_.Now());
-    if (!r) return r;
-    auto gone = writer_.DeleteNode(name, uid);
+    TIDEPOOL_RETURN_IF_ERROR(provider_.DeleteNode(a.pool, *node, clock_.Now()));
+    auto gone = writer_.DeleteNode(node->name(), node->meta.uid);
     if (!gone) {
       // The machine is gone and the target lowered; the Node object lingers until the node
       // lifecycle controller removes it. Not a failed removal.
-      Warn(gone.error().Wrap(fmt::format("node {}: machine deleted, Node object not", name)));
+      Warn(gone.error().Wrap(fmt::format("node {}: machine deleted, Node object not", a.node)));
     }
     return {};
   }
