@@ -59,17 +59,15 @@ void Ledger::RecordTimeline(Time now, uint64_t version, bool last) {
 double Ledger::CostAt(Time t) const {
   double cost = 0;
   for (const SimInstance& n : cloud_.instances()) {
-    Time end = n.end.value_or(t);
-    cost += Hours(end - n.requested) * cloud_.pools()[n.pool].pool->price_per_hour;
+    cost += n.BilledHours(t) * cloud_.pools()[n.pool].pool->price_per_hour;
   }
   return cost;
 }
 
 Summary Ledger::Summarize(Time now, Summary s) {
   for (const SimInstance& n : cloud_.instances()) {
-    Time end = n.end.value_or(now);
     const SimPool& p = cloud_.pools()[n.pool];
-    double h = Hours(end - n.requested);
+    double h = n.BilledHours(now);
     s.node_hours[p.pool->name] += h;
     s.pool_cost[p.pool->name] += h * p.pool->price_per_hour;
     s.cost += h * p.pool->price_per_hour;

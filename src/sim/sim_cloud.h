@@ -14,6 +14,7 @@
 #include "model/pool.h"
 #include "sim/event_queue.h"
 #include "sim/sim_config.h"
+#include "sim/units.h"
 #include "sim/workload.h"
 
 namespace tidepool::sim {
@@ -29,6 +30,8 @@ struct SimInstance {
   bool joined = false;
   std::unique_ptr<model::Node> node;  // once joined
   bool alive() const { return !end.has_value(); }
+  // Hours billed by `t`: from the request to the end, or to `t` while alive.
+  double BilledHours(Time t) const { return Hours(end.value_or(t) - requested); }
 };
 
 struct SimPool {
