@@ -94,7 +94,7 @@ void ScaleUpTracker::RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan
     std::string message = "pod didn't trigger scale-up: ";
     std::string_view sep;
     for (const auto& [pool, reason] : u.reasons) {
-      message += fmt::format("{}{}: {}", sep, pool, reason);
+      message += fmt::format("{}{}: {}", sep, pool, reason.text);
       sep = "; ";
     }
     std::string& told = not_triggered_[u.pod];

@@ -55,7 +55,7 @@ std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownP
     out += "\nUNSCHEDULABLE (no pool helps)\n";
     for (const auto& u : up.unschedulable) {
       out += fmt::format("  {}\n", u.pod);
-      for (const auto& [pool, why] : u.reasons) out += fmt::format("    {}: {}\n", pool, why);
+      for (const auto& [pool, why] : u.reasons) out += fmt::format("    {}: {}\n", pool, why.text);
     }
   }
   out += "\nSCALE DOWN\n";

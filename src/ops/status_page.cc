@@ -284,7 +284,7 @@ void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
       if (u.reasons.empty()) out += "<li class=\"muted\">no pool can take it</li>";
       for (const auto& [pool, reason] : u.reasons) {
         out += fmt::format("<li><span class=\"pool\">{}</span>{}</li>", HtmlEscape(pool),
-                           HtmlEscape(reason));
+                           HtmlEscape(reason.text));
       }
       out += "</ul></td></tr>\n";
     }

@@ -50,33 +50,6 @@ EvictionResult EvictionResultOf(const Result<void>& result) {
   }
 }
 
-std::string_view UnschedulableCategory(std::string_view r) {
-  // Order matters: a gang reason embeds a member's reason, and pool limit reasons are checked
-  // before the scheduler filter words they never contain.
-  if (r.starts_with("gang ")) return "gang";
-  if (r.starts_with("pool ") && r.find(" in backoff") != std::string_view::npos) return "backoff";
-  if (r.starts_with("pool ") && r.find(" at max ") != std::string_view::npos) return "pool_max";
-  if (r.starts_with("cluster limit")) return "cluster_limit";
-  if (r.starts_with("maxNodesPerScaleUp") ||
-      r.find("cannot take it in this pass") != std::string_view::npos) {
-    return "scale_up_limit";
-  }
-  if (r.starts_with("Insufficient ")) return "insufficient_resources";
-  if (r.starts_with("Too many pods")) return "too_many_pods";
-  if (r.find("untolerated taint") != std::string_view::npos) return "taint";
-  if (r.find("node affinity/selector") != std::string_view::npos ||
-      r.find("node selector") != std::string_view::npos) {
-    return "node_affinity";
-  }
-  if (r.find("requested node name") != std::string_view::npos) return "node_name";
-  if (r.find("were unschedulable") != std::string_view::npos) return "node_unschedulable";
-  if (r.find("free ports") != std::string_view::npos) return "node_ports";
-  if (r.find("topology spread") != std::string_view::npos) return "topology_spread";
-  if (r.find("anti-affinity") != std::string_view::npos) return "pod_anti_affinity";
-  if (r.find("pod affinity") != std::string_view::npos) return "pod_affinity";
-  return "other";
-}
-
 TidepoolMetrics::TidepoolMetrics(Registry& registry, std::string_view version)
     : registry_(&registry) {
   Registry& r = registry;
@@ -226,7 +199,7 @@ void TidepoolMetrics::SetUnschedulable(const std::vector<planner::Unschedulable>
   std::map<LabelValues, double> counts;
   for (const planner::Unschedulable& u : pods) {
     std::set<std::string_view> categories;
-    for (const auto& [pool, reason] : u.reasons) categories.insert(UnschedulableCategory(reason));
+    for (const auto& [pool, reason] : u.reasons) categories.insert(ReasonKindLabel(reason.kind));
     if (categories.empty()) categories.insert("other");
     for (std::string_view c : categories) counts[{std::string(c)}] += 1;
   }

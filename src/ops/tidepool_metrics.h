@@ -28,13 +28,6 @@ std::string_view EvictionResultName(EvictionResult r);
 // The result as the eviction's Result<void> reports it (kNotFound / kThrottled error codes).
 EvictionResult EvictionResultOf(const Result<void>& result);
 
-// A short, bounded category for a per-pool reason a pending pod cannot be helped, used as the
-// `reason` label of tidepool_unschedulable_pods (the full text goes to Events and the status
-// page, never into a label): insufficient_resources, too_many_pods, taint, node_affinity,
-// node_name, node_unschedulable, node_ports, topology_spread, pod_affinity, pod_anti_affinity,
-// backoff, pool_max, cluster_limit, scale_up_limit, gang, other.
-std::string_view UnschedulableCategory(std::string_view reason);
-
 // The tidepool metric set, registered in `registry` at construction (once per registry).
 //
 // Thread-safe: every method may be called from any thread (the loop thread, informer and

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "planner/reason.h"
+
 namespace tidepool::planner {
 
 // Grow `pool` by `add` nodes for `pods` (namespace/name keys).
@@ -21,7 +23,7 @@ struct ScaleUp {
 // A pending pod that no scale-up helps, with the reason per pool.
 struct Unschedulable {
   std::string pod;
-  std::map<std::string, std::string> reasons;  // pool -> reason
+  std::map<std::string, PoolReason> reasons;  // pool -> reason
 };
 
 struct ScaleUpPlan {

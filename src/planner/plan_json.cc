@@ -11,7 +11,9 @@ nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
   }
   j["unschedulable"] = nlohmann::json::array();
   for (const auto& u : up.unschedulable) {
-    j["unschedulable"].push_back({{"pod", u.pod}, {"reasons", u.reasons}});
+    nlohmann::json reasons = nlohmann::json::object();
+    for (const auto& [pool, r] : u.reasons) reasons[pool] = r.text;
+    j["unschedulable"].push_back({{"pod", u.pod}, {"reasons", std::move(reasons)}});
   }
   j["fitsExisting"] = up.fits_existing;
   j["scaleDown"] = nlohmann::json::array();

@@ -147,8 +147,11 @@ void Pass::PlanSingles(std::vector<const Pod*>& need, ScaleUpPlan& plan,
   for (const Pod* p : need) {
     auto& r = reasons_[p->Key()];
     for (const PoolState& ps : pools_) {
-      std::string& slot = r[ps.pool->name];
-      if (slot.empty()) slot = fmt::format("pool {} cannot take it in this pass", ps.pool->name);
+      PoolReason& slot = r[ps.pool->name];
+      if (slot.text.empty()) {
+        slot = {ReasonKind::kScaleUpLimit,
+                fmt::format("pool {} cannot take it in this pass", ps.pool->name)};
+      }
     }
     plan.unschedulable.push_back({p->Key(), r});
   }

@@ -104,19 +104,24 @@ void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
 void Pass::RejectGang(const std::string& g, int size, const std::vector<const Pod*>& members,
                       const std::vector<const Pod*>& left, ScaleUpPlan& plan) {
   RecordStaticReasons(left);
-  std::map<std::string, std::string> why;  // pool -> reason, from a member that was left
+  std::map<std::string, PoolReason> why;  // pool -> reason, from a member that was left
   for (const Pod* m : left)
     for (const auto& [pool, r] : reasons_[m->Key()])
-      if (!r.empty() && !why.contains(pool)) why[pool] = r;
+      if (!r.text.empty() && !why.contains(pool)) why[pool] = r;
+  const PoolReason part{ReasonKind::kScaleUpLimit, "room for only part of the gang"};
   for (const Pod* m : members) {
     pool_for_.erase(m->Key());
     if (m->meta.name.empty()) continue;
     for (const PoolState& ps : pools_) {
-      std::string r =
-          why.contains(ps.pool->name) ? why[ps.pool->name] : "room for only part of the gang";
-      reasons_[m->Key()][ps.pool->name] =
-          fmt::format("gang {} ({} members, all or nothing): {} member(s) cannot be placed: {}", g,
-                      size, left.size(), r);
+      auto it = why.find(ps.pool->name);
+      const PoolReason& r = it != why.end() ? it->second : part;
+      reasons_[m->Key()][ps.pool->name] = {
+          .kind = ReasonKind::kGang,
+          .text =
+              fmt::format("gang {} ({} members, all or nothing): {} member(s) cannot be placed: {}",
+                          g, size, left.size(), r.text),
+          .resource = r.resource,
+          .member_kind = r.kind};
     }
     plan.unschedulable.push_back({m->Key(), reasons_[m->Key()]});
   }

@@ -77,7 +77,7 @@ class Pass {
   ScaleUpPlan Run();
 
   // For Explain: after Run().
-  const std::map<std::string, std::string>* ReasonsFor(const std::string& pod) const {
+  const std::map<std::string, PoolReason>* ReasonsFor(const std::string& pod) const {
     auto it = reasons_.find(pod);
     return it == reasons_.end() ? nullptr : &it->second;
   }
@@ -115,9 +115,10 @@ class Pass {
   sched::FitResult TemplateFit(const Pod& pod, const PoolState& ps) const;
   // TemplateFit(...).fits(), cached per (equivalence group, pool).
   bool FitsTemplate(const Pod* pod, size_t pool_index);
-  // Why the pool cannot take another node now, or "" when it can. `extra` counts nodes already
-  // added by the estimate in progress.
-  std::string LimitReason(const PoolState& ps, int extra, const Resources& extra_capacity) const;
+  // Why the pool cannot take another node now, or nothing when it can. `extra` counts nodes
+  // already added by the estimate in progress.
+  std::optional<PoolReason> LimitReason(const PoolState& ps, int extra,
+                                        const Resources& extra_capacity) const;
   // Bin-packs pods onto new nodes of one pool. Leaves the snapshot changed (caller reverts or
   // commits). Records per-pod limit reasons for pods left over.
   Estimate Pack(PoolState& ps, const std::vector<const Pod*>& pods);
@@ -163,7 +164,7 @@ class Pass {
 
   // Reasons (scale_up_reasons.cc).
   void RecordStaticReasons(const std::vector<const Pod*>& pods);
-  void NoteReason(const Pod& pod, const std::string& pool, std::string reason) {
+  void NoteReason(const Pod& pod, const std::string& pool, PoolReason reason) {
     reasons_[pod.Key()][pool] = std::move(reason);
   }
 
@@ -212,7 +213,7 @@ class Pass {
   std::unordered_map<std::string, uint32_t> group_ids_;
   std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
   std::unordered_map<const Pod*, uint32_t> group_of_;
-  std::map<std::string, std::map<std::string, std::string>> reasons_;  // pod -> pool -> why
+  std::map<std::string, std::map<std::string, PoolReason>> reasons_;  // pod -> pool -> why
   std::map<std::string, std::string> fits_node_;
   std::map<std::string, std::string> pool_for_;
   int round_ = 0;

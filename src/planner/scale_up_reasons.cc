@@ -11,14 +11,14 @@ namespace scale_up_detail {
 void Pass::RecordStaticReasons(const std::vector<const Pod*>& pods) {
   for (const Pod* pod : pods) {
     for (const PoolState& ps : pools_) {
-      std::string& slot = reasons_[pod->Key()][ps.pool->name];
+      PoolReason& slot = reasons_[pod->Key()][ps.pool->name];
       if (ps.backoff_until) {
-        slot = fmt::format("pool {} in backoff until {}", ps.pool->name,
-                           FormatRfc3339(*ps.backoff_until));
+        slot = {ReasonKind::kBackoff, fmt::format("pool {} in backoff until {}", ps.pool->name,
+                                                  FormatRfc3339(*ps.backoff_until))};
         continue;
       }
       sched::FitResult r = TemplateFit(*pod, ps);
-      if (!r.fits()) slot = r.reason;
+      if (!r.fits()) slot = FromFit(r);
     }
   }
 }
@@ -63,8 +63,12 @@ PodExplanation ScaleUpPlanner::Explain(const PlannerInput& input, std::string_vi
   ex.scale_up_pool = pass.PoolFor(ex.pod);
   const auto* reasons = pass.ReasonsFor(ex.pod);
   for (const model::Pool& p : cfg.pools) {
-    std::string r = reasons ? (reasons->contains(p.name) ? reasons->at(p.name) : "") : "";
-    ex.pools[p.name] = r.empty() ? "fits the template" : ExplainReason(*pod, p, r);
+    const PoolReason* r = nullptr;
+    if (reasons) {
+      auto it = reasons->find(p.name);
+      if (it != reasons->end() && !it->second.text.empty()) r = &it->second;
+    }
+    ex.pools[p.name] = r ? ExplainReason(*pod, p, *r) : "fits the template";
   }
   return ex;
 }

@@ -65,28 +65,34 @@ bool Pass::FitsTemplate(const Pod* pod, size_t pool_index) {
   return row[pool_index] == 1;
 }
 
-std::string Pass::LimitReason(const PoolState& ps, int extra, const Resources& extra_cap) const {
+std::optional<PoolReason> Pass::LimitReason(const PoolState& ps, int extra,
+                                            const Resources& extra_cap) const {
   if (ps.current + ps.added + extra >= ps.pool->max) {
-    return fmt::format("pool {} at max {}", ps.pool->name, ps.pool->max);
+    return PoolReason{ReasonKind::kPoolMax,
+                      fmt::format("pool {} at max {}", ps.pool->name, ps.pool->max)};
   }
   if (cfg_.limits.max_nodes && cluster_nodes_ + extra >= *cfg_.limits.max_nodes) {
-    return fmt::format("cluster limit maxNodes {} reached", *cfg_.limits.max_nodes);
+    return PoolReason{ReasonKind::kClusterMaxNodes,
+                      fmt::format("cluster limit maxNodes {} reached", *cfg_.limits.max_nodes)};
   }
   const Resources& cap = ps.pool->template_node.capacity;
   for (model::ResourceId id : cfg_.limits.limited) {
     int64_t limit = cfg_.limits.resources.Get(id);
     if (cluster_capacity_.Get(id) + extra_cap.Get(id) + cap.Get(id) > limit && cap.Get(id) > 0) {
-      return fmt::format("cluster limit {} {} reached", model::ResourceName(id),
-                         model::FormatAmount(id, limit));
+      return PoolReason{ReasonKind::kClusterResource,
+                        fmt::format("cluster limit {} {} reached", model::ResourceName(id),
+                                    model::FormatAmount(id, limit)),
+                        id};
     }
   }
   // maxNodesPerScaleUp bounds the whole pass: nodes committed in earlier rounds (other pools,
   // gangs) count as well as those of the estimate in progress.
   if (cluster_nodes_ - base_cluster_nodes_ + extra >= cfg_.scale_up.max_nodes_per_scale_up) {
-    return fmt::format("maxNodesPerScaleUp {} reached for this pass",
-                       cfg_.scale_up.max_nodes_per_scale_up);
+    return PoolReason{ReasonKind::kScaleUpLimit,
+                      fmt::format("maxNodesPerScaleUp {} reached for this pass",
+                                  cfg_.scale_up.max_nodes_per_scale_up)};
   }
-  return "";
+  return std::nullopt;
 }
 
 Estimate Pass::Pack(PoolState& ps, const std::vector<const Pod*>& pods) {
@@ -122,16 +128,15 @@ Estimate Pass::Pack(PoolState& ps, const std::vector<const Pod*>& pods) {
     }
     if (!placed && monotone) ptr = new_nodes.size();
     if (!placed) {
-      std::string limit = LimitReason(ps, e.nodes, added_capacity);
-      if (!limit.empty()) {
-        NoteReason(*pod, ps.pool->name, limit);
+      if (auto limit = LimitReason(ps, e.nodes, added_capacity)) {
+        NoteReason(*pod, ps.pool->name, std::move(*limit));
         continue;
       }
       // A fresh node must take the pod; inter-pod rules may still refuse it.
       sched::FitResult r = checker->CheckTemplate(ps.pool->template_node, ps.ds_requests,
                                                   static_cast<int>(ps.ds_pods.size()));
       if (!r.fits()) {
-        NoteReason(*pod, ps.pool->name, r.reason);
+        NoteReason(*pod, ps.pool->name, FromFit(r));
         continue;
       }
       NodeIndex idx = AddNewNode(ps, ps.added + e.nodes);
@@ -213,7 +218,7 @@ std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& rem
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < pools_.size(); ++i) {
     if (pools_[i].backoff_until) continue;
-    if (!LimitReason(pools_[i], 0, Resources()).empty()) continue;
+    if (LimitReason(pools_[i], 0, Resources())) continue;
     Candidate c{i, {}};
     for (const Pod* p : remaining)
       if (FitsTemplate(p, i)) c.pods.push_back(p);
@@ -224,11 +229,11 @@ std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& rem
 
 void Pass::NoteLimits(const std::vector<const Pod*>& remaining) {
   for (const PoolState& ps : pools_) {
-    std::string limit = LimitReason(ps, 0, Resources());
-    if (limit.empty() || ps.backoff_until) continue;
+    std::optional<PoolReason> limit = LimitReason(ps, 0, Resources());
+    if (!limit || ps.backoff_until) continue;
     size_t i = &ps - pools_.data();
     for (const Pod* p : remaining)
-      if (FitsTemplate(p, i)) NoteReason(*p, ps.pool->name, limit);
+      if (FitsTemplate(p, i)) NoteReason(*p, ps.pool->name, *limit);
   }
 }
 

@@ -67,13 +67,13 @@ void Pass::NoteWarmUnmet(const std::vector<const Pod*>& need, ScaleUpPlan& plan)
   for (const Pod* p : need) {
     const std::string& pool = *p->meta.Annotation(kWarmPoolAnnotation);
     if (plan.warm_unmet.contains(pool)) continue;
-    std::string why = reasons_[p->Key()][pool];
+    std::string why = reasons_[p->Key()][pool].text;
     for (const PoolState& ps : pools_) {
       if (ps.pool->name != pool) continue;
       if (ps.backoff_until) {
         why = fmt::format("pool {} in backoff until {}", pool, FormatRfc3339(*ps.backoff_until));
       } else if (why.empty()) {
-        why = LimitReason(ps, 0, Resources());
+        if (auto limit = LimitReason(ps, 0, Resources())) why = std::move(limit->text);
       }
     }
     plan.warm_unmet[pool] = why.empty() ? "no room for it in this pass" : why;

@@ -34,6 +34,8 @@ enum class FitCode {
 struct FitResult {
   FitCode code = FitCode::kFits;
   std::string reason;  // empty when it fits
+  // kNodeResources only: the resource that ran short (model::kPods for "Too many pods").
+  model::ResourceId resource = 0;
   // kPodAffinity only: no placed pod matches the pod's affinity terms anywhere (and the pod does
   // not match them itself), or the node lacks a term's topology key. Adding nodes cannot help.
   bool pod_affinity_unresolvable = false;

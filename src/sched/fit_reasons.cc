@@ -52,6 +52,7 @@ FitResult MakeFailure(const Verdict& v) {
       r.reason = kReasonNodePorts;
       break;
     case FitCode::kNodeResources:
+      r.resource = v.resource;
       if (v.resource == model::kPods) {
         r.reason = kReasonTooManyPods;
       } else {

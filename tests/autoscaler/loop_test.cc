@@ -749,7 +749,7 @@ TEST(LoopScaleUpTest, StatusListsUnschedulableAndWaitingPodsWhilePending) {
   ASSERT_EQ(s.unschedulable.size(), 1u);
   EXPECT_EQ(s.unschedulable[0].pod, "default/huge");
   EXPECT_EQ(s.unschedulable[0].reasons.size(), 2u);  // gpu and gpu-spot
-  EXPECT_THAT(s.unschedulable[0].reasons.begin()->second, HasSubstr("nvidia.com/gpu"));
+  EXPECT_THAT(s.unschedulable[0].reasons.begin()->second.text, HasSubstr("nvidia.com/gpu"));
   EXPECT_THAT(s.waiting_for_capacity, ::testing::ElementsAre("default/small"));
   w.pods.erase("huge");
   w.pods.erase("small");

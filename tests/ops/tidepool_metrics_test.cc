@@ -53,7 +53,9 @@ autoscaler::Status SampleStatus() {
   s.removals = {{"cpu-node-1", "cpu", "draining", At("2026-03-01T11:59:00Z"), 2}};
   s.unneeded = {{"cpu-node-1", At("2026-03-01T11:40:00Z")},
                 {"cpu-node-2", At("2026-03-01T11:50:00Z")}};
-  s.unschedulable = {{"ml/big", {{"cpu", "Insufficient nvidia.com/gpu"}}}};
+  s.unschedulable = {
+      {"ml/big",
+       {{"cpu", {planner::ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"}}}}};
   return s;
 }
 
@@ -119,18 +121,26 @@ TEST(TidepoolMetricsTest, UpdateDerivesGaugesFromStatus) {
 }
 
 TEST(TidepoolMetricsTest, UnschedulableCountsEachPodOncePerCategory) {
+  using planner::PoolReason;
+  using planner::ReasonKind;
   Registry r;
   TidepoolMetrics m(r, "dev");
+  const PoolReason gpu{ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"};
   m.SetUnschedulable({
-      {"ml/a",
-       {{"cpu", "Insufficient nvidia.com/gpu"}, {"gpu-spot", "pool gpu-spot in backoff until x"}}},
-      {"ml/b", {{"cpu", "Insufficient nvidia.com/gpu"}, {"gpu-spot", "Insufficient memory"}}},
+      {"ml/a", {{"cpu", gpu}, {"gpu-spot", {ReasonKind::kBackoff, "pool gpu-spot in backoff"}}}},
+      {"ml/b",
+       {{"cpu", gpu}, {"gpu-spot", {ReasonKind::kInsufficientResources, "Insufficient memory"}}}},
+      // A gang's words embed a member's reason; the kind alone decides the label.
       {"ml/c",
-       {{"cpu", "node(s) had untolerated taint {sku: gpu}"},
+       {{"cpu", {ReasonKind::kTaint, "node(s) had untolerated taint {sku: gpu}"}},
         {"gpu-spot",
-         "gang ml/pg:x (4 members, all or nothing): 2 member(s) cannot be "
-         "placed: Insufficient nvidia.com/gpu"}}},
+         {ReasonKind::kGang,
+          "gang ml/pg:x (4 members, all or nothing): 2 member(s) cannot be placed: Insufficient "
+          "nvidia.com/gpu"}}}},
       {"ml/d", {}},
+      {"ml/e",
+       {{"cpu", {ReasonKind::kClusterMaxNodes, "cluster limit maxNodes 10 reached"}},
+        {"gpu-spot", {ReasonKind::kClusterResource, "cluster limit nvidia.com/gpu 8 reached"}}}},
   });
   auto p = ParseExposition(r.Render());
   ASSERT_EQ(p.error, "");
@@ -139,29 +149,9 @@ TEST(TidepoolMetricsTest, UnschedulableCountsEachPodOncePerCategory) {
   EXPECT_EQ(p.Value("tidepool_unschedulable_pods", {{"reason", "taint"}}), 1);
   EXPECT_EQ(p.Value("tidepool_unschedulable_pods", {{"reason", "gang"}}), 1);
   EXPECT_EQ(p.Value("tidepool_unschedulable_pods", {{"reason", "other"}}), 1);
+  EXPECT_EQ(p.Value("tidepool_unschedulable_pods", {{"reason", "cluster_limit"}}), 1);
   m.SetUnschedulable({});
   EXPECT_EQ(ParseExposition(r.Render()).Find("tidepool_unschedulable_pods")->samples.size(), 0u);
-}
-
-TEST(TidepoolMetricsTest, ReasonCategories) {
-  EXPECT_EQ(UnschedulableCategory("pool cpu at max 5"), "pool_max");
-  EXPECT_EQ(UnschedulableCategory("cluster limit maxNodes 10 reached"), "cluster_limit");
-  EXPECT_EQ(UnschedulableCategory("cluster limit nvidia.com/gpu 8 reached"), "cluster_limit");
-  EXPECT_EQ(UnschedulableCategory("maxNodesPerScaleUp 100 reached for this pass"),
-            "scale_up_limit");
-  EXPECT_EQ(UnschedulableCategory("Too many pods"), "too_many_pods");
-  EXPECT_EQ(UnschedulableCategory("node(s) didn't match Pod's node affinity/selector"),
-            "node_affinity");
-  EXPECT_EQ(UnschedulableCategory("node(s) didn't match pod anti-affinity rules"),
-            "pod_anti_affinity");
-  EXPECT_EQ(UnschedulableCategory("node(s) didn't satisfy existing pods anti-affinity rules"),
-            "pod_anti_affinity");
-  EXPECT_EQ(UnschedulableCategory("node(s) didn't match pod affinity rules"), "pod_affinity");
-  EXPECT_EQ(UnschedulableCategory("node(s) didn't match pod topology spread constraints"),
-            "topology_spread");
-  EXPECT_EQ(UnschedulableCategory("node(s) didn't have free ports for the requested pod ports"),
-            "node_ports");
-  EXPECT_EQ(UnschedulableCategory("something new"), "other");
 }
 
 TEST(TidepoolMetricsTest, CountersAndHistograms) {

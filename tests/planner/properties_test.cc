@@ -715,7 +715,8 @@ TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
     ups += static_cast<int>(up.scale_ups.size());
     for (const auto& u : up.unschedulable)
       for (const auto& [pool, r] : u.reasons)
-        if (r.find("limit") != std::string::npos || r.find("at max") != std::string::npos)
+        if (r.kind == ReasonKind::kPoolMax || r.kind == ReasonKind::kClusterMaxNodes ||
+            r.kind == ReasonKind::kClusterResource)
           ++limit_reasons;
     ScaleDownPlan down = ScaleDownPlanner().Plan(in);
     removals += static_cast<int>(down.scale_downs.size());

@@ -63,6 +63,7 @@ TEST(FitResources, ReportsFirstInsufficientInKubeSchedulerOrder) {
   // Pods first.
   c.AddPod(PodBuilder("a").Build(), "n1");
   EXPECT_EQ(FitOn(c, big("p").Build(), "n1").reason, "Too many pods");
+  EXPECT_EQ(FitOn(c, big("p").Build(), "n1").resource, model::kPods);
 
   TestCluster d;
   d.AddNode(NodeBuilder("n1")
@@ -70,6 +71,7 @@ TEST(FitResources, ReportsFirstInsufficientInKubeSchedulerOrder) {
                     {{"cpu", "1"}, {"memory", "1Gi"}, {"ephemeral-storage", "1Gi"}, {"pods", "10"}})
                 .Build());
   EXPECT_EQ(FitOn(d, big("p").Build(), "n1").reason, "Insufficient cpu");
+  EXPECT_EQ(FitOn(d, big("p").Build(), "n1").resource, model::kCpu);
   auto no_cpu = PodBuilder("p").Requests(
       {{"memory", "2Gi"}, {"ephemeral-storage", "2Gi"}, {"zz.example.com/widget", "1"}});
   EXPECT_EQ(FitOn(d, no_cpu.Build(), "n1").reason, "Insufficient memory");

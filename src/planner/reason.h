@@ -1,0 +1,55 @@
+// Why a pool cannot take a pending pod: a kind that code counts and branches on, and the words a
+// person reads. Nothing downstream parses the words (metrics, `explain` and the status page
+// switch on the kind).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "model/resources.h"
+#include "sched/fit.h"
+
+namespace tidepool::planner {
+
+enum class ReasonKind {
+  // A scheduler filter refuses the pod on an empty node of the pool (sched::FitCode).
+  kInsufficientResources,
+  kTooManyPods,
+  kTaint,
+  kNodeAffinity,
+  kNodeName,
+  kNodeUnschedulable,
+  kNodePorts,
+  kTopologySpread,
+  kPodAffinity,
+  kPodAntiAffinity,
+  // The pool could host the pod but may not grow now.
+  kBackoff,          // a recent scale-up of the pool failed or timed out
+  kPoolMax,          // pools[].max
+  kClusterMaxNodes,  // limits.maxNodes
+  kClusterResource,  // limits.<resource>; PoolReason::resource says which
+  kScaleUpLimit,     // scaleUp.maxNodesPerScaleUp, or no room left in this pass
+  kGang,             // a gang member: the gang does not fit whole
+};
+
+struct PoolReason {
+  ReasonKind kind = ReasonKind::kInsufficientResources;
+  std::string text;
+  model::ResourceId resource = 0;  // kClusterResource only
+  // kGang only: the kind of the reason one of the members left over got (its `resource` above),
+  // so `explain` can say what would unblock the gang; kScaleUpLimit when the pools had room
+  // for only part of it.
+  ReasonKind member_kind = ReasonKind::kScaleUpLimit;
+
+  friend bool operator==(const PoolReason&, const PoolReason&) = default;
+};
+
+// The reason a failed fit gives (`fit` must not fit).
+PoolReason FromFit(const sched::FitResult& fit);
+
+// The `reason` label of tidepool_unschedulable_pods: a short, bounded word per kind
+// ("insufficient_resources", "pool_max", "cluster_limit", "gang", ...); the text never goes into
+// a label.
+std::string_view ReasonKindLabel(ReasonKind kind);
+
+}  // namespace tidepool::planner
