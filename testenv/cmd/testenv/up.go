@@ -43,6 +43,24 @@ type upOptions struct {
 	stagesDir string
 	timeout   time.Duration
 	verbosity int
+	// apiserverArgs (--apiserver-arg, repeatable) are appended to
+	// kube-apiserver's flags, after testenv's own, so one may override them.
+	apiserverArgs stringList
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, " ") }
+
+func (l *stringList) Set(v string) error {
+	// One flag with its value, or kube-apiserver would take the flag after
+	// it as the value: --apiserver-arg=--watch-cache=false.
+	if !strings.HasPrefix(v, "--") || !strings.Contains(v, "=") {
+		return fmt.Errorf("%q: want --name=value", v)
+	}
+	*l = append(*l, v)
+	return nil
 }
 
 type ports struct {
@@ -78,6 +96,7 @@ func runUp(args []string) int {
 	fs.StringVar(&opt.stagesDir, "stages", "", "directory with kwok Stage files (*.yaml); default: ../kwok next to the binary's bin/ directory")
 	fs.DurationVar(&opt.timeout, "timeout", 180*time.Second, "give up if the cluster is not ready within this time")
 	fs.IntVar(&opt.verbosity, "v", 1, "klog verbosity of the Kubernetes components")
+	fs.Var(&opt.apiserverArgs, "apiserver-arg", "an extra kube-apiserver flag, `--name=value` (repeatable; after testenv's own, so it may override one)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -157,6 +176,9 @@ func (u *upper) run() (string, error) {
 	// kube-apiserver
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", u.ports.apiserver)
 	p := u.pki.path
+	if len(u.opt.apiserverArgs) > 0 {
+		u.logf("extra kube-apiserver flags: %s", u.opt.apiserverArgs.String())
+	}
 	if err := u.spawn("kube-apiserver", nil,
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
@@ -418,6 +440,10 @@ func (u *upper) writeCerts() error {
 // "up" and gets no terminal signals), output to logs/<name>.log, and records
 // its pid.
 func (u *upper) spawn(name string, extraEnv []string, args ...string) error {
+	if name == "kube-apiserver" {
+		// Recorded with the others in launch/, so "restart" keeps them.
+		args = append(args, u.opt.apiserverArgs...)
+	}
 	l := launch{Args: args, Env: extraEnv}
 	cmd, p, err := startComponent(u.self, u.opt.dir, name, l, "")
 	if err != nil {
