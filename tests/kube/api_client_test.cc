@@ -1,5 +1,6 @@
 #include "kube/client/api_client.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -12,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "kube/client/informer.h"
 
 namespace tidepool::kube {
 namespace {
@@ -324,6 +327,94 @@ TEST_F(FakeServerTest, WatchStopsOnCancelAndWhenTheCallbackSaysSo) {
   canceller.join();
   EXPECT_TRUE(r) << r.error().message();
   EXPECT_GE(events.load(), 2);
+}
+
+// What a kube-apiserver without watch cache sends to a watch that starts right at etcd's
+// compacted revision when the event there is a DELETE: the object's previous version is gone.
+constexpr const char* kPrevKvNil =
+    R"js({"type":"ERROR","object":{"kind":"Status","status":"Failure","reason":"InternalError",)js"
+    R"js("code":500,"message":"Internal error occurred: etcd event received with PrevKv=nil )js"
+    R"js((key=\"/registry/configmaps/ns/old\", modRevision=11, type=DELETE)"}})js"
+    "\n";
+
+TEST_F(FakeServerTest, WatchSaysWhetherAnErrorEventEndedIt) {
+  server_.Get("/api/v1/configmaps", [](const httplib::Request& req, httplib::Response& res) {
+    if (req.get_param_value("resourceVersion") == "10") {
+      res.set_content(kPrevKvNil, "application/json");
+    } else if (req.get_param_value("resourceVersion") == "11") {
+      res.status = 500;
+      res.set_content(R"({"kind":"Status","code":500,"message":"boom"})", "application/json");
+    } else {
+      res.set_content("not a watch event\n", "application/json");
+    }
+  });
+  ApiClient client(Config());
+  auto no_events = [](const WatchEvent&) { return true; };
+  bool error_event = false;
+  auto r = client.Watch("/api/v1/configmaps", "10", no_events, nullptr, std::chrono::seconds(5),
+                        &error_event);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), Error::Code::kUnavailable);
+  EXPECT_THAT(r.error().message(), HasSubstr("PrevKv=nil"));
+  EXPECT_TRUE(error_event);
+  // An HTTP error or a line that is not an event did not come in an ERROR event.
+  r = client.Watch("/api/v1/configmaps", "11", no_events, nullptr, std::chrono::seconds(5),
+                   &error_event);
+  ASSERT_FALSE(r);
+  EXPECT_FALSE(error_event);
+  error_event = true;
+  r = client.Watch("/api/v1/configmaps", "12", no_events, nullptr, std::chrono::seconds(5),
+                   &error_event);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), Error::Code::kInvalidArgument);
+  EXPECT_FALSE(error_event);
+}
+
+// The server fails every watch from the informer's resourceVersion with the same ERROR event
+// (not 410): resuming from there would fail forever on a cache that never changes again. The
+// informer relists, and its cache shows what changed meanwhile.
+TEST_F(FakeServerTest, InformerRelistsWhenAnErrorEventEndsItsWatch) {
+  std::atomic<int> lists{0};
+  std::atomic<int> watches_from_10{0};
+  server_.Get("/api/v1/configmaps", [&](const httplib::Request& req, httplib::Response& res) {
+    if (req.get_param_value("watch") != "1") {
+      bool first = ++lists == 1;
+      std::string rv = first ? "10" : "20";
+      res.set_content(fmt::format(R"({{"kind":"ConfigMapList","metadata":{{"resourceVersion":)"
+                                  R"("{}"}},"items":[{{"metadata":{{"name":"{}",)"
+                                  R"("namespace":"ns","resourceVersion":"{}"}}}}]}})",
+                                  rv, first ? "old" : "new", rv),
+                      "application/json");
+      return;
+    }
+    if (req.get_param_value("resourceVersion") == "10") {
+      ++watches_from_10;
+      res.set_content(kPrevKvNil, "application/json");
+      return;
+    }
+    res.set_content("", "application/json");  // from 20: nothing new, the stream just ends
+  });
+  ApiClient client(Config());
+  InformerOptions options;
+  options.collection = "/api/v1/configmaps";
+  options.name = "configmaps";
+  options.backoff_initial = std::chrono::milliseconds(10);
+  options.backoff_max = std::chrono::milliseconds(50);
+  RawInformer informer(client, options,
+                       [](const nlohmann::json& j) -> Result<nlohmann::json> { return j; });
+  informer.Start();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (informer.Get("ns/new") == nullptr && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  informer.Stop();
+  EXPECT_NE(informer.Get("ns/new"), nullptr)
+      << "never relisted after " << watches_from_10.load() << " watches from resourceVersion 10";
+  EXPECT_EQ(informer.Get("ns/old"), nullptr);
+  EXPECT_EQ(informer.Stats().relists, 1u);
+  EXPECT_EQ(informer.Stats().reconnects, 0u);
+  EXPECT_EQ(watches_from_10.load(), 1);
+  EXPECT_EQ(informer.ResourceVersion(), "20");
 }
 
 TEST_F(FakeServerTest, ListAllFollowsContinue) {

@@ -513,7 +513,9 @@ Result<void> ApiClient::Evict(const std::string& ns, const std::string& name) {
 
 Result<void> ApiClient::Watch(const std::string& collection, const std::string& resource_version,
                               const std::function<bool(const WatchEvent&)>& on_event,
-                              const std::atomic<bool>* cancel, Duration timeout) {
+                              const std::atomic<bool>* cancel, Duration timeout,
+                              bool* error_event) {
+  if (error_event != nullptr) *error_event = false;
   auto seconds = std::chrono::duration_cast<std::chrono::seconds>(timeout).count();
   if (seconds < 1) seconds = 1;
   std::string path = collection;
@@ -533,6 +535,7 @@ Result<void> ApiClient::Watch(const std::string& collection, const std::string& 
 
   LineSplitter splitter;
   std::optional<Error> stream_error;
+  bool ended_by_error_event = false;
   auto on_line = [&](std::string_view line) {
     auto event = DecodeWatchLine(line);
     if (!event) {
@@ -541,6 +544,7 @@ Result<void> ApiClient::Watch(const std::string& collection, const std::string& 
     }
     if (event->type == WatchEvent::Type::kError) {
       stream_error = StatusObjectToError("GET", path, event->object);
+      ended_by_error_event = true;
       return false;
     }
     return on_event(*event);
@@ -555,7 +559,10 @@ Result<void> ApiClient::Watch(const std::string& collection, const std::string& 
     return std::unexpected(Scrub(StatusToError("GET", path, response->status, response->body,
                                                response->Header("Retry-After"))));
   }
-  if (stream_error) return std::unexpected(Scrub(*stream_error));
+  if (stream_error) {
+    if (error_event != nullptr) *error_event = ended_by_error_event;
+    return std::unexpected(Scrub(*stream_error));
+  }
   if (splitter.overflowed()) {
     return Fail(Error::Code::kUnavailable, "GET {}: a watch event longer than {} bytes", path,
                 LineSplitter::kMaxLine);

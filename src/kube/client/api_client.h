@@ -127,7 +127,8 @@ class ApiClient {
   // (bookmarks included, ERROR events not) to `on_event` until it returns false, `cancel` is
   // set, or the stream ends. Returns ok when the stream ended normally; a 410 (or an ERROR
   // event with code 410) is a kExpired error so the caller relists; another ERROR event is
-  // the error its code maps to; a cut connection is kUnavailable.
+  // the error its code maps to, and sets `*error_event` (when given): the server accepted the
+  // watch and then refused to go on from there; a cut connection is kUnavailable.
   // `timeout` is sent as timeoutSeconds (the server ends the stream then); the transfer itself
   // is cut at timeout + 1 min. Cancel is noticed within about a second (curl's progress
   // callback) and returns ok. An empty resource_version watches from "now" with synthetic
@@ -135,7 +136,8 @@ class ApiClient {
   // kInvalidArgument error.
   Result<void> Watch(const std::string& collection, const std::string& resource_version,
                      const std::function<bool(const WatchEvent&)>& on_event,
-                     const std::atomic<bool>* cancel, Duration timeout = std::chrono::minutes(5));
+                     const std::atomic<bool>* cancel, Duration timeout = std::chrono::minutes(5),
+                     bool* error_event = nullptr);
 
   // policy/v1 Eviction of a pod. A PDB refusal (429) is kThrottled with the server's message;
   // kNotFound when the pod is gone.

@@ -180,8 +180,9 @@ void InformerBase::Run() {
       need_list = false;
     }
     bool healthy = false;
+    bool error_event = false;
     attempt();
-    auto watched = WatchOnce(healthy);
+    auto watched = WatchOnce(healthy, error_event);
     if (stop_) break;
     if (healthy) backoff = options_.backoff_initial;
     if (watched) {
@@ -201,6 +202,20 @@ void InformerBase::Run() {
     }
     if (options_.optional && error.code() == Error::Code::kNotFound) {
       need_list = true;  // the CRD went away; the list will say so
+      continue;
+    }
+    if (error_event && error.code() != Error::Code::kThrottled) {
+      // The server took the watch and then ended it with an error of its own, typically one
+      // tied to where the watch started (a kube-apiserver without watch cache whose etcd was
+      // compacted at the revision right after ours answers 500 "PrevKv=nil" for the deleted
+      // object there). Resuming from the same resourceVersion would fail the same way for as
+      // long as that revision stays where it is, on a cache that no longer changes: relist, as
+      // client-go's reflector does.
+      spdlog::warn("informer {}: {}; relisting in {}", options_.name, error.message(),
+                   FormatDuration(backoff));
+      need_list = true;
+      if (!Sleep(backoff)) break;
+      grow();
       continue;
     }
     {
@@ -257,7 +272,7 @@ Result<void> InformerBase::ListAndReplace() {
   return {};
 }
 
-Result<void> InformerBase::WatchOnce(bool& healthy) {
+Result<void> InformerBase::WatchOnce(bool& healthy, bool& error_event) {
   auto start = SteadyClock::now();
   std::mt19937_64 rng(seed_++);
   auto jitter = std::uniform_real_distribution<double>(1.0, 2.0)(rng);
@@ -270,7 +285,7 @@ Result<void> InformerBase::WatchOnce(bool& healthy) {
         Apply(event);
         return !stop_.load();
       },
-      &cancel_watch_, timeout);
+      &cancel_watch_, timeout, &error_event);
   healthy = got_event || SteadyClock::now() - start >= options_.healthy_after;
   bool interrupted = cancel_watch_.exchange(false);
   if (stop_) return {};

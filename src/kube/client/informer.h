@@ -1,5 +1,6 @@
 // Informers: a local cache of one resource kept current by list + watch (paginated list, watch
-// from its resourceVersion with bookmarks, relist on 410, resume with backoff on a cut stream).
+// from its resourceVersion with bookmarks, relist on 410 and, after a backoff, on any other
+// ERROR event but 429 that ends a watch; resume with backoff on a cut stream or failed request).
 #pragma once
 
 #include <atomic>
@@ -49,7 +50,7 @@ enum class ChangeType { kAdded, kModified, kDeleted };
 // Counters for metrics; monotonic.
 struct InformerStats {
   uint64_t lists = 0;          // successful full lists (the first one included)
-  uint64_t relists = 0;        // lists after the first (410 Gone, absent CRD re-checks)
+  uint64_t relists = 0;        // lists after the first (410 Gone, ERROR events, CRD re-checks)
   uint64_t reconnects = 0;     // watches resumed after an error or a cut stream
   uint64_t decode_errors = 0;  // objects skipped because they did not decode
   uint64_t events = 0;         // watch events applied (bookmarks not counted)
@@ -109,7 +110,8 @@ class InformerBase {
   };
   void Run();
   Result<void> ListAndReplace();
-  Result<void> WatchOnce(bool& healthy);
+  // `error_event`: the server ended the stream with an ERROR event (see ApiClient::Watch).
+  Result<void> WatchOnce(bool& healthy, bool& error_event);
   void Apply(const WatchEvent& event);
   // Sleeps up to `d`, or until Stop or the API server is seen reachable again after being
   // unreachable (ApiClient's recovery listeners); returns false when stopping.
