@@ -4,9 +4,9 @@
 log() { echo "[$(date -u +%H:%M:%S)] $*" >&2; }
 k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
 
-# e2e_connect: exports KUBECONFIG for the testenv in $E2E_TESTENV_DIR (a ctest fixture's) or,
-# without it, for a private one brought up in $WORK/testenv; e2e_disconnect stops only the
-# private one.
+# e2e_connect [UP_OPTION...]: exports KUBECONFIG for the testenv in $E2E_TESTENV_DIR (a ctest
+# fixture's) or, without it, for a private one brought up in $WORK/testenv (with the options
+# passed on to testenv/up, e.g. --apiserver-arg=...); e2e_disconnect stops only the private one.
 e2e_connect() {
   if [[ -n ${E2E_TESTENV_DIR:-} ]]; then
     export TESTENV_DIR=$E2E_TESTENV_DIR
@@ -15,7 +15,7 @@ e2e_connect() {
     export TESTENV_DIR=$WORK/testenv
     E2E_OWN_TESTENV=1
     KUBECONFIG=$(TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1} "$ROOT/testenv/up" --timeout 180s \
-      2>"$WORK/up.log" | tail -1) || {
+      "$@" 2>"$WORK/up.log" | tail -1) || {
       cat "$WORK/up.log" >&2
       echo "FAIL setup: testenv did not come up" >&2
       exit 1
