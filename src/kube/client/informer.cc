@@ -137,6 +137,23 @@ void InformerBase::Notify(ChangeType type, const std::string& key) {
   if (on_change_) on_change_(type, key);
 }
 
+void InformerBase::MarkAbsent() {
+  std::vector<std::string> gone;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, item] : items_) gone.push_back(key);
+    items_.clear();
+    resource_version_.clear();
+    if (present_.exchange(false) || !synced_) {
+      spdlog::info("informer {}: not served by the API server (404), treating as absent",
+                   options_.name);
+    }
+    synced_ = true;
+  }
+  cv_.notify_all();
+  for (const auto& key : gone) Notify(ChangeType::kDeleted, key);
+}
+
 void InformerBase::Run() {
   Duration backoff = options_.backoff_initial;
   auto grow = [&] { backoff = std::min(backoff * 2, options_.backoff_max); };
@@ -153,20 +170,7 @@ void InformerBase::Run() {
       if (stop_) break;
       if (!listed) {
         if (options_.optional && listed.error().code() == Error::Code::kNotFound) {
-          std::vector<std::string> gone;
-          {
-            std::lock_guard lock(mu_);
-            for (const auto& [key, item] : items_) gone.push_back(key);
-            items_.clear();
-            resource_version_.clear();
-            if (present_.exchange(false) || !synced_) {
-              spdlog::info("informer {}: not served by the API server (404), treating as absent",
-                           options_.name);
-            }
-            synced_ = true;
-          }
-          cv_.notify_all();
-          for (const auto& key : gone) Notify(ChangeType::kDeleted, key);
+          MarkAbsent();
           if (!Sleep(options_.absent_recheck)) break;
           continue;
         }

@@ -109,6 +109,9 @@ class InformerBase {
     std::string resource_version;
   };
   void Run();
+  // An optional resource the server does not serve (404): empties the cache, reports every
+  // item deleted and counts as synced.
+  void MarkAbsent();
   Result<void> ListAndReplace();
   // `error_event`: the server ended the stream with an ERROR event (see ApiClient::Watch).
   Result<void> WatchOnce(bool& healthy, bool& error_event);
