@@ -5,7 +5,8 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build testenv test demo demo-offline bench fuzz soak tsan asan clean
+.PHONY: setup configure build testenv test demo demo-offline bench fuzz soak overload tsan asan \
+	clean
 
 setup:
 	@scripts/setup.sh
@@ -21,8 +22,9 @@ build: configure
 testenv: setup
 	@testenv/build
 
+# Every ctest test except those labelled soak (minutes each; `make overload`).
 test: build testenv
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE soak
 
 # The main job on the built-in default: a real control plane (testenv), tidepool running on the
 # example cluster's pools, the source documents' training workloads, and a timeline from
@@ -49,6 +51,12 @@ fuzz: setup
 # scale-downs on its own testenv; ~20 min. SOAK_SEED=N replays a run.
 soak: build testenv
 	@tests/e2e/soak_kill_test.sh $(TIDEPOOL) 50
+
+# API server overload (docs/reliability.md): kube-apiserver with APF off and in-flight limits of
+# 2 / 1 answers 429s while 2,000 pods are created at once; every pod must run on about the
+# minimum of nodes. Its own testenv; 2.5-4.5 minutes. Also `ctest -L soak`.
+overload: build testenv
+	@tests/e2e/api_overload_test.sh $(TIDEPOOL)
 
 # Sanitizer builds (build-tsan/, build-asan/): every unit test and the live tests of the threaded
 # code (API client, informers, leader election, `tidepool run` in the kwok e2e scenarios) under

@@ -33,6 +33,7 @@ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}"
 cmake --build "$dir" -j "$(nproc)"
 # Unit tests, the kube client against the real API server, and the controller in the core e2e
 # scenarios. Left out: fuzz replays (their own ASan build in build-fuzz/), the benchmark smoke
-# runs, the Azure e2e and the long fault loops (afterwards: ctest --test-dir DIR -R e2e.api_faults).
-ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" \
+# runs, the Azure e2e, the long fault loops (afterwards: ctest --test-dir DIR -R e2e.api_faults)
+# and the soak-labelled tests (e2e.api_overload).
+ctest --test-dir "$dir" --output-on-failure -j "$(nproc)" -LE soak \
   -E '^(fuzz\.|bench\.|e2e\.Azure\.|e2e\.kill_loop|e2e\.api_faults)' "$@"
