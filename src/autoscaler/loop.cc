@@ -3,6 +3,12 @@
 #include "autoscaler/planner_input.h"
 
 namespace tidepool::autoscaler {
+namespace {
+
+// After a throttled IncreasePool, the pause before its pods are planned again.
+constexpr Duration kThrottledRetry = std::chrono::seconds(5);
+
+}  // namespace
 
 using planner::kToBeDeletedTaint;
 
@@ -141,7 +147,9 @@ void Autoscaler::OnIncreaseResult(const std::string& pool, int count, const Resu
   quiet_.reset();  // feedback changes state outside a Step
   if (pools_.OnIncreaseResult(pool, count, result, now)) {
     scale_up_.RequestReplan();
-    Wake(now);
+    // A throttled request is tried again after a pause, the others' pools back off at once.
+    bool throttled = result.error().code() == Error::Code::kThrottled;
+    Wake(throttled ? now + kThrottledRetry : now);
   }
 }
 

@@ -259,6 +259,9 @@ bool PoolTracker::OnIncreaseResult(const std::string& pool, int count, const Res
   if (ps.expected_target) *ps.expected_target = std::max(0, *ps.expected_target - count);
   DropNewestRequests(ps, count);  // these nodes will not come
   ps.not_registered = std::max(0, ps.target() - ps.registered);
+  // Throttled (a 429 left after the client's own Retry-After retries) says the API is busy, not
+  // that the pool cannot grow: no backoff, the pods are planned again (provider.h: transient).
+  if (result.error().code() == Error::Code::kThrottled) return true;
   Backoff(ps, fmt::format("increasing the pool by {} failed: {}", count, result.error().message()),
           now);
   return true;

@@ -45,7 +45,8 @@ class PoolTracker {
   void RecordIncrease(const std::string& pool, int count, Time now);
   // The loop is deleting one registered node of `pool`.
   void RecordDeletion(const std::string& pool, Time now);
-  // Results. OnIncreaseResult returns true when the pool failed (pods must be re-planned).
+  // Results. OnIncreaseResult returns true when the increase failed (pods must be re-planned);
+  // the pool backs off unless the failure was kThrottled.
   bool OnIncreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
   void OnDecreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
   void OnDeleteReported(const std::string& pool, bool ok, Time now);

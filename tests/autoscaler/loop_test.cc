@@ -580,6 +580,29 @@ TEST(LoopScaleUpTest, BackoffDoublesExpiresAndResetsOnRegistration) {
   EXPECT_GT(*w.PoolStat("gpu-spot").backoff_until, failed3 + minutes(4));
 }
 
+TEST(LoopScaleUpTest, ThrottledIncreaseIsRetriedWithoutBackoff) {
+  World w;
+  w.AddGpuPools();
+  w.Start();
+  w.increase_error = Error(Error::Code::kThrottled, "429 Too Many Requests (Retry-After: 1s)");
+  w.AddGpuPod("p1");
+  w.Step();
+  w.now += seconds(1);
+  std::vector<Action> first = w.StepAndCarry();
+  ASSERT_EQ(OfKind<IncreasePool>(first).size(), 1u);
+  EXPECT_EQ(OfKind<IncreasePool>(first)[0].pool, "gpu-spot");
+  // The API was busy, the pool is fine: no backoff, no fallback to on-demand, a retry soon.
+  EXPECT_FALSE(w.PoolStat("gpu-spot").backoff_until);
+  EXPECT_EQ(w.loop->NextWakeup(), w.now + seconds(5));
+  w.increase_error.reset();
+  std::vector<Action> retry = w.RunUntil(w.now + seconds(6));
+  auto ups = OfKind<IncreasePool>(retry);
+  ASSERT_EQ(ups.size(), 1u);
+  EXPECT_EQ(ups[0].pool, "gpu-spot");
+  EXPECT_EQ(w.target["gpu-spot"], 1);
+  EXPECT_EQ(w.target["gpu"], 0);
+}
+
 TEST(LoopScaleUpTest, WaitingPodsArePlannedWhenTheBackoffRunsOut) {
   World w;
   w.AddPool("gpu-spot", 100,
