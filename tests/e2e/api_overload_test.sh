@@ -91,8 +91,6 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 143" INT TERM
 
-now_ms() { date +%s%3N; }
-secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }  # secs MILLISECONDS
 
 fail() {
   echo "FAIL api_overload: $*"
@@ -202,14 +200,7 @@ phases() {
 }
 pod_count() { k -n "$NS" get pods --no-headers | wc -l; }
 running_count() { k -n "$NS" get pods --field-selector=status.phase=Running --no-headers | wc -l; }
-# Machines tidepool asked the kwok provider for, booting or registered, each once (as in
-# fault_proxy.sh); unregistered: in the provider's state but not a Node.
-provider_machines() {
-  k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' |
-    grep -o '"name": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'
-}
-machines() { { provider_machines; k get nodes -o name | sed 's|^node/||'; } | sort -u; }
-requested() { machines | wc -l; }
+# Machines in the provider's state that are not a Node (machines(): lib.sh).
 unregistered() {
   comm -23 <(provider_machines | sort -u) <(k get nodes -o name | sed 's|^node/||' | sort)
 }

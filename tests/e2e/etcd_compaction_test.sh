@@ -59,8 +59,6 @@ cleanup() {
 trap cleanup EXIT
 trap "exit 143" INT TERM
 
-now_ms() { date +%s%3N; }
-secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }  # secs MILLISECONDS
 
 fail() {
   echo "FAIL etcd_compaction: $*"
@@ -130,17 +128,6 @@ spec:
     resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
 EOF
 }
-# Machines tidepool asked the kwok provider for, booting or registered, each once (as in
-# fault_proxy.sh).
-machines() {
-  {
-    k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' |
-      grep -o '"name": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'
-    k get nodes -o name | sed 's|^node/||'
-  } | sort -u
-}
-requested() { machines | wc -l; }
-more_requested_than() { (($(requested) > $1)); }
 # relisted_since LINE INFORMER: the informer logged a relist after line LINE of tidepool's log.
 relisted_since() { tail -n "+$(($1 + 1))" "$WORK/tidepool.log" | grep -q "informer $2: .*; relisting"; }
 all_relisted_since() {

@@ -56,7 +56,6 @@ e2e_connect
 PKI=$TESTENV_DIR/pki
 APISERVER=$(k config view --minify -o jsonpath='{.clusters[0].cluster.server}')
 
-now_ms() { date +%s%3N; }
 
 CONFIG=$WORK/config.yaml
 cp "$HERE/config.yaml" "$CONFIG"
@@ -126,18 +125,6 @@ spec:
 EOF
 }
 pod_running() { [[ $(k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}') == Running ]]; }
-# Machines tidepool asked the kwok provider for, booting or registered, in any pool, each once:
-# a machine whose Node is up may still be listed as booting when the provider could not save its
-# state (an injected fault or the outage cut that write).
-machines() {
-  {
-    k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' |
-      grep -o '"name": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'
-    k get nodes -o name | sed 's|^node/||'
-  } | sort -u
-}
-requested() { machines | wc -l; }
-more_requested_than() { (($(requested) > $1)); }
 
 FAILED=()
 PASSED=()

@@ -100,3 +100,17 @@ scenario_summary() {
   echo "${#PASSED[@]} passed, ${#FAILED[@]} failed${FAILED:+: ${FAILED[*]}}"
   ((${#FAILED[@]} == 0))
 }
+
+now_ms() { date +%s%3N; }
+secs() { awk -v ms="$1" 'BEGIN { printf "%.1f", ms / 1000 }'; }  # secs MILLISECONDS
+
+# Machines tidepool asked the kwok provider for in namespace $NS (its state ConfigMap), booting
+# or registered, in any pool, each once: a machine whose Node is up may still be listed as
+# booting when the provider could not save its state (a fault cut that write).
+provider_machines() {
+  k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' |
+    grep -o '"name": *"[^"]*"' | sed 's/.*"\([^"]*\)"$/\1/'
+}
+machines() { { provider_machines; k get nodes -o name | sed 's|^node/||'; } | sort -u; }
+requested() { machines | wc -l; }
+more_requested_than() { (($(requested) > $1)); }
