@@ -3,12 +3,6 @@
 #include "autoscaler/planner_input.h"
 
 namespace tidepool::autoscaler {
-namespace {
-
-// After a throttled IncreasePool, the pause before its pods are planned again.
-constexpr Duration kThrottledRetry = std::chrono::seconds(5);
-
-}  // namespace
 
 using planner::kToBeDeletedTaint;
 
@@ -27,13 +21,13 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
 
   Index(ctx);
   warm_.LearnBoot(pools_.Observe(ctx, [this](std::string_view n) { return removals_.Gone(n); }));
-  if (pools_.HandleFailures(ctx)) scale_up_.RequestReplan();
+  if (pools_.HandleFailures(ctx)) scale_up_.RequestReplan(now);
   const bool scan = !last_scan_ || now >= *last_scan_ + config_.scan_interval;
   scale_up_.ObservePending(ctx);
   warm_.Update(ctx, scan, scale_up_.planned_pools(), pools_, removing_);
   bool scaled_up = false;
   if (scale_up_.ShouldPlan(ctx, scan, pools_)) scaled_up = RunScaleUp(ctx);
-  scale_up_.ClearReplan();
+  scale_up_.ClearReplan(now);
   removals_.Advance(ctx);
   if (scan) {
     last_scan_ = now;
@@ -145,11 +139,9 @@ uint64_t Autoscaler::StateDigest() const {
 void Autoscaler::OnIncreaseResult(const std::string& pool, int count, const Result<void>& result,
                                   Time now) {
   quiet_.reset();  // feedback changes state outside a Step
-  if (pools_.OnIncreaseResult(pool, count, result, now)) {
-    scale_up_.RequestReplan();
-    // A throttled request is tried again after a pause, the others' pools back off at once.
-    bool throttled = result.error().code() == Error::Code::kThrottled;
-    Wake(throttled ? now + kThrottledRetry : now);
+  if (auto at = pools_.OnIncreaseResult(pool, count, result, now)) {
+    scale_up_.RequestReplan(*at);
+    Wake(*at);
   }
 }
 

@@ -248,23 +248,23 @@ void PoolTracker::RecordDeletion(const std::string& pool, Time now) {
   SyncRequests(ps->second, now);
 }
 
-bool PoolTracker::OnIncreaseResult(const std::string& pool, int count, const Result<void>& result,
-                                   Time now) {
+std::optional<Time> PoolTracker::OnIncreaseResult(const std::string& pool, int count,
+                                                  const Result<void>& result, Time now) {
   auto it = pools_.find(pool);
-  if (it == pools_.end()) return false;
+  if (it == pools_.end()) return std::nullopt;
   PoolState& ps = it->second;
   ps.unreported = std::max(0, ps.unreported - 1);
   ps.expected_touched = now;
-  if (result) return false;
+  if (result) return std::nullopt;
   if (ps.expected_target) *ps.expected_target = std::max(0, *ps.expected_target - count);
   DropNewestRequests(ps, count);  // these nodes will not come
   ps.not_registered = std::max(0, ps.target() - ps.registered);
   // Throttled (a 429 left after the client's own Retry-After retries) says the API is busy, not
-  // that the pool cannot grow: no backoff, the pods are planned again (provider.h: transient).
-  if (result.error().code() == Error::Code::kThrottled) return true;
+  // that the pool cannot grow (provider.h: transient): no backoff, the same pool a little later.
+  if (result.error().code() == Error::Code::kThrottled) return now + kThrottledRetry;
   Backoff(ps, fmt::format("increasing the pool by {} failed: {}", count, result.error().message()),
           now);
-  return true;
+  return now;  // the pods, at once, on the other pools
 }
 
 void PoolTracker::OnDecreaseResult(const std::string& pool, int count, const Result<void>& result,

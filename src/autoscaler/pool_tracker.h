@@ -19,6 +19,9 @@
 
 namespace tidepool::autoscaler {
 
+// After a throttled IncreasePool, the pause before its pods are planned again.
+inline constexpr Duration kThrottledRetry = std::chrono::seconds(5);
+
 // Owns every configured pool's PoolState and the memory of each node seen (first seen, ever
 // usable). Upcoming nodes per pool are target - registered plus registered nodes still starting;
 // the target counted is the provider's, or the one the loop asked for until the provider shows
@@ -45,9 +48,11 @@ class PoolTracker {
   void RecordIncrease(const std::string& pool, int count, Time now);
   // The loop is deleting one registered node of `pool`.
   void RecordDeletion(const std::string& pool, Time now);
-  // Results. OnIncreaseResult returns true when the increase failed (pods must be re-planned);
-  // the pool backs off unless the failure was kThrottled.
-  bool OnIncreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
+  // Results. OnIncreaseResult returns when the pods must be planned again if the increase
+  // failed: at once, with the pool in backoff; kThrottledRetry later, without backoff, when the
+  // failure was kThrottled.
+  std::optional<Time> OnIncreaseResult(const std::string& pool, int count,
+                                       const Result<void>& result, Time now);
   void OnDecreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
   void OnDeleteReported(const std::string& pool, bool ok, Time now);
 

@@ -36,7 +36,7 @@ bool ScaleUpTracker::ShouldPlan(const StepContext& ctx, bool scan, const PoolTra
       if (wp.approved > 0) return true;
   }
   if (ctx.pending.empty()) return false;
-  if (replan_) return true;
+  if (replan_at_ && ctx.now >= *replan_at_) return true;
   if (pools.BackoffEndedSince(ctx.now, last_planned_)) return true;
   if (batch_start_) {
     return ctx.now >= batch_last_add_ + config_.scale_up.batch_idle ||
@@ -124,7 +124,7 @@ void ScaleUpTracker::AddDigest(Digest& d) const {
   d.Add(prev_pending_.size());
   d.Add(batch_start_);
   d.Add(batch_last_add_);
-  d.Add(uint64_t{replan_});
+  d.Add(replan_at_);
   d.AddInt(pending_count_);
   d.Add(planned_pool_.size());
   d.Add(not_triggered_.size());
@@ -142,7 +142,7 @@ void ScaleUpTracker::AddTimers(Timers& t) const {
     t.Decide(idle);
     t.Decide(max);
   }
-  if (replan_) t.Wake(t.now());
+  if (replan_at_) t.Wake(std::max(*replan_at_, t.now()));
 }
 
 void ScaleUpTracker::FillStatus(Status& s) const {

@@ -36,9 +36,14 @@ class ScaleUpTracker {
   // that would have found nothing to add).
   void MarkPlanned(Time now) { last_planned_ = now; }
 
-  void RequestReplan() { replan_ = true; }
-  void ClearReplan() { replan_ = false; }
-  bool replan() const { return replan_; }
+  // Plan scale-up at `at` whatever the batch (a pool failed: now; a throttled request: a little
+  // later). The earliest request wins.
+  void RequestReplan(Time at) { replan_at_ = replan_at_ ? std::min(*replan_at_, at) : at; }
+  // After a Step at `now`: a replan that was due has been served.
+  void ClearReplan(Time now) {
+    if (replan_at_ && *replan_at_ <= now) replan_at_.reset();
+  }
+  bool replan() const { return replan_at_.has_value(); }
   int pending_count() const { return pending_count_; }
   const WarmPlanner::PlannedPools& planned_pools() const { return planned_pool_; }
 
@@ -58,7 +63,7 @@ class ScaleUpTracker {
   std::unordered_set<std::string> prev_pending_;
   std::optional<Time> batch_start_;
   Time batch_last_add_{};
-  bool replan_ = false;  // a pool failed: plan scale-up at the next Step whatever the batch
+  std::optional<Time> replan_at_;     // RequestReplan
   std::optional<Time> last_planned_;  // the last scale-up plan
   int pending_count_ = 0;
   // NotTriggerScaleUp messages sent per pending pod, so each reason change is told once.

@@ -595,7 +595,11 @@ TEST(LoopScaleUpTest, ThrottledIncreaseIsRetriedWithoutBackoff) {
   EXPECT_FALSE(w.PoolStat("gpu-spot").backoff_until);
   EXPECT_EQ(w.loop->NextWakeup(), w.now + seconds(5));
   w.increase_error.reset();
-  std::vector<Action> retry = w.RunUntil(w.now + seconds(6));
+  // A Step before then (another pod event, say) does not try again yet.
+  Time throttled_at = w.now;
+  w.now += seconds(1);
+  EXPECT_TRUE(OfKind<IncreasePool>(w.StepAndCarry()).empty());
+  std::vector<Action> retry = w.RunUntil(throttled_at + seconds(6));
   auto ups = OfKind<IncreasePool>(retry);
   ASSERT_EQ(ups.size(), 1u);
   EXPECT_EQ(ups[0].pool, "gpu-spot");
