@@ -37,6 +37,9 @@ struct PoolState {
   // Template node copies for new nodes of this pass: [k] is "new-<pool>-<k>". Reused across
   // estimates, which only ever use indexes >= added.
   std::deque<Node> new_nodes;
+
+  // "pool P in backoff until T"; only while backoff_until is set.
+  PoolReason BackoffReason() const;
 };
 
 // The outcome of bin-packing some pods onto new nodes of one pool.

@@ -8,13 +8,17 @@
 namespace tidepool::planner {
 namespace scale_up_detail {
 
+PoolReason PoolState::BackoffReason() const {
+  return {ReasonKind::kBackoff,
+          fmt::format("pool {} in backoff until {}", pool->name, FormatRfc3339(*backoff_until))};
+}
+
 void Pass::RecordStaticReasons(const std::vector<const Pod*>& pods) {
   for (const Pod* pod : pods) {
     for (const PoolState& ps : pools_) {
       PoolReason& slot = reasons_[pod->Key()][ps.pool->name];
       if (ps.backoff_until) {
-        slot = {ReasonKind::kBackoff, fmt::format("pool {} in backoff until {}", ps.pool->name,
-                                                  FormatRfc3339(*ps.backoff_until))};
+        slot = ps.BackoffReason();
         continue;
       }
       sched::FitResult r = TemplateFit(*pod, ps);

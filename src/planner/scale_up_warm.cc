@@ -71,7 +71,7 @@ void Pass::NoteWarmUnmet(const std::vector<const Pod*>& need, ScaleUpPlan& plan)
     for (const PoolState& ps : pools_) {
       if (ps.pool->name != pool) continue;
       if (ps.backoff_until) {
-        why = fmt::format("pool {} in backoff until {}", pool, FormatRfc3339(*ps.backoff_until));
+        why = ps.BackoffReason().text;
       } else if (why.empty()) {
         if (auto limit = LimitReason(ps, 0, Resources())) why = std::move(limit->text);
       }
