@@ -116,18 +116,6 @@ cp "$HERE/config.yaml" "$CONFIG"
   >>"$WORK/tidepool.log" 2>&1 &
 TP_PID=$!
 
-gpu_pod() {
-  cat <<EOF | k apply -f - >/dev/null
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: $NS, labels: {app: compaction}}
-spec:
-  containers:
-  - name: train
-    image: busybox
-    resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
-EOF
-}
 # relisted_since LINE INFORMER: the informer logged a relist after line LINE of tidepool's log.
 relisted_since() { tail -n "+$(($1 + 1))" "$WORK/tidepool.log" | grep -q "informer $2: .*; relisting"; }
 all_relisted_since() {
@@ -143,7 +131,7 @@ log_lines() { wc -l <"$WORK/tidepool.log"; }
 
 # ---- 1. a first scale-up -------------------------------------------------------------------------
 wait_until 30 grep -q "caches synced" "$WORK/tidepool.log" || fail "tidepool did not sync its caches"
-gpu_pod c-0
+apply_gpu_pod c-0
 t0=$(now_ms)
 wait_until 90 pod_running c-0 || fail "c-0 not Running within 90 s"
 log "c-0 Running after $(secs $(($(now_ms) - t0))) s"
@@ -230,7 +218,7 @@ done
 echo "relisted ${#INFORMERS[@]} informers $(secs $((last - compacted_at))) s after the compaction ($(printf %s "${figures[@]}")); kube-apiserver ready again $(secs $((ready_at - compacted_at))) s after it"
 
 # ---- 5. the next scale-up ----------------------------------------------------------------------
-gpu_pod c-1
+apply_gpu_pod c-1
 t1=$(now_ms)
 wait_until 30 more_requested_than "$BEFORE" || fail "no node requested for c-1 within 30 s"
 took=$(($(now_ms) - t1))

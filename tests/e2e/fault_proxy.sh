@@ -112,19 +112,6 @@ reset_cluster() {
   while ((SECONDS < deadline)) && ! k -n "$NS" get serviceaccount default >/dev/null; do sleep 0.5; done
 }
 
-gpu_pod() {
-  cat <<EOF | k apply -f - >/dev/null
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: $NS}
-spec:
-  containers:
-  - name: train
-    image: busybox
-    resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
-EOF
-}
-pod_running() { [[ $(k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}') == Running ]]; }
 
 FAILED=()
 PASSED=()
@@ -150,7 +137,7 @@ scenario_faults() {
   faults 'p429=0.2&p500=0.1&pslow=0.1&slow=1&cut=4' >/dev/null
   run_tidepool "$WORK/proxy.kubeconfig"
   sleep 3
-  gpu_pod f-0
+  apply_gpu_pod f-0
   local t0=$SECONDS
   wait_until 90 pod_running f-0 || { fail "pod not Running within 90 s under faults"; return 1; }
   log "faults: pod Running after $((SECONDS - t0)) s"
@@ -176,14 +163,14 @@ scenario_outage() {
   kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
   faults 'p429=0&p500=0&pslow=0&cut=0&down=0' >/dev/null
   run_tidepool "$WORK/proxy.kubeconfig"
-  gpu_pod o-0
+  apply_gpu_pod o-0
   wait_until 60 pod_running o-0 || { fail "o-0 not Running before the outage"; return 1; }
   local before
   before=$(requested)
   faults 'down=1' >/dev/null
   log "outage: API down for $OUTAGE s"
   sleep 1
-  gpu_pod o-1  # created straight at the API server while tidepool cannot see it
+  apply_gpu_pod o-1  # created straight at the API server while tidepool cannot see it
   sleep $((OUTAGE - 1))
   local t0
   t0=$(now_ms)
@@ -208,7 +195,7 @@ scenario_outage() {
 scenario_restart() {
   reset_cluster
   run_tidepool "$KUBECONFIG"
-  gpu_pod r-0
+  apply_gpu_pod r-0
   wait_until 60 pod_running r-0 || { fail "r-0 not Running before the restart"; return 1; }
   local before
   before=$(requested)
@@ -218,7 +205,7 @@ scenario_restart() {
     { fail "testenv restart failed: $(tail -3 "$WORK/restart.log")"; return 1; }
   local t0
   t0=$(now_ms)
-  gpu_pod r-1
+  apply_gpu_pod r-1
   wait_until 30 more_requested_than "$before" ||
     { fail "no node requested within 30 s of the restarted API server being ready"; return 1; }
   local took=$(( $(now_ms) - t0 ))
@@ -239,7 +226,7 @@ scenario_token_not_logged() {
   kubeconfig_for "https://127.0.0.1:$PROXY_PORT" "$TOKEN" "$WORK/proxy.kubeconfig"
   : >"$WORK/tidepool.log"
   run_tidepool "$WORK/proxy.kubeconfig" --log-level trace
-  gpu_pod t-0
+  apply_gpu_pod t-0
   wait_until 90 pod_running t-0 || { fail "t-0 not Running"; return 1; }
   stop_tidepool
   # A real ServiceAccount token, straight to the API server.
@@ -251,7 +238,7 @@ scenario_token_not_logged() {
   [[ -n $real ]] || { fail "could not create a ServiceAccount token"; return 1; }
   kubeconfig_for "$APISERVER" "$real" "$WORK/direct.kubeconfig"
   run_tidepool "$WORK/direct.kubeconfig" --log-level trace
-  gpu_pod t-1
+  apply_gpu_pod t-1
   wait_until 60 pod_running t-1 || { fail "t-1 not Running with the ServiceAccount token"; return 1; }
   stop_tidepool
   local lines hits_fake hits_real

@@ -63,6 +63,19 @@ stop_all_tidepool() {
 node_count() { k get nodes -o name | wc -l; }
 pod_phase() { k -n "$NS" get pod "$1" -o jsonpath='{.status.phase}'; }
 pod_running() { [[ $(pod_phase "$1") == Running ]]; }
+# apply_gpu_pod NAME: a bare pod in $NS asking for 1 GPU, created (or left as it is).
+apply_gpu_pod() {
+  cat <<EOF | k apply -f - >/dev/null
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $NS}
+spec:
+  containers:
+  - name: train
+    image: busybox
+    resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+EOF
+}
 # Nodes carrying the ToBeDeletedByClusterAutoscaler taint.
 tainted_nodes() {
   k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.spec.taints[*].key}{"\n"}{end}' |
