@@ -328,14 +328,17 @@ void FakeArm::SendError(httplib::Response& res, int status, const std::string& c
 }
 
 void FakeArm::AsyncHeaders(httplib::Response& res, const std::string& op,
-                           const std::string& provider, bool location_style) const {
+                           const std::string& provider, AsyncStyle style) const {
   std::string base = endpoint() + "/subscriptions/" + options_.subscription + "/providers/" +
                      provider + "/locations/" + options_.location;
-  std::string version = provider == "Microsoft.Network" ? "2024-05-01" : "2025-04-01";
-  if (location_style) {
-    res.set_header("Location", base + "/operationresults/" + op + "?api-version=" + version);
-  } else {
+  std::string version = provider == "Microsoft.Network"            ? "2024-05-01"
+                        : provider == "Microsoft.ContainerService" ? "2026-08-01"
+                                                                   : "2025-04-01";
+  if (style != AsyncStyle::kLocation) {
     res.set_header("Azure-AsyncOperation", base + "/operations/" + op + "?api-version=" + version);
+  }
+  if (style != AsyncStyle::kAsyncOperation) {
+    res.set_header("Location", base + "/operationresults/" + op + "?api-version=" + version);
   }
   auto seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after);
   res.set_header("Retry-After", std::to_string(seconds.count()));

@@ -296,9 +296,11 @@ class FakeArm {
   nlohmann::json NicJson(const std::string& name, const std::map<std::string, std::string>& tags,
                          const std::string& subnet, const std::string& attached_vm) const;
   InstanceEvent VmEventFor(const Vm& vm) const;
-  // 201/202 answers of azure-vms writes, pointing at this server's operation resources.
+  // The headers of a 201/202 answer pointing at this server's operation resources, with the
+  // provider's api-version: Azure-AsyncOperation, Location, or both (AKS agent pools).
+  enum class AsyncStyle { kAsyncOperation, kLocation, kBoth };
   void AsyncHeaders(httplib::Response& res, const std::string& op, const std::string& provider,
-                    bool location_style) const;
+                    AsyncStyle style) const;
   std::string Id(const std::string& provider_type, const std::string& name) const;
 
   nlohmann::json Example(const std::string& relative) const;  // responses.*.body of a file

@@ -142,17 +142,6 @@ void FakeArm::RouteAks(const std::vector<std::string>& seg, const httplib::Reque
   }
   AgentPool& ap = it->second;
   ScaleSet& ss = scale_sets_.at(Lower(ap.scale_set));
-  auto async_headers = [&](const std::string& op) {
-    // As common/AgentPoolsAbortOperation.json: Azure-AsyncOperation and location.
-    std::string base = endpoint() + "/subscriptions/" + options_.subscription +
-                       "/providers/Microsoft.ContainerService/locations/" + options_.location;
-    res.set_header("Azure-AsyncOperation", base + "/operations/" + op + "?api-version=2026-08-01");
-    res.set_header("Location", base + "/operationresults/" + op + "?api-version=2026-08-01");
-    res.set_header(
-        "Retry-After",
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after).count()));
-  };
   if (seg.size() == 10 && req.method == "GET") {
     res.status = 200;
     res.set_content(AgentPoolJson(cluster, ap).dump(), "application/json");
@@ -187,7 +176,8 @@ void FakeArm::RouteAks(const std::vector<std::string>& seg, const httplib::Reque
       ap.provisioning = "Succeeded";
       ap.error_code.clear();
     }
-    async_headers(op);
+    // As common/AgentPoolsAbortOperation.json: Azure-AsyncOperation and location.
+    AsyncHeaders(res, op, "Microsoft.ContainerService", AsyncStyle::kBoth);
     res.status = 201;
     res.set_content(AgentPoolJson(cluster, ap).dump(), "application/json");
     return;

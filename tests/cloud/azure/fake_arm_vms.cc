@@ -310,7 +310,7 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
     op.vm_delete = key;
     std::string id = StartOp(std::move(op), events);
     res.status = 202;
-    AsyncHeaders(res, id, "Microsoft.Compute", /*location_style=*/true);
+    AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kLocation);
     return;
   }
   if (req.method != "PUT") {
@@ -421,7 +421,7 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
   json answer = StandaloneVmJson(vms_[key], false, false);
   std::string id = StartOp(std::move(op), events);
   res.status = 201;
-  AsyncHeaders(res, id, "Microsoft.Compute", /*location_style=*/false);
+  AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kAsyncOperation);
   res.set_content(answer.dump(), "application/json");
 }
 
@@ -463,7 +463,7 @@ void FakeArm::RouteNics(const std::vector<std::string>& seg, const httplib::Requ
     op.nic_delete = key;
     std::string id = StartOp(std::move(op), events);
     res.status = 202;
-    AsyncHeaders(res, id, "Microsoft.Network", /*location_style=*/true);
+    AsyncHeaders(res, id, "Microsoft.Network", AsyncStyle::kLocation);
     return;
   }
   if (req.method != "PUT") {
@@ -512,7 +512,7 @@ void FakeArm::RouteNics(const std::vector<std::string>& seg, const httplib::Requ
   nics_[key] = nic;
   std::string id = StartOp(std::move(op), events);
   res.status = created ? 201 : 200;
-  AsyncHeaders(res, id, "Microsoft.Network", /*location_style=*/false);
+  AsyncHeaders(res, id, "Microsoft.Network", AsyncStyle::kAsyncOperation);
   res.set_content(nics_[key].dump(), "application/json");
 }
 
@@ -550,7 +550,7 @@ void FakeArm::RouteDisks(const std::vector<std::string>& seg, const httplib::Req
     op.disk_delete = key;
     std::string id = StartOp(std::move(op), events);
     res.status = 202;
-    AsyncHeaders(res, id, "Microsoft.Compute", /*location_style=*/true);
+    AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kLocation);
     return;
   }
   SendError(res, 405, "MethodNotAllowed", "Not supported by the fake.");

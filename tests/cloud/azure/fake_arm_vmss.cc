@@ -344,14 +344,7 @@ void FakeArm::RouteCompute(const std::vector<std::string>& seg, const httplib::R
       op = StartOp(Op{}, events);
     }
     res.status = 200;
-    res.set_header("Azure-AsyncOperation", endpoint() + "/subscriptions/" + options_.subscription +
-                                               "/providers/Microsoft.Compute/locations/" +
-                                               options_.location + "/operations/" + op +
-                                               "?api-version=2025-04-01");
-    res.set_header(
-        "Retry-After",
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after).count()));
+    AsyncHeaders(res, op, "Microsoft.Compute", AsyncStyle::kAsyncOperation);
     res.set_content(ScaleSetJson(ss).dump(), "application/json");
     return;
   }
@@ -389,16 +382,10 @@ void FakeArm::RouteCompute(const std::vector<std::string>& seg, const httplib::R
     }
     ++ss.etag;
     std::string id = StartOp(std::move(op), events);
-    json example = examples_.at("vmss/VirtualMachineScaleSet_DeleteInstances_MinimumSet_Gen.json");
-    (void)example;  // its 202 carries a location header; ours points at this server
+    // As vmss/VirtualMachineScaleSet_DeleteInstances_MinimumSet_Gen.json: 202 with a location
+    // header, ours pointing at this server.
     res.status = 202;
-    res.set_header("Location", endpoint() + "/subscriptions/" + options_.subscription +
-                                   "/providers/Microsoft.Compute/locations/" + options_.location +
-                                   "/operationresults/" + id + "?api-version=2025-04-01");
-    res.set_header(
-        "Retry-After",
-        std::to_string(
-            std::chrono::duration_cast<std::chrono::seconds>(options_.retry_after).count()));
+    AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kLocation);
     return;
   }
   SendError(res, 405, "MethodNotAllowed", "The requested method is not supported by the fake.");
