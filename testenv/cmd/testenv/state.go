@@ -223,6 +223,9 @@ func runDown(args []string) int {
 type launch struct {
 	Args []string `json:"args"`
 	Env  []string `json:"env,omitempty"`
+	// Exe, when set, is the program to run (an add-on's own binary) with
+	// Args; otherwise it is "<testenv> <name> Args...".
+	Exe string `json:"exe,omitempty"`
 }
 
 func writeLaunch(dir, name string, l launch) error {
@@ -248,7 +251,7 @@ func readLaunch(dir, name string) (launch, error) {
 	return l, nil
 }
 
-// startComponent starts "<self> <name> args..." in dir, in its own session (so
+// startComponent starts "<self> <name> args..." (or "<l.Exe> args...") in dir, in its own session (so
 // it outlives its starter and gets no terminal signals), appending its output
 // to logs/<name>.log after a "# <time> <note><name> <args>" line, and records
 // its pid in the pids file.
@@ -265,6 +268,9 @@ func startComponent(self, dir, name string, l launch, note string) (*exec.Cmd, p
 	}
 	defer devnull.Close()
 	cmd := exec.Command(self, append([]string{name}, l.Args...)...)
+	if l.Exe != "" {
+		cmd = exec.Command(l.Exe, l.Args...)
+	}
 	cmd.Dir = dir
 	cmd.Stdin = devnull
 	cmd.Stdout = logFile

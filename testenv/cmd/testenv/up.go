@@ -46,6 +46,11 @@ type upOptions struct {
 	// apiserverArgs (--apiserver-arg, repeatable) are appended to
 	// kube-apiserver's flags, after testenv's own, so one may override them.
 	apiserverArgs stringList
+	// controllerManagerArgs (--controller-manager-arg) likewise for
+	// kube-controller-manager.
+	controllerManagerArgs stringList
+	// with: the add-ons to start beside the control plane (addons.go).
+	with withList
 }
 
 // stringList is a repeatable string flag.
@@ -97,6 +102,8 @@ func runUp(args []string) int {
 	fs.DurationVar(&opt.timeout, "timeout", 180*time.Second, "give up if the cluster is not ready within this time")
 	fs.IntVar(&opt.verbosity, "v", 1, "klog verbosity of the Kubernetes components")
 	fs.Var(&opt.apiserverArgs, "apiserver-arg", "an extra kube-apiserver flag, `--name=value` (repeatable; after testenv's own, so it may override one)")
+	fs.Var(&opt.controllerManagerArgs, "controller-manager-arg", "an extra kube-controller-manager flag, `--name=value` (repeatable, like --apiserver-arg)")
+	fs.Var(&opt.with, "with", "start an add-on too: "+strings.Join(addonNames(), ", ")+" (repeatable or comma-separated)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -178,6 +185,9 @@ func (u *upper) run() (string, error) {
 	p := u.pki.path
 	if len(u.opt.apiserverArgs) > 0 {
 		u.logf("extra kube-apiserver flags: %s", u.opt.apiserverArgs.String())
+	}
+	if len(u.opt.controllerManagerArgs) > 0 {
+		u.logf("extra kube-controller-manager flags: %s", u.opt.controllerManagerArgs.String())
 	}
 	if err := u.spawn("kube-apiserver", nil,
 		"--etcd-servers="+etcdURL,
@@ -293,6 +303,11 @@ leaderElection:
 	for _, s := range stages {
 		kwokArgs = append(kwokArgs, "--config="+s)
 	}
+	extra, err := u.addonKwokArgs()
+	if err != nil {
+		return "", err
+	}
+	kwokArgs = append(kwokArgs, extra...)
 	// kwok also reads ~/.kwok/kwok.yaml if it exists; give it an empty home.
 	if err := u.spawn("kwok", []string{"HOME=" + u.path("home")}, kwokArgs...); err != nil {
 		return "", err
@@ -320,6 +335,9 @@ leaderElection:
 	// ServiceAccount (serviceaccount controller) and kube-root-ca.crt
 	// (root CA publisher): wait for both, proving the controllers run.
 	if err := u.waitDefaultNamespace(ctx, admin); err != nil {
+		return "", err
+	}
+	if err := u.startAddons(ctx, admin); err != nil {
 		return "", err
 	}
 
@@ -419,6 +437,7 @@ func (u *upper) writeCerts() error {
 		{name: "kube-scheduler-serving", cn: "kube-scheduler", server: true, ips: loopback, dns: []string{"localhost"}},
 		{name: "kube-controller-manager-serving", cn: "kube-controller-manager", server: true, ips: loopback, dns: []string{"localhost"}},
 	}
+	specs = append(specs, u.addonCerts()...)
 	for _, s := range specs {
 		if err := p.issue(s); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -440,11 +459,19 @@ func (u *upper) writeCerts() error {
 // "up" and gets no terminal signals), output to logs/<name>.log, and records
 // its pid.
 func (u *upper) spawn(name string, extraEnv []string, args ...string) error {
-	if name == "kube-apiserver" {
-		// Recorded with the others in launch/, so "restart" keeps them.
+	// Recorded with the others in launch/, so "restart" keeps them.
+	switch name {
+	case "kube-apiserver":
 		args = append(args, u.opt.apiserverArgs...)
+	case "kube-controller-manager":
+		args = append(args, u.opt.controllerManagerArgs...)
 	}
-	l := launch{Args: args, Env: extraEnv}
+	return u.spawnExe(name, "", extraEnv, args...)
+}
+
+// spawnExe is spawn for a program other than this binary (exe "": this one).
+func (u *upper) spawnExe(name, exe string, extraEnv []string, args ...string) error {
+	l := launch{Args: args, Env: extraEnv, Exe: exe}
 	cmd, p, err := startComponent(u.self, u.opt.dir, name, l, "")
 	if err != nil {
 		return err
