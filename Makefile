@@ -58,6 +58,13 @@ soak: build testenv
 overload: build testenv
 	@tests/e2e/api_overload_test.sh $(TIDEPOOL)
 
+# The container image without a Docker daemon (docs/install.md): localhost/tidepool:VERSION, FROM
+# scratch with the binary and its shared libraries, built with buildah into the default containers
+# store. `ctest -R ops.image` builds it into a private store and runs it on testenv with the chart.
+.PHONY: image
+image: build
+	@deploy/build-image.sh $(TIDEPOOL)
+
 # Sanitizer builds (build-tsan/, build-asan/): every unit test and the live tests of the threaded
 # code (API client, informers, leader election, `tidepool run` in the kwok e2e scenarios) under
 # ThreadSanitizer, or AddressSanitizer + UBSan. A full build each, so not part of `make test`;

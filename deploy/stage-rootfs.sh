@@ -1,30 +1,42 @@
 #!/usr/bin/env bash
-# Copies the shared libraries BINARY needs (as ldd resolves them) into ROOT, keeping their paths,
-# except the C/C++ runtime that the distroless cc base image already has. Used by the Dockerfile's
-# build stage; run it locally to see what the runtime image will get.
-# Usage: collect-runtime-libs.sh BINARY ROOT
+# Stages the root filesystem of tidepool's FROM-scratch container image in ROOT: the binary at
+# /usr/local/bin/tidepool, every shared library it links (as ldd resolves them, glibc and the
+# dynamic loader included, at their Debian paths), the CA bundle for ARM's TLS, and passwd/group
+# entries for the one user it runs as (nonroot, 65532). Nothing else: no shell, no package
+# manager. Used by `make image` (deploy/build-image.sh) and the Dockerfile's build stage.
+# Usage: stage-rootfs.sh BINARY ROOT
 set -euo pipefail
 binary=${1:?usage: $0 BINARY ROOT}
 root=${2:?usage: $0 BINARY ROOT}
 
-# Provided by gcr.io/distroless/cc-debian12 (glibc, libstdc++, libgcc_s, OpenSSL 3).
-base='^(ld-linux.*|libc|libm|libdl|libpthread|librt|libresolv|libutil|libstdc\+\+|libgcc_s|libssl|libcrypto)\.so'
-
 if ! out=$(ldd "$binary" 2>&1); then
-  echo "collect-runtime-libs: ldd $binary failed: $out" >&2
+  echo "stage-rootfs: ldd $binary failed: $out" >&2
   exit 1
 fi
 if grep -q 'not found' <<<"$out"; then
-  echo "collect-runtime-libs: unresolved libraries:" >&2
+  echo "stage-rootfs: unresolved libraries:" >&2
   grep 'not found' <<<"$out" >&2
   exit 1
 fi
-count=0
-while read -r path; do
-  name=$(basename "$path")
-  if [[ $name =~ $base ]]; then continue; fi
-  mkdir -p "$root$(dirname "$path")"
-  cp -L "$path" "$root$path"
-  count=$((count + 1))
-done < <(awk '$2 == "=>" && $3 ~ /^\// {print $3}' <<<"$out" | sort -u)
-echo "collect-runtime-libs: $count libraries copied into $root"
+# "libx.so => /path (addr)" lines, and the loader's "/lib64/ld-linux-x86-64.so.2 (addr)".
+libs=$(awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' <<<"$out" | sort -u)
+if ! grep -q '/ld-linux' <<<"$libs"; then
+  echo "stage-rootfs: ldd $binary names no dynamic loader: $out" >&2
+  exit 1
+fi
+for path in $libs; do
+  install -D -m 0644 "$(readlink -f "$path")" "$root$path"
+done
+chmod 0755 "$root"/lib*/ld-linux* 2>/dev/null || true
+
+install -D -m 0755 "$binary" "$root/usr/local/bin/tidepool"
+ca=/etc/ssl/certs/ca-certificates.crt
+[[ -r $ca ]] || { echo "stage-rootfs: $ca missing (apt-get install ca-certificates)" >&2; exit 1; }
+install -D -m 0644 "$ca" "$root$ca"
+mkdir -p "$root/etc" "$root/tmp"
+chmod 1777 "$root/tmp"
+printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/tmp:/sbin/nologin\n' \
+  >"$root/etc/passwd"
+printf 'root:x:0:\nnonroot:x:65532:\n' >"$root/etc/group"
+printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
+echo "stage-rootfs: tidepool and $(wc -w <<<"$libs") libraries staged in $root"

@@ -17,8 +17,11 @@ packages=(
   openssl
 )
 # Test-only: headless Chromium renders the status page (tests/ops/status_page_chromium_test.sh);
-# clang-format checks the sources' format (tests/style/clang_format_test.sh).
-if ! $build_only; then packages+=(chromium clang-format); fi
+# clang-format checks the sources' format (tests/style/clang_format_test.sh); buildah, podman and
+# runc build and run the container image without a daemon (`make image`, tests/ops/image_test.sh).
+if ! $build_only; then
+  packages+=(chromium clang-format buildah podman runc netavark ca-certificates)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
