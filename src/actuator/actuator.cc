@@ -4,6 +4,8 @@
 
 #include <unordered_map>
 
+#include "base/kill_point.h"
+
 namespace tidepool::actuator {
 
 using namespace autoscaler;
@@ -31,7 +33,9 @@ class Actuator::Batch {
         loop_(loop) {}
 
   void operator()(const IncreasePool& a) {
+    ReachKillPoint(KillPoint::kScaleUpDecided);
     auto r = provider_.IncreaseSize(a.pool, a.count, clock_.Now());
+    if (r) ReachKillPoint(KillPoint::kScaleUpAcknowledged);
     Report(a, r);
     loop_.OnIncreaseResult(a.pool, a.count, r, clock_.Now());
   }
@@ -44,6 +48,7 @@ class Actuator::Batch {
     auto r = writer_.AddTaint(
         a.node, {std::string(model::kToBeDeletedTaint), model::TaintTimestamp(clock_.Now()),
                  model::TaintEffect::kNoSchedule});
+    if (r) ReachKillPoint(KillPoint::kNodeTainted);
     // The plan came from a view that may lag (a cut watch, a slow API server). With the taint
     // on, no new pod can land; now read the node's pods fresh and go on only if nothing is
     // there that the plan did not see. Otherwise take the taint off again and report the
@@ -110,6 +115,7 @@ class Actuator::Batch {
     const model::Node* node = FindNode(a.node);
     if (node == nullptr) return {};  // gone already
     TIDEPOOL_RETURN_IF_ERROR(provider_.DeleteNode(a.pool, *node, clock_.Now()));
+    ReachKillPoint(KillPoint::kMachineDeleted);
     auto gone = writer_.DeleteNode(node->name(), node->meta.uid);
     if (!gone) {
       // The machine is gone and the target lowered; the Node object lingers until the node

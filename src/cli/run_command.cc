@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 
+#include "base/kill_point.h"
 #include "base/logging.h"
 #include "cloud/azure/azure_provider.h"
 #include "cloud/kwok/kwok_provider.h"
@@ -236,6 +237,8 @@ int RunRunCommand(const RunFlags& f) {
   auto format = ParseLogFormat(f.log_format);
   if (!format) return Fail(kExitBadInput, format.error());
   SetupLogging(*format, f.log_level);
+  // Tests only (tests/e2e/kill_points_test.sh): inert unless TIDEPOOL_KILL_AT is set.
+  if (auto armed = ArmKillPointFromEnv(); !armed) return Fail(kExitBadInput, armed.error());
 
   auto config = kube::config::LoadAutoscalerConfig(f.config_path);
   if (!config) return Fail(kExitBadInput, config.error());

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "base/kill_point.h"
 #include "kube/codec/encode.h"
 
 namespace tidepool::cloud::kwok {
@@ -235,10 +236,12 @@ Result<void> KwokProvider::IncreaseSize(const std::string& pool, int delta, Time
     for (int k = 0; k < 5; ++k) name.push_back(kNameAlphabet[rng_() % kNameAlphabet.size()]);
     items.push_back({std::move(name), due});
   }
+  ReachKillPoint(KillPoint::kKwokBeforeSave);
   if (auto r = PersistLocked(); !r) {
     items.resize(items.size() - delta);
     return r;
   }
+  ReachKillPoint(KillPoint::kKwokSaved);
   lock.unlock();
   cv_.notify_all();
   return {};
@@ -328,6 +331,7 @@ void KwokProvider::Run() {
         failed = true;
         continue;
       }
+      ReachKillPoint(KillPoint::kKwokNodeCreated);
       spdlog::info("kwok provider: node {} of pool {} is up", name, pool);
       auto& items = booting_[pool];
       std::erase_if(items, [&](const Booting& b) { return b.name == name; });
