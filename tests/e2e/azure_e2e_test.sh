@@ -3,7 +3,7 @@
 # against tidepool-fake-arm: ARM + Azure AD on 127.0.0.1, whose scale sets register and remove
 # Node objects as real VMs would (kwok runs them). Scenarios: scale from zero, spot -> on-demand
 # fallback on AllocationFailed, half of a scale-up failing, a spot eviction, scale down by
-# instance id.
+# instance id, and no credential in anything tidepool shows or writes.
 # Usage: azure_e2e_test.sh TIDEPOOL FAKE_ARM SHARED_DIR [SCENARIO...]   (no scenario: all)
 #
 # Each scenario starts from an empty cluster and a fresh fake (scale sets at capacity 0), runs
@@ -448,7 +448,56 @@ scenario_scale_down_by_instance_id() {
   pass
 }
 
-ALL=(scale_from_zero spot_fallback partial_scale_up spot_eviction scale_down_by_instance_id)
+# Every credential tidepool holds stays out of everything it shows or writes, through a
+# scale-up and a scale-down at --log-level trace: the client secret (read from its file), the
+# ARM access tokens the fake issued (all "fake-token-N"), and the kubeconfig's client key.
+# Looked for in the log, /status, /metrics, /healthz, /readyz, the status ConfigMap and every
+# Event in the cluster.
+scenario_credentials_hidden() {
+  local port
+  port=$(free_port)
+  start_fake || { fail "tidepool-fake-arm did not start"; return 1; }
+  LISTEN=127.0.0.1:$port start_tidepool tp "$(write_config)" --log-level trace
+  gpu_pod hidden-1 1 | k apply -f - >/dev/null || { fail "could not create the pod"; return 1; }
+  wait_until 40 pod_running hidden-1 || { fail "pod not Running within 40 s"; return 1; }
+  wait_until 10 event_for TriggeredScaleUp hidden-1 || { fail "no TriggeredScaleUp event"; return 1; }
+  local out=$WORK/shown
+  mkdir -p "$out"
+  curl -s "http://127.0.0.1:$port/status" >"$out/status.html"
+  k -n "$NS" delete pod hidden-1 --wait=false >/dev/null
+  wait_until 60 has_nodes gpu 0 || { fail "the GPU node was not removed within 60 s"; return 1; }
+  for path in status metrics healthz readyz; do
+    curl -s "http://127.0.0.1:$port/$path" >"$out/$path.after"
+  done
+  k -n "$NS" get configmap tidepool-status -o json >"$out/status-configmap.json"
+  k get events -A -o json >"$out/events.json"
+  stop_all_tidepool  # the log complete
+  cp "$WORK/tp.log" "$out/tp.log"
+  # What must be there for the search to mean anything.
+  grep -q "$SS_GPU" "$out/status.html" || { fail "/status does not show the scale set"; return 1; }
+  grep -q '^tidepool_cloud_requests_total' "$out/metrics.after" || { fail "/metrics is empty"; return 1; }
+  grep -q '"TriggeredScaleUp"' "$out/events.json" || { fail "no Events read back"; return 1; }
+  grep -q IncreasePool "$out/tp.log" && grep -q DeleteNode "$out/tp.log" ||
+    { fail "the log does not show the scale-up and the scale-down"; return 1; }
+  (($(count_requests POST "/$TENANT/oauth2/v2.0/token") > 0)) || { fail "no token was issued"; return 1; }
+  (($(count_requests POST "/virtualMachineScaleSets/$SS_GPU/delete") > 0)) ||
+    { fail "the GPU VM was not deleted through ARM"; return 1; }
+  # The needles: the secret, the tokens' common prefix, the client key whole (base64, as in the
+  # kubeconfig) and each line of its PEM body.
+  local key_b64
+  key_b64=$(kubectl config view --raw --minify -o jsonpath='{.users[0].user.client-key-data}')
+  [[ -n $key_b64 ]] || { fail "the kubeconfig has no client key to look for"; return 1; }
+  { echo "$SECRET"; echo "fake-token-"; echo "$key_b64"
+    base64 -d <<<"$key_b64" | grep -v '^-----' | grep -E '.{40}'; } >"$WORK/needles"
+  local hits
+  hits=$(grep -l -F -f "$WORK/needles" "$out"/* | xargs -r -n1 basename | tr '\n' ' ')
+  [[ -z $hits ]] || { fail "a credential appears in: $hits"; return 1; }
+  log "credentials: $(wc -l <"$WORK/needles") needles, none in $(ls "$out" | wc -l) outputs"
+  pass
+}
+
+ALL=(scale_from_zero spot_fallback partial_scale_up spot_eviction scale_down_by_instance_id
+     credentials_hidden)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster

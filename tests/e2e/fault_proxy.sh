@@ -16,7 +16,8 @@
 #                     a pod created once it is ready must get a node requested within 5 s.
 #   token_not_logged  tidepool runs at --log-level trace with a bearer token (through the proxy,
 #                     and straight to the API server with a real ServiceAccount token) through a
-#                     scale-up (5% 429 and 500 on the proxy path); neither token may be logged.
+#                     scale-up (5% 429 and 500 on the proxy path); neither token may be logged,
+#                     nor appear in an Event or the status ConfigMap.
 # Prints figures ("resumed N.N s after the API came back") and PASS/FAIL per scenario.
 set -uo pipefail
 
@@ -249,10 +250,16 @@ scenario_token_not_logged() {
   local sig=${real##*.}
   local hits_sig
   hits_sig=$(grep -c -F "$sig" "$WORK/tidepool.log")
-  echo "token_not_logged: $lines log lines at trace level, proxy token found $hits_fake times, ServiceAccount token $hits_real times, its signature $hits_sig times; proxy saw the bearer header on $(stat bearer_seen) requests"
+  # Nor in what tidepool writes to the cluster: its Events and its status ConfigMap.
+  local shown=$WORK/shown.json hits_shown
+  { k get events -A -o json; k -n "$NS" get configmap tidepool-status -o json; } >"$shown"
+  hits_shown=$(grep -c -F -e "$TOKEN" -e "$real" -e "$sig" "$shown")
+  echo "token_not_logged: $lines log lines at trace level, proxy token found $hits_fake times, ServiceAccount token $hits_real times, its signature $hits_sig times, in Events and status $hits_shown times; proxy saw the bearer header on $(stat bearer_seen) requests"
   ((lines > 20)) || { fail "the log is too short to mean anything"; return 1; }
+  grep -q '"TriggeredScaleUp"' "$shown" || { fail "no Events read back"; return 1; }
   (($(stat bearer_seen) > 0)) || { fail "tidepool did not send the token at all"; return 1; }
   ((hits_fake == 0 && hits_real == 0 && hits_sig == 0)) || { fail "a bearer token is in the log"; return 1; }
+  ((hits_shown == 0)) || { fail "a bearer token is in an Event or the status ConfigMap"; return 1; }
   pass
 }
 
