@@ -5,8 +5,8 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build testenv test demo demo-offline bench fuzz soak overload tsan asan \
-	clean
+.PHONY: setup configure build testenv test demo demo-hpa demo-offline bench fuzz soak overload \
+	tsan asan clean
 
 setup:
 	@scripts/setup.sh
@@ -31,6 +31,11 @@ test: build testenv
 # pending to scale-up from zero to running to drained and back to zero. A few minutes.
 demo: build testenv
 	@scripts/live-demo.sh $(TIDEPOOL)
+
+# The source document's HPA beside tidepool on real metrics (metrics-server in testenv): the load
+# rises, the HPA scales 2 -> 5 and tidepool adds the nodes; the load falls, both scale back. ~2 min.
+demo-hpa: build testenv
+	@scripts/hpa-demo.sh $(TIDEPOOL)
 
 # The same example offline: one planning decision on a cluster snapshot, then two simulated
 # days of bursty training on its pools.

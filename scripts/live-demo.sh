@@ -8,31 +8,11 @@ export LC_ALL=C
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TIDEPOOL=${1:-$ROOT/build/src/cli/tidepool}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-demo.XXXXXX")
-export TESTENV_DIR=$WORK/testenv
-TP_PID=""
-WATCH_PID=""
-T0=$SECONDS
-
-cleanup() {
-  [[ -n $WATCH_PID ]] && kill "$WATCH_PID" 2>/dev/null
-  [[ -n $TP_PID ]] && kill -TERM "$TP_PID" 2>/dev/null && wait "$TP_PID" 2>/dev/null
-  "$ROOT/testenv/down" >/dev/null 2>&1
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-say() { printf '%6s  %s\n' "+$((SECONDS - T0))s" "$*"; }
+source "$ROOT/scripts/demo-lib.sh"
+demo_start demo
 
 say "starting a Kubernetes control plane (testenv: etcd, kube-apiserver, scheduler, controllers, kwok)"
-KUBECONFIG=$("$ROOT/testenv/up" 2>"$WORK/up.log" | tail -1) || {
-  cat "$WORK/up.log" >&2
-  echo "live demo: testenv did not start" >&2
-  exit 1
-}
-export KUBECONFIG
-k() { kubectl --request-timeout=20s "$@" 2>/dev/null; }
+demo_testenv
 
 # The example config with demo timers: GPU nodes "boot" in 20 s (real ones take 8-15 min),
 # CPU nodes in 10 s; idle nodes go after 30 s instead of 10 min.
@@ -50,48 +30,9 @@ sed -i '/^  - name: cpupool$/,/^  - name:/ s/^    max: 10$/    max: 10\n    boot
 TP_PID=$!
 say "tidepool run started (pools: cpupool, gpupool, gpupool-spot, gpuheavy, gpuheavy-spot; GPU pools at 0 nodes)"
 
-# The timeline, polled every second: tidepool's decisions from its log, node and pod changes
-# from the API server. One background loop, so stopping it is one kill.
-timeline() {
-  local seen=0 prev_nodes="" prev_pods="" nodes pods
-  while true; do
-    mapfile -t lines < <(tail -n +$((seen + 1)) "$WORK/tidepool.log" 2>/dev/null)
-    seen=$((seen + ${#lines[@]}))
-    for line in "${lines[@]}"; do
-      [[ $line =~ (IncreasePool|TaintNode|EvictPods|DeleteNode|ScaleDownFailed|kwok\ provider:\ node) ]] || continue
-      msg=${line#* * }
-      msg=${msg%% (*}
-      say "tidepool: ${msg/kwok provider: /provider: }"
-    done
-    nodes=$(k get nodes -o name | sed 's|^node/||' | sort)
-    pods=$(k get pods -o custom-columns=N:.metadata.name,P:.status.phase,NODE:.spec.nodeName --no-headers | sort)
-    comm -13 <(echo "$prev_nodes") <(echo "$nodes") | while read -r n; do
-      [[ -n $n ]] && say "node $n registered"
-    done
-    comm -23 <(echo "$prev_nodes") <(echo "$nodes") | while read -r n; do
-      [[ -n $n ]] && say "node $n deleted"
-    done
-    comm -13 <(echo "$prev_pods") <(echo "$pods") | while read -r n p node; do
-      [[ -n $n ]] || continue
-      if [[ $node == "<none>" ]]; then say "pod $n $p"; else say "pod $n $p on $node"; fi
-    done
-    prev_nodes=$nodes
-    prev_pods=$pods
-    sleep 1
-  done
-}
 timeline &
-WATCH_PID=$!
+BG_PIDS+=($!)
 
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ((SECONDS < deadline)); do
-    "$@" >/dev/null 2>&1 && return 0
-    sleep 1
-  done
-  return 1
-}
 running() { [[ $(k get pods -l "$1" --field-selector=status.phase=Running -o name | wc -l) -ge 1 ]]; }
 gpu_nodes() { k get nodes -l accelerator=nvidia -o name | wc -l; }
 
