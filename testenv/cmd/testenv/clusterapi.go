@@ -21,22 +21,12 @@ func init() {
 }
 
 func startClusterAPI(ctx context.Context, u *upper, admin string) error {
-	e, err := u.newKBEnv("cluster-api", admin)
+	e, err := u.newKBEnv("cluster-api", admin, 3)
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(4)
-	if err != nil {
-		return err
-	}
-	webhookPort, healthPort, diagPort, infraHealthPort := ports[0], ports[1], ports[2], ports[3]
-	certDir := filepath.Join(e.stateDir, "certs")
-	if err := u.issueWebhookCert(certDir, "capi-webhook"); err != nil {
-		return fmt.Errorf("certificates: %w", err)
-	}
-	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
-	if err := installKubebuilder(ctx, e, filepath.Join(e.binDir, "crd"), filepath.Join(e.binDir, "webhook"),
-		"capi-", webhookURL); err != nil {
+	healthPort, diagPort, infraHealthPort := e.ports[0], e.ports[1], e.ports[2]
+	if err := installKubebuilder(ctx, e, "capi-"); err != nil {
 		return err
 	}
 	// testenv's provider: its CRDs live in the source tree, next to bin/.
@@ -51,8 +41,8 @@ func startClusterAPI(ctx context.Context, u *upper, admin string) error {
 	// The core manager's webhook server has no host flag: it listens on all
 	// interfaces of this port (the only testenv port that does).
 	if err := u.spawnExe("cluster-api", filepath.Join(e.binDir, "manager"), env,
-		fmt.Sprintf("--webhook-port=%d", webhookPort),
-		"--webhook-cert-dir="+certDir,
+		fmt.Sprintf("--webhook-port=%d", e.webhookPort),
+		"--webhook-cert-dir="+e.certDir,
 		fmt.Sprintf("--health-addr=127.0.0.1:%d", healthPort),
 		fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", diagPort),
 		"--insecure-diagnostics",

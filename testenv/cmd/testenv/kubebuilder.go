@@ -48,20 +48,26 @@ var (
 
 // kbEnv is what a kubebuilder add-on's start function works with.
 type kbEnv struct {
-	name      string
-	dyn       dynamic.Interface
-	admin     string // admin kubeconfig path
-	caPEM     []byte
-	binDir    string // bin/<name>/: the manager binary and its manifests
-	stateDir  string // <state>/<name>/: its config and certificates
-	verbosity int
+	dyn         dynamic.Interface
+	admin       string // admin kubeconfig path
+	caPEM       []byte
+	binDir      string // bin/<name>/: the manager binary and its manifests
+	stateDir    string // <state>/<name>/: its config and certificates
+	certDir     string // <state>/<name>/certs: tls.crt, tls.key of its webhook server
+	webhookPort int
+	ports       []int // more free ports on 127.0.0.1, as many as asked for
+	verbosity   int
 }
 
 var plainHTTP = http.Client{Timeout: 2 * time.Second}
 
-func (u *upper) newKBEnv(name, admin string) (kbEnv, error) {
-	e := kbEnv{name: name, admin: admin, binDir: filepath.Join(filepath.Dir(u.self), name),
-		stateDir: u.path(name), verbosity: u.opt.verbosity}
+// newKBEnv checks that bin/<name>/manager is built, picks the webhook port
+// and morePorts others, and issues the webhook server's certificate (for
+// 127.0.0.1, from testenv's CA) into certDir, under the names
+// controller-runtime expects.
+func (u *upper) newKBEnv(name, admin string, morePorts int) (kbEnv, error) {
+	e := kbEnv{admin: admin, binDir: filepath.Join(filepath.Dir(u.self), name),
+		stateDir: u.path(name), certDir: u.path(name, "certs"), verbosity: u.opt.verbosity}
 	if _, err := os.Stat(filepath.Join(e.binDir, "manager")); err != nil {
 		return e, fmt.Errorf("%s is not built (run testenv/build --with %s): %w", filepath.Join(e.binDir, "manager"), name, err)
 	}
@@ -75,7 +81,20 @@ func (u *upper) newKBEnv(name, admin string) (kbEnv, error) {
 	if e.caPEM, err = os.ReadFile(u.pki.path("ca.crt")); err != nil {
 		return e, err
 	}
-	return e, os.MkdirAll(e.stateDir, 0o755)
+	ports, err := freePorts(1 + morePorts)
+	if err != nil {
+		return e, err
+	}
+	e.webhookPort, e.ports = ports[0], ports[1:]
+	if err := os.MkdirAll(e.certDir, 0o700); err != nil {
+		return e, err
+	}
+	p := &pki{dir: e.certDir, caCert: u.pki.caCert, caKey: u.pki.caKey}
+	if err := p.issue(certSpec{name: "tls", cn: name + "-webhook", server: true,
+		ips: []net.IP{net.ParseIP("127.0.0.1")}, dns: []string{"localhost"}}); err != nil {
+		return e, fmt.Errorf("webhook certificate: %w", err)
+	}
+	return e, nil
 }
 
 // freePorts picks n free ports on 127.0.0.1.
@@ -96,18 +115,6 @@ func freePorts(n int) ([]int, error) {
 		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ps, nil
-}
-
-// issueWebhookCert writes tls.crt and tls.key for 127.0.0.1, signed by the
-// cluster CA, into dir (the file names controller-runtime's webhook server
-// expects).
-func (u *upper) issueWebhookCert(dir, cn string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	p := &pki{dir: dir, caCert: u.pki.caCert, caKey: u.pki.caKey}
-	return p.issue(certSpec{name: "tls", cn: cn, server: true,
-		ips: []net.IP{net.ParseIP("127.0.0.1")}, dns: []string{"localhost"}})
 }
 
 // readDocs reads every YAML document of a file as an object.
@@ -159,12 +166,14 @@ func readKustomization(dir string) (kustomization, error) {
 	return k, nil
 }
 
-// installKubebuilder creates the CRDs listed in crdDir/kustomization.yaml
+// installKubebuilder creates the CRDs listed in bin/<name>/crd/kustomization.yaml
 // (with the conversion webhooks its patches enable) and the webhook
-// configurations of webhookDir/manifests.yaml (with the inline patches of
-// webhookDir/kustomization.yaml; names prefixed with namePrefix, as the
-// upstream kustomization does), all pointing at webhookURL.
-func installKubebuilder(ctx context.Context, e kbEnv, crdDir, webhookDir, namePrefix, webhookURL string) error {
+// configurations of bin/<name>/webhook/manifests.yaml (with the inline patches
+// of the kustomization.yaml there; names prefixed with namePrefix, as the
+// upstream kustomization does), all pointing at 127.0.0.1:e.webhookPort.
+func installKubebuilder(ctx context.Context, e kbEnv, namePrefix string) error {
+	crdDir, webhookDir := filepath.Join(e.binDir, "crd"), filepath.Join(e.binDir, "webhook")
+	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", e.webhookPort)
 	k, err := readKustomization(crdDir)
 	if err != nil {
 		return err

@@ -32,25 +32,15 @@ func init() {
 }
 
 func startKueue(ctx context.Context, u *upper, admin string) error {
-	e, err := u.newKBEnv("kueue", admin)
+	e, err := u.newKBEnv("kueue", admin, 1)
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(2)
-	if err != nil {
-		return err
-	}
-	webhookPort, healthPort := ports[0], ports[1]
-	certDir := filepath.Join(e.stateDir, "certs")
-	if err := u.issueWebhookCert(certDir, "kueue-webhook"); err != nil {
-		return fmt.Errorf("certificates: %w", err)
-	}
+	healthPort := e.ports[0]
 	if err := createNamespace(ctx, e.dyn, kueueNamespace); err != nil {
 		return err
 	}
-	webhookURL := fmt.Sprintf("https://127.0.0.1:%d", webhookPort)
-	if err := installKubebuilder(ctx, e, filepath.Join(e.binDir, "crd"), filepath.Join(e.binDir, "webhook"),
-		"kueue-", webhookURL); err != nil {
+	if err := installKubebuilder(ctx, e, "kueue-"); err != nil {
 		return err
 	}
 	// Kueue sets up its ProvisioningRequest controllers only if the API is
@@ -84,14 +74,14 @@ internalCertManagement:
 integrations:
   frameworks:
   - batch/job
-`, kueueNamespace, healthPort, webhookPort, certDir)), 0o644); err != nil {
+`, kueueNamespace, healthPort, e.webhookPort, e.certDir)), 0o644); err != nil {
 		return err
 	}
 	// VisibilityOnDemand off: its API server reads certificates from the
 	// fixed path /visibility and would need an APIService; nothing here uses it.
 	// "testenv kueue" (runKueue) execs bin/kueue/manager.
 	if err := u.spawn("kueue", []string{"KUBECONFIG=" + e.admin},
-		"--metrics-cert-dir="+certDir, "--",
+		"--metrics-cert-dir="+e.certDir, "--",
 		"--config="+config,
 		"--feature-gates=VisibilityOnDemand=false",
 	); err != nil {
