@@ -5,8 +5,8 @@ BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 TIDEPOOL := $(BUILD)/src/cli/tidepool
 
-.PHONY: setup configure build testenv test demo demo-hpa demo-offline bench fuzz soak overload \
-	tsan asan clean
+.PHONY: setup configure build testenv testenv-addons test demo demo-hpa demo-offline bench fuzz \
+	soak overload tsan asan clean
 
 setup:
 	@scripts/setup.sh
@@ -22,9 +22,15 @@ build: configure
 testenv: setup
 	@testenv/build
 
-# Every ctest test except those labelled soak (minutes each; `make overload`).
+# Every ctest test except those labelled soak (minutes each; `make overload`) or addons.
 test: build testenv
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE soak
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE 'soak|addons'
+
+# testenv's add-ons Kueue and Cluster API (`testenv/up --with kueue|cluster-api`): builds them
+# (cold: ~25 and ~10 min more, testenv/README.md) and runs the ctest tests labelled addons.
+testenv-addons: configure testenv
+	@testenv/build --with kueue,cluster-api
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L addons
 
 # The main job on the built-in default: a real control plane (testenv), tidepool running on the
 # example cluster's pools, the source documents' training workloads, and a timeline from
