@@ -91,6 +91,24 @@ check "Cluster API: its webhook refuses MachineDeployment template labels that m
   refused "must match spec.selector" k -n capi-smoke patch --dry-run=server machinedeployment gpu --type=merge \
   -p '{"spec":{"template":{"metadata":{"labels":{"smoke.tidepool.dev/md":"other"}}}}}'
 
+# Bad input to testenv's provider is refused when written, not found later.
+cat >"$work/capi-bad-template.yaml" <<'EOF'
+apiVersion: infrastructure.testenv.tidepool.dev/v1alpha1
+kind: TestenvMachineTemplate
+metadata:
+  name: bad
+  namespace: capi-smoke
+spec:
+  template:
+    spec:
+      bootDelay: soon
+      capacity: {cpu: lots}
+EOF
+for bad in 'bootDelay: Invalid value: "soon"' 'capacity.cpu: Invalid value: "lots"'; do
+  check "Cluster API: a TestenvMachineTemplate with bootDelay soon, cpu lots is refused: ${bad%%:*}" \
+    refused "spec.template.spec.$bad" "$KUBECTL" create -f "$work/capi-bad-template.yaml"
+done
+
 cluster_initialized() {
   local s
   s="$(cj cluster smoke -o jsonpath='{.status.initialization.infrastructureProvisioned}/{.status.initialization.controlPlaneInitialized}')"
