@@ -18,7 +18,7 @@ demo_testenv --with metrics --controller-manager-arg=--horizontal-pod-autoscaler
 "$TIDEPOOL" run --config "$ROOT/tests/e2e/hpa_config.yaml" --namespace default --listen "" \
   >"$WORK/tidepool.log" 2>&1 &
 TP_PID=$!
-say "tidepool run started (pool small: 1 CPU / 2 GiB nodes, 900m allocatable, min 1; unneededTime 30s)"
+say "tidepool run started (pool small: 1 CPU / 2 GiB nodes, 900m allocatable, min 1; unneededTime 45s)"
 DEMO_HPA=ai-model-hpa
 timeline &
 BG_PIDS+=($!)

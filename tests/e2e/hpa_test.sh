@@ -36,7 +36,7 @@ DEPLOY=ai-model-deployment
 HPA=ai-model-hpa
 CONFIG=${HPA_TEST_CONFIG:-$HERE/hpa_config.yaml}  # another config: to see the test fail with it
 UNNEEDED=$(sed -n 's/^ *unneededTime: *\([0-9]*\)s *$/\1/p' "$CONFIG")  # seconds
-HOLD_AT_4=10 # seconds the flapping HPA is held at 4 replicas before the load rises again
+HOLD_AT_4=5  # seconds the flapping HPA is held at 4 replicas before the load rises again
 DRIVER_PID=""
 PASSED=() FAILED=()
 
