@@ -22,11 +22,13 @@
 #               provider's state, and the node set (names, taints, cordons) unchanged for
 #               STABLE seconds (longer than unneededTime + maxPodEvictionTime + scanInterval,
 #               so any drain that is still meant to happen would have changed it).
-#   duplicates  at convergence, per pool: nodes - need, where need = max over cpu and GPUs of
-#               ceil(sum of requests of the pods bound to the pool's nodes / one node's
-#               allocatable). Every pod of a resource kind has the same size and the scale-down
-#               threshold (0.6) is above one pod's share, so need is what a correct autoscaler
-#               reaches; any positive difference is a node too many.
+#   duplicates  at convergence, per pool: nodes - need, where need is the fewest nodes of the
+#               pool's allocatable that hold the pods bound to its nodes (an exact bin packing
+#               over cpu, memory and GPUs). It used to be ceil(sum of requests / allocatable),
+#               which counted fragmentation as duplicates: a 6-cpu 1-GPU node holding a 1-GPU
+#               pod (1 cpu) has room for two 2-cpu pods, not 2.5 (run 39 of seed 20261125:
+#               3 gpu nodes, all needed, counted as 3/2). Any positive difference is a node a
+#               better placement would not need; its layout goes to layouts.log.
 #   orphaned    at convergence, nodes still tainted ToBeDeletedByClusterAutoscaler or cordoned.
 #   pdb         sampled every second from the first time guarded is fully up: PDB
 #   violations  status.currentHealthy < status.desiredHealthy, plus guarded pods bound to a node
@@ -211,19 +213,47 @@ for n in nodes.values():
     keys = [t["key"] for t in n["spec"].get("taints", [])]
     if "ToBeDeletedByClusterAutoscaler" in keys or n["spec"].get("unschedulable"):
         orphaned += 1
+RES = ("cpu", "memory", "nvidia.com/gpu")
+def fewest_nodes(pods, cap):
+    # The exact minimum of nodes of allocatable `cap` that hold `pods` (vectors over RES): a
+    # depth-first search, biggest pods first, one branch per distinct node load (a pool holds a
+    # few dozen pods at most here).
+    pods = sorted(pods, reverse=True)
+    best = [len(pods)]
+    def go(i, loads):
+        if len(loads) >= best[0] and i < len(pods): return
+        if i == len(pods):
+            best[0] = min(best[0], len(loads))
+            return
+        tried = set()
+        for j, load in enumerate(loads):
+            if load in tried: continue
+            tried.add(load)
+            new = tuple(a + b for a, b in zip(load, pods[i]))
+            if all(n <= c * (1 + 1e-9) for n, c in zip(new, cap)):
+                loads[j] = new
+                go(i + 1, loads)
+                loads[j] = load
+        if len(loads) + 1 < best[0]:
+            loads.append(pods[i])
+            go(i + 1, loads)
+            loads.pop()
+    go(0, [])
+    return best[0]
 dup, detail = 0, []
 for pool, ns in sorted(pools.items()):
     alloc = ns[0]["status"]["allocatable"]
+    cap = tuple(qty(alloc.get(r, 0)) for r in RES)
     names = {n["metadata"]["name"] for n in ns}
-    need = 0
-    for res in ("cpu", "nvidia.com/gpu"):
-        if qty(alloc.get(res, 0)) <= 0: continue
-        total = 0.0
-        for p in items:
-            if p["kind"] != "Pod" or p["spec"].get("nodeName") not in names: continue
-            for c in p["spec"]["containers"]:
-                total += qty(c.get("resources", {}).get("requests", {}).get(res, 0))
-        need = max(need, math.ceil(total / qty(alloc[res]) - 1e-9))
+    pods = []
+    for p in items:
+        if p["kind"] != "Pod" or p["spec"].get("nodeName") not in names: continue
+        req = [0.0] * len(RES)
+        for c in p["spec"]["containers"]:
+            r = c.get("resources", {}).get("requests", {})
+            for k, res in enumerate(RES): req[k] += qty(r.get(res, 0))
+        pods.append(tuple(req))
+    need = fewest_nodes(pods, cap)
     extra = max(0, len(ns) - need)
     dup += extra
     label = pool or "unmanaged"
