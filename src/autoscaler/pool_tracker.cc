@@ -257,11 +257,19 @@ std::optional<Time> PoolTracker::OnIncreaseResult(const std::string& pool, int c
   ps.expected_touched = now;
   if (result) return std::nullopt;
   if (ps.expected_target) *ps.expected_target = std::max(0, *ps.expected_target - count);
+  // A conflict: the provider's state changed under the request (another writer, machines the
+  // provider adopted), so what the loop expected is void; the next Refresh is the truth.
+  if (result.error().code() == Error::Code::kConflict) ps.expected_target.reset();
   DropNewestRequests(ps, count);  // these nodes will not come
   ps.not_registered = std::max(0, ps.target() - ps.registered);
   // Throttled (a 429 left after the client's own Retry-After retries) says the API is busy, not
-  // that the pool cannot grow (provider.h: transient): no backoff, the same pool a little later.
-  if (result.error().code() == Error::Code::kThrottled) return now + kThrottledRetry;
+  // that the pool cannot grow (provider.h: transient); a conflict, that the provider's state
+  // changed under the request, which was not made. Neither is the pool's fault: no backoff, the
+  // same pool a little later, on a fresh Refresh.
+  if (result.error().code() == Error::Code::kThrottled ||
+      result.error().code() == Error::Code::kConflict) {
+    return now + kThrottledRetry;
+  }
   Backoff(ps, fmt::format("increasing the pool by {} failed: {}", count, result.error().message()),
           now);
   return now;  // the pods, at once, on the other pools

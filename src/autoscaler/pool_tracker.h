@@ -19,7 +19,7 @@
 
 namespace tidepool::autoscaler {
 
-// After a throttled IncreasePool, the pause before its pods are planned again.
+// After a throttled (or conflicting) IncreasePool, the pause before its pods are planned again.
 inline constexpr Duration kThrottledRetry = std::chrono::seconds(5);
 
 // Owns every configured pool's PoolState and the memory of each node seen (first seen, ever
@@ -50,7 +50,7 @@ class PoolTracker {
   void RecordDeletion(const std::string& pool, Time now);
   // Results. OnIncreaseResult returns when the pods must be planned again if the increase
   // failed: at once, with the pool in backoff; kThrottledRetry later, without backoff, when the
-  // failure was kThrottled.
+  // failure was kThrottled or kConflict.
   std::optional<Time> OnIncreaseResult(const std::string& pool, int count,
                                        const Result<void>& result, Time now);
   void OnDecreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);

@@ -36,9 +36,10 @@ struct PoolSize {
 //  - PoolOf maps a Node to its pool from provider data (providerID, instance tags): "" when
 //    the node is not one of this provider's pools.
 //  - Errors carry the provider's words (HTTP status, ARM error code); transient ones are
-//    kUnavailable or kThrottled. The provider keeps its durable state where a restarted
-//    controller finds it again (the cloud, or the API server for kwok), so a restart never
-//    loses a requested machine nor requests one twice.
+//    kUnavailable or kThrottled. kConflict: the provider's state changed under the call (another
+//    writer) and nothing was changed; the caller looks again (Refresh) before retrying. The
+//    provider keeps its durable state where a restarted controller finds it again (the cloud, or
+//    the API server for kwok), so a restart never loses a requested machine nor requests one twice.
 // Thread-safety: implementations are called from the controller's one acting thread; they may
 // run their own background work.
 class CloudProvider {

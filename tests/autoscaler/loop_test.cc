@@ -607,6 +607,34 @@ TEST(LoopScaleUpTest, ThrottledIncreaseIsRetriedWithoutBackoff) {
   EXPECT_EQ(w.target["gpu"], 0);
 }
 
+// A conflict (the provider's state changed under the request: here another writer of the kwok
+// state booked one machine, which the provider adopted) is not the pool's fault either: no
+// backoff, the pods planned again 5 s later on the provider's new target, not on what the loop
+// expected before, so 2 pods get 2 machines in all.
+TEST(LoopScaleUpTest, ConflictingIncreaseIsRetriedOnTheProvidersTarget) {
+  World w;
+  w.AddGpuPools();
+  w.Start();
+  w.increase_error = Error(Error::Code::kConflict, "saving its state: 409 Conflict");
+  w.AddGpuPod("p1");
+  w.AddGpuPod("p2");
+  w.Step();
+  w.now += seconds(1);
+  auto failed = OfKind<IncreasePool>(w.StepAndCarry());
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].count, 2);
+  w.target["gpu-spot"] = 1;  // the adopted machine
+  EXPECT_FALSE(w.PoolStat("gpu-spot").backoff_until);
+  EXPECT_EQ(w.loop->NextWakeup(), w.now + seconds(5));
+  w.increase_error.reset();
+  auto ups = OfKind<IncreasePool>(w.RunUntil(w.now + seconds(6)));
+  ASSERT_EQ(ups.size(), 1u);
+  EXPECT_EQ(ups[0].pool, "gpu-spot");
+  EXPECT_EQ(ups[0].count, 1);
+  EXPECT_EQ(w.target["gpu-spot"], 2);
+  EXPECT_EQ(w.target["gpu"], 0);
+}
+
 TEST(LoopScaleUpTest, WaitingPodsArePlannedWhenTheBackoffRunsOut) {
   World w;
   w.AddPool("gpu-spot", 100,

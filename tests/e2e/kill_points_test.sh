@@ -16,6 +16,11 @@
 #   scale-down points: from 2 pods on 2 nodes, one pod goes; the kill happens while the empty
 #     node is removed. After the restart: 1 gpu node, no ToBeDeleted taint, the pod Running on
 #     the node it was on.
+#   late-state-write: what no kill point can reach, a killed predecessor's state write that the
+#     API server commits after tidepool read the state: with 1 node up, the test adds a booting
+#     machine to the kwok provider's state ConfigMap behind tidepool's back, then 2 more pods
+#     arrive. tidepool's next save conflicts; it must adopt that machine (its Node appears) and
+#     ask for just 1 more: 3 nodes, 3 machines ever.
 # Prints PASS/FAIL per point and a summary; exits 0 iff every point passed.
 set -uo pipefail
 
@@ -155,31 +160,39 @@ expect_killed() {
     { fail "the log does not say kill point $point was reached"; return 1; }
 }
 
+# converge WANT [RESTART]: (with RESTART, tidepool started again first) waits until WANT pods of
+# gpu-wave run on WANT nodes, none booting or tainted; TOOK is how long that took (ms), and it
+# must still hold SETTLE seconds later.
+converge() {
+  local want=$1 t0
+  t0=$(now_ms)
+  [[ -n ${2:-} ]] && run_tidepool
+  wait_until 60 pods_running "$want" ||
+    { fail "$(running_pods) of $want pods Running after 60 s"; return 1; }
+  wait_until 30 settled "$want" ||
+    { fail "not settled at $want nodes (nodes $(node_count), booting $(booting), tainted $(tainted_nodes))"; return 1; }
+  TOOK=$(($(now_ms) - t0))
+  sleep "$SETTLE"
+  settled "$want" && pods_running "$want" ||
+    { fail "after $SETTLE s: nodes $(node_count), booting $(booting), tainted $(tainted_nodes), pods running $(running_pods)"; return 1; }
+}
+
 scale_up_point() {
   local point=$1
   run_tidepool "$point"
   gpu_wave 2
   expect_killed "$point" || return 1
-  local in_flight
-  in_flight="$(booting) booting, $(node_count) nodes"
-  local t0
-  t0=$(now_ms)
-  run_tidepool
-  wait_until 60 pods_running 2 || { fail "the 2 pods are not Running 60 s after the restart"; return 1; }
-  wait_until 30 settled 2 || { fail "not settled at 2 nodes (nodes $(node_count), booting $(booting), tainted $(tainted_nodes))"; return 1; }
-  local took=$(($(now_ms) - t0))
-  sleep "$SETTLE"
-  settled 2 || { fail "after $SETTLE s: nodes $(node_count), booting $(booting), tainted $(tainted_nodes)"; return 1; }
+  local in_flight="$(booting) booting, $(node_count) nodes"
+  converge 2 restart || return 1
   (($(ever_requested) == 2)) || { fail "$(ever_requested) machines requested for 2 pods"; return 1; }
-  pass "at the kill: $in_flight; settled $(secs "$took") s after the restart, 2 machines"
+  pass "at the kill: $in_flight; settled $(secs "$TOOK") s after the restart, 2 machines"
 }
 
 scale_down_point() {
   local point=$1
   run_tidepool
   gpu_wave 2
-  wait_until 60 pods_running 2 && wait_until 30 settled 2 ||
-    { fail "setup: 2 pods on 2 nodes not reached"; return 1; }
+  converge 2 || return 1
   stop_tidepool
   run_tidepool "$point"
   k -n "$NS" scale deployment gpu-wave --replicas=1 >/dev/null
@@ -187,19 +200,31 @@ scale_down_point() {
   local keep
   keep=$(k -n "$NS" get pods -l app=gpu-wave -o jsonpath='{.items[0].spec.nodeName}')
   expect_killed "$point" || return 1
-  local in_flight
-  in_flight="$(node_count) nodes, $(tainted_nodes) tainted"
-  local t0
-  t0=$(now_ms)
-  run_tidepool
-  wait_until 60 settled 1 || { fail "not settled at 1 node (nodes $(node_count), tainted $(tainted_nodes))"; return 1; }
-  local took=$(($(now_ms) - t0))
-  sleep "$SETTLE"
-  settled 1 && pods_running 1 || { fail "after $SETTLE s: nodes $(node_count), tainted $(tainted_nodes), pods running $(running_pods)"; return 1; }
+  local in_flight="$(node_count) nodes, $(tainted_nodes) tainted"
+  converge 1 restart || return 1
   [[ $(k -n "$NS" get pods -l app=gpu-wave -o jsonpath='{.items[0].spec.nodeName}') == "$keep" ]] ||
     { fail "the remaining pod was moved off its node $keep"; return 1; }
-  pass "at the kill: $in_flight; settled $(secs "$took") s after the restart"
+  pass "at the kill: $in_flight; settled $(secs "$TOOK") s after the restart"
 }
+
+late_state_write() {
+  run_tidepool
+  gpu_wave 1
+  converge 1 || return 1
+  local due state
+  due=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  state="{\"pools\":{\"gpu\":[{\"name\":\"gpu-late0\",\"due\":\"$due\"}]}}"
+  k -n "$NS" patch configmap tidepool-kwok-provider --type merge \
+    -p "{\"data\":{\"state\":$(printf '%s' "$state" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')}}" >/dev/null ||
+    { fail "could not write the state ConfigMap"; return 1; }
+  gpu_wave 3
+  converge 3 || return 1
+  k get node gpu-late0 >/dev/null || { fail "the machine written behind tidepool's back was not booted"; return 1; }
+  (($(ever_requested) == 3)) || { fail "$(ever_requested) machines requested for 3 pods"; return 1; }
+  grep -q "adopting machine gpu-late0" "$WORK/tidepool.log" || { fail "no adoption in the log"; return 1; }
+  pass "gpu-late0 adopted, 3 machines"
+}
+scenario_late-state-write() { late_state_write; }
 
 for p in scale-up-decided kwok-before-save kwok-saved scale-up-acknowledged kwok-node-created; do
   eval "scenario_$p() { scale_up_point $p; }"
@@ -208,7 +233,7 @@ for p in node-tainted machine-deleted; do
   eval "scenario_$p() { scale_down_point $p; }"
 done
 ALL=(scale-up-decided kwok-before-save kwok-saved scale-up-acknowledged kwok-node-created
-     node-tainted machine-deleted)
+     node-tainted machine-deleted late-state-write)
 run_scenarios reset_cluster ALL "$@"
 stop_tidepool
 scenario_summary

@@ -78,10 +78,19 @@ Result<void> KwokProvider::Load() {
     if (cm.error().code() == Error::Code::kNotFound) return {};
     return std::unexpected(cm.error().Wrap("kwok provider: reading its state"));
   }
+  auto stored = ParseState(*cm);
+  if (!stored) return std::unexpected(stored.error());
   std::lock_guard lock(mu_);
   state_rv_ = cm->value("/metadata/resourceVersion"_json_pointer, std::string());
-  auto data = cm->value("/data/state"_json_pointer, std::string());
-  if (data.empty()) return {};
+  booting_ = std::move(*stored);
+  return {};
+}
+
+Result<std::map<std::string, std::vector<KwokProvider::Booting>>> KwokProvider::ParseState(
+    const json& cm) const {
+  std::map<std::string, std::vector<Booting>> out;
+  auto data = cm.value("/data/state"_json_pointer, std::string());
+  if (data.empty()) return out;
   json state = json::parse(data, nullptr, /*allow_exceptions=*/false);
   const std::string where = fmt::format("kwok provider: ConfigMap {}/{} key state",
                                         options_.state_namespace, options_.state_configmap);
@@ -103,10 +112,40 @@ Result<void> KwokProvider::Load() {
       }
       auto due = ParseRfc3339(item["due"].get<std::string>());
       if (!due) return std::unexpected(due.error().Wrap(where));
-      booting_[pool].push_back({item["name"].get<std::string>(), *due});
+      out[pool].push_back({item["name"].get<std::string>(), *due});
     }
   }
-  return {};
+  return out;
+}
+
+void KwokProvider::AfterFailedSaveLocked(const Error& error) {
+  if (error.code() == Error::Code::kNotFound) state_rv_.clear();  // deleted: create it again
+  if (error.code() != Error::Code::kConflict) return;
+  auto cm = api_.Get(
+      kube::ObjectPath("v1", "configmaps", options_.state_namespace, options_.state_configmap));
+  if (!cm) {
+    spdlog::warn("kwok provider: re-reading its state after a conflict: {}", cm.error().message());
+    return;
+  }
+  auto stored = ParseState(*cm);
+  if (!stored) {
+    spdlog::warn("{}", stored.error().message());
+    return;
+  }
+  state_rv_ = cm->value("/metadata/resourceVersion"_json_pointer, std::string());
+  for (auto& [pool, items] : *stored) {
+    auto& ours = booting_[pool];
+    for (auto& b : items) {
+      auto same = [&](const Booting& o) { return o.name == b.name; };
+      if (std::find_if(ours.begin(), ours.end(), same) != ours.end()) continue;
+      spdlog::warn(
+          "kwok provider: adopting machine {} of pool {}, written to its state by "
+          "someone else",
+          b.name, pool);
+      ours.push_back(std::move(b));
+    }
+  }
+  cv_.notify_all();
 }
 
 Result<void> KwokProvider::PersistLocked() {
@@ -126,18 +165,8 @@ Result<void> KwokProvider::PersistLocked() {
              {"data", {{"state", json{{"pools", pools}}.dump()}}}};
   Result<json> written;
   if (state_rv_.empty()) {
+    // A 409 (created since our Load) is a conflict like a stale resourceVersion.
     written = api_.Create(kube::CollectionPath("v1", "configmaps", options_.state_namespace), cm);
-    if (!written && written.error().code() == Error::Code::kConflict) {
-      // Created by an earlier run whose Load raced with us: take its version and overwrite.
-      auto current = api_.Get(
-          kube::ObjectPath("v1", "configmaps", options_.state_namespace, options_.state_configmap));
-      if (!current) return std::unexpected(current.error());
-      cm["metadata"]["resourceVersion"] =
-          current->value("/metadata/resourceVersion"_json_pointer, std::string());
-      written = api_.Update(
-          kube::ObjectPath("v1", "configmaps", options_.state_namespace, options_.state_configmap),
-          cm);
-    }
   } else {
     cm["metadata"]["resourceVersion"] = state_rv_;
     written = api_.Update(
@@ -239,6 +268,7 @@ Result<void> KwokProvider::IncreaseSize(const std::string& pool, int delta, Time
   ReachKillPoint(KillPoint::kKwokBeforeSave);
   if (auto r = PersistLocked(); !r) {
     items.resize(items.size() - delta);
+    AfterFailedSaveLocked(r.error());
     return r;
   }
   ReachKillPoint(KillPoint::kKwokSaved);
@@ -262,6 +292,7 @@ Result<void> KwokProvider::DecreaseTargetSize(const std::string& pool, int delta
   items.resize(items.size() - delta);
   if (auto r = PersistLocked(); !r) {
     items = std::move(saved);
+    AfterFailedSaveLocked(r.error());
     return r;
   }
   return {};
@@ -274,8 +305,13 @@ Result<void> KwokProvider::DeleteNode(const std::string& pool, const model::Node
     auto it = std::find_if(items.begin(), items.end(),
                            [&](const Booting& b) { return b.name == node.name(); });
     if (it != items.end()) {
+      Booting removed = *it;
       items.erase(it);
-      TIDEPOOL_RETURN_IF_ERROR(PersistLocked());
+      if (auto r = PersistLocked(); !r) {
+        items.push_back(std::move(removed));
+        AfterFailedSaveLocked(r.error());
+        return r;
+      }
     }
     unseen_.erase(node.name());
   }
@@ -339,6 +375,7 @@ void KwokProvider::Run() {
     }
     if (auto r = PersistLocked(); !r) {
       spdlog::warn("{}", r.error().message());
+      AfterFailedSaveLocked(r.error());
       failed = true;
     }
     if (failed && !stop_) cv_.wait_for(lock, kCreateRetry);

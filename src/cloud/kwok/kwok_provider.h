@@ -79,8 +79,17 @@ class KwokProvider final : public CloudProvider {
   KwokProvider(const model::AutoscalerConfig& config, kube::ApiClient& api, const Clock& clock,
                KwokOptions options);
   Result<void> Load();
-  // Writes booting_ to the ConfigMap (create or update with the last resourceVersion).
+  // The machines in a state ConfigMap, per pool (pools no longer configured are dropped).
+  Result<std::map<std::string, std::vector<Booting>>> ParseState(const nlohmann::json& cm) const;
+  // Writes booting_ to the ConfigMap (create, or update with the last resourceVersion); a
+  // kConflict when someone else wrote it since (see AfterFailedSaveLocked).
   Result<void> PersistLocked();
+  // Called after the caller has rolled its change back. On a conflict (a killed predecessor's
+  // write that landed after our Load, a deposed leader, a person) reads the stored state: its
+  // resourceVersion, so the next save can succeed, and the machines it lists that booting_
+  // does not, which are adopted (they were requested; Refresh counts them, the thread boots
+  // them), so the caller's retry does not ask for them twice.
+  void AfterFailedSaveLocked(const Error& error);
   void Run();
   Duration BootDelay(const model::Pool& pool) const;
   bool Unavailable(const std::string& pool) const;
