@@ -29,7 +29,10 @@ for path in $libs; do
 done
 chmod 0755 "$root"/lib*/ld-linux* 2>/dev/null || true
 
-install -D -m 0755 "$binary" "$root/usr/local/bin/tidepool"
+# Without its debug info (a RelWithDebInfo build is ~150 MB with it, ~20 MB without).
+mkdir -p "$root/usr/local/bin"
+strip --strip-debug -o "$root/usr/local/bin/tidepool" "$binary"
+chmod 0755 "$root/usr/local/bin/tidepool"
 ca=/etc/ssl/certs/ca-certificates.crt
 [[ -r $ca ]] || { echo "stage-rootfs: $ca missing (apt-get install ca-certificates)" >&2; exit 1; }
 install -D -m 0644 "$ca" "$root$ca"
