@@ -42,13 +42,9 @@ cleanup() {
   stop_tidepool
   stop_proxy
   if [[ -n ${KUBECONFIG:-} ]]; then
-    kubectl --request-timeout=20s delete namespace "$NS" --wait=false >/dev/null 2>&1
     kubectl --request-timeout=20s delete clusterrolebinding tidepool-faults-token >/dev/null 2>&1
-    kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
   fi
-  e2e_disconnect
-  [[ -n ${E2E_KEEP_LOGS:-} ]] && mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/
-  rm -rf "$WORK"
+  e2e_teardown
 }
 trap cleanup EXIT
 trap "exit 143" INT TERM

@@ -41,13 +41,7 @@ stop_tidepool() {
 }
 cleanup() {
   stop_tidepool
-  if [[ -n ${KUBECONFIG:-} ]]; then
-    k delete namespace "$NS" --wait=false >/dev/null
-    k delete nodes --all --wait=false >/dev/null
-  fi
-  e2e_disconnect
-  [[ -n ${E2E_KEEP_LOGS:-} ]] && mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/
-  rm -rf "$WORK"
+  e2e_teardown
 }
 trap cleanup EXIT
 trap "exit 143" INT TERM

@@ -26,6 +26,18 @@ e2e_connect() {
 e2e_disconnect() {
   if [[ -n ${E2E_OWN_TESTENV:-} ]]; then "$ROOT/testenv/down" >/dev/null 2>&1; fi
 }
+# e2e_teardown: the end of a script's exit trap: namespace $NS and every Node deleted (when
+# connected), the private testenv stopped, the logs copied to $E2E_KEEP_LOGS (when set), $WORK
+# removed.
+e2e_teardown() {
+  if [[ -n ${KUBECONFIG:-} ]]; then
+    kubectl --request-timeout=20s delete namespace "$NS" --wait=false >/dev/null 2>&1
+    kubectl --request-timeout=20s delete nodes --all --wait=false >/dev/null 2>&1
+  fi
+  e2e_disconnect
+  if [[ -n ${E2E_KEEP_LOGS:-} ]]; then mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/; fi
+  rm -rf "$WORK"
+}
 
 # wait_until SECONDS CMD...: polls CMD every 0.5 s; fails after SECONDS.
 wait_until() {
