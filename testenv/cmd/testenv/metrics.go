@@ -104,10 +104,11 @@ func startMetricsServer(ctx context.Context, u *upper, admin string) error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	ports, err := freePorts(1)
 	if err != nil {
 		return err
 	}
+	port := ports[0]
 	kubeconfig := u.path("kubeconfig", metricsServerName+".kubeconfig")
 	apiURL := fmt.Sprintf("https://127.0.0.1:%d", u.ports.apiserver)
 	if err := u.pki.kubeconfig(kubeconfig, apiURL, "system:metrics-server", metricsClientCert); err != nil {
@@ -155,15 +156,6 @@ func startMetricsServer(ctx context.Context, u *upper, admin string) error {
 		return err
 	}
 	return u.waitAPIServiceAvailable(ctx, dyn, metricsAPIService)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 var apiServiceGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
