@@ -124,6 +124,20 @@ Result<void> ClusterSnapshot::AddPod(const model::Pod* pod, NodeIndex node) {
   return {};
 }
 
+Result<void> ClusterSnapshot::SetAllocatable(NodeIndex node, const model::Resources& allocatable) {
+  if (node >= nodes_.size() || nodes_[node].removed) {
+    return Fail(Error::Code::kNotFound, "cannot resize node {}: no live node with that index",
+                node);
+  }
+  if (!layers_.empty()) {
+    old_allocatable_.push_back(nodes_[node].allocatable);
+    Record(
+        {Op::kSetAllocatable, node, nullptr, static_cast<uint32_t>(old_allocatable_.size() - 1)});
+  }
+  nodes_[node].allocatable = allocatable;
+  return {};
+}
+
 Result<void> ClusterSnapshot::RemovePod(const model::Pod* pod, NodeIndex node) {
   TIDEPOOL_CHECK(pod != nullptr);
   TIDEPOOL_RETURN_IF_ERROR(LiveNode(node, pod, "remove"));
@@ -205,6 +219,7 @@ void ClusterSnapshot::Commit() {
   if (layers_.empty()) {
     log_.clear();
     graveyard_.clear();
+    old_allocatable_.clear();
   }
 }
 
@@ -236,6 +251,12 @@ void ClusterSnapshot::Undo(const Change& c) {
       pod_count_ += static_cast<int64_t>(info.pods.size());
       pods_with_anti_affinity_ += info.pods_with_required_anti_affinity;
       pods_with_affinity_ += info.pods_with_required_affinity;
+      break;
+    }
+    case Op::kSetAllocatable: {
+      TIDEPOOL_CHECK(c.position + 1 == old_allocatable_.size());
+      nodes_[c.node].allocatable = std::move(old_allocatable_.back());
+      old_allocatable_.pop_back();
       break;
     }
     case Op::kAddPod: {

@@ -101,6 +101,9 @@ class ClusterSnapshot {
   // Removes a placed pod (matched by pointer, else by namespace/name) from the node. The last
   // pod of the node takes the removed pod's place in NodeInfo::pods (revert restores the order).
   Result<void> RemovePod(const model::Pod* pod, NodeIndex node);
+  // Changes what a live node can hold (a planner's flexible new node narrowed to the shape it
+  // gets). Only NodeInfo::allocatable changes, never the Node. Undoable.
+  Result<void> SetAllocatable(NodeIndex node, const model::Resources& allocatable);
 
   void Fork();
   // Requires an open layer (checked).
@@ -129,12 +132,13 @@ class ClusterSnapshot {
   const TopologyIndex& Topology(std::string_view key) const;
 
  private:
-  enum class Op : uint8_t { kAddNode, kRemoveNode, kAddPod, kRemovePod };
+  enum class Op : uint8_t { kAddNode, kRemoveNode, kAddPod, kRemovePod, kSetAllocatable };
   struct Change {
     Op op;
     NodeIndex node;
     const model::Pod* pod;
     uint32_t position;  // kRemovePod: where the pod was in NodeInfo::pods
+                        // kSetAllocatable: the previous value's slot in old_allocatable_
   };
 
   void Record(Change c) {
@@ -156,6 +160,8 @@ class ClusterSnapshot {
   // The contents of nodes removed inside an open layer, most recent last; kRemoveNode undo
   // moves them back. Cleared when the outermost layer commits.
   std::vector<NodeInfo> graveyard_;
+  // What SetAllocatable replaced inside an open layer, most recent last. Cleared likewise.
+  std::vector<model::Resources> old_allocatable_;
   // Topology indexes built so far; each covers every node slot.
   mutable std::vector<std::unique_ptr<TopologyIndex>> topologies_;
 };

@@ -26,6 +26,7 @@ struct State {
   std::vector<bool> removed;
   std::vector<std::vector<const model::Pod*>> pods_per_node;
   std::vector<model::Resources> requested;
+  std::vector<model::Resources> allocatable;
   std::vector<std::pair<int32_t, int32_t>> per_node_affinity;
   std::vector<NodeIndex> by_name;
   friend bool operator==(const State&, const State&) = default;
@@ -60,6 +61,7 @@ class SnapshotTest : public ::testing::Test {
       s.removed.push_back(n.removed);
       s.pods_per_node.push_back(n.pods);
       s.requested.push_back(n.requested);
+      s.allocatable.push_back(n.allocatable);
       s.per_node_affinity.emplace_back(n.pods_with_required_anti_affinity,
                                        n.pods_with_required_affinity);
     }
@@ -168,6 +170,31 @@ TEST_F(SnapshotTest, ForkAddRevertRestoresExactly) {
   EXPECT_EQ(s_.FindNode("n3"), kNoNode);
   EXPECT_EQ(s_.Get(0).pods[0], &pods_[0]);  // order restored
   EXPECT_EQ(s_.Depth(), 0);
+}
+
+// A flexible new node narrowed to its shape: the allocatable changes in the snapshot only, and
+// a revert restores it, also when several changes of one node are undone together.
+TEST_F(SnapshotTest, SetAllocatableIsUndoneByRevert) {
+  Populate();
+  const model::Resources original = s_.Get(2).allocatable;
+  const model::Resources small = Res({{"cpu", "1"}, {"pods", "10"}});
+  State before = Capture();
+  s_.Fork();
+  ASSERT_TRUE(s_.SetAllocatable(2, small));
+  EXPECT_EQ(s_.Get(2).allocatable, small);
+  EXPECT_EQ(s_.Get(2).node->allocatable, original);  // the Node itself is untouched
+  s_.Fork();
+  ASSERT_TRUE(s_.SetAllocatable(2, Res({{"cpu", "2"}})));
+  ASSERT_TRUE(s_.SetAllocatable(2, Res({{"cpu", "3"}})));
+  s_.Revert();
+  EXPECT_EQ(s_.Get(2).allocatable, small);
+  s_.Revert();
+  EXPECT_EQ(Capture(), before);
+  s_.Fork();
+  ASSERT_TRUE(s_.SetAllocatable(2, small));
+  s_.Commit();
+  EXPECT_EQ(s_.Get(2).allocatable, small);
+  EXPECT_FALSE(s_.SetAllocatable(99, small).has_value());
 }
 
 TEST_F(SnapshotTest, NestedForks) {
