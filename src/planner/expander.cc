@@ -14,8 +14,8 @@ namespace {
 constexpr double kEpsilon = 1e-9;
 
 double PricePerPod(const ExpanderOption& o) {
-  return o.pods == 0 ? std::numeric_limits<double>::infinity()
-                     : o.nodes * o.pool->price_per_hour / o.pods;
+  if (o.pods == 0) return std::numeric_limits<double>::infinity();
+  return o.cost_per_hour.value_or(o.nodes * o.pool->price_per_hour) / o.pods;
 }
 
 // splitmix64: a small, well-mixed, seeded hash for the `random` expander.
@@ -58,46 +58,69 @@ double Waste(const ExpanderOption& o) {
   return n == 0 ? 1.0 : sum / n;
 }
 
-ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
-                            const std::vector<ExpanderOption>& options, uint64_t seed,
-                            uint64_t round) {
+namespace {
+
+struct Narrowed {
+  size_t winner = 0;
+  std::vector<std::string> steps;  // empty unless asked for
+};
+
+// The chain applied to `options`; `words` fills Narrowed::steps.
+Narrowed Narrow(const std::vector<std::string>& chain, const std::vector<ExpanderOption>& options,
+                uint64_t seed, uint64_t round, bool words) {
   TIDEPOOL_CHECK(!options.empty());
   std::vector<size_t> alive(options.size());
   for (size_t i = 0; i < options.size(); ++i) alive[i] = i;
-  std::vector<std::string> steps;
+  Narrowed out;
+  auto step = [&](size_t before, auto&& text) {
+    if (words && alive.size() < before) out.steps.push_back(text());
+  };
   for (const std::string& name : chain) {
     if (alive.size() == 1) break;
     size_t before = alive.size();
     if (name == "priority") {
       KeepBest(
           options, alive, [](const ExpanderOption& o) { return double(o.pool->priority); }, false);
-      if (alive.size() < before)
-        steps.push_back(fmt::format("priority {}", options[alive[0]].pool->priority));
+      step(before, [&] { return fmt::format("priority {}", options[alive[0]].pool->priority); });
     } else if (name == "least-waste") {
       KeepBest(options, alive, Waste, true);
-      if (alive.size() < before)
-        steps.push_back(fmt::format("least-waste {:.2f}", Waste(options[alive[0]])));
+      step(before, [&] { return fmt::format("least-waste {:.2f}", Waste(options[alive[0]])); });
     } else if (name == "price") {
       KeepBest(options, alive, PricePerPod, true);
-      if (alive.size() < before)
-        steps.push_back(fmt::format("price {:.4f}/pod-hour", PricePerPod(options[alive[0]])));
+      step(before,
+           [&] { return fmt::format("price {:.4f}/pod-hour", PricePerPod(options[alive[0]])); });
     } else if (name == "most-pods") {
       KeepBest(
           options, alive, [](const ExpanderOption& o) { return double(o.pods); }, false);
-      if (alive.size() < before)
-        steps.push_back(fmt::format("most-pods {}", options[alive[0]].pods));
+      step(before, [&] { return fmt::format("most-pods {}", options[alive[0]].pods); });
     } else if (name == "random") {
       std::sort(alive.begin(), alive.end(),
                 [&](size_t a, size_t b) { return options[a].pool->name < options[b].pool->name; });
       size_t pick = Mix(seed ^ Mix(round)) % alive.size();
       alive = {alive[pick]};
-      steps.push_back("random");
+      if (words) out.steps.push_back("random");
     }
   }
-  size_t winner = *std::min_element(alive.begin(), alive.end(), [&](size_t a, size_t b) {
+  out.winner = *std::min_element(alive.begin(), alive.end(), [&](size_t a, size_t b) {
     return options[a].pool->name < options[b].pool->name;
   });
-  if (alive.size() > 1) steps.push_back("name (tie)");
+  if (words && alive.size() > 1) out.steps.push_back("name (tie)");
+  return out;
+}
+
+}  // namespace
+
+size_t ChooseIndex(const std::vector<std::string>& chain,
+                   const std::vector<ExpanderOption>& options, uint64_t seed, uint64_t round) {
+  return Narrow(chain, options, seed, round, false).winner;
+}
+
+ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
+                            const std::vector<ExpanderOption>& options, uint64_t seed,
+                            uint64_t round) {
+  Narrowed n = Narrow(chain, options, seed, round, true);
+  size_t winner = n.winner;
+  const std::vector<std::string>& steps = n.steps;
   std::string others;
   for (size_t i = 0; i < options.size(); ++i) {
     if (i == winner) continue;

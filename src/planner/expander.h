@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@ struct ExpanderOption {
   int pods = 0;                  // pods they would take
   model::Resources requested;    // pods plus DaemonSets on the new nodes
   model::Resources allocatable;  // of the new nodes
+  // The new nodes' price per hour when they are of several shapes; else nodes x the pool's.
+  std::optional<double> cost_per_hour;
 };
 
 struct ExpanderChoice {
@@ -31,6 +34,10 @@ bool IsKnownExpander(std::string_view name);
 // Unused share of the new nodes after placement: the mean over cpu, memory and (when the nodes
 // have any) GPUs of (allocatable - requested) / allocatable. Lower is better.
 double Waste(const ExpanderOption& o);
+
+// The index ChooseOption would choose, without the words (for choices made by the thousand).
+size_t ChooseIndex(const std::vector<std::string>& chain,
+                   const std::vector<ExpanderOption>& options, uint64_t seed, uint64_t round);
 
 // Applies the chain to non-empty `options`; the final tie goes to the lowest pool name.
 // `seed` and `round` make `random` deterministic.
