@@ -38,7 +38,9 @@ class KeyWriter {
   std::string key_;
 };
 
-// The owner (or the pod itself), the namespace and the requests.
+// The owner, or for a pod without one every label (another pod's rules may select on any of
+// them), then the namespace and the requests. Pods without an owner whose scheduling-relevant
+// spec is equal share a group: equal specs schedule equally.
 void WriteOwnerAndRequests(const Pod& p, KeyWriter& w) {
   if (const model::OwnerReference* c = p.meta.Controller()) {
     w.Tag('c');
@@ -46,7 +48,10 @@ void WriteOwnerAndRequests(const Pod& p, KeyWriter& w) {
     w.Str(c->name);
   } else {
     w.Tag('p');
-    w.Str(p.meta.name);
+    for (const auto& [k, v] : p.meta.labels) {
+      w.Str(k);
+      w.Str(v);
+    }
   }
   w.Str(p.meta.namespace_);
   p.requests.ForEach([&](model::ResourceId id, int64_t v) {
