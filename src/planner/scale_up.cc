@@ -106,10 +106,12 @@ void Pass::SortByFlexibility(std::vector<const Pod*>& singles) {
   };
   std::vector<Item> items;
   items.reserve(singles.size());
+  std::unordered_map<uint32_t, int> by_group;
   for (const Pod* p : singles) {
-    int flexibility = 0;
-    for (size_t i = 0; i < pools_.size(); ++i) flexibility += FitsTemplate(p, i) ? 1 : 0;
-    items.push_back({p->PriorityOrZero(), flexibility, p});
+    auto [it, inserted] = by_group.emplace(GroupOf(p), 0);
+    if (inserted)
+      for (size_t i = 0; i < pools_.size(); ++i) it->second += FitsTemplate(p, i) ? 1 : 0;
+    items.push_back({p->PriorityOrZero(), it->second, p});
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
     return std::tie(b.priority, a.flexibility) < std::tie(a.priority, b.flexibility);
@@ -171,7 +173,9 @@ void Pass::Finish(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups) {
 ScaleUpPlan Pass::Run() {
   BuildSnapshot();
   ScaleUpPlan plan;
-  Gangs gangs = CollectGangs(PendingByPriority());
+  std::vector<const Pod*> pending = PendingByPriority();
+  BuildFamilies(pending);
+  Gangs gangs = CollectGangs(pending);
   // 1. Singles that fit existing or upcoming capacity trigger nothing. Within a priority, the
   // least flexible pods (whose group fits the fewest pool templates) go first.
   std::vector<const Pod*> need = PlaceSinglesOnExisting(gangs.singles, plan);

@@ -29,6 +29,9 @@ struct ScaleUpOptions {
   // Gangs (GangOf) are planned all or nothing. Off: each member is planned as a single pod, so a
   // pass may add nodes for part of a gang (what the Cluster Autoscaler does).
   bool gang_aware = true;
+  // Pools that differ only in shape and price form a family whose new nodes stay flexible
+  // (scale_up_pass.h, Family). Off: every pool is packed on its own, as before families.
+  bool flexible_nodes = true;
 };
 
 class ScaleUpPlanner {

@@ -46,6 +46,7 @@ int Pass::AddUncreatedMembers(std::vector<const Pod*>& members, int seen) {
 Accounting Pass::SaveAccounting() const {
   Accounting a;
   for (const PoolState& ps : pools_) a.added.push_back(ps.added);
+  for (const Family& f : families_) a.family_used.push_back(f.used);
   a.cluster_nodes = cluster_nodes_;
   a.cluster_capacity = cluster_capacity_;
   return a;
@@ -53,6 +54,7 @@ Accounting Pass::SaveAccounting() const {
 
 void Pass::RestoreAccounting(const Accounting& a) {
   for (size_t i = 0; i < pools_.size(); ++i) pools_[i].added = a.added[i];
+  for (size_t i = 0; i < families_.size(); ++i) families_[i].used = a.family_used[i];
   cluster_nodes_ = a.cluster_nodes;
   cluster_capacity_ = a.cluster_capacity;
 }

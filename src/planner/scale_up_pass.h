@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "planner/expander.h"
 #include "planner/scale_up.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
@@ -34,21 +35,61 @@ struct PoolState {
   std::optional<Time> backoff_until;
   std::vector<const Pod*> ds_pods;
   Resources ds_requests;
-  // Template node copies for new nodes of this pass: [k] is "new-<pool>-<k>". Reused across
-  // estimates, which only ever use indexes >= added.
-  std::deque<Node> new_nodes;
 
   // "pool P in backoff until T"; only while backoff_until is set.
   PoolReason BackoffReason() const;
 };
 
-// The outcome of bin-packing some pods onto new nodes of one pool.
+// Pools that every pod of the pass sees alike except for their shape and price: equal labels
+// (but the instance type, pool name and agent pool labels no pod refers to), taints, DaemonSets,
+// priority and capacity type. A new node of a family is flexible, as Karpenter's node claims
+// are: it starts as large as the largest shape, keeps the shapes that still hold its pods, and
+// gets the expander's choice among them when it is closed. A pool alone forms a family of one.
+struct Family {
+  std::vector<size_t> members;  // pool indexes, by name
+  std::string name;             // the first member's; its new nodes are "new-<name>-<k>"
+  // Node objects of the family's new nodes, [k] is "new-<name>-<k>". Those below `used` are in
+  // the snapshot (committed, or removed by a Close); the others are set to the current largest
+  // shape before an estimate adds them.
+  int used = 0;
+  std::deque<Node> new_nodes;
+  Node largest;  // a member's template with the largest allocatable of the eligible shapes
+};
+
+// One new node of an estimate and the shapes (pool indexes) that still hold what it carries.
+struct FlexNode {
+  NodeIndex index = sched::kNoNode;
+  std::vector<size_t> shapes;
+  size_t claim = SIZE_MAX;  // the cheapest shape in `shapes` with room for one more node
+  double price = 0;         // its price
+  Resources room;           // what it has left
+  size_t pool = SIZE_MAX;   // the shape chosen when the estimate is closed
+
+  bool HasRoomFor(const Pod& pod) const {
+    bool ok = true;
+    pod.requests.ForEach([&](model::ResourceId id, int64_t v) { ok = ok && v <= room.Get(id); });
+    return ok;
+  }
+};
+
+// The cheapest shape (pool index) that holds a pod on a node of its own, and its price.
+struct Solo {
+  size_t shape = SIZE_MAX;
+  double price = 0;
+};
+
+// The outcome of bin-packing some pods onto new nodes of one family.
 struct Estimate {
-  PoolState* ps = nullptr;
+  Family* family = nullptr;
   int nodes = 0;
+  int opened = 0;  // Node objects of the family this estimate used (nodes plus those dropped)
   std::vector<const Pod*> pods;
-  Resources requested;  // of the placed pods plus DaemonSets on the new nodes
+  std::vector<uint32_t> pod_node;  // per pod, its FlexNode in `new_nodes`
+  std::vector<FlexNode> new_nodes;
+  std::vector<int> claimed;  // per pool, the nodes whose claim it is
+  Resources requested;       // of the placed pods plus DaemonSets on the new nodes
   Resources allocatable;
+  double cost_per_hour = 0;
 };
 
 // The gangs among the pending pods, and the pods in none.
@@ -61,7 +102,8 @@ struct Gangs {
 
 // What a gang's tentative growth changed, to undo when it does not fit whole.
 struct Accounting {
-  std::vector<int> added;  // per pool
+  std::vector<int> added;        // per pool
+  std::vector<int> family_used;  // per family
   int cluster_nodes = 0;
   Resources cluster_capacity;
 };
@@ -112,8 +154,37 @@ class Pass {
                    std::map<std::string, ScaleUp>& ups);
   static void Finish(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups);
 
+  // Families and flexible new nodes (scale_up_families.cc).
+  void BuildFamilies(const std::vector<const Pod*>& pending);
+  // The family's shapes that may take a node now (not in backoff, below every limit), largest
+  // first; sets family.largest from them.
+  std::vector<size_t> EligibleShapes(Family& family);
+  // TemplateFit(...).fits() on any of `shapes`.
+  bool FitsAnyShape(const Pod* pod, const std::vector<size_t>& shapes);
+  // Adds the family's k-th new node, as large as family.largest, with its DaemonSet pods.
+  NodeIndex AddFlexNode(Family& family, int k);
+  // Whether a shape of `node` holds its pods plus `pod` and has room in its pool beside the
+  // estimate's other nodes, and then drops the shapes that no longer hold it. A node grows into a
+  // dearer shape only when that costs no more than a second node for the pod (`solo`), or when the
+  // shape is no dearer per unit than the pod's own.
+  bool TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e);
+  // The cheapest of `shapes` that holds `pod` beside the DaemonSets.
+  Solo SoloShape(const Pod& pod, const std::vector<size_t>& shapes) const;
+  // Gives every new node of the estimate its shape by the expander chain, within the pools'
+  // max and the cluster limits; a node no shape may take is removed with its pods.
+  void Close(Estimate& e);
+  // The expander chain's shape for `node` among those with room beside the nodes `taken` so
+  // far, or SIZE_MAX.
+  size_t ChooseShape(const FlexNode& node, const std::map<size_t, int>& taken,
+                     const Resources& capacity);
+  // Removes the `dropped` nodes of the estimate and their pods (noting why for each pod).
+  void DropNodes(Estimate& e, const std::vector<bool>& dropped);
+  // Why the family cannot take another node (`extra` opened by the estimate in progress).
+  std::optional<PoolReason> FamilyLimitReason(const Family& family,
+                                              const std::vector<size_t>& shapes, int extra,
+                                              const Resources& extra_capacity) const;
+
   // The round loop (scale_up_rounds.cc).
-  NodeIndex AddNewNode(PoolState& ps, int k);
   // Static fit of a pod on an empty template node of the pool (with its DaemonSet pods).
   sched::FitResult TemplateFit(const Pod& pod, const PoolState& ps) const;
   // TemplateFit(...).fits(), cached per (equivalence group, pool).
@@ -122,16 +193,23 @@ class Pass {
   // already added by the estimate in progress.
   std::optional<PoolReason> LimitReason(const PoolState& ps, int extra,
                                         const Resources& extra_capacity) const;
-  // Bin-packs pods onto new nodes of one pool. Leaves the snapshot changed (caller reverts or
+  // Bin-packs pods onto new nodes of one family. Leaves the snapshot changed (caller reverts or
   // commits). Records per-pod limit reasons for pods left over.
-  Estimate Pack(PoolState& ps, const std::vector<const Pod*>& pods);
+  Estimate Pack(Family& family, const std::vector<const Pod*>& pods);
+  // Packs one pod onto a node of the estimate or a new one; false when it cannot.
+  bool PackOne(const Pod& pod, sched::FitChecker& checker, size_t& ptr, Estimate& e,
+               const std::vector<size_t>& shapes, const Solo& solo);
+  // Packs the pod onto a node already in the estimate, if one takes it.
+  bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, size_t& ptr, Estimate& e,
+                       const Solo& solo);
+  void Place(const Pod& pod, sched::FitChecker& checker, Estimate& e, size_t node);
   // Tries to place one pod on any node already in the snapshot. Returns its index or kNoNode.
   NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);
   // One round of "choose the best pool for these pods and commit it". Returns false when no
   // pool can take any of them.
   bool GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups);
   struct Candidate {
-    size_t pool;
+    size_t family;
     std::vector<const Pod*> pods;
   };
   // The pools that may grow now, each with the remaining pods its template fits.
@@ -140,8 +218,11 @@ class Pass {
   void NoteLimits(const std::vector<const Pod*>& remaining);
   // Orders the candidates best first by a fluid (resources only) estimate.
   void RankByFluidEstimate(std::vector<Candidate>& candidates);
-  // Exact estimates of the candidates, in batches until one places pods.
-  std::vector<Estimate> PackCandidates(const std::vector<Candidate>& candidates);
+  // Exact estimates of the candidates, in batches until one places pods; each with the index
+  // of its candidate.
+  std::vector<std::pair<size_t, Estimate>> PackCandidates(const std::vector<Candidate>& candidates);
+  // The estimate as the expander chain sees it.
+  ExpanderOption OptionOf(const Estimate& e) const;
   void AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& ups,
                         const std::string& why);
 
@@ -204,7 +285,9 @@ class Pass {
   ClusterSnapshot snap_;
   std::deque<Node> upcoming_nodes_;
   std::deque<Pod> phantom_pods_;
-  std::vector<PoolState> pools_;                   // sorted by pool name
+  std::vector<PoolState> pools_;  // sorted by pool name
+  std::vector<Family> families_;
+  std::vector<size_t> family_of_;                  // per pool
   int cluster_nodes_ = 0;                          // registered + upcoming + added in this pass
   int base_cluster_nodes_ = 0;                     // cluster_nodes_ before this pass added any
   Resources cluster_capacity_;                     // of the same nodes

@@ -35,19 +35,6 @@ ExpanderOption FluidOption(const PoolState& ps, const std::vector<const Pod*>& p
 
 }  // namespace
 
-NodeIndex Pass::AddNewNode(PoolState& ps, int k) {
-  while (static_cast<int>(ps.new_nodes.size()) <= k) {
-    ps.new_nodes.push_back(ps.pool->template_node);
-    Node& node = ps.new_nodes.back();
-    node.meta.name = fmt::format("new-{}-{}", ps.pool->name, ps.new_nodes.size() - 1);
-    node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
-  }
-  auto idx = snap_.AddNode(&ps.new_nodes[k]);
-  TIDEPOOL_CHECK_MSG(idx.has_value(), "new node name already in the snapshot");
-  for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, *idx);
-  return *idx;
-}
-
 sched::FitResult Pass::TemplateFit(const Pod& pod, const PoolState& ps) const {
   sched::FitResult r = sched::CheckNodeStatic(pod, ps.pool->template_node);
   if (!r.fits()) return r;
@@ -95,11 +82,11 @@ std::optional<PoolReason> Pass::LimitReason(const PoolState& ps, int extra,
   return std::nullopt;
 }
 
-Estimate Pass::Pack(PoolState& ps, const std::vector<const Pod*>& pods) {
+Estimate Pass::Pack(Family& family, const std::vector<const Pod*>& pods) {
   Estimate e;
-  e.ps = &ps;
-  std::vector<NodeIndex> new_nodes;
-  Resources added_capacity;
+  e.family = &family;
+  e.claimed.assign(pools_.size(), 0);
+  std::vector<size_t> shapes = EligibleShapes(family);
   // Pods arrive grouped and sorted bigger-first. One checker per equivalence group, kept up to
   // date as nodes and pods are added. `ptr` is the first new node not known to be full for the
   // group: packing only adds pods, so a node a member did not fit stays unfit for the group,
@@ -107,52 +94,85 @@ Estimate Pass::Pack(PoolState& ps, const std::vector<const Pod*>& pods) {
   size_t ptr = 0;
   uint32_t group = UINT32_MAX;
   std::optional<FitChecker> checker;
+  Solo solo;
   for (const Pod* pod : pods) {
     uint32_t key = GroupOf(pod);
     if (key != group || !checker) {
       ptr = 0;
       group = key;
       checker.emplace(*pod, snap_);
+      solo = SoloShape(*pod, shapes);
     }
-    bool monotone = pod->topology_spread_constraints.empty();
-    size_t start = monotone ? ptr : 0;
-    bool placed = false;
-    for (size_t i = start; i < new_nodes.size(); ++i) {
-      if (checker->Check(new_nodes[i]).fits()) {
-        (void)snap_.AddPod(pod, new_nodes[i]);
-        checker->OnPodAdded(*pod, new_nodes[i]);
-        if (monotone) ptr = i;
-        placed = true;
-        break;
-      }
-    }
-    if (!placed && monotone) ptr = new_nodes.size();
-    if (!placed) {
-      if (auto limit = LimitReason(ps, e.nodes, added_capacity)) {
-        NoteReason(*pod, ps.pool->name, std::move(*limit));
-        continue;
-      }
-      // A fresh node must take the pod; inter-pod rules may still refuse it.
-      sched::FitResult r = checker->CheckTemplate(ps.pool->template_node, ps.ds_requests,
-                                                  static_cast<int>(ps.ds_pods.size()));
-      if (!r.fits()) {
-        NoteReason(*pod, ps.pool->name, FromFit(r));
-        continue;
-      }
-      NodeIndex idx = AddNewNode(ps, ps.added + e.nodes);
-      checker->OnNodeAdded(idx);
-      ++e.nodes;
-      added_capacity += ps.pool->template_node.capacity;
-      e.allocatable += ps.pool->template_node.allocatable;
-      e.requested += ps.ds_requests;
-      new_nodes.push_back(idx);
-      (void)snap_.AddPod(pod, idx);
-      checker->OnPodAdded(*pod, idx);
-    }
-    e.pods.push_back(pod);
-    e.requested += pod->requests;
+    if (PackOne(*pod, *checker, ptr, e, shapes, solo)) e.pods.push_back(pod);
   }
+  Close(e);
   return e;
+}
+
+bool Pass::PackOne(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e,
+                   const std::vector<size_t>& shapes, const Solo& solo) {
+  if (PlaceOnEstimate(pod, checker, ptr, e, solo)) return true;
+  Family& family = *e.family;
+  auto note = [&](const PoolReason& why) {
+    for (size_t i : family.members) NoteReason(pod, pools_[i].pool->name, why);
+  };
+  if (auto limit = FamilyLimitReason(family, shapes, e.nodes, Resources())) {
+    note(*limit);
+    return false;
+  }
+  // A fresh node must take the pod; inter-pod rules may still refuse it.
+  const PoolState& first = pools_[family.members.front()];
+  sched::FitResult r = checker.CheckTemplate(family.largest, first.ds_requests,
+                                             static_cast<int>(first.ds_pods.size()));
+  if (!r.fits()) {
+    note(FromFit(r));
+    return false;
+  }
+  FlexNode node{sched::kNoNode, shapes};
+  if (shapes.empty() || !TakeOn(node, pod, solo, e)) {
+    // No single shape holds the pod beside the DaemonSets (the largest node mixes shapes).
+    for (size_t i : family.members)
+      NoteReason(pod, pools_[i].pool->name, FromFit(TemplateFit(pod, pools_[i])));
+    return false;
+  }
+  node.index = AddFlexNode(family, family.used + e.opened);
+  ++e.opened;
+  ++e.nodes;
+  checker.OnNodeAdded(node.index);
+  e.new_nodes.push_back(std::move(node));
+  Place(pod, checker, e, e.new_nodes.size() - 1);
+  return true;
+}
+
+bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e,
+                           const Solo& solo) {
+  // Several shapes: a node whose current shape has room for the pod costs nothing more, so it
+  // goes first (best fit); then any node that may grow into a larger shape (first fit).
+  if (e.family->members.size() > 1) {
+    for (size_t i = 0; i < e.new_nodes.size(); ++i) {
+      FlexNode& node = e.new_nodes[i];
+      if (!node.HasRoomFor(pod) || !checker.Check(node.index).fits()) continue;
+      TIDEPOOL_CHECK(TakeOn(node, pod, solo, e));
+      Place(pod, checker, e, i);
+      return true;
+    }
+  }
+  bool monotone = pod.topology_spread_constraints.empty();
+  for (size_t i = monotone ? ptr : 0; i < e.new_nodes.size(); ++i) {
+    FlexNode& node = e.new_nodes[i];
+    if (!checker.Check(node.index).fits() || !TakeOn(node, pod, solo, e)) continue;
+    Place(pod, checker, e, i);
+    if (monotone) ptr = i;
+    return true;
+  }
+  if (monotone) ptr = e.new_nodes.size();
+  return false;
+}
+
+void Pass::Place(const Pod& pod, FitChecker& checker, Estimate& e, size_t node) {
+  (void)snap_.AddPod(&pod, e.new_nodes[node].index);
+  checker.OnPodAdded(pod, e.new_nodes[node].index);
+  e.pod_node.push_back(static_cast<uint32_t>(node));
 }
 
 NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
@@ -191,37 +211,48 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
   // of kMaxExactOptions, best first, until a batch yields an option that places pods (the
   // fluid estimate ignores inter-pod rules, so a whole batch can come out empty).
   if (candidates.size() > kMaxExactOptions) RankByFluidEstimate(candidates);
-  std::vector<Estimate> options = PackCandidates(candidates);
+  std::vector<std::pair<size_t, Estimate>> options = PackCandidates(candidates);
   if (options.empty()) return false;
 
   std::vector<ExpanderOption> eo;
-  for (const Estimate& e : options) {
-    eo.push_back(
-        {e.ps->pool, e.nodes, static_cast<int>(e.pods.size()), e.requested, e.allocatable});
-  }
+  for (const auto& [c, e] : options) eo.push_back(OptionOf(e));
   ExpanderChoice choice = ChooseOption(cfg_.scale_up.expanders, eo, cfg_.scale_up.random_seed,
                                        static_cast<uint64_t>(round_));
-  Estimate& best = options[choice.index];
-  // Re-pack the winner for real: the estimate is deterministic, so this reproduces it.
-  std::vector<const Pod*> winners = best.pods;
+  auto& [c, best] = options[choice.index];
+  // Re-pack the winner for real, from the same pods: the estimate is deterministic, so this
+  // reproduces it.
   snap_.Fork();
-  Estimate e = Pack(*best.ps, winners);
+  Estimate e = Pack(*best.family, candidates[c].pods);
   snap_.Commit();
-  TIDEPOOL_CHECK(e.pods.size() == winners.size() && e.nodes == best.nodes);
+  TIDEPOOL_CHECK(e.pods == best.pods && e.nodes == best.nodes);
   AccountCommitted(e, ups, choice.reason);
-  std::unordered_set<const Pod*> placed(winners.begin(), winners.end());
+  std::unordered_set<const Pod*> placed(e.pods.begin(), e.pods.end());
   std::erase_if(remaining, [&](const Pod* p) { return placed.contains(p); });
   return true;
 }
 
+ExpanderOption Pass::OptionOf(const Estimate& e) const {
+  // A family's option is named by the shape most of its nodes got (the lowest name on a tie).
+  std::map<size_t, int> count;
+  for (const FlexNode& n : e.new_nodes) ++count[n.pool];
+  size_t pool = e.family->members.front();
+  int most = 0;
+  for (const auto& [p, k] : count)
+    if (k > most) std::tie(pool, most) = std::pair(p, k);
+  ExpanderOption o{pools_[pool].pool, e.nodes, static_cast<int>(e.pods.size()), e.requested,
+                   e.allocatable};
+  if (count.size() > 1) o.cost_per_hour = e.cost_per_hour;
+  return o;
+}
+
 std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& remaining) {
   std::vector<Candidate> candidates;
-  for (size_t i = 0; i < pools_.size(); ++i) {
-    if (pools_[i].backoff_until) continue;
-    if (LimitReason(pools_[i], 0, Resources())) continue;
-    Candidate c{i, {}};
+  for (size_t f = 0; f < families_.size(); ++f) {
+    std::vector<size_t> shapes = EligibleShapes(families_[f]);
+    if (shapes.empty()) continue;
+    Candidate c{f, {}};
     for (const Pod* p : remaining)
-      if (FitsTemplate(p, i)) c.pods.push_back(p);
+      if (FitsAnyShape(p, shapes)) c.pods.push_back(p);
     if (!c.pods.empty()) candidates.push_back(std::move(c));
   }
   return candidates;
@@ -239,12 +270,15 @@ void Pass::NoteLimits(const std::vector<const Pod*>& remaining) {
 
 void Pass::RankByFluidEstimate(std::vector<Candidate>& candidates) {
   std::vector<ExpanderOption> fluid;
-  for (const Candidate& c : candidates) fluid.push_back(FluidOption(pools_[c.pool], c.pods));
+  for (const Candidate& c : candidates) {
+    Family& family = families_[c.family];
+    std::vector<size_t> shapes = EligibleShapes(family);
+    fluid.push_back(FluidOption(pools_[shapes.front()], c.pods));
+  }
   std::vector<Candidate> ranked;
   while (!candidates.empty()) {
-    size_t w = ChooseOption(cfg_.scale_up.expanders, fluid, cfg_.scale_up.random_seed,
-                            static_cast<uint64_t>(round_))
-                   .index;
+    size_t w = ChooseIndex(cfg_.scale_up.expanders, fluid, cfg_.scale_up.random_seed,
+                           static_cast<uint64_t>(round_));
     ranked.push_back(std::move(candidates[w]));
     candidates.erase(candidates.begin() + static_cast<long>(w));
     fluid.erase(fluid.begin() + static_cast<long>(w));
@@ -252,14 +286,15 @@ void Pass::RankByFluidEstimate(std::vector<Candidate>& candidates) {
   candidates = std::move(ranked);
 }
 
-std::vector<Estimate> Pass::PackCandidates(const std::vector<Candidate>& candidates) {
-  std::vector<Estimate> options;
+std::vector<std::pair<size_t, Estimate>> Pass::PackCandidates(
+    const std::vector<Candidate>& candidates) {
+  std::vector<std::pair<size_t, Estimate>> options;
   for (size_t next = 0; next < candidates.size() && options.empty(); next += kMaxExactOptions) {
     for (size_t i = next; i < std::min(candidates.size(), next + kMaxExactOptions); ++i) {
       snap_.Fork();
-      Estimate e = Pack(pools_[candidates[i].pool], candidates[i].pods);
+      Estimate e = Pack(families_[candidates[i].family], candidates[i].pods);
       snap_.Revert();
-      if (!e.pods.empty()) options.push_back(std::move(e));
+      if (!e.pods.empty()) options.emplace_back(i, std::move(e));
     }
   }
   return options;
@@ -267,20 +302,25 @@ std::vector<Estimate> Pass::PackCandidates(const std::vector<Candidate>& candida
 
 void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& ups,
                             const std::string& why) {
-  PoolState& ps = *e.ps;
-  ps.added += e.nodes;
-  cluster_nodes_ += e.nodes;
-  for (int i = 0; i < e.nodes; ++i) cluster_capacity_ += ps.pool->template_node.capacity;
-  ScaleUp& up = ups[ps.pool->name];
-  up.pool = ps.pool->name;
-  up.add += e.nodes;
-  if (up.reason.empty()) up.reason = why;
-  for (const Pod* p : e.pods) {
+  e.family->used += e.opened;
+  for (const FlexNode& n : e.new_nodes) {
+    PoolState& ps = pools_[n.pool];
+    ++ps.added;
+    ++cluster_nodes_;
+    cluster_capacity_ += ps.pool->template_node.capacity;
+    ScaleUp& up = ups[ps.pool->name];
+    up.pool = ps.pool->name;
+    ++up.add;
+    if (up.reason.empty()) up.reason = why;
+  }
+  for (size_t k = 0; k < e.pods.size(); ++k) {
+    const Pod* p = e.pods[k];
     if (p->meta.name.empty()) continue;  // a gang member not created yet
     if (p->meta.Annotation(kWarmPoolAnnotation) != nullptr) continue;  // a warm placeholder
+    const std::string& pool = pools_[e.new_nodes[e.pod_node[k]].pool].pool->name;
+    ScaleUp& up = ups[pool];
     up.pods.push_back(p->Key());
-    if (!explain_pod_.empty() && up.pods.back() == explain_pod_)
-      pool_for_[explain_pod_] = ps.pool->name;
+    if (!explain_pod_.empty() && up.pods.back() == explain_pod_) pool_for_[explain_pod_] = pool;
   }
 }
 

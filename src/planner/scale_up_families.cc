@@ -1,0 +1,299 @@
+// Families of pools that differ only in shape and price, and the flexible new nodes packed onto
+// them: a node keeps every shape that still holds its pods and is given one when it is closed.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "base/check.h"
+#include "planner/expander.h"
+#include "planner/scale_up_pass.h"
+
+namespace tidepool::planner::scale_up_detail {
+namespace {
+
+// Labels that name a shape or a pool rather than what a node offers. Pools that differ only in
+// these form one family, unless some pod refers to the key.
+constexpr std::string_view kShapeLabels[] = {model::kLabelInstanceType,
+                                             "beta.kubernetes.io/instance-type", model::kLabelPool,
+                                             kAgentPoolLabel, kAksAgentPoolLabel};
+
+// Every need of `need` fits in `room`.
+bool Within(const Resources& need, const Resources& room) {
+  bool ok = true;
+  need.ForEach([&](model::ResourceId id, int64_t v) { ok = ok && v <= room.Get(id); });
+  return ok;
+}
+
+// What the DaemonSet pods of a pool take on a new node.
+Resources DaemonSetUse(const PoolState& ps) {
+  Resources use = ps.ds_requests;
+  use.Set(model::kPods, static_cast<int64_t>(ps.ds_pods.size()));
+  return use;
+}
+
+// `big` costs no more than `small` per unit of every resource `small` offers: growing a node
+// into it is as cheap as opening more nodes of `small`, however full they would be.
+bool NoDearerPerUnit(const PoolState& big, const PoolState& small) {
+  const Resources& b = big.pool->template_node.allocatable;
+  const Resources& s = small.pool->template_node.allocatable;
+  bool ok = true;
+  s.ForEach([&](model::ResourceId id, int64_t v) {
+    if (id == model::kPods) return;
+    ok = ok && big.pool->price_per_hour * static_cast<double>(v) <=
+                   small.pool->price_per_hour * static_cast<double>(b.Get(id)) * (1 + 1e-9);
+  });
+  return ok;
+}
+
+// The label keys a pod's placement can depend on, from the pending pods' node constraints and
+// inter-pod rules and the placed pods' inter-pod rules.
+std::set<std::string, std::less<>> ReferencedKeys(const std::vector<const Pod*>& pending,
+                                                  const std::vector<const Pod*>& all) {
+  std::set<std::string, std::less<>> keys;
+  auto inter_pod = [&](const Pod& p) {
+    for (const auto* terms :
+         {&p.affinity.pod_affinity_required, &p.affinity.pod_anti_affinity_required})
+      for (const auto& t : *terms) keys.insert(t.topology_key);
+    for (const auto& c : p.topology_spread_constraints) keys.insert(c.topology_key);
+  };
+  for (const Pod* p : pending) {
+    for (const auto& [k, v] : p->node_selector) keys.insert(k);
+    if (p->affinity.node_required)
+      for (const auto& term : p->affinity.node_required->terms)
+        for (const auto& r : term.match_expressions) keys.insert(r.key);
+    inter_pod(*p);
+  }
+  for (const Pod* p : all)
+    if (!p->node_name.empty() && (p->has_required_affinity || p->has_required_anti_affinity))
+      inter_pod(*p);
+  return keys;
+}
+
+// What makes two pools one family: everything but their shape, price and unreferenced names.
+std::string FamilyKey(const PoolState& ps, const std::set<std::string, std::less<>>& referenced) {
+  const Node& t = ps.pool->template_node;
+  std::string key = fmt::format("{}|{}|{}|", ps.pool->priority,
+                                static_cast<int>(ps.pool->capacity_type), t.unschedulable);
+  for (const auto& [k, v] : t.labels()) {
+    bool shape =
+        std::find(std::begin(kShapeLabels), std::end(kShapeLabels), k) != std::end(kShapeLabels);
+    if (k == model::kLabelHostname || (shape && !referenced.contains(k))) continue;
+    key += fmt::format("{}={};", k, v);
+  }
+  key += '|';
+  for (const auto& taint : t.taints)
+    key += fmt::format("{}={}:{};", taint.key, taint.value, static_cast<int>(taint.effect));
+  key += '|';
+  for (const Pod* d : ps.ds_pods) key += fmt::format("{};", static_cast<const void*>(d));
+  return key;
+}
+
+}  // namespace
+
+void Pass::BuildFamilies(const std::vector<const Pod*>& pending) {
+  std::set<std::string, std::less<>> referenced;
+  if (options_.flexible_nodes) referenced = ReferencedKeys(pending, in_.pods);
+  std::map<std::string, size_t> by_key;
+  family_of_.assign(pools_.size(), 0);
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    std::string key =
+        options_.flexible_nodes ? FamilyKey(pools_[i], referenced) : pools_[i].pool->name;
+    auto [it, inserted] = by_key.emplace(std::move(key), families_.size());
+    if (inserted) {
+      families_.emplace_back();
+      families_.back().name = pools_[i].pool->name;
+    }
+    families_[it->second].members.push_back(i);
+    family_of_[i] = it->second;
+  }
+}
+
+std::vector<size_t> Pass::EligibleShapes(Family& family) {
+  std::vector<size_t> shapes;
+  for (size_t i : family.members) {
+    const PoolState& ps = pools_[i];
+    if (!ps.backoff_until && !LimitReason(ps, 0, Resources())) shapes.push_back(i);
+  }
+  auto size = [&](size_t i) {
+    const Resources& a = pools_[i].pool->template_node.allocatable;
+    return std::tuple(a.gpus(), a.cpu_milli(), a.memory(), a.pods());
+  };
+  std::stable_sort(shapes.begin(), shapes.end(),
+                   [&](size_t a, size_t b) { return size(a) > size(b); });
+  if (!shapes.empty()) {
+    family.largest = pools_[shapes.front()].pool->template_node;
+    for (size_t i : shapes) {
+      family.largest.allocatable.MaxWith(pools_[i].pool->template_node.allocatable);
+      family.largest.capacity.MaxWith(pools_[i].pool->template_node.capacity);
+    }
+  }
+  return shapes;
+}
+
+bool Pass::FitsAnyShape(const Pod* pod, const std::vector<size_t>& shapes) {
+  return std::any_of(shapes.begin(), shapes.end(), [&](size_t i) { return FitsTemplate(pod, i); });
+}
+
+NodeIndex Pass::AddFlexNode(Family& family, int k) {
+  while (static_cast<int>(family.new_nodes.size()) <= k) {
+    family.new_nodes.emplace_back();
+    family.new_nodes.back().meta.name =
+        fmt::format("new-{}-{}", family.name, family.new_nodes.size() - 1);
+  }
+  Node& node = family.new_nodes[k];
+  std::string name = std::move(node.meta.name);
+  node = family.largest;
+  node.meta.name = std::move(name);
+  node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
+  auto idx = snap_.AddNode(&node);
+  TIDEPOOL_CHECK_MSG(idx.has_value(), "new node name already in the snapshot");
+  // Every shape of a family runs the same DaemonSet pods.
+  for (const Pod* d : pools_[family.members.front()].ds_pods) (void)snap_.AddPod(d, *idx);
+  return *idx;
+}
+
+Solo Pass::SoloShape(const Pod& pod, const std::vector<size_t>& shapes) const {
+  Solo solo;
+  if (shapes.empty()) return solo;
+  Resources need = DaemonSetUse(pools_[shapes.front()]) + pod.requests;
+  solo.price = std::numeric_limits<double>::infinity();
+  for (size_t i : shapes) {
+    const model::Pool& p = *pools_[i].pool;
+    if (Within(need, p.template_node.allocatable) && p.price_per_hour < solo.price) {
+      solo.price = p.price_per_hour;
+      solo.shape = i;
+    }
+  }
+  if (solo.shape == SIZE_MAX) solo.price = 0;
+  return solo;
+}
+
+bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e) {
+  // One shape, already claimed: the fit check against its allocatable said it all.
+  if (node.shapes.size() == 1 && node.claim == node.shapes.front()) return true;
+  Resources after = node.index == sched::kNoNode ? DaemonSetUse(pools_[node.shapes.front()])
+                                                 : snap_.Get(node.index).requested;
+  after += pod.requests;
+  auto holds = [&](size_t i) { return Within(after, pools_[i].pool->template_node.allocatable); };
+  // The cheapest shape that holds it and still has room once the estimate's other nodes have
+  // claimed theirs.
+  double cheapest = std::numeric_limits<double>::infinity();
+  size_t shape = SIZE_MAX;
+  for (size_t i : node.shapes) {
+    const PoolState& ps = pools_[i];
+    bool room = i == node.claim || ps.current + ps.added + e.claimed[i] < ps.pool->max;
+    if (room && holds(i) && ps.pool->price_per_hour < cheapest) {
+      cheapest = ps.pool->price_per_hour;
+      shape = i;
+    }
+  }
+  if (shape == SIZE_MAX) return false;
+  if (node.index != sched::kNoNode && cheapest > node.price + solo.price + 1e-9 &&
+      (solo.shape == SIZE_MAX || !NoDearerPerUnit(pools_[shape], pools_[solo.shape]))) {
+    return false;
+  }
+  std::erase_if(node.shapes, [&](size_t i) { return !holds(i); });
+  if (node.claim != SIZE_MAX) --e.claimed[node.claim];
+  ++e.claimed[shape];
+  node.claim = shape;
+  node.price = cheapest;
+  node.room = pools_[shape].pool->template_node.allocatable - after;
+  return true;
+}
+
+std::optional<PoolReason> Pass::FamilyLimitReason(const Family& family,
+                                                  const std::vector<size_t>& shapes, int extra,
+                                                  const Resources& extra_capacity) const {
+  if (family.members.size() == 1)
+    return LimitReason(pools_[family.members.front()], extra, extra_capacity);
+  // The smallest shape with room decides the cluster limits; Close() enforces them exactly.
+  int room = 0;
+  for (size_t i : shapes) room += pools_[i].pool->max - pools_[i].current - pools_[i].added;
+  if (room <= extra) {
+    return PoolReason{ReasonKind::kPoolMax,
+                      fmt::format("pools of family {} at their max", family.name)};
+  }
+  for (auto it = shapes.rbegin(); it != shapes.rend(); ++it) {
+    const PoolState& ps = pools_[*it];
+    if (ps.current + ps.added < ps.pool->max) return LimitReason(ps, 0, extra_capacity);
+  }
+  return std::nullopt;
+}
+
+size_t Pass::ChooseShape(const FlexNode& node, const std::map<size_t, int>& taken,
+                         const Resources& capacity) {
+  auto room = [&](size_t i) {
+    auto it = taken.find(i);
+    return !LimitReason(pools_[i], it == taken.end() ? 0 : it->second, capacity);
+  };
+  if (node.shapes.size() == 1) return room(node.shapes.front()) ? node.shapes.front() : SIZE_MAX;
+  const sched::NodeInfo& info = snap_.Get(node.index);
+  std::vector<ExpanderOption> options;
+  std::vector<size_t> pools;
+  for (size_t i : node.shapes) {
+    if (!room(i)) continue;
+    const model::Pool& p = *pools_[i].pool;
+    options.push_back(
+        {&p, 1, static_cast<int>(info.pods.size()), info.requested, p.template_node.allocatable});
+    pools.push_back(i);
+  }
+  if (options.empty()) return SIZE_MAX;
+  return pools[ChooseIndex(cfg_.scale_up.expanders, options, cfg_.scale_up.random_seed,
+                           static_cast<uint64_t>(round_))];
+}
+
+void Pass::Close(Estimate& e) {
+  std::map<size_t, int> taken;  // pool -> nodes given in this estimate
+  Resources capacity;
+  std::vector<bool> dropped(e.new_nodes.size(), false);
+  for (size_t n = 0; n < e.new_nodes.size(); ++n) {
+    FlexNode& node = e.new_nodes[n];
+    node.pool = ChooseShape(node, taken, capacity);
+    if (node.pool == SIZE_MAX) {
+      dropped[n] = true;
+      continue;
+    }
+    ++taken[node.pool];
+    const Node& t = pools_[node.pool].pool->template_node;
+    capacity += t.capacity;
+    e.allocatable += t.allocatable;
+    e.requested += snap_.Get(node.index).requested;
+    e.cost_per_hour += pools_[node.pool].pool->price_per_hour;
+    if (node.shapes.size() > 1) (void)snap_.SetAllocatable(node.index, t.allocatable);
+  }
+  if (std::find(dropped.begin(), dropped.end(), true) != dropped.end()) DropNodes(e, dropped);
+}
+
+void Pass::DropNodes(Estimate& e, const std::vector<bool>& dropped) {
+  // A node no shape may take any more (their max or a cluster limit was reached by the nodes
+  // before it) goes, and so do its pods.
+  std::vector<const Pod*> pods;
+  std::vector<uint32_t> pod_node;
+  std::vector<FlexNode> kept;
+  std::vector<uint32_t> renumber(e.new_nodes.size());
+  for (size_t n = 0; n < e.new_nodes.size(); ++n) {
+    renumber[n] = static_cast<uint32_t>(kept.size());
+    if (!dropped[n]) kept.push_back(std::move(e.new_nodes[n]));
+  }
+  for (size_t k = 0; k < e.pods.size(); ++k) {
+    if (dropped[e.pod_node[k]]) {
+      NoteReason(
+          *e.pods[k], e.family->name,
+          {ReasonKind::kPoolMax, fmt::format("pools of family {} at their max", e.family->name)});
+      continue;
+    }
+    pods.push_back(e.pods[k]);
+    pod_node.push_back(renumber[e.pod_node[k]]);
+  }
+  for (size_t n = e.new_nodes.size(); n-- > 0;)
+    if (dropped[n]) (void)snap_.RemoveNode(snap_.Get(e.new_nodes[n].index).node->name());
+  e.pods = std::move(pods);
+  e.pod_node = std::move(pod_node);
+  e.new_nodes = std::move(kept);
+  e.nodes = static_cast<int>(e.new_nodes.size());
+}
+
+}  // namespace tidepool::planner::scale_up_detail
