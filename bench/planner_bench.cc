@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <deque>
+#include <map>
+#include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/node.h"
@@ -125,66 +128,138 @@ void BM_ScaleUp_1000x50(benchmark::State& state) {
 }
 BENCHMARK(BM_ScaleUp_1000x50)->Unit(benchmark::kMillisecond);
 
-// 4. Karpenter's scheduling benchmark shape: 5,000 pods in fifths (plain, zonal spread,
-// hostname spread, zonal self-affinity, hostname anti-affinity), cpu from
-// {100,250,500,1000,1500}m and memory 100Mi-4Gi, against 400 templates (template i: i+1 cpu,
-// 2(i+1) GiB, 10(i+1) pods) spread over 3 zones.
-void BM_Diverse_5000x400(benchmark::State& state) {
-  static Fixture* f = [] {
-    auto* f = new Fixture;
-    for (int i = 0; i < 400; ++i) {
-      model::Pool p = MakePool(fmt::format("it-{:03}", i), int64_t(i + 1) * 1000,
-                               int64_t(2 * (i + 1)) << 30, 10 * (i + 1), 1000);
-      p.template_node.meta.labels[std::string(model::kLabelZone)] = fmt::format("zone-{}", i % 3);
-      p.price_per_hour = 0.05 * (i + 1);
-      f->config.pools.push_back(p);
+// 4. Karpenter's scheduling benchmark (BenchmarkScheduling5000 / 20000, "makeDiversePods"):
+// pods in fifths (plain; zone spread and hostname spread, maxSkew 1, selecting my-label=<a..g>;
+// required zone affinity to my-affininity=<a..g>; required hostname anti-affinity among all of
+// the fifth, labelled app=nginx; the remainder plain), no owners, cpu from
+// {100,250,500,1000,1500}m and memory from {100,256,512,1024,2048,4096}Mi, label values drawn
+// from a..g. 400 instance types (type i: i+1 cpu, 2(i+1) GiB, 10(i+1) pods, 0.1 per cpu-hour
+// plus 0.1 per GiB-hour), each in 3 zones: 1,200 pools. The draws use a seeded generator of our
+// own, so the pods are Karpenter's distribution, not its exact sequence.
+struct DiverseMix {
+  Fixture fixture;
+  double lower_bound = 0;  // every pod's requests at 0.1 per cpu-hour and per GiB-hour
+};
+
+model::Pod DiversePod(int index, int kind, std::mt19937_64& rng) {
+  static constexpr int64_t kCpus[] = {100, 250, 500, 1000, 1500};
+  static constexpr int64_t kMemMi[] = {100, 256, 512, 1024, 2048, 4096};
+  auto value = [&] { return std::string(1, static_cast<char>('a' + rng() % 7)); };
+  static constexpr const char* kKinds[] = {"generic", "zone-spread", "host-spread", "zone-affinity",
+                                           "host-anti-affinity"};
+  model::Pod p;
+  p.meta.name = fmt::format("{}-{:05}", kKinds[kind], index);
+  p.meta.namespace_ = "default";
+  model::Container c;
+  c.name = "main";
+  c.requests.Set(kCpu, kCpus[rng() % 5]);
+  c.requests.Set(kMemory, kMemMi[rng() % 6] << 20);
+  p.containers.push_back(c);
+  auto selector = [](std::string key, std::string v) {
+    model::LabelSelector sel;
+    sel.match_labels[std::move(key)] = std::move(v);
+    return sel;
+  };
+  auto term = [](std::string_view topology, model::LabelSelector sel) {
+    model::PodAffinityTerm t;
+    t.topology_key = std::string(topology);
+    t.label_selector = std::move(sel);
+    t.has_label_selector = true;
+    return t;
+  };
+  if (kind == 0 || kind == 1 || kind == 2) p.meta.labels["my-label"] = value();
+  if (kind == 1 || kind == 2) {
+    model::TopologySpreadConstraint c;
+    c.topology_key = std::string(kind == 1 ? model::kLabelZone : model::kLabelHostname);
+    c.max_skew = 1;
+    c.label_selector = selector("my-label", value());
+    c.has_label_selector = true;
+    p.topology_spread_constraints.push_back(c);
+  }
+  if (kind == 3) {
+    p.meta.labels["my-affininity"] = value();
+    p.affinity.pod_affinity_required.push_back(
+        term(model::kLabelZone, selector("my-affininity", value())));
+  }
+  if (kind == 4) {
+    p.meta.labels["app"] = "nginx";
+    p.affinity.pod_anti_affinity_required.push_back(
+        term(model::kLabelHostname, selector("app", "nginx")));
+  }
+  p.Finalize();
+  return p;
+}
+
+DiverseMix* MakeDiverseMix(int count) {
+  auto* mix = new DiverseMix;
+  Fixture& f = mix->fixture;
+  for (int i = 0; i < 400; ++i) {
+    for (int zone = 1; zone <= 3; ++zone) {
+      model::Pool p = MakePool(fmt::format("it-{:03}-z{}", i, zone), int64_t(i + 1) * 1000,
+                               int64_t(2 * (i + 1)) << 30, 10 * (i + 1), 100000);
+      auto& labels = p.template_node.meta.labels;
+      labels[std::string(model::kLabelZone)] = fmt::format("test-zone-{}", zone);
+      labels[std::string(model::kLabelInstanceType)] = fmt::format("fake-it-{}", i);
+      p.instance_type = fmt::format("fake-it-{}", i);
+      p.price_per_hour = 0.1 * (i + 1) + 0.1 * 2 * (i + 1);
+      f.config.pools.push_back(std::move(p));
     }
-    f->config.scale_up.max_nodes_per_scale_up = 5000;
-    const int64_t cpus[] = {100, 250, 500, 1000, 1500};
-    for (int i = 0; i < 5000; ++i) {
-      int kind = i % 5;
-      std::string app = fmt::format("app-{}-{}", kind, i % 50);
-      model::Pod p = MakePod(fmt::format("pod-{}", i), app, cpus[(i / 5) % 5],
-                             (int64_t{100} << 20) * (1 + (i * 7) % 40));
-      p.meta.labels["app"] = app;
-      model::LabelSelector sel;
-      sel.match_labels["app"] = app;
-      auto spread = [&](std::string_view key) {
-        model::TopologySpreadConstraint c;
-        c.topology_key = std::string(key);
-        c.max_skew = 1;
-        c.label_selector = sel;
-        c.has_label_selector = true;
-        p.topology_spread_constraints.push_back(c);
-      };
-      auto term = [&](std::string_view key) {
-        model::PodAffinityTerm t;
-        t.topology_key = std::string(key);
-        t.label_selector = sel;
-        t.has_label_selector = true;
-        return t;
-      };
-      if (kind == 1) spread(model::kLabelZone);
-      if (kind == 2) spread(model::kLabelHostname);
-      if (kind == 3) p.affinity.pod_affinity_required.push_back(term(model::kLabelZone));
-      if (kind == 4) p.affinity.pod_anti_affinity_required.push_back(term(model::kLabelHostname));
-      p.Finalize();
-      f->pods.push_back(p);
-    }
-    f->Wire();
-    return f;
-  }();
+  }
+  f.config.scale_up.max_nodes_per_scale_up = 100000;
+  f.config.scale_up.expanders = {"price"};
+  std::mt19937_64 rng(42);
+  int fifth = count / 5;
+  for (int i = 0; i < count; ++i) {
+    int kind = i < 5 * fifth ? i / fifth : 0;
+    f.pods.push_back(DiversePod(i, kind, rng));
+    const model::Resources& r = f.pods.back().requests;
+    mix->lower_bound += 0.1 * static_cast<double>(r.cpu_milli()) / 1000 +
+                        0.1 * static_cast<double>(r.memory()) / double(int64_t{1} << 30);
+  }
+  f.Wire();
+  return mix;
+}
+
+void BM_KarpenterDiverse(benchmark::State& state) {
+  static std::map<int64_t, DiverseMix*> mixes;
+  DiverseMix*& mix = mixes[state.range(0)];
+  if (mix == nullptr) mix = MakeDiverseMix(static_cast<int>(state.range(0)));
+  std::unordered_map<std::string, double> price;
+  for (const model::Pool& p : mix->fixture.config.pools) price[p.name] = p.price_per_hour;
   size_t scheduled = 0;
+  int nodes = 0;
+  double cost = 0;
+  planner::ScaleUpOptions options;
+  options.flexible_nodes = state.range(1) != 0;
   for (auto _ : state) {
-    planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(f->input);
+    planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(mix->fixture.input, options);
     scheduled = 0;
-    for (const auto& u : plan.scale_ups) scheduled += u.pods.size();
+    nodes = 0;
+    cost = 0;
+    for (const auto& u : plan.scale_ups) {
+      scheduled += u.pods.size();
+      nodes += u.add;
+      cost += u.add * price[u.pool];
+    }
     benchmark::DoNotOptimize(plan);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 5000);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * state.range(0));
   state.counters["scheduled"] = static_cast<double>(scheduled);
+  state.counters["nodes"] = nodes;
+  state.counters["price"] = cost;
+  state.counters["xLowerBound"] = cost / mix->lower_bound;
 }
-BENCHMARK(BM_Diverse_5000x400)->Unit(benchmark::kMillisecond);
+// Args: pods, flexible new nodes (1) or every pool packed alone (0, as before families).
+BENCHMARK(BM_KarpenterDiverse)
+    ->ArgNames({"pods", "flexible"})
+    ->Args({1000, 1})
+    ->Args({5000, 1})
+    ->Args({20000, 1})
+    ->Args({50000, 1})
+    ->Args({1000, 0})
+    ->Args({5000, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace tidepool
