@@ -280,6 +280,32 @@ class Pass {
     for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].pod;
   }
 
+  // For a family of several shapes: biggest first by the pod's largest share of `largest`
+  // (vector bin-packing's first fit decreasing), so cpu-heavy and memory-heavy pods of one size
+  // share the nodes and no node fills one resource while leaving the other idle; members of a
+  // group stay together.
+  void SortByDominantShare(std::vector<const Pod*>& pods, const Node& largest) {
+    struct Item {
+      double share;
+      uint32_t group;
+      const Pod* pod;
+    };
+    std::vector<Item> items;
+    items.reserve(pods.size());
+    for (const Pod* p : pods) {
+      double share = 0;
+      p->requests.ForEach([&](model::ResourceId id, int64_t v) {
+        int64_t cap = largest.allocatable.Get(id);
+        if (cap > 0) share = std::max(share, static_cast<double>(v) / static_cast<double>(cap));
+      });
+      items.push_back({share, GroupOf(p), p});
+    }
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+      return std::tie(b.share, a.group) < std::tie(a.share, b.group);
+    });
+    for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].pod;
+  }
+
   const PlannerInput& in_;
   const model::AutoscalerConfig& cfg_;
   ClusterSnapshot snap_;

@@ -95,7 +95,9 @@ Estimate Pass::Pack(Family& family, const std::vector<const Pod*>& pods) {
   uint32_t group = UINT32_MAX;
   std::optional<FitChecker> checker;
   Solo solo;
-  for (const Pod* pod : pods) {
+  std::vector<const Pod*> order = pods;
+  if (family.members.size() > 1 && !shapes.empty()) SortByDominantShare(order, family.largest);
+  for (const Pod* pod : order) {
     uint32_t key = GroupOf(pod);
     if (key != group || !checker) {
       ptr = 0;
