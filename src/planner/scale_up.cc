@@ -99,24 +99,14 @@ std::vector<const Pod*> Pass::PendingByPriority() const {
 // A pod that tolerates spot must not take the upcoming on-demand node a pod without that
 // toleration needs, which would make every later pass ask for one more node.
 void Pass::SortByFlexibility(std::vector<const Pod*>& singles) {
-  struct Item {
-    int32_t priority;
-    int flexibility;
-    const Pod* pod;
-  };
-  std::vector<Item> items;
-  items.reserve(singles.size());
-  std::unordered_map<uint32_t, int> by_group;
-  for (const Pod* p : singles) {
+  std::unordered_map<uint32_t, int> by_group;  // group -> pools whose template it fits
+  auto key = [&](const Pod* p) {
     auto [it, inserted] = by_group.emplace(GroupOf(p), 0);
     if (inserted)
       for (size_t i = 0; i < pools_.size(); ++i) it->second += FitsTemplate(p, i) ? 1 : 0;
-    items.push_back({p->PriorityOrZero(), it->second, p});
-  }
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return std::tie(b.priority, a.flexibility) < std::tie(a.priority, b.flexibility);
-  });
-  for (size_t i = 0; i < items.size(); ++i) singles[i] = items[i].pod;
+    return std::pair(-int64_t{p->PriorityOrZero()}, it->second);  // priority descending
+  };
+  SortPods(singles, key, std::less<>());
 }
 
 std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& singles,

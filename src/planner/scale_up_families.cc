@@ -111,6 +111,18 @@ void Pass::BuildFamilies(const std::vector<const Pod*>& pending) {
   }
 }
 
+void Pass::SortByDominantShare(std::vector<const Pod*>& pods, const Node& largest) {
+  auto key = [&](const Pod* p) {
+    double share = 0;
+    p->requests.ForEach([&](model::ResourceId id, int64_t v) {
+      int64_t cap = largest.allocatable.Get(id);
+      if (cap > 0) share = std::max(share, static_cast<double>(v) / static_cast<double>(cap));
+    });
+    return std::pair(-share, GroupOf(p));  // the largest share first, the group ascending
+  };
+  SortPods(pods, key, std::less<>());
+}
+
 std::vector<size_t> Pass::EligibleShapes(Family& family) {
   std::vector<size_t> shapes;
   for (size_t i : family.members) {

@@ -2,14 +2,17 @@
 // work (scale_up.cc), equivalence keys, the round loop, gangs, warm placeholders and reasons.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "planner/expander.h"
@@ -107,6 +110,18 @@ struct Accounting {
   int cluster_nodes = 0;
   Resources cluster_capacity;
 };
+
+// Stable-sorts `pods` by key(pod), computed once per pod, ordered by `less` on the keys.
+template <typename KeyFn, typename Less>
+void SortPods(std::vector<const Pod*>& pods, KeyFn key, Less less) {
+  using Key = decltype(key(pods.front()));
+  std::vector<std::pair<Key, const Pod*>> items;
+  items.reserve(pods.size());
+  for (const Pod* p : pods) items.emplace_back(key(p), p);
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const auto& a, const auto& b) { return less(a.first, b.first); });
+  for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].second;
+}
 
 // Everything that decides where a pod can go: two pods with the same key are interchangeable
 // for the planner (same owner, requests, selectors, tolerations, inter-pod rules and, when
@@ -263,48 +278,20 @@ class Pass {
   // First-fit decreasing order: bigger pods first (GPUs, cpu, memory), members of one group
   // together; otherwise the incoming (deterministic) order is kept.
   void SortForPacking(std::vector<const Pod*>& pods) {
-    struct Item {
-      int64_t gpus, cpu, memory;
-      uint32_t group;
-      const Pod* pod;
-    };
-    std::vector<Item> items;
-    items.reserve(pods.size());
-    for (const Pod* p : pods)
-      items.push_back(
-          {p->requests.gpus(), p->requests.cpu_milli(), p->requests.memory(), GroupOf(p), p});
-    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-      return std::tie(b.gpus, b.cpu, b.memory, a.group) <
-             std::tie(a.gpus, a.cpu, a.memory, b.group);
-    });
-    for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].pod;
+    SortPods(
+        pods,
+        [&](const Pod* p) {
+          // Negated sizes sort biggest first; the group ascending.
+          return std::tuple(-p->requests.gpus(), -p->requests.cpu_milli(), -p->requests.memory(),
+                            GroupOf(p));
+        },
+        std::less<>());
   }
-
   // For a family of several shapes: biggest first by the pod's largest share of `largest`
   // (vector bin-packing's first fit decreasing), so cpu-heavy and memory-heavy pods of one size
   // share the nodes and no node fills one resource while leaving the other idle; members of a
   // group stay together.
-  void SortByDominantShare(std::vector<const Pod*>& pods, const Node& largest) {
-    struct Item {
-      double share;
-      uint32_t group;
-      const Pod* pod;
-    };
-    std::vector<Item> items;
-    items.reserve(pods.size());
-    for (const Pod* p : pods) {
-      double share = 0;
-      p->requests.ForEach([&](model::ResourceId id, int64_t v) {
-        int64_t cap = largest.allocatable.Get(id);
-        if (cap > 0) share = std::max(share, static_cast<double>(v) / static_cast<double>(cap));
-      });
-      items.push_back({share, GroupOf(p), p});
-    }
-    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-      return std::tie(b.share, a.group) < std::tie(a.share, b.group);
-    });
-    for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].pod;
-  }
+  void SortByDominantShare(std::vector<const Pod*>& pods, const Node& largest);
 
   const PlannerInput& in_;
   const model::AutoscalerConfig& cfg_;
