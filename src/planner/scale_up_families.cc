@@ -20,20 +20,6 @@ constexpr std::string_view kShapeLabels[] = {model::kLabelInstanceType,
                                              "beta.kubernetes.io/instance-type", model::kLabelPool,
                                              kAgentPoolLabel, kAksAgentPoolLabel};
 
-// Every need of `need` fits in `room`.
-bool Within(const Resources& need, const Resources& room) {
-  bool ok = true;
-  need.ForEach([&](model::ResourceId id, int64_t v) { ok = ok && v <= room.Get(id); });
-  return ok;
-}
-
-// What the DaemonSet pods of a pool take on a new node.
-Resources DaemonSetUse(const PoolState& ps) {
-  Resources use = ps.ds_requests;
-  use.Set(model::kPods, static_cast<int64_t>(ps.ds_pods.size()));
-  return use;
-}
-
 // `big` costs no more than `small` per unit of every resource `small` offers: growing a node
 // into it is as cheap as opening more nodes of `small`, however full they would be.
 bool NoDearerPerUnit(const PoolState& big, const PoolState& small) {
@@ -170,7 +156,7 @@ NodeIndex Pass::AddFlexNode(Family& family, int k) {
 Solo Pass::SoloShape(const Pod& pod, const std::vector<size_t>& shapes) const {
   Solo solo;
   if (shapes.empty()) return solo;
-  Resources need = DaemonSetUse(pools_[shapes.front()]) + pod.requests;
+  Resources need = pools_[shapes.front()].DaemonSetUse() + pod.requests;
   solo.price = std::numeric_limits<double>::infinity();
   for (size_t i : shapes) {
     const model::Pool& p = *pools_[i].pool;
@@ -186,7 +172,7 @@ Solo Pass::SoloShape(const Pod& pod, const std::vector<size_t>& shapes) const {
 bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e) {
   // One shape, already claimed: the fit check against its allocatable said it all.
   if (node.shapes.size() == 1 && node.claim == node.shapes.front()) return true;
-  Resources after = node.index == sched::kNoNode ? DaemonSetUse(pools_[node.shapes.front()])
+  Resources after = node.index == sched::kNoNode ? pools_[node.shapes.front()].DaemonSetUse()
                                                  : snap_.Get(node.index).requested;
   after += pod.requests;
   auto holds = [&](size_t i) { return Within(after, pools_[i].pool->template_node.allocatable); };
@@ -305,7 +291,6 @@ void Pass::DropNodes(Estimate& e, const std::vector<bool>& dropped) {
   e.pods = std::move(pods);
   e.pod_node = std::move(pod_node);
   e.new_nodes = std::move(kept);
-  e.nodes = static_cast<int>(e.new_nodes.size());
 }
 
 }  // namespace tidepool::planner::scale_up_detail

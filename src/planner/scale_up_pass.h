@@ -39,6 +39,13 @@ struct PoolState {
   std::vector<const Pod*> ds_pods;
   Resources ds_requests;
 
+  // What the DaemonSet pods take on a new node of the pool, pod slots included.
+  Resources DaemonSetUse() const {
+    Resources use = ds_requests;
+    use.Set(model::kPods, static_cast<int64_t>(ds_pods.size()));
+    return use;
+  }
+
   // "pool P in backoff until T"; only while backoff_until is set.
   PoolReason BackoffReason() const;
 };
@@ -59,6 +66,13 @@ struct Family {
   Node largest;  // a member's template with the largest allocatable of the eligible shapes
 };
 
+// Every amount of `need` fits in `room`.
+inline bool Within(const Resources& need, const Resources& room) {
+  bool ok = true;
+  need.ForEach([&](model::ResourceId id, int64_t v) { ok = ok && v <= room.Get(id); });
+  return ok;
+}
+
 // One new node of an estimate and the shapes (pool indexes) that still hold what it carries.
 struct FlexNode {
   NodeIndex index = sched::kNoNode;
@@ -68,11 +82,7 @@ struct FlexNode {
   Resources room;           // what it has left
   size_t pool = SIZE_MAX;   // the shape chosen when the estimate is closed
 
-  bool HasRoomFor(const Pod& pod) const {
-    bool ok = true;
-    pod.requests.ForEach([&](model::ResourceId id, int64_t v) { ok = ok && v <= room.Get(id); });
-    return ok;
-  }
+  bool HasRoomFor(const Pod& pod) const { return Within(pod.requests, room); }
 };
 
 // The cheapest shape (pool index) that holds a pod on a node of its own, and its price.
@@ -84,8 +94,7 @@ struct Solo {
 // The outcome of bin-packing some pods onto new nodes of one family.
 struct Estimate {
   Family* family = nullptr;
-  int nodes = 0;
-  int opened = 0;  // Node objects of the family this estimate used (nodes plus those dropped)
+  int opened = 0;  // Node objects of the family this estimate used (new_nodes plus dropped ones)
   std::vector<const Pod*> pods;
   std::vector<uint32_t> pod_node;  // per pod, its FlexNode in `new_nodes`
   std::vector<FlexNode> new_nodes;
@@ -210,7 +219,8 @@ class Pass {
                                         const Resources& extra_capacity) const;
   // Bin-packs pods onto new nodes of one family. Leaves the snapshot changed (caller reverts or
   // commits). Records per-pod limit reasons for pods left over.
-  Estimate Pack(Family& family, const std::vector<const Pod*>& pods);
+  Estimate Pack(Family& family, const std::vector<size_t>& shapes,
+                const std::vector<const Pod*>& pods);
   // Packs one pod onto a node of the estimate or a new one; false when it cannot.
   bool PackOne(const Pod& pod, sched::FitChecker& checker, size_t& ptr, Estimate& e,
                const std::vector<size_t>& shapes, const Solo& solo);
@@ -225,6 +235,7 @@ class Pass {
   bool GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups);
   struct Candidate {
     size_t family;
+    std::vector<size_t> shapes;  // EligibleShapes of the family this round
     std::vector<const Pod*> pods;
   };
   // The pools that may grow now, each with the remaining pods its template fits.

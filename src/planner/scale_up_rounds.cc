@@ -38,9 +38,7 @@ ExpanderOption FluidOption(const PoolState& ps, const std::vector<const Pod*>& p
 sched::FitResult Pass::TemplateFit(const Pod& pod, const PoolState& ps) const {
   sched::FitResult r = sched::CheckNodeStatic(pod, ps.pool->template_node);
   if (!r.fits()) return r;
-  Resources used = ps.ds_requests;
-  used.Set(model::kPods, static_cast<int64_t>(ps.ds_pods.size()));
-  return sched::CheckResources(pod, ps.pool->template_node.allocatable, used);
+  return sched::CheckResources(pod, ps.pool->template_node.allocatable, ps.DaemonSetUse());
 }
 
 bool Pass::FitsTemplate(const Pod* pod, size_t pool_index) {
@@ -82,11 +80,11 @@ std::optional<PoolReason> Pass::LimitReason(const PoolState& ps, int extra,
   return std::nullopt;
 }
 
-Estimate Pass::Pack(Family& family, const std::vector<const Pod*>& pods) {
+Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
+                    const std::vector<const Pod*>& pods) {
   Estimate e;
   e.family = &family;
   e.claimed.assign(pools_.size(), 0);
-  std::vector<size_t> shapes = EligibleShapes(family);
   // Pods arrive grouped and sorted bigger-first. One checker per equivalence group, kept up to
   // date as nodes and pods are added. `ptr` is the first new node not known to be full for the
   // group: packing only adds pods, so a node a member did not fit stays unfit for the group,
@@ -118,7 +116,8 @@ bool Pass::PackOne(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e
   auto note = [&](const PoolReason& why) {
     for (size_t i : family.members) NoteReason(pod, pools_[i].pool->name, why);
   };
-  if (auto limit = FamilyLimitReason(family, shapes, e.nodes, Resources())) {
+  if (auto limit =
+          FamilyLimitReason(family, shapes, static_cast<int>(e.new_nodes.size()), Resources())) {
     note(*limit);
     return false;
   }
@@ -139,7 +138,6 @@ bool Pass::PackOne(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e
   }
   node.index = AddFlexNode(family, family.used + e.opened);
   ++e.opened;
-  ++e.nodes;
   checker.OnNodeAdded(node.index);
   e.new_nodes.push_back(std::move(node));
   Place(pod, checker, e, e.new_nodes.size() - 1);
@@ -224,9 +222,9 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
   // Re-pack the winner for real, from the same pods: the estimate is deterministic, so this
   // reproduces it.
   snap_.Fork();
-  Estimate e = Pack(*best.family, candidates[c].pods);
+  Estimate e = Pack(*best.family, candidates[c].shapes, candidates[c].pods);
   snap_.Commit();
-  TIDEPOOL_CHECK(e.pods == best.pods && e.nodes == best.nodes);
+  TIDEPOOL_CHECK(e.pods == best.pods && e.new_nodes.size() == best.new_nodes.size());
   AccountCommitted(e, ups, choice.reason);
   std::unordered_set<const Pod*> placed(e.pods.begin(), e.pods.end());
   std::erase_if(remaining, [&](const Pod* p) { return placed.contains(p); });
@@ -241,8 +239,8 @@ ExpanderOption Pass::OptionOf(const Estimate& e) const {
   int most = 0;
   for (const auto& [p, k] : count)
     if (k > most) std::tie(pool, most) = std::pair(p, k);
-  ExpanderOption o{pools_[pool].pool, e.nodes, static_cast<int>(e.pods.size()), e.requested,
-                   e.allocatable};
+  ExpanderOption o{pools_[pool].pool, static_cast<int>(e.new_nodes.size()),
+                   static_cast<int>(e.pods.size()), e.requested, e.allocatable};
   if (count.size() > 1) o.cost_per_hour = e.cost_per_hour;
   return o;
 }
@@ -252,9 +250,9 @@ std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& rem
   for (size_t f = 0; f < families_.size(); ++f) {
     std::vector<size_t> shapes = EligibleShapes(families_[f]);
     if (shapes.empty()) continue;
-    Candidate c{f, {}};
+    Candidate c{f, std::move(shapes), {}};
     for (const Pod* p : remaining)
-      if (FitsAnyShape(p, shapes)) c.pods.push_back(p);
+      if (FitsAnyShape(p, c.shapes)) c.pods.push_back(p);
     if (!c.pods.empty()) candidates.push_back(std::move(c));
   }
   return candidates;
@@ -273,9 +271,7 @@ void Pass::NoteLimits(const std::vector<const Pod*>& remaining) {
 void Pass::RankByFluidEstimate(std::vector<Candidate>& candidates) {
   std::vector<ExpanderOption> fluid;
   for (const Candidate& c : candidates) {
-    Family& family = families_[c.family];
-    std::vector<size_t> shapes = EligibleShapes(family);
-    fluid.push_back(FluidOption(pools_[shapes.front()], c.pods));
+    fluid.push_back(FluidOption(pools_[c.shapes.front()], c.pods));
   }
   std::vector<Candidate> ranked;
   while (!candidates.empty()) {
@@ -294,7 +290,8 @@ std::vector<std::pair<size_t, Estimate>> Pass::PackCandidates(
   for (size_t next = 0; next < candidates.size() && options.empty(); next += kMaxExactOptions) {
     for (size_t i = next; i < std::min(candidates.size(), next + kMaxExactOptions); ++i) {
       snap_.Fork();
-      Estimate e = Pack(families_[candidates[i].family], candidates[i].pods);
+      const Candidate& c = candidates[i];
+      Estimate e = Pack(families_[c.family], c.shapes, c.pods);
       snap_.Revert();
       if (!e.pods.empty()) options.emplace_back(i, std::move(e));
     }
