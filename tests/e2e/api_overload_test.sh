@@ -80,7 +80,7 @@ CREATOR_PIDS=()
 cleanup() {
   local pid
   for pid in "${CREATOR_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  if [[ -n $TP_PID ]]; then kill -TERM "$TP_PID" 2>/dev/null; wait "$TP_PID" 2>/dev/null; fi
+  stop_tidepool
   if [[ -n ${E2E_KEEP_LOGS:-} ]]; then
     mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/ 2>/dev/null
     [[ -d ${TESTENV_DIR:-}/logs ]] && cp -r "$TESTENV_DIR/logs" "$E2E_KEEP_LOGS/testenv-logs"

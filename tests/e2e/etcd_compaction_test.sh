@@ -50,7 +50,7 @@ TP_PID=""
 RESTART_PID=""
 
 cleanup() {
-  if [[ -n $TP_PID ]]; then kill -TERM "$TP_PID" 2>/dev/null; wait "$TP_PID" 2>/dev/null; fi
+  stop_tidepool
   if [[ -n $RESTART_PID ]]; then kill -TERM "$RESTART_PID" 2>/dev/null; wait "$RESTART_PID" 2>/dev/null; fi
   e2e_disconnect
   if [[ -n ${E2E_KEEP_LOGS:-} ]]; then mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/; fi

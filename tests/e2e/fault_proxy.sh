@@ -32,9 +32,6 @@ NS=faults
 TP_PID=""
 PROXY_PID=""
 
-stop_tidepool() {
-  if [[ -n $TP_PID ]]; then kill -TERM "$TP_PID" 2>/dev/null; wait "$TP_PID" 2>/dev/null; TP_PID=""; fi
-}
 stop_proxy() {
   if [[ -n $PROXY_PID ]]; then kill -TERM "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null; PROXY_PID=""; fi
 }

@@ -36,9 +36,6 @@ SETTLE=8
 # for a while reaches 10 s, so a new node can stay empty that long before its pod binds.
 TP_PID=""
 
-stop_tidepool() {
-  if [[ -n $TP_PID ]]; then kill -TERM "$TP_PID" 2>/dev/null; wait "$TP_PID" 2>/dev/null; TP_PID=""; fi
-}
 cleanup() {
   stop_tidepool
   e2e_teardown

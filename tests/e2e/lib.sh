@@ -65,6 +65,10 @@ start_tidepool() {
   LAST_PID=$!
   TP_PIDS+=("$LAST_PID")
 }
+# stop_tidepool: SIGTERM the one `tidepool run` a script started itself (pid in TP_PID), wait.
+stop_tidepool() {
+  if [[ -n ${TP_PID:-} ]]; then kill -TERM "$TP_PID" 2>/dev/null; wait "$TP_PID" 2>/dev/null; TP_PID=""; fi
+}
 stop_all_tidepool() {
   local pid
   for pid in "${TP_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done

@@ -51,13 +51,6 @@ SAMPLER_PID=""
 RANDOM=$((SEED % 32768))
 
 
-stop_tidepool() {
-  if [[ -n $TP_PID ]]; then
-    kill -TERM "$TP_PID" 2>/dev/null
-    wait "$TP_PID" 2>/dev/null
-    TP_PID=""
-  fi
-}
 cleanup() {
   stop_tidepool
   if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null; wait "$SAMPLER_PID" 2>/dev/null; fi
