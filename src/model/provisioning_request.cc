@@ -1,0 +1,52 @@
+#include "model/provisioning_request.h"
+
+namespace tidepool::model {
+namespace {
+
+constexpr std::pair<ProvisioningCondition, std::string_view> kConditionNames[] = {
+    {ProvisioningCondition::kAccepted, "Accepted"},
+    {ProvisioningCondition::kProvisioned, "Provisioned"},
+    {ProvisioningCondition::kFailed, "Failed"},
+    {ProvisioningCondition::kBookingExpired, "BookingExpired"},
+    {ProvisioningCondition::kCapacityRevoked, "CapacityRevoked"},
+};
+
+}  // namespace
+
+ProvisioningClass ProvisioningClassOf(std::string_view class_name) {
+  if (class_name == kCheckCapacityClass) return ProvisioningClass::kCheckCapacity;
+  if (class_name == kBestEffortAtomicClass) return ProvisioningClass::kBestEffortAtomic;
+  return ProvisioningClass::kOther;
+}
+
+std::string_view ProvisioningConditionName(ProvisioningCondition type) {
+  for (const auto& [t, name] : kConditionNames)
+    if (t == type) return name;
+  return "?";
+}
+
+std::optional<ProvisioningCondition> ProvisioningConditionFrom(std::string_view name) {
+  for (const auto& [t, n] : kConditionNames)
+    if (n == name) return t;
+  return std::nullopt;
+}
+
+std::string_view ConditionStatusName(ConditionStatus status) {
+  switch (status) {
+    case ConditionStatus::kTrue:
+      return "True";
+    case ConditionStatus::kFalse:
+      return "False";
+    case ConditionStatus::kUnknown:
+      return "Unknown";
+  }
+  return "?";
+}
+
+const Condition* ProvisioningRequest::Find(ProvisioningCondition type) const {
+  for (const Condition& c : conditions)
+    if (c.type == type) return &c;
+  return nullptr;
+}
+
+}  // namespace tidepool::model
