@@ -93,6 +93,9 @@ class Actuator::Batch {
     e.warning = a.warning;
     Report(a, writer_.RecordEvent(e));
   }
+  void operator()(const UpdateProvisioningRequest& a) {
+    Report(a, writer_.SetProvisioningConditions(a.ns, a.name, a.conditions));
+  }
 
  private:
   void Report(const Action& a, const Result<void>& r, const std::string* pod = nullptr) {
@@ -175,6 +178,11 @@ class Actuator::Batch {
     if (kind == EventObject::kNode) {
       const model::Node* n = FindNode(object);
       return n != nullptr ? n->meta.uid : "";
+    }
+    if (kind == EventObject::kProvisioningRequest) {
+      for (const model::ProvisioningRequest* r : view_.provisioning_requests)
+        if (r->Key() == object) return r->meta.uid;
+      return "";
     }
     if (kind != EventObject::kPod) return "";
     if (!by_name_built_) {

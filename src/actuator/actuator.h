@@ -34,7 +34,7 @@ class Listener {
 //  - EvictPods: one eviction per pod, each reported (OnEvictResult).
 //  - DeleteNode: the provider deletes the machine (lowering the target), then the Node object
 //    goes; a node already gone from the view is success (OnDeleteResult).
-//  - Mark/UnmarkCandidate, UntaintNode, Event: fire and forget.
+//  - Mark/UnmarkCandidate, UntaintNode, Event, UpdateProvisioningRequest: fire and forget.
 // `view` is the observation the actions were decided on; its objects must stay valid for the
 // whole call, also when a provider deletes what they describe (the live view holds shared
 // pointers; the simulator keeps an ended node until its next observation). Each action is

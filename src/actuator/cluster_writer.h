@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "model/node.h"
+#include "model/provisioning_request.h"
 
 namespace tidepool::actuator {
 
@@ -38,6 +39,11 @@ class ClusterWriter {
   // The pods on `node` that would have to leave before it goes (not finished, not DaemonSet or
   // mirror pods), as "namespace/name", read fresh (never from a cache).
   virtual Result<std::vector<std::string>> PodsOnNode(const std::string& node) = 0;
+  // Sets each condition on the ProvisioningRequest ns/name's status (read fresh, written
+  // through the status subresource); a request that is gone is success.
+  virtual Result<void> SetProvisioningConditions(
+      const std::string& ns, const std::string& name,
+      const std::vector<model::Condition>& conditions) = 0;
 };
 
 }  // namespace tidepool::actuator

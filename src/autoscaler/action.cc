@@ -16,6 +16,9 @@ struct Name {
   std::string_view operator()(const EvictPods&) const { return "EvictPods"; }
   std::string_view operator()(const DeleteNode&) const { return "DeleteNode"; }
   std::string_view operator()(const Event&) const { return "Event"; }
+  std::string_view operator()(const UpdateProvisioningRequest&) const {
+    return "UpdateProvisioningRequest";
+  }
 };
 
 // A node action: "TaintNode n1" or "TaintNode n1 (why)".
@@ -41,6 +44,14 @@ struct Describe {
     return fmt::format("{} {} {} {}{}: {}", name, EventObjectKind(a.object_kind), a.object,
                        EventReasonName(a.reason), a.warning ? " (Warning)" : "", a.message);
   }
+  std::string operator()(const UpdateProvisioningRequest& a) const {
+    std::vector<std::string> conditions;
+    for (const model::Condition& c : a.conditions) {
+      conditions.push_back(fmt::format("{}={} {}: {}", model::ProvisioningConditionName(c.type),
+                                       model::ConditionStatusName(c.status), c.reason, c.message));
+    }
+    return fmt::format("{} {}/{} [{}]", name, a.ns, a.name, fmt::join(conditions, "; "));
+  }
   std::string operator()(const auto& a) const {  // the node actions
     return DescribeNodeAction(name, a.node, a.reason);
   }
@@ -60,6 +71,10 @@ std::string_view EventReasonName(EventReason reason) {
       return "ScaleDownFailed";
     case EventReason::kWarmScaleUp:
       return "WarmScaleUp";
+    case EventReason::kProvisioned:
+      return "Provisioned";
+    case EventReason::kProvisioningFailed:
+      return "ProvisioningFailed";
   }
   return "?";
 }
@@ -72,6 +87,8 @@ std::string_view EventObjectKind(EventObject object) {
       return "Node";
     case EventObject::kStatus:
       return "ConfigMap";
+    case EventObject::kProvisioningRequest:
+      return "ProvisioningRequest";
   }
   return "?";
 }

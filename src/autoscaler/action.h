@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "model/provisioning_request.h"
 #include "planner/decision.h"
 
 namespace tidepool::autoscaler {
@@ -76,6 +77,15 @@ struct DeleteNode {
   std::string reason;
 };
 
+// Set conditions on a ProvisioningRequest's status (through its status subresource, on a fresh
+// read, resourceVersion as precondition; docs/kueue.md). Fire and forget: the loop decides from
+// the conditions it observes, so a write that failed is made again at a later Step.
+struct UpdateProvisioningRequest {
+  std::string ns;
+  std::string name;
+  std::vector<model::Condition> conditions;
+};
+
 // The Kubernetes Event reasons the loop records (the Cluster Autoscaler's, plus WarmScaleUp).
 enum class EventReason {
   kTriggeredScaleUp,
@@ -83,16 +93,19 @@ enum class EventReason {
   kScaleDown,
   kScaleDownFailed,
   kWarmScaleUp,
+  kProvisioned,         // a ProvisioningRequest's capacity is there
+  kProvisioningFailed,  // a ProvisioningRequest cannot be served
 };
 std::string_view EventReasonName(EventReason reason);
 
 // What an Event is recorded on.
 enum class EventObject {
-  kPod,     // object: "namespace/name"
-  kNode,    // object: the node's name
-  kStatus,  // the tidepool-status ConfigMap; object: ""
+  kPod,                  // object: "namespace/name"
+  kNode,                 // object: the node's name
+  kStatus,               // the tidepool-status ConfigMap; object: ""
+  kProvisioningRequest,  // object: "namespace/name"
 };
-std::string_view EventObjectKind(EventObject object);  // "Pod", "Node", "ConfigMap"
+std::string_view EventObjectKind(EventObject object);  // "Pod", "Node", "ConfigMap", ...
 
 struct Event {
   EventObject object_kind = EventObject::kPod;
@@ -107,8 +120,9 @@ struct Event {
 // reported back through the Autoscaler's On*Result methods; the others are fire-and-forget
 // (their failures show up in a later observation and the loop corrects them, e.g. a node left
 // tainted is untainted).
-using Action = std::variant<IncreasePool, DecreaseTarget, TaintNode, UntaintNode, MarkCandidate,
-                            UnmarkCandidate, EvictPods, DeleteNode, Event>;
+using Action =
+    std::variant<IncreasePool, DecreaseTarget, TaintNode, UntaintNode, MarkCandidate,
+                 UnmarkCandidate, EvictPods, DeleteNode, Event, UpdateProvisioningRequest>;
 
 // The action's kind in one word ("IncreasePool", "Event", ...).
 std::string_view ActionName(const Action& action);

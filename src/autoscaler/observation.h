@@ -11,6 +11,7 @@
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
+#include "model/provisioning_request.h"
 
 namespace tidepool::autoscaler {
 
@@ -32,6 +33,10 @@ struct Observation {
   std::vector<const model::Pod*> pods;
   std::vector<const model::PodDisruptionBudget*> pdbs;
   std::vector<const model::DaemonSet*> daemon_sets;
+  // ProvisioningRequests (autoscaling.x-k8s.io/v1) and the PodTemplates their pod sets name
+  // (docs/kueue.md); empty when the driver has none.
+  std::vector<const model::ProvisioningRequest*> provisioning_requests;
+  std::vector<const model::PodTemplate*> pod_templates;
   // One per configured pool, from the provider. A configured pool missing here is taken to have
   // exactly its registered nodes (nothing upcoming) and no stockout.
   std::vector<PoolObservation> pools;

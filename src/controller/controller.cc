@@ -57,7 +57,8 @@ Result<void> Controller::Run(const std::atomic<bool>& stop) {
     if (clock_.Now() >= deadline) {
       return Fail(Error::Code::kUnavailable,
                   "the cluster caches did not finish listing within {}; is the API server "
-                  "reachable and may tidepool list pods, nodes, PDBs and DaemonSets?",
+                  "reachable and may tidepool list pods, nodes, PDBs, DaemonSets and "
+                  "PodTemplates?",
                   FormatDuration(options_.sync_timeout));
     }
     std::unique_lock lock(mu_);
@@ -163,6 +164,8 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
   for (const auto& p : view.pods) obs.pods.push_back(p.get());
   for (const auto& p : view.pdbs) obs.pdbs.push_back(p.get());
   for (const auto& d : view.daemon_sets) obs.daemon_sets.push_back(d.get());
+  for (const auto& r : view.provisioning_requests) obs.provisioning_requests.push_back(r.get());
+  for (const auto& t : view.pod_templates) obs.pod_templates.push_back(t.get());
   for (const auto& s : sizes) {
     obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason});
   }

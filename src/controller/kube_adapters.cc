@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "kube/codec/objects.h"
+#include "kube/codec/provisioning.h"
 
 namespace tidepool::controller {
 
@@ -10,7 +11,9 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
     : pods_(kube::MakePodInformer(client, tune)),
       nodes_(kube::MakeNodeInformer(client, tune)),
       pdbs_(kube::MakePdbInformer(client, tune)),
-      daemon_sets_(kube::MakeDaemonSetInformer(client, tune)) {
+      daemon_sets_(kube::MakeDaemonSetInformer(client, tune)),
+      provisioning_requests_(kube::MakeProvisioningRequestInformer(client, tune)),
+      pod_templates_(kube::MakePodTemplateInformer(client, tune)) {
   pods_->SetChangeCallback([this](kube::ChangeType type, const std::string& key) {
     if (type == kube::ChangeType::kDeleted) {
       Changed(false);
@@ -24,6 +27,11 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
   });
   pdbs_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
   daemon_sets_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
+  provisioning_requests_->SetChangeCallback([this](kube::ChangeType type, const std::string&) {
+    Changed(type != kube::ChangeType::kDeleted);
+  });
+  pod_templates_->SetChangeCallback(
+      [this](kube::ChangeType, const std::string&) { Changed(false); });
 }
 
 InformerClusterReader::~InformerClusterReader() { Stop(); }
@@ -33,6 +41,8 @@ void InformerClusterReader::Start() {
   nodes_->Start();
   pdbs_->Start();
   daemon_sets_->Start();
+  provisioning_requests_->Start();
+  pod_templates_->Start();
 }
 
 void InformerClusterReader::Stop() {
@@ -40,11 +50,14 @@ void InformerClusterReader::Stop() {
   nodes_->Stop();
   pdbs_->Stop();
   daemon_sets_->Stop();
+  provisioning_requests_->Stop();
+  pod_templates_->Stop();
 }
 
 bool InformerClusterReader::HasSynced() const {
   return pods_->HasSynced() && nodes_->HasSynced() && pdbs_->HasSynced() &&
-         daemon_sets_->HasSynced();
+         daemon_sets_->HasSynced() && provisioning_requests_->HasSynced() &&
+         pod_templates_->HasSynced();
 }
 
 ClusterView InformerClusterReader::Snapshot() const {
@@ -53,6 +66,8 @@ ClusterView InformerClusterReader::Snapshot() const {
   v.pods = pods_->Snapshot();
   v.pdbs = pdbs_->Snapshot();
   v.daemon_sets = daemon_sets_->Snapshot();
+  v.provisioning_requests = provisioning_requests_->Snapshot();
+  v.pod_templates = pod_templates_->Snapshot();
   return v;
 }
 
@@ -72,12 +87,14 @@ void InformerClusterReader::Changed(bool urgent) {
 
 uint64_t InformerClusterReader::DecodeErrors() const {
   return pods_->Stats().decode_errors + nodes_->Stats().decode_errors +
-         pdbs_->Stats().decode_errors + daemon_sets_->Stats().decode_errors;
+         pdbs_->Stats().decode_errors + daemon_sets_->Stats().decode_errors +
+         provisioning_requests_->Stats().decode_errors + pod_templates_->Stats().decode_errors;
 }
 
 ApiClusterWriter::ApiClusterWriter(kube::ApiClient& client, const Clock& clock,
                                    WriterOptions options)
     : client_(client),
+      clock_(clock),
       options_(std::move(options)),
       events_(client, clock, {.reporting_instance = options_.reporting_instance}) {}
 
@@ -103,6 +120,7 @@ Result<void> ApiClusterWriter::DeleteNode(const std::string& name, const std::st
 
 Result<void> ApiClusterWriter::RecordEvent(const EventSpec& e) {
   kube::ObjectRef ref{e.object_kind, e.ns, e.name, e.uid};
+  if (e.object_kind == "ProvisioningRequest") ref.api_version = "autoscaling.x-k8s.io/v1";
   // The loop's events about itself (warm scale-ups) go on the status ConfigMap.
   if (e.object_kind == "ConfigMap" && e.name.empty()) {
     ref.namespace_ = options_.status_namespace;
@@ -129,6 +147,24 @@ Result<std::vector<std::string>> ApiClusterWriter::PodsOnNode(const std::string&
     out.push_back(pod->meta.Key());
   }
   return out;
+}
+
+Result<void> ApiClusterWriter::SetProvisioningConditions(
+    const std::string& ns, const std::string& name,
+    const std::vector<model::Condition>& conditions) {
+  std::string path =
+      kube::ObjectPath("autoscaling.x-k8s.io/v1", "provisioningrequests", ns, name) + "/status";
+  Time now = clock_.Now();
+  auto r = kube::UpdateWithRetry(client_, path, [&](nlohmann::json& obj) -> Result<bool> {
+    bool changed = false;
+    for (const model::Condition& c : conditions)
+      changed = kube::codec::ApplyCondition(obj, c, now) || changed;
+    return changed;
+  });
+  if (!r && r.error().code() != Error::Code::kNotFound) {
+    return std::unexpected(r.error().Wrap(fmt::format("ProvisioningRequest {}/{}", ns, name)));
+  }
+  return {};
 }
 
 Result<std::optional<std::string>> ApiClusterWriter::ReadWarmState() {

@@ -13,9 +13,10 @@
 
 namespace tidepool::controller {
 
-// Pods, Nodes, PodDisruptionBudgets and DaemonSets. A change is urgent when a pod without a node
-// (not finished) appears or changes, or a node is added or deleted; node status updates
-// (heartbeats) and pod deletions are not. Thread-safe.
+// Pods, Nodes, PodDisruptionBudgets, DaemonSets, ProvisioningRequests (optional: absent without
+// the CRD) and PodTemplates. A change is urgent when a pod without a node (not finished)
+// appears or changes, a node is added or deleted, or a ProvisioningRequest is added or changed;
+// node status updates (heartbeats) and pod deletions are not. Thread-safe.
 class InformerClusterReader final : public ClusterReader {
  public:
   InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune = {});
@@ -40,6 +41,8 @@ class InformerClusterReader final : public ClusterReader {
   std::unique_ptr<kube::NodeInformer> nodes_;
   std::unique_ptr<kube::PdbInformer> pdbs_;
   std::unique_ptr<kube::DaemonSetInformer> daemon_sets_;
+  std::unique_ptr<kube::ProvisioningRequestInformer> provisioning_requests_;
+  std::unique_ptr<kube::PodTemplateInformer> pod_templates_;
   std::mutex mu_;
   std::function<void(bool)> on_change_;
 };
@@ -61,12 +64,15 @@ class ApiClusterWriter final : public ClusterWriter {
   Result<void> DeleteNode(const std::string& name, const std::string& uid) override;
   Result<void> RecordEvent(const EventSpec& event) override;
   Result<std::vector<std::string>> PodsOnNode(const std::string& node) override;
+  Result<void> SetProvisioningConditions(const std::string& ns, const std::string& name,
+                                         const std::vector<model::Condition>& conditions) override;
   Result<void> WriteStatus(const std::string& text) override;
   Result<std::optional<std::string>> ReadWarmState() override;
   Result<void> WriteWarmState(const std::string& text) override;
 
  private:
   kube::ApiClient& client_;
+  const Clock& clock_;
   WriterOptions options_;
   kube::EventRecorder events_;
 };

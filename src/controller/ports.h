@@ -14,6 +14,7 @@
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
+#include "model/provisioning_request.h"
 
 namespace tidepool::controller {
 
@@ -23,6 +24,8 @@ struct ClusterView {
   std::vector<std::shared_ptr<const model::Pod>> pods;
   std::vector<std::shared_ptr<const model::PodDisruptionBudget>> pdbs;
   std::vector<std::shared_ptr<const model::DaemonSet>> daemon_sets;
+  std::vector<std::shared_ptr<const model::ProvisioningRequest>> provisioning_requests;
+  std::vector<std::shared_ptr<const model::PodTemplate>> pod_templates;
 };
 
 // Contract: Snapshot() is cheap enough to call on every pass (a copy of pointers) and

@@ -31,6 +31,11 @@ class SimCluster final : public actuator::ClusterWriter {
   Result<void> DeleteNode(const std::string& name, const std::string& uid) override;
   Result<void> RecordEvent(const actuator::EventSpec& event) override;
   Result<std::vector<std::string>> PodsOnNode(const std::string& node) override;
+  // The simulated world has no ProvisioningRequests: nothing to write.
+  Result<void> SetProvisioningConditions(const std::string&, const std::string&,
+                                         const std::vector<model::Condition>&) override {
+    return {};
+  }
 
   int64_t events() const { return events_; }
 

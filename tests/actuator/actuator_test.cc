@@ -77,6 +77,11 @@ class FakeWriter : public ClusterWriter {
     c_.log.push_back("list pods " + node);
     return fresh[node];
   }
+  Result<void> SetProvisioningConditions(const std::string& ns, const std::string& name,
+                                         const std::vector<model::Condition>& cs) override {
+    c_.log.push_back(fmt::format("conditions {}/{} {}", ns, name, cs.size()));
+    return {};
+  }
   std::map<std::string, std::vector<std::string>> fresh;
 
  private:

@@ -220,6 +220,10 @@ class World {
     }
     Result<void> DeleteNode(const std::string&, const std::string&) override { return {}; }
     Result<void> RecordEvent(const actuator::EventSpec&) override { return {}; }
+    Result<void> SetProvisioningConditions(const std::string&, const std::string&,
+                                           const std::vector<model::Condition>&) override {
+      return {};
+    }
     Result<std::vector<std::string>> PodsOnNode(const std::string& node) override {
       std::vector<std::string> keys;
       for (const auto& [name, p] : w.pods) {

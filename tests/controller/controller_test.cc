@@ -66,6 +66,11 @@ class FakeWriter : public ClusterWriter {
     if (it == fresh_pods.end()) return std::vector<std::string>{};
     return it->second;
   }
+  Result<void> SetProvisioningConditions(const std::string& ns, const std::string& name,
+                                         const std::vector<model::Condition>&) override {
+    calls.push_back("conditions " + ns + "/" + name);
+    return {};
+  }
   Result<void> WriteStatus(const std::string& text) override {
     status = text;
     return {};

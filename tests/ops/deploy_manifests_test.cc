@@ -63,6 +63,9 @@ Rules ExpectedClusterRules(bool kwok) {
       {"/events", {"create", "patch"}},
       {"events.k8s.io/events", {"create", "patch"}},
       {"scheduling.x-k8s.io/podgroups", {"list", "watch"}},
+      {"autoscaling.x-k8s.io/provisioningrequests", {"list", "watch"}},
+      {"autoscaling.x-k8s.io/provisioningrequests/status", {"get", "update"}},
+      {"/podtemplates", {"list", "watch"}},
   };
   if (kwok) r["/nodes"].insert("create");
   return r;

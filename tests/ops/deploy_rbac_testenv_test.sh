@@ -85,6 +85,13 @@ check_common() {
   for v in get create update patch; do can "$v" configmaps -n kube-system; done
   for v in get create update; do can "$v" leases.coordination.k8s.io -n kube-system; done
   for v in list watch; do can "$v" podgroups.scheduling.x-k8s.io --all-namespaces; done
+  for v in list watch; do
+    can "$v" provisioningrequests.autoscaling.x-k8s.io --all-namespaces
+    can "$v" podtemplates --all-namespaces
+  done
+  for v in get update; do
+    can "$v" provisioningrequests.autoscaling.x-k8s.io --subresource=status -n ml-team
+  done
 
   # Must be refused.
   cannot get secrets --all-namespaces
@@ -107,11 +114,14 @@ check_common() {
   cannot create pods --subresource=exec -n default
   cannot create serviceaccounts --subresource=token -n kube-system
   cannot delete events -n default
+  cannot update provisioningrequests.autoscaling.x-k8s.io -n ml-team
+  cannot create podtemplates -n ml-team
 }
 
 # kubectl auth can-i resolves a resource through discovery; without the scheduler-plugins
 # PodGroup CRD it would ask about resource "podgroups.scheduling.x-k8s.io" in the core group.
-# A minimal CRD makes the name resolve as the controller's requests will.
+# Minimal CRDs (PodGroup, ProvisioningRequest) make the names resolve as the controller's
+# requests will.
 cat >"$work/podgroup-crd.yaml" <<'CRD'
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -127,10 +137,27 @@ spec:
       storage: true
       schema:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: provisioningrequests.autoscaling.x-k8s.io
+spec:
+  group: autoscaling.x-k8s.io
+  scope: Namespaced
+  names: {plural: provisioningrequests, singular: provisioningrequest, kind: ProvisioningRequest}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 CRD
 if out=$(kubectl apply -f "$work/podgroup-crd.yaml" 2>&1) &&
    kubectl wait --for=condition=Established --timeout=60s \
-     crd/podgroups.scheduling.x-k8s.io >/dev/null 2>&1; then
+     crd/podgroups.scheduling.x-k8s.io crd/provisioningrequests.autoscaling.x-k8s.io \
+     >/dev/null 2>&1; then
   ok
 else
   bad "PodGroup CRD: $out"

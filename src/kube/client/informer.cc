@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kube/codec/objects.h"
+#include "kube/codec/provisioning.h"
 
 namespace tidepool::kube {
 namespace {
@@ -366,6 +367,22 @@ std::unique_ptr<DaemonSetInformer> MakeDaemonSetInformer(ApiClient& client, Info
   return std::make_unique<DaemonSetInformer>(
       client, Tuned(std::move(tune), "/apis/apps/v1/daemonsets", "daemonsets"),
       [](const Json& j) { return codec::DecodeDaemonSet(j); });
+}
+
+std::unique_ptr<ProvisioningRequestInformer> MakeProvisioningRequestInformer(ApiClient& client,
+                                                                             InformerOptions tune) {
+  return std::make_unique<ProvisioningRequestInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/autoscaling.x-k8s.io/v1/provisioningrequests",
+            "provisioningrequests", /*optional=*/true),
+      [](const Json& j) { return codec::DecodeProvisioningRequest(j); });
+}
+
+std::unique_ptr<PodTemplateInformer> MakePodTemplateInformer(ApiClient& client,
+                                                             InformerOptions tune) {
+  return std::make_unique<PodTemplateInformer>(
+      client, Tuned(std::move(tune), "/api/v1/podtemplates", "podtemplates"),
+      [](const Json& j) { return codec::DecodePodTemplateOrInvalid(j); });
 }
 
 std::unique_ptr<RawInformer> MakePodGroupInformer(ApiClient& client, InformerOptions tune) {

@@ -22,6 +22,7 @@
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
+#include "model/provisioning_request.h"
 
 namespace tidepool::kube {
 
@@ -179,6 +180,8 @@ using NodeInformer = Informer<model::Node>;
 using PdbInformer = Informer<model::PodDisruptionBudget>;
 using DaemonSetInformer = Informer<model::DaemonSet>;
 using RawInformer = Informer<nlohmann::json>;
+using ProvisioningRequestInformer = Informer<model::ProvisioningRequest>;
+using PodTemplateInformer = Informer<model::PodTemplate>;
 
 // The informers the controller runs, with the codec's decoders and their collections. `tune`
 // overrides timing (page size, backoff); its collection, name and optional are ignored.
@@ -190,5 +193,11 @@ std::unique_ptr<DaemonSetInformer> MakeDaemonSetInformer(ApiClient& client,
 // scheduling.x-k8s.io/v1alpha1 PodGroups (coscheduling), kept as JSON; optional (absent when
 // the CRD is not installed).
 std::unique_ptr<RawInformer> MakePodGroupInformer(ApiClient& client, InformerOptions tune = {});
+// autoscaling.x-k8s.io/v1 ProvisioningRequests; optional (absent when the CRD is not
+// installed). PodTemplates (v1), which their pod sets name.
+std::unique_ptr<ProvisioningRequestInformer> MakeProvisioningRequestInformer(
+    ApiClient& client, InformerOptions tune = {});
+std::unique_ptr<PodTemplateInformer> MakePodTemplateInformer(ApiClient& client,
+                                                             InformerOptions tune = {});
 
 }  // namespace tidepool::kube

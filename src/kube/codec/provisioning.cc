@@ -33,8 +33,8 @@ Result<void> DecodePodSet(const Json& item, const FieldPath& path, model::PodSet
   }
   TIDEPOOL_RETURN_IF_ERROR(ReadInt32(item, "count", path, out.count));
   if (out.count < 1) {
-    return std::unexpected(TypeError(path.Key("count"), "an integer of at least 1",
-                                     Find(item, "count")));
+    return std::unexpected(
+        TypeError(path.Key("count"), "an integer of at least 1", Find(item, "count")));
   }
   return {};
 }
@@ -89,10 +89,9 @@ Result<model::ProvisioningRequest> DecodeProvisioningRequest(const nlohmann::jso
         TIDEPOOL_RETURN_IF_ERROR(DecodeSpec(*spec, root.Key("spec"), pr));
         TIDEPOOL_ASSIGN_OR_RETURN(const Json* status, ReadObject(obj, "status", root));
         FieldPath status_path = root.Key("status");
-        return ForEachItem(*status, "conditions", status_path,
-                           [&](const Json& c, const FieldPath& p) {
-                             return DecodeCondition(c, p, pr);
-                           });
+        return ForEachItem(
+            *status, "conditions", status_path,
+            [&](const Json& c, const FieldPath& p) { return DecodeCondition(c, p, pr); });
       });
 }
 
@@ -142,8 +141,8 @@ bool ApplyCondition(nlohmann::json& obj, const model::Condition& c, Time now) {
   }
   if (found->value("status", "") != status) {
     // metav1.Time has second precision.
-    (*found)["lastTransitionTime"] = FormatRfc3339(
-        std::chrono::floor<std::chrono::seconds>(c.last_transition.value_or(now)));
+    (*found)["lastTransitionTime"] =
+        FormatRfc3339(std::chrono::floor<std::chrono::seconds>(c.last_transition.value_or(now)));
   }
   (*found)["status"] = status;
   (*found)["reason"] = c.reason;
