@@ -23,11 +23,13 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   warm_.LearnBoot(pools_.Observe(ctx, [this](std::string_view n) { return removals_.Gone(n); }));
   if (pools_.HandleFailures(ctx)) scale_up_.RequestReplan(now);
   const bool scan = !last_scan_ || now >= *last_scan_ + config_.scan_interval;
+  PrepareProvisioning(ctx);
   scale_up_.ObservePending(ctx);
   warm_.Update(ctx, scan, scale_up_.planned_pools(), pools_, removing_);
   bool scaled_up = false;
   if (scale_up_.ShouldPlan(ctx, scan, pools_)) scaled_up = RunScaleUp(ctx);
   scale_up_.ClearReplan(now);
+  provisioning_.Conclude(ctx);
   removals_.Advance(ctx);
   if (scan) {
     last_scan_ = now;
@@ -71,6 +73,15 @@ void Autoscaler::Index(StepContext& ctx) const {
   }
 }
 
+void Autoscaler::PrepareProvisioning(StepContext& ctx) {
+  planner::PlannerInput in;
+  if (!ctx.obs.provisioning_requests.empty()) {
+    in = BuildPlannerInput(ctx, InputFor::kScaleUp, removing_);
+    pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
+  }
+  provisioning_.Prepare(ctx, in);
+}
+
 bool Autoscaler::RunScaleUp(StepContext& ctx) {
   planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleUp, removing_);
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
@@ -94,6 +105,7 @@ void Autoscaler::Finish(const StepContext& ctx, bool quiet) {
   removals_.AddTimers(t);
   unneeded_.AddTimers(t);
   warm_.AddTimers(t);
+  provisioning_.AddTimers(t);
   if (!outbox_.empty()) t.Wake(now);
   // Nodes younger than delayAfterAdd are not scale-down candidates yet.
   if (quiet) {
@@ -133,6 +145,7 @@ uint64_t Autoscaler::StateDigest() const {
   unneeded_.AddDigest(d);
   scale_up_.AddDigest(d);
   warm_.AddDigest(d);
+  provisioning_.AddDigest(d);
   return d.value();
 }
 

@@ -12,6 +12,7 @@
 #include "autoscaler/observation.h"
 #include "autoscaler/options.h"
 #include "autoscaler/pool_tracker.h"
+#include "autoscaler/provisioning_tracker.h"
 #include "autoscaler/removal_tracker.h"
 #include "autoscaler/scale_up_tracker.h"
 #include "autoscaler/status.h"
@@ -40,6 +41,11 @@ namespace tidepool::autoscaler {
 // observations. Failures of the outside world come in as Result errors and become backoffs,
 // retries or rollbacks, never a crash; an inconsistent observation (duplicate node names, pods
 // on unknown nodes) is tolerated (the first node of a name wins, such pods are ignored).
+//
+// ProvisioningRequests (docs/kueue.md, ProvisioningTracker): check-capacity is answered from
+// existing and upcoming nodes; a best-effort-atomic request is planned as one gang, all or
+// nothing, and Provisioned once its capacity has registered; booked capacity is held for the pods
+// that consume it until BookingExpired. Their conditions are UpdateProvisioningRequest actions.
 //
 // Crash safety: the state is rebuilt from observations. A fresh Autoscaler treats target -
 // registered as upcoming requested now (so no duplicate scale-up), and resumes the removal of
@@ -120,6 +126,8 @@ class Autoscaler {
  private:
   // The Step's indexes of the observation: nodes by name, their pools, pods on nodes going away.
   void Index(StepContext& ctx) const;
+  // ProvisioningRequests before the scale-up (ProvisioningTracker::Prepare).
+  void PrepareProvisioning(StepContext& ctx);
   bool RunScaleUp(StepContext& ctx);
   // Scale-down at a periodic pass: unneeded timers from the planner's unrestricted pass, then
   // (when `may_start`) the removals of ripe nodes, at most scaleDown.maxNonEmptyPerPool
@@ -144,6 +152,7 @@ class Autoscaler {
   RemovalTracker removals_{config_, options_, pools_, unneeded_};
   WarmPlanner warm_{config_};
   ScaleUpTracker scale_up_{config_, options_};
+  ProvisioningTracker provisioning_{config_, options_};
   // Whether the loop is removing a node: what the trackers and the planner input ask.
   const std::function<bool(std::string_view)> removing_ = [this](std::string_view n) {
     return removals_.Removing(n);

@@ -12,7 +12,9 @@ ScaleUpTracker::ScaleUpTracker(const model::AutoscalerConfig& config, const Loop
 void ScaleUpTracker::ObservePending(StepContext& ctx) {
   bool added = false;
   const int32_t cutoff = config_.scale_up.expendable_priority_cutoff;
-  for (const model::Pod* pod : ctx.obs.pods) {
+  // The observation's pods as ProvisioningTracker left them (its requests' pods in, the pods
+  // that consume a booking out).
+  for (const model::Pod* pod : ctx.base.pods) {
     if (!planner::IsPendingForScaleUp(*pod, cutoff)) continue;
     ctx.pending.push_back(pod);
     auto [it, inserted] = ctx.pending_keys.insert(pod->Key());
@@ -57,6 +59,7 @@ bool ScaleUpTracker::Run(StepContext& ctx, const planner::PlannerInput& in, Pool
     if (pool != nullptr && Increase(ctx, *pool, su, pools, warm)) any = true;
   }
   RecordVerdicts(ctx, plan);
+  ctx.plan = std::move(plan);
   return any;
 }
 
@@ -75,6 +78,7 @@ bool ScaleUpTracker::Increase(StepContext& ctx, const model::Pool& pool, planner
   std::string message =
       fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool, from, to, pool.max);
   for (const std::string& pod : su.pods) {
+    if (ctx.provisioning_keys.contains(pod)) continue;  // ProvisioningTracker tells the request
     if (warm.IsWarm(su.pool)) planned_pool_[pod] = su.pool;
     ctx.actions.push_back(
         Event{EventObject::kPod, pod, EventReason::kTriggeredScaleUp, message, false, su.pool});
@@ -91,6 +95,7 @@ void ScaleUpTracker::RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan
     waiting_for_capacity_.insert(su.pods.begin(), su.pods.end());
   for (const planner::Unschedulable& u : plan.unschedulable) {
     unschedulable_[u.pod] = u;
+    if (ctx.provisioning_keys.contains(u.pod)) continue;
     std::string message = "pod didn't trigger scale-up: ";
     std::string_view sep;
     for (const auto& [pool, reason] : u.reasons) {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "model/pool.h"
 #include "model/resources.h"
 #include "planner/cluster.h"
+#include "planner/decision.h"
 
 namespace tidepool::autoscaler {
 
@@ -81,6 +83,13 @@ struct StepContext {
   std::deque<model::Pod> warm_pods;  // the placeholders (stable addresses)
   std::vector<const model::Pod*> placeholders;
   std::map<std::string_view, NodeLoad> loads;
+
+  // ProvisioningRequests (ProvisioningTracker): the pods they stand for in this Step (stable
+  // addresses; in base.pods), the keys of those planned as pending (they get no pod Events), and
+  // the scale-up plan of this Step, when one was made.
+  std::deque<model::Pod> provisioning_pods;
+  std::set<std::string, std::less<>> provisioning_keys;
+  std::optional<planner::ScaleUpPlan> plan;
 };
 
 // Node taints the loop reads.

@@ -31,6 +31,9 @@ struct ScaleUpPlan {
   std::vector<Unschedulable> unschedulable;  // ordered by pod key
   // Pending pods that fit on existing or upcoming nodes; nothing to do for them.
   std::vector<std::string> fits_existing;
+  // Of those, gang members: the node each was placed on (an upcoming node's name is made up and
+  // names no Node), so a caller can hold the room (ProvisioningRequest bookings).
+  std::map<std::string, std::string> gang_nodes;
   // Pools whose warm placeholders could not all be placed, with why (e.g. "pool gpu at max 4").
   std::map<std::string, std::string> warm_unmet;
 };

@@ -92,6 +92,7 @@ void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
     if (!m->meta.name.empty()) {
       plan.fits_existing.push_back(m->Key());
       fits_node_[m->Key()] = node;
+      plan.gang_nodes[m->Key()] = node;
     }
   }
   for (auto& [pool, up] : gang_ups) {

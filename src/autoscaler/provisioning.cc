@@ -1,0 +1,88 @@
+#include "autoscaler/provisioning.h"
+
+#include <fmt/format.h>
+
+#include "planner/cluster.h"
+
+namespace tidepool::autoscaler {
+
+using model::ProvisioningCondition;
+
+std::optional<Time> BookingEnd(const model::ProvisioningRequest& request, Duration booking) {
+  const model::Condition* c = request.Find(ProvisioningCondition::kProvisioned);
+  if (c == nullptr || c->status != model::ConditionStatus::kTrue || !c->last_transition) {
+    return std::nullopt;
+  }
+  return *c->last_transition + booking;
+}
+
+ProvisioningStage StageOf(const model::ProvisioningRequest& request, Time now, Duration booking) {
+  if (request.Is(ProvisioningCondition::kFailed) ||
+      request.Is(ProvisioningCondition::kBookingExpired) ||
+      request.Is(ProvisioningCondition::kCapacityRevoked)) {
+    return ProvisioningStage::kDone;
+  }
+  if (request.Is(ProvisioningCondition::kProvisioned)) {
+    std::optional<Time> end = BookingEnd(request, booking);
+    // Without a transition time the booking is taken to start now: it never runs out early.
+    return end && now >= *end ? ProvisioningStage::kBookingOver : ProvisioningStage::kBooked;
+  }
+  if (request.Find(ProvisioningCondition::kAccepted) == nullptr) return ProvisioningStage::kNew;
+  return ProvisioningStage::kPending;
+}
+
+PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templates) {
+  PodTemplates out;
+  for (const model::PodTemplate* t : templates) out.emplace(t->meta.Key(), t);
+  return out;
+}
+
+namespace {
+
+model::Pod CopyOf(const model::PodTemplate& t, const model::ProvisioningRequest& request,
+                  size_t set, int i) {
+  model::Pod pod = t.pod;
+  pod.meta.name = fmt::format("{}:{}-{}", request.meta.name, set, i);
+  pod.meta.namespace_ = request.meta.namespace_;
+  pod.meta.uid.clear();
+  pod.meta.owner_references.clear();
+  pod.meta.creation_timestamp = request.meta.creation_timestamp;
+  pod.meta.deletion_timestamp.reset();
+  pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "provisioning-request-" + request.meta.name;
+  pod.meta.annotations.erase(std::string(planner::kGangSizeAnnotation));
+  pod.meta.annotations[std::string(kProvisioningRequestAnnotation)] = request.Key();
+  pod.meta.annotations[std::string(planner::kSafeToEvictAnnotation)] = "false";
+  pod.node_name.clear();
+  pod.nominated_node_name.clear();
+  pod.phase = model::PodPhase::kPending;
+  return pod;
+}
+
+}  // namespace
+
+Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& request,
+                                           const PodTemplates& templates) {
+  std::vector<model::Pod> pods;
+  for (size_t s = 0; s < request.pod_sets.size(); ++s) {
+    const model::PodSet& set = request.pod_sets[s];
+    std::string key = request.meta.namespace_ + "/" + set.template_name;
+    auto it = templates.find(key);
+    if (it == templates.end()) {
+      return Fail(Error::Code::kNotFound, "podSets[{}]: PodTemplate {} not found", s, key);
+    }
+    if (!it->second->error.empty()) {
+      return Fail(Error::Code::kInvalidArgument, "podSets[{}]: PodTemplate {} is malformed: {}", s,
+                  key, it->second->error);
+    }
+    for (int i = 0; i < set.count; ++i) pods.push_back(CopyOf(*it->second, request, s, i));
+  }
+  return pods;
+}
+
+bool Consumes(const model::Pod& pod, const model::ProvisioningRequest& request) {
+  const std::string* name = pod.meta.Annotation(model::kConsumeProvisioningRequestAnnotation);
+  return name != nullptr && *name == request.meta.name &&
+         pod.meta.namespace_ == request.meta.namespace_;
+}
+
+}  // namespace tidepool::autoscaler

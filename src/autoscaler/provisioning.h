@@ -1,0 +1,50 @@
+// ProvisioningRequests as the loop reads them: where each stands (from its conditions), the pods
+// it stands for (copies of its PodTemplates' pods) and the pods that consume its booking.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "base/time.h"
+#include "model/pod.h"
+#include "model/provisioning_request.h"
+
+namespace tidepool::autoscaler {
+
+// Where a request of a class tidepool serves stands, read from its conditions.
+enum class ProvisioningStage {
+  kNew,          // no Accepted condition yet
+  kPending,      // accepted; the capacity is not there yet (or was not found)
+  kBooked,       // Provisioned=True and the booking time has not run out
+  kBookingOver,  // Provisioned=True, the booking time ran out: BookingExpired is due
+  kDone,         // Failed, BookingExpired or CapacityRevoked: nothing more to do
+};
+ProvisioningStage StageOf(const model::ProvisioningRequest& request, Time now, Duration booking);
+// When the booking ends: the Provisioned condition's transition time plus `booking`; nullopt
+// when the request is not Provisioned (or the time is unknown).
+std::optional<Time> BookingEnd(const model::ProvisioningRequest& request, Duration booking);
+
+// The annotation on the pods a request stands for: the request's "namespace/name".
+inline constexpr std::string_view kProvisioningRequestAnnotation =
+    "tidepool.dev/provisioning-request";
+
+using PodTemplates = std::map<std::string, const model::PodTemplate*, std::less<>>;  // by key
+PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templates);
+
+// The pods `request` stands for: `count` copies of each pod set's template pod, pending, named
+// "<request>:<set>-<i>" (no real pod can be named so), in the request's namespace, created when
+// the request was, one gang (label scheduling.x-k8s.io/pod-group) per request, annotated with
+// kProvisioningRequestAnnotation and not safe to evict. Errors: a template not found (kNotFound)
+// or malformed (kInvalidArgument), with a message naming it.
+Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& request,
+                                           const PodTemplates& templates);
+
+// Whether `pod` consumes the booking of `request` (the consume annotation names it, same
+// namespace).
+bool Consumes(const model::Pod& pod, const model::ProvisioningRequest& request);
+
+}  // namespace tidepool::autoscaler

@@ -1,0 +1,336 @@
+#include "autoscaler/provisioning_tracker.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "planner/scale_up.h"
+
+namespace tidepool::autoscaler {
+
+using model::ConditionStatus;
+using model::ProvisioningClass;
+using model::ProvisioningCondition;
+
+namespace {
+
+// Condition reasons tidepool writes (a request's status is read by Kueue and by people).
+constexpr std::string_view kAccepted = "Accepted";
+constexpr std::string_view kCapacityIsFound = "CapacityIsFound";
+constexpr std::string_view kCapacityIsProvisioned = "CapacityIsProvisioned";
+constexpr std::string_view kCapacityIsNotFound = "CapacityIsNotFound";
+constexpr std::string_view kScaleUpRequested = "ScaleUpRequested";
+constexpr std::string_view kBookingExpired = "BookingExpired";
+constexpr std::string_view kPodTemplateNotFound = "PodTemplateNotFound";
+constexpr std::string_view kInvalidPodTemplate = "InvalidPodTemplate";
+
+model::Condition Cond(ProvisioningCondition type, bool status, std::string_view reason,
+                      std::string message) {
+  return {.type = type,
+          .status = status ? ConditionStatus::kTrue : ConditionStatus::kFalse,
+          .reason = std::string(reason),
+          .message = std::move(message)};
+}
+
+bool Same(const model::Condition& a, const model::Condition& b) {
+  return a.type == b.type && a.status == b.status && a.reason == b.reason && a.message == b.message;
+}
+
+Event RequestEvent(const model::ProvisioningRequest& r, EventReason reason, std::string message,
+                   bool warning, std::string pool = "") {
+  return Event{EventObject::kProvisioningRequest,
+               r.Key(),
+               reason,
+               std::move(message),
+               warning,
+               std::move(pool)};
+}
+
+bool NoRetry(const model::ProvisioningRequest& r) {
+  const std::string* v = r.Parameter(model::kNoRetryParameter);
+  return v != nullptr && *v == "true";
+}
+
+bool AllFit(const planner::ScaleUpPlan& plan, const std::vector<model::Pod>& pods) {
+  for (const model::Pod& p : pods)
+    if (!std::binary_search(plan.fits_existing.begin(), plan.fits_existing.end(), p.Key()))
+      return false;
+  return true;
+}
+
+// The kind that stops a pool: a gang member's own kind for a gang reason.
+planner::ReasonKind Effective(const planner::PoolReason& r) {
+  return r.kind == planner::ReasonKind::kGang ? r.member_kind : r.kind;
+}
+
+}  // namespace
+
+void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput& in) {
+  waiting_.clear();
+  writes_.clear();
+  deadline_.reset();
+  if (ctx.obs.provisioning_requests.empty()) {
+    sent_.clear();
+    return;
+  }
+  std::vector<const model::ProvisioningRequest*> requests = ctx.obs.provisioning_requests;
+  std::sort(requests.begin(), requests.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->meta.creation_timestamp.value_or(Time{}), a->Key()) <
+           std::pair(b->meta.creation_timestamp.value_or(Time{}), b->Key());
+  });
+  PodTemplates templates = IndexTemplates(ctx.obs.pod_templates);
+  std::vector<Served> booked, check, atomic;
+  for (const model::ProvisioningRequest* r : requests) {
+    if (r->provisioning_class != ProvisioningClass::kOther) {
+      Classify(ctx, *r, templates, booked, check, atomic);
+    }
+  }
+  CheckCapacity(ctx, in, booked, check);
+  CheckRegistered(ctx, in, atomic);
+  std::erase_if(sent_, [&](const auto& e) {
+    return std::none_of(requests.begin(), requests.end(),
+                        [&](const auto* r) { return r->Key() == e.first; });
+  });
+}
+
+void ProvisioningTracker::Classify(StepContext& ctx, const model::ProvisioningRequest& r,
+                                   const PodTemplates& templates, std::vector<Served>& booked,
+                                   std::vector<Served>& check, std::vector<Served>& atomic) {
+  const ProvisioningStage stage = StageOf(r, ctx.now, options_.booking_time);
+  if (stage == ProvisioningStage::kDone) return;
+  if (stage == ProvisioningStage::kBookingOver) {
+    Want(r, Cond(ProvisioningCondition::kBookingExpired, true, kBookingExpired,
+                 fmt::format("the capacity was booked for {}; it is no longer held",
+                             FormatDuration(options_.booking_time))));
+    return;
+  }
+  if (auto end = BookingEnd(r, options_.booking_time)) Deadline(*end);
+  auto pods = ExpandPods(r, templates);
+  if (!pods) {
+    TemplateProblem(ctx, r, pods.error());
+    return;
+  }
+  if (stage == ProvisioningStage::kNew) {
+    Want(r, Cond(ProvisioningCondition::kAccepted, true, kAccepted,
+                 fmt::format("tidepool serves {}", r.class_name)));
+  }
+  // Pods consuming the request do not trigger a scale-up of their own; those scheduled have
+  // taken their share of the booking.
+  size_t consumed = 0;
+  std::erase_if(ctx.base.pods, [&](const model::Pod* p) {
+    if (!Consumes(*p, r) || p->meta.deletion_timestamp) return false;
+    if (!p->node_name.empty()) ++consumed;
+    return p->node_name.empty() && !p->IsTerminal();
+  });
+  Served s{&r, std::move(*pods)};
+  if (stage == ProvisioningStage::kBooked) {
+    s.pods.erase(s.pods.begin(), s.pods.begin() + std::min(consumed, s.pods.size()));
+    if (!s.pods.empty()) booked.push_back(std::move(s));
+  } else if (r.provisioning_class == ProvisioningClass::kCheckCapacity) {
+    check.push_back(std::move(s));
+  } else {
+    atomic.push_back(std::move(s));
+  }
+}
+
+void ProvisioningTracker::TemplateProblem(const StepContext& ctx,
+                                          const model::ProvisioningRequest& r, const Error& error) {
+  const bool missing = error.code() == Error::Code::kNotFound;
+  // Kueue creates the PodTemplates with the request: one not seen yet may be on its way.
+  if (missing && r.meta.creation_timestamp &&
+      ctx.now < *r.meta.creation_timestamp + options_.template_grace) {
+    Deadline(*r.meta.creation_timestamp + options_.template_grace);
+    return;
+  }
+  Want(r,
+       Cond(ProvisioningCondition::kFailed, true,
+            missing ? kPodTemplateNotFound : kInvalidPodTemplate, error.message()),
+       RequestEvent(r, EventReason::kProvisioningFailed, error.message(), true));
+}
+
+planner::PlannerInput ProvisioningTracker::NoGrowth(const StepContext& ctx,
+                                                    const planner::PlannerInput& in,
+                                                    const std::vector<Served>& extra) const {
+  planner::PlannerInput out = in;
+  out.placeholders.clear();
+  for (const model::Pool& pool : config_.pools) out.backoff_until[pool.name] = Time::max();
+  out.pods.clear();
+  for (const model::Pod* p : ctx.base.pods)
+    if (!p->node_name.empty()) out.pods.push_back(p);
+  for (const Served& s : extra)
+    for (const model::Pod& p : s.pods) out.pods.push_back(&p);
+  return out;
+}
+
+void ProvisioningTracker::Hold(StepContext& ctx, Served& s, const planner::ScaleUpPlan& plan) {
+  for (model::Pod& p : s.pods) {
+    auto it = plan.gang_nodes.find(p.Key());
+    model::Pod& held = ctx.provisioning_pods.emplace_back(p);
+    if (it != plan.gang_nodes.end() && ctx.Find(it->second) != nullptr) {
+      held.node_name = it->second;  // holds the room on that node, also against scale-down
+    } else {
+      ctx.provisioning_keys.insert(held.Key());  // on an upcoming node: planned as pending
+    }
+    ctx.base.pods.push_back(&held);
+  }
+}
+
+void ProvisioningTracker::CheckCapacity(StepContext& ctx, const planner::PlannerInput& in,
+                                        std::vector<Served>& booked, std::vector<Served>& check) {
+  if (booked.empty() && check.empty()) return;
+  planner::PlannerInput input = NoGrowth(ctx, in, booked);
+  for (const Served& s : check)
+    for (const model::Pod& p : s.pods) input.pods.push_back(&p);
+  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(input, options_.scale_up);
+  for (Served& s : booked) {
+    // Capacity that went away is not held: the pods that consume it are planned as usual.
+    if (AllFit(plan, s.pods)) Hold(ctx, s, plan);
+  }
+  for (Served& s : check) {
+    const model::ProvisioningRequest& r = *s.request;
+    if (AllFit(plan, s.pods)) {
+      std::string words =
+          fmt::format("room for all {} pods on existing and upcoming nodes", s.pods.size());
+      Want(r, Cond(ProvisioningCondition::kProvisioned, true, kCapacityIsFound, words),
+           RequestEvent(r, EventReason::kProvisioned, words, false));
+      Hold(ctx, s, plan);
+      continue;
+    }
+    std::string words = fmt::format(
+        "no room for all {} pods on existing and upcoming nodes (this class never adds nodes)",
+        s.pods.size());
+    if (NoRetry(r)) {
+      Want(r, Cond(ProvisioningCondition::kFailed, true, kCapacityIsNotFound, words),
+           RequestEvent(r, EventReason::kProvisioningFailed, words, true));
+    } else {
+      Want(r, Cond(ProvisioningCondition::kProvisioned, false, kCapacityIsNotFound,
+                   words + "; checked again at every scan"));
+    }
+  }
+}
+
+void ProvisioningTracker::CheckRegistered(StepContext& ctx, const planner::PlannerInput& in,
+                                          std::vector<Served>& atomic) {
+  if (atomic.empty()) return;
+  planner::PlannerInput input = NoGrowth(ctx, in, atomic);
+  input.upcoming.clear();
+  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(input, options_.scale_up);
+  for (Served& s : atomic) {
+    const model::ProvisioningRequest& r = *s.request;
+    if (AllFit(plan, s.pods)) {
+      std::string words = fmt::format("room for all {} pods on registered nodes", s.pods.size());
+      Want(r, Cond(ProvisioningCondition::kProvisioned, true, kCapacityIsProvisioned, words),
+           RequestEvent(r, EventReason::kProvisioned, words, false));
+      Hold(ctx, s, plan);
+      continue;
+    }
+    Waiting& w = waiting_.emplace_back(Waiting{&r, {}});
+    for (model::Pod& p : s.pods) {
+      model::Pod& pending = ctx.provisioning_pods.emplace_back(std::move(p));
+      ctx.provisioning_keys.insert(pending.Key());
+      ctx.base.pods.push_back(&pending);
+      w.keys.insert(pending.Key());
+    }
+  }
+}
+
+void ProvisioningTracker::Conclude(StepContext& ctx) {
+  if (ctx.plan) {
+    const planner::ScaleUpPlan& plan = *ctx.plan;
+    for (const Waiting& s : waiting_) {
+      const auto& keys = s.keys;
+      auto u = std::find_if(plan.unschedulable.begin(), plan.unschedulable.end(),
+                            [&](const planner::Unschedulable& u) { return keys.contains(u.pod); });
+      if (u != plan.unschedulable.end()) {
+        Unserved(s, *u);
+        continue;
+      }
+      std::vector<std::string> grown;
+      for (const planner::ScaleUp& su : plan.scale_ups)
+        if (std::any_of(su.pods.begin(), su.pods.end(),
+                        [&](const std::string& k) { return keys.contains(k); }))
+          grown.push_back(fmt::format("{} +{}", su.pool, su.add));
+      if (grown.empty()) continue;  // on upcoming nodes: Provisioned once they register
+      const model::ProvisioningRequest& r = *s.request;
+      std::string words = fmt::format(
+          "scale-up for all {} pods at once: {}; Provisioned once "
+          "the nodes have registered",
+          s.keys.size(), fmt::join(grown, ", "));
+      Want(r, Cond(ProvisioningCondition::kProvisioned, false, kScaleUpRequested, words),
+           RequestEvent(r, EventReason::kTriggeredScaleUp, words, false));
+    }
+  }
+  Flush(ctx);
+}
+
+void ProvisioningTracker::Unserved(const Waiting& s, const planner::Unschedulable& u) {
+  const model::ProvisioningRequest& r = *s.request;
+  bool transient = false;
+  std::vector<std::string> why;
+  for (const auto& [pool, reason] : u.reasons) {
+    why.push_back(fmt::format("pool {}: {}", pool, reason.text));
+    transient = transient || Effective(reason) == planner::ReasonKind::kBackoff;
+  }
+  std::string words = fmt::format("no pool can provision all {} pods at once: {}", s.keys.size(),
+                                  fmt::join(why, "; "));
+  if (transient && !NoRetry(r)) {
+    Want(r, Cond(ProvisioningCondition::kProvisioned, false, kCapacityIsNotFound,
+                 words + "; tried again when the backoff ends"));
+    return;
+  }
+  Want(r, Cond(ProvisioningCondition::kFailed, true, kCapacityIsNotFound, words),
+       RequestEvent(r, EventReason::kProvisioningFailed, words, true));
+}
+
+void ProvisioningTracker::Want(const model::ProvisioningRequest& r, model::Condition c,
+                               std::optional<Event> event) {
+  Write& w = writes_[r.Key()];
+  w.request = &r;
+  std::erase_if(w.conditions, [&](const model::Condition& x) { return x.type == c.type; });
+  w.conditions.push_back(std::move(c));
+  if (event) w.events.push_back(std::move(*event));
+}
+
+void ProvisioningTracker::Flush(StepContext& ctx) {
+  for (auto& [key, w] : writes_) {
+    std::erase_if(w.conditions, [&](const model::Condition& c) {
+      const model::Condition* seen = w.request->Find(c.type);
+      return seen != nullptr && Same(*seen, c);
+    });
+    if (w.conditions.empty()) {
+      sent_.erase(key);
+      continue;
+    }
+    auto it = sent_.find(key);
+    if (it != sent_.end() && std::equal(it->second.begin(), it->second.end(), w.conditions.begin(),
+                                        w.conditions.end(), Same)) {
+      continue;  // written already, not observed yet
+    }
+    ctx.actions.push_back(
+        UpdateProvisioningRequest{w.request->meta.namespace_, w.request->meta.name, w.conditions});
+    for (Event& e : w.events) ctx.actions.push_back(std::move(e));
+    sent_[key] = std::move(w.conditions);
+  }
+  writes_.clear();
+}
+
+void ProvisioningTracker::AddTimers(Timers& t) const {
+  if (deadline_) t.Wake(std::max(*deadline_, t.now()));
+}
+
+void ProvisioningTracker::AddDigest(Digest& d) const {
+  d.Add(sent_.size());
+  for (const auto& [key, conditions] : sent_) {
+    d.Add(key);
+    for (const model::Condition& c : conditions) {
+      d.AddInt(static_cast<int>(c.type));
+      d.AddInt(static_cast<int>(c.status));
+      d.Add(c.reason);
+      d.Add(c.message);
+    }
+  }
+}
+
+}  // namespace tidepool::autoscaler

@@ -1,0 +1,97 @@
+// The loop's side of the ProvisioningRequest API (docs/kueue.md): conditions from what the planner
+// finds, booked capacity held for the pods that consume it, atomic requests planned as gangs.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autoscaler/options.h"
+#include "autoscaler/provisioning.h"
+#include "autoscaler/step_context.h"
+#include "autoscaler/timers.h"
+#include "model/pool.h"
+#include "planner/cluster.h"
+
+namespace tidepool::autoscaler {
+
+// Serves requests of the classes check-capacity and best-effort-atomic-scale-up; requests of any
+// other class are left alone (another autoscaler may serve them). All state that matters lives
+// in the requests' conditions, so a restarted loop carries on where the last one stopped; the
+// tracker only remembers what it wrote and has not observed yet, so it writes it once.
+class ProvisioningTracker {
+ public:
+  ProvisioningTracker(const model::AutoscalerConfig& config, const LoopOptions& options)
+      : config_(config), options_(options) {}
+
+  // Before the scale-up is planned; `in` is the scale-up's planner input (nodes, upcoming nodes,
+  // backoffs). Decides what needs no scale-up: Accepted; check-capacity's answer (room on
+  // existing and upcoming nodes); Provisioned for an atomic request whose capacity has
+  // registered; BookingExpired; Failed for a request whose PodTemplate is missing or malformed.
+  // Changes ctx.base.pods: booked capacity is held by placeholder pods bound to the nodes that
+  // have the room, atomic requests still waiting become pending gangs, and pending pods that
+  // consume a served request are left out (they must not trigger a second scale-up).
+  void Prepare(StepContext& ctx, const planner::PlannerInput& in);
+  // After the scale-up: what the plan (ctx.plan, when one was made) did for the atomic requests
+  // still waiting (a scale-up, or why none can serve them); then the condition writes and Events.
+  void Conclude(StepContext& ctx);
+
+  void AddTimers(Timers& t) const;
+  void AddDigest(Digest& d) const;
+
+ private:
+  // A request in this Step and the pods it stands for (minus those consumed, when booked).
+  struct Served {
+    const model::ProvisioningRequest* request = nullptr;
+    std::vector<model::Pod> pods;
+  };
+  // An atomic request waiting as a pending gang in this Step, by its pods' keys.
+  struct Waiting {
+    const model::ProvisioningRequest* request = nullptr;
+    std::set<std::string, std::less<>> keys;
+  };
+  // Conditions and Events decided for one request in this Step.
+  struct Write {
+    const model::ProvisioningRequest* request = nullptr;
+    std::vector<model::Condition> conditions;
+    std::vector<Event> events;
+  };
+
+  // Sorts one request into `booked`, `check` or `atomic`, or decides it outright.
+  void Classify(StepContext& ctx, const model::ProvisioningRequest& r,
+                const PodTemplates& templates, std::vector<Served>& booked,
+                std::vector<Served>& check, std::vector<Served>& atomic);
+  void TemplateProblem(const StepContext& ctx, const model::ProvisioningRequest& r,
+                       const Error& error);
+  // Pass A: booked requests and check-capacity requests on existing and upcoming nodes.
+  void CheckCapacity(StepContext& ctx, const planner::PlannerInput& in, std::vector<Served>& booked,
+                     std::vector<Served>& check);
+  // Pass B: atomic requests on registered nodes; those that do not fit wait as pending gangs.
+  void CheckRegistered(StepContext& ctx, const planner::PlannerInput& in,
+                       std::vector<Served>& atomic);
+  // The plan's verdict on an atomic request's gang that no pool can take whole.
+  void Unserved(const Waiting& w, const planner::Unschedulable& u);
+  // A planner input that may place pods on what is there but add no node; `pods` are the bound
+  // pods of ctx.base.pods plus `extra`.
+  planner::PlannerInput NoGrowth(const StepContext& ctx, const planner::PlannerInput& in,
+                                 const std::vector<Served>& extra) const;
+  // Holds the room the plan found for s's pods: bound to registered nodes, pending otherwise.
+  void Hold(StepContext& ctx, Served& s, const planner::ScaleUpPlan& plan);
+  void Want(const model::ProvisioningRequest& r, model::Condition c,
+            std::optional<Event> event = std::nullopt);
+  void Flush(StepContext& ctx);
+  void Deadline(Time t) { deadline_ = deadline_ ? std::min(*deadline_, t) : t; }
+
+  const model::AutoscalerConfig& config_;
+  const LoopOptions& options_;
+  // Per request key: the conditions written and not observed yet.
+  std::map<std::string, std::vector<model::Condition>, std::less<>> sent_;
+  // This Step: the atomic requests waiting as pending gangs, the writes, the next deadline.
+  std::vector<Waiting> waiting_;
+  std::map<std::string, Write, std::less<>> writes_;
+  std::optional<Time> deadline_;
+};
+
+}  // namespace tidepool::autoscaler

@@ -1,0 +1,399 @@
+// The loop serving ProvisioningRequests (docs/kueue.md): atomic scale-ups as one gang, failures
+// that name the pool, check-capacity never scaling, bookings held against scale-up and
+// scale-down until they expire, missing templates, other classes, and a restart mid-way.
+#include "autoscaler/provisioning.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autoscaler/loop.h"
+#include "tests/testing/values.h"
+
+namespace tidepool::autoscaler {
+namespace {
+
+using model::ConditionStatus;
+using model::ProvisioningCondition;
+using std::chrono::minutes;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+using tidepool::testing::At;
+using tidepool::testing::Res;
+
+// One GPU pool ("gpu", one GPU per node), a namespace "team" with PodTemplates and
+// ProvisioningRequests, and a loop. Condition writes are applied to the requests as the API
+// server would (the next observation shows them).
+class ProvWorld {
+ public:
+  explicit ProvWorld(int max = 10) : now(At("2026-11-25T10:00:00Z")) {
+    model::Pool& p = config.pools.emplace_back();
+    p.name = "gpu";
+    p.max = max;
+    p.template_node.meta.name = "template-gpu";
+    p.template_node.meta.labels[std::string(model::kLabelPool)] = "gpu";
+    p.template_node.capacity =
+        Res({{"cpu", "8"}, {"memory", "32Gi"}, {"nvidia.com/gpu", "1"}, {"pods", "110"}});
+    p.template_node.allocatable = p.template_node.capacity;
+    p.template_node.ready = true;
+    config.scale_down.unneeded_time = minutes(1);
+    loop.emplace(config);
+  }
+
+  model::PodTemplate& AddTemplate(const std::string& name, std::string_view gpus = "1") {
+    model::PodTemplate& t = templates[name];
+    t.meta.name = name;
+    t.meta.namespace_ = "team";
+    t.pod.meta = t.meta;
+    t.pod.containers.push_back(
+        {.name = "main", .requests = Res({{"cpu", "1"}, {"nvidia.com/gpu", gpus}})});
+    t.pod.Finalize();
+    return t;
+  }
+
+  model::ProvisioningRequest& AddRequest(const std::string& name, std::string_view cls,
+                                         const std::string& tmpl, int count) {
+    model::ProvisioningRequest& r = requests[name];
+    r.meta.name = name;
+    r.meta.namespace_ = "team";
+    r.meta.creation_timestamp = now;
+    r.class_name = std::string(cls);
+    r.provisioning_class = model::ProvisioningClassOf(cls);
+    r.pod_sets.push_back({tmpl, count});
+    return r;
+  }
+
+  model::Node& AddNode(const std::string& name) {
+    model::Node& n = nodes[name] = config.pools[0].template_node;
+    n.meta.name = name;
+    n.meta.labels[std::string(model::kLabelHostname)] = name;
+    n.meta.creation_timestamp = now - std::chrono::hours(1);
+    return n;
+  }
+
+  // A pod of the request's shape; consuming `request` when given.
+  model::Pod& AddPod(const std::string& name, const std::string& request = "",
+                     const std::string& node = "") {
+    model::Pod& p = pods[name];
+    p.meta.name = name;
+    p.meta.namespace_ = "team";
+    p.meta.creation_timestamp = now;
+    p.meta.owner_references.push_back({"batch/v1", "Job", "job", "uid-job", true});
+    if (!request.empty()) {
+      p.meta.annotations[std::string(model::kConsumeProvisioningRequestAnnotation)] = request;
+    }
+    p.containers.push_back(
+        {.name = "main", .requests = Res({{"cpu", "1"}, {"nvidia.com/gpu", "1"}})});
+    p.node_name = node;
+    p.phase = node.empty() ? model::PodPhase::kPending : model::PodPhase::kRunning;
+    p.Finalize();
+    return p;
+  }
+
+  std::vector<Action> Step() {
+    Observation obs;
+    for (auto& [n, node] : nodes) obs.nodes.push_back(&node);
+    for (auto& [n, pod] : pods) obs.pods.push_back(&pod);
+    for (auto& [n, r] : requests) obs.provisioning_requests.push_back(&r);
+    for (auto& [n, t] : templates) obs.pod_templates.push_back(&t);
+    obs.pools.push_back({"gpu", target, static_cast<int>(nodes.size())});
+    std::vector<Action> actions = loop->Step(obs, now);
+    for (const Action& a : actions) Carry(a);
+    all.insert(all.end(), actions.begin(), actions.end());
+    return actions;
+  }
+
+  // Steps every `every` for `total`.
+  void Run(Duration total, Duration every = seconds(5)) {
+    for (Time end = now + total; now < end; now += every) Step();
+  }
+
+  void Restart() { loop.emplace(config); }
+
+  template <typename Kind>
+  std::vector<Kind> All() const {
+    std::vector<Kind> out;
+    for (const Action& a : all)
+      if (const auto* k = std::get_if<Kind>(&a)) out.push_back(*k);
+    return out;
+  }
+
+  const model::Condition* Cond(const std::string& request, ProvisioningCondition type) const {
+    return requests.at(request).Find(type);
+  }
+
+  model::AutoscalerConfig config;
+  Time now;
+  int target = 0;
+  std::map<std::string, model::Node> nodes;
+  std::map<std::string, model::Pod> pods;
+  std::map<std::string, model::ProvisioningRequest> requests;
+  std::map<std::string, model::PodTemplate> templates;
+  std::optional<Autoscaler> loop;
+  std::vector<Action> all;
+
+ private:
+  void Carry(const Action& a) {
+    if (const auto* up = std::get_if<IncreasePool>(&a)) {
+      target += up->count;
+      loop->OnIncreaseResult(up->pool, up->count, {}, now);
+    } else if (const auto* u = std::get_if<UpdateProvisioningRequest>(&a)) {
+      model::ProvisioningRequest& r = requests.at(u->name);
+      for (const model::Condition& c : u->conditions) {
+        model::Condition written = c;
+        const model::Condition* old = r.Find(c.type);
+        written.last_transition =
+            old != nullptr && old->status == c.status ? old->last_transition : now;
+        std::erase_if(r.conditions, [&](const model::Condition& x) { return x.type == c.type; });
+        r.conditions.push_back(written);
+      }
+    }
+  }
+};
+
+constexpr std::string_view kAtomic = model::kBestEffortAtomicClass;
+constexpr std::string_view kCheck = model::kCheckCapacityClass;
+
+bool AnyPodEvent(const std::vector<Action>& actions) {
+  for (const Action& a : actions)
+    if (const auto* e = std::get_if<Event>(&a); e != nullptr && e->object_kind == EventObject::kPod)
+      return true;
+  return false;
+}
+
+TEST(ProvisioningTest, AtomicRequestGrowsThePoolOnceForAllPodsAndIsProvisionedOnceTheyRegister) {
+  ProvWorld w;
+  w.AddTemplate("ppt-main");
+  w.AddRequest("train", kAtomic, "ppt-main", 4);
+  w.Run(seconds(30));
+
+  // One increase of the pool by 4, for the whole request, and no second one.
+  auto ups = w.All<IncreasePool>();
+  ASSERT_EQ(ups.size(), 1u);
+  EXPECT_EQ(ups[0].pool, "gpu");
+  EXPECT_EQ(ups[0].count, 4);
+  EXPECT_EQ(ups[0].pods.size(), 4u);
+  EXPECT_FALSE(AnyPodEvent(w.all)) << "the request's pods are not real pods";
+  ASSERT_NE(w.Cond("train", ProvisioningCondition::kAccepted), nullptr);
+  EXPECT_EQ(w.Cond("train", ProvisioningCondition::kAccepted)->status, ConditionStatus::kTrue);
+  const model::Condition* prov = w.Cond("train", ProvisioningCondition::kProvisioned);
+  ASSERT_NE(prov, nullptr);
+  EXPECT_EQ(prov->status, ConditionStatus::kFalse);
+  EXPECT_EQ(prov->reason, "ScaleUpRequested");
+  EXPECT_THAT(prov->message, HasSubstr("gpu +4"));
+
+  // Three of four registered: not yet.
+  for (int i = 0; i < 3; ++i) w.AddNode(fmt::format("gpu-{}", i));
+  w.Run(seconds(10));
+  EXPECT_EQ(w.Cond("train", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kFalse);
+  w.AddNode("gpu-3");
+  w.Step();
+  prov = w.Cond("train", ProvisioningCondition::kProvisioned);
+  EXPECT_EQ(prov->status, ConditionStatus::kTrue);
+  EXPECT_EQ(prov->reason, "CapacityIsProvisioned");
+
+  // Kueue admits: the Job's pods consume the booking and trigger nothing.
+  for (int i = 0; i < 4; ++i) w.AddPod(fmt::format("job-{}", i), "train");
+  w.Run(minutes(1));
+  EXPECT_EQ(w.All<IncreasePool>().size(), 1u);
+  EXPECT_EQ(w.All<UpdateProvisioningRequest>().size(), 3u)
+      << "Accepted, ScaleUpRequested, Provisioned; each written once";
+}
+
+TEST(ProvisioningTest, RequestBeyondThePoolMaxFailsNamingThePoolAndAddsNothing) {
+  ProvWorld w(/*max=*/3);
+  w.AddTemplate("ppt-main");
+  w.AddRequest("train", kAtomic, "ppt-main", 4);
+  w.Run(seconds(30));
+  EXPECT_TRUE(w.All<IncreasePool>().empty());
+  const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->status, ConditionStatus::kTrue);
+  EXPECT_EQ(failed->reason, "CapacityIsNotFound");
+  EXPECT_THAT(failed->message, HasSubstr("pool gpu:"));
+  EXPECT_THAT(failed->message, HasSubstr("max"));
+  EXPECT_FALSE(AnyPodEvent(w.all));
+  // A failed request is done with: nothing more is written.
+  size_t writes = w.All<UpdateProvisioningRequest>().size();
+  w.Run(minutes(1));
+  EXPECT_EQ(w.All<UpdateProvisioningRequest>().size(), writes);
+}
+
+TEST(ProvisioningTest, CheckCapacityAnswersFromWhatIsThereAndNeverScales) {
+  ProvWorld w;
+  w.AddNode("gpu-0");
+  w.AddNode("gpu-1");
+  w.target = 2;
+  w.AddTemplate("ppt");
+  w.AddRequest("fits", kCheck, "ppt", 2);
+  w.Run(seconds(20));
+  const model::Condition* prov = w.Cond("fits", ProvisioningCondition::kProvisioned);
+  ASSERT_NE(prov, nullptr);
+  EXPECT_EQ(prov->status, ConditionStatus::kTrue);
+  EXPECT_EQ(prov->reason, "CapacityIsFound");
+
+  // The room is booked for "fits": a second request finds none, and nothing is added for it.
+  w.AddRequest("late", kCheck, "ppt", 1);
+  w.Run(minutes(2));
+  prov = w.Cond("late", ProvisioningCondition::kProvisioned);
+  ASSERT_NE(prov, nullptr);
+  EXPECT_EQ(prov->status, ConditionStatus::kFalse);
+  EXPECT_EQ(prov->reason, "CapacityIsNotFound");
+  EXPECT_EQ(w.Cond("late", ProvisioningCondition::kFailed), nullptr);
+  EXPECT_TRUE(w.All<IncreasePool>().empty());
+}
+
+TEST(ProvisioningTest, NoRetryTurnsCapacityNotFoundIntoFailed) {
+  ProvWorld w;
+  w.AddTemplate("ppt");
+  w.AddRequest("once", kCheck, "ppt", 1).parameters["noRetry"] = "true";
+  w.Run(seconds(10));
+  const model::Condition* failed = w.Cond("once", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->status, ConditionStatus::kTrue);
+  EXPECT_TRUE(w.All<IncreasePool>().empty());
+}
+
+TEST(ProvisioningTest, BookedRoomIsNotTakenByOtherPodsNorScaledDownUntilTheBookingExpires) {
+  ProvWorld w;
+  w.AddNode("gpu-0");
+  w.AddNode("gpu-1");
+  w.target = 2;
+  w.AddTemplate("ppt");
+  w.AddRequest("fits", kCheck, "ppt", 2);
+  w.Run(minutes(5));
+  ASSERT_EQ(w.Cond("fits", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
+  // Both nodes are empty and unneeded after a minute, but booked: neither is removed.
+  EXPECT_TRUE(w.All<TaintNode>().empty());
+  EXPECT_TRUE(w.All<DeleteNode>().empty());
+
+  // Another GPU pod does not count on the booked room: it gets a node of its own.
+  w.AddPod("other");
+  w.Run(seconds(20));
+  auto ups = w.All<IncreasePool>();
+  ASSERT_EQ(ups.size(), 1u);
+  EXPECT_EQ(ups[0].count, 1);
+  EXPECT_THAT(ups[0].pods, ::testing::ElementsAre("team/other"));
+
+  // Ten minutes after Provisioned the booking expires, and the idle nodes may go.
+  w.AddNode("gpu-2");
+  w.pods.clear();
+  w.Run(minutes(7));
+  const model::Condition* expired = w.Cond("fits", ProvisioningCondition::kBookingExpired);
+  ASSERT_NE(expired, nullptr);
+  EXPECT_EQ(expired->status, ConditionStatus::kTrue);
+  EXPECT_FALSE(w.All<TaintNode>().empty());
+}
+
+TEST(ProvisioningTest, ConsumedBookingIsReleasedPodByPod) {
+  ProvWorld w;
+  w.AddNode("gpu-0");
+  w.AddNode("gpu-1");
+  w.target = 2;
+  w.AddTemplate("ppt");
+  w.AddRequest("fits", kCheck, "ppt", 2);
+  w.Run(seconds(20));
+  ASSERT_EQ(w.Cond("fits", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
+  // One consumer runs on gpu-0: one placeholder is left, so one node stays booked and the other
+  // pod of a foreign job fits nowhere without a scale-up.
+  w.AddPod("job-0", "fits", "gpu-0");
+  w.AddPod("other");
+  w.Run(seconds(20));
+  ASSERT_EQ(w.All<IncreasePool>().size(), 1u);
+  // The second consumer is pending: it does not trigger a scale-up (its booking holds gpu-1).
+  w.AddPod("job-1", "fits");
+  w.Run(seconds(20));
+  EXPECT_EQ(w.All<IncreasePool>().size(), 1u);
+}
+
+TEST(ProvisioningTest, MissingTemplateFailsAfterTheGraceAndMalformedAtOnce) {
+  ProvWorld w;
+  w.AddRequest("lost", kAtomic, "ppt-missing", 2);
+  w.Step();
+  EXPECT_EQ(w.Cond("lost", ProvisioningCondition::kFailed), nullptr) << "may still be created";
+  w.Run(seconds(15));
+  const model::Condition* failed = w.Cond("lost", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "PodTemplateNotFound");
+  EXPECT_THAT(failed->message, HasSubstr("PodTemplate team/ppt-missing not found"));
+
+  w.AddTemplate("ppt-bad").error = "template.spec.containers[0].resources.requests.cpu: bad";
+  w.AddRequest("bad", kAtomic, "ppt-bad", 1);
+  w.Step();
+  failed = w.Cond("bad", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "InvalidPodTemplate");
+  EXPECT_THAT(failed->message, HasSubstr("team/ppt-bad is malformed: template.spec"));
+  EXPECT_TRUE(w.All<IncreasePool>().empty());
+}
+
+TEST(ProvisioningTest, OtherClassesAreLeftAlone) {
+  ProvWorld w;
+  w.AddTemplate("ppt");
+  w.AddRequest("gke", "queued-provisioning.gke.io", "ppt", 4);
+  w.Run(seconds(30));
+  EXPECT_TRUE(w.all.empty());
+  EXPECT_TRUE(w.requests.at("gke").conditions.empty());
+}
+
+TEST(ProvisioningTest, ARestartMidProvisioningAddsNoSecondNodes) {
+  ProvWorld w;
+  w.AddTemplate("ppt");
+  w.AddRequest("train", kAtomic, "ppt", 4);
+  w.Run(seconds(20));
+  ASSERT_EQ(w.All<IncreasePool>().size(), 1u);
+  w.Restart();
+  w.Run(seconds(30));
+  EXPECT_EQ(w.All<IncreasePool>().size(), 1u);
+  for (int i = 0; i < 4; ++i) w.AddNode(fmt::format("gpu-{}", i));
+  w.Step();
+  EXPECT_EQ(w.Cond("train", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
+}
+
+TEST(ProvisioningStageTest, StagesFollowTheConditions) {
+  model::ProvisioningRequest r;
+  const Time t = At("2026-11-25T10:00:00Z");
+  EXPECT_EQ(StageOf(r, t, minutes(10)), ProvisioningStage::kNew);
+  r.conditions.push_back({ProvisioningCondition::kAccepted, ConditionStatus::kTrue, "A", "", t});
+  EXPECT_EQ(StageOf(r, t, minutes(10)), ProvisioningStage::kPending);
+  r.conditions.push_back({ProvisioningCondition::kProvisioned, ConditionStatus::kTrue, "P", "", t});
+  EXPECT_EQ(StageOf(r, t + minutes(9), minutes(10)), ProvisioningStage::kBooked);
+  EXPECT_EQ(StageOf(r, t + minutes(10), minutes(10)), ProvisioningStage::kBookingOver);
+  EXPECT_EQ(BookingEnd(r, minutes(10)), t + minutes(10));
+  r.conditions.push_back({ProvisioningCondition::kFailed, ConditionStatus::kTrue, "F", "", t});
+  EXPECT_EQ(StageOf(r, t, minutes(10)), ProvisioningStage::kDone);
+}
+
+TEST(ProvisioningExpandTest, CopiesPerPodSetAsOneGang) {
+  model::PodTemplate a, b;
+  a.meta.name = "a";
+  b.meta.name = "b";
+  a.meta.namespace_ = b.meta.namespace_ = "team";
+  a.pod.meta.annotations["tidepool.dev/gang-size"] = "9";
+  model::ProvisioningRequest r;
+  r.meta.name = "req";
+  r.meta.namespace_ = "team";
+  r.pod_sets = {{"a", 2}, {"b", 1}};
+  auto pods = ExpandPods(r, IndexTemplates({&a, &b}));
+  ASSERT_TRUE(pods.has_value()) << pods.error().message();
+  ASSERT_EQ(pods->size(), 3u);
+  EXPECT_EQ((*pods)[0].Key(), "team/req:0-0");
+  EXPECT_EQ((*pods)[2].Key(), "team/req:1-0");
+  for (const model::Pod& p : *pods) {
+    EXPECT_EQ(planner::GangOf(p), "team/pod-group:provisioning-request-req");
+    EXPECT_EQ(p.meta.Annotation("tidepool.dev/gang-size"), nullptr);
+    EXPECT_TRUE(p.node_name.empty());
+  }
+  r.pod_sets.push_back({"c", 1});
+  auto missing = ExpandPods(r, IndexTemplates({&a, &b}));
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code(), Error::Code::kNotFound);
+  EXPECT_THAT(missing.error().message(), HasSubstr("podSets[2]: PodTemplate team/c not found"));
+}
+
+}  // namespace
+}  // namespace tidepool::autoscaler
