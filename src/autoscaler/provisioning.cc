@@ -79,10 +79,15 @@ Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& req
   return pods;
 }
 
-bool Consumes(const model::Pod& pod, const model::ProvisioningRequest& request) {
-  const std::string* name = pod.meta.Annotation(model::kConsumeProvisioningRequestAnnotation);
-  return name != nullptr && *name == request.meta.name &&
-         pod.meta.namespace_ == request.meta.namespace_;
+Consumers IndexConsumers(const std::vector<const model::Pod*>& pods) {
+  Consumers out;
+  for (const model::Pod* p : pods) {
+    const std::string* name = p->meta.Annotation(model::kConsumeProvisioningRequestAnnotation);
+    if (name != nullptr && !p->meta.deletion_timestamp) {
+      out[p->meta.namespace_ + "/" + *name].push_back(p);
+    }
+  }
+  return out;
 }
 
 }  // namespace tidepool::autoscaler

@@ -43,8 +43,9 @@ PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templa
 Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& request,
                                            const PodTemplates& templates);
 
-// Whether `pod` consumes the booking of `request` (the consume annotation names it, same
-// namespace).
-bool Consumes(const model::Pod& pod, const model::ProvisioningRequest& request);
+// The pods that consume a booking (the consume annotation), not being deleted, by the key
+// ("namespace/name") of the request they name.
+using Consumers = std::map<std::string, std::vector<const model::Pod*>, std::less<>>;
+Consumers IndexConsumers(const std::vector<const model::Pod*>& pods);
 
 }  // namespace tidepool::autoscaler

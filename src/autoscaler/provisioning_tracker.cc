@@ -80,12 +80,16 @@ void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput&
     return std::pair(a->meta.creation_timestamp.value_or(Time{}), a->Key()) <
            std::pair(b->meta.creation_timestamp.value_or(Time{}), b->Key());
   });
-  PodTemplates templates = IndexTemplates(ctx.obs.pod_templates);
+  Index index{IndexTemplates(ctx.obs.pod_templates), IndexConsumers(ctx.base.pods), {}};
   std::vector<Served> booked, check, atomic;
   for (const model::ProvisioningRequest* r : requests) {
     if (r->provisioning_class != ProvisioningClass::kOther) {
-      Classify(ctx, *r, templates, booked, check, atomic);
+      Classify(ctx, *r, index, booked, check, atomic);
     }
+  }
+  // Pending pods consuming a served request trigger no scale-up of their own.
+  if (!index.hidden.empty()) {
+    std::erase_if(ctx.base.pods, [&](const model::Pod* p) { return index.hidden.contains(p); });
   }
   CheckCapacity(ctx, in, booked, check);
   CheckRegistered(ctx, in, atomic);
@@ -96,7 +100,7 @@ void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput&
 }
 
 void ProvisioningTracker::Classify(StepContext& ctx, const model::ProvisioningRequest& r,
-                                   const PodTemplates& templates, std::vector<Served>& booked,
+                                   Index& index, std::vector<Served>& booked,
                                    std::vector<Served>& check, std::vector<Served>& atomic) {
   const ProvisioningStage stage = StageOf(r, ctx.now, options_.booking_time);
   if (stage == ProvisioningStage::kDone) return;
@@ -107,7 +111,7 @@ void ProvisioningTracker::Classify(StepContext& ctx, const model::ProvisioningRe
     return;
   }
   if (auto end = BookingEnd(r, options_.booking_time)) Deadline(*end);
-  auto pods = ExpandPods(r, templates);
+  auto pods = ExpandPods(r, index.templates);
   if (!pods) {
     TemplateProblem(ctx, r, pods.error());
     return;
@@ -116,14 +120,17 @@ void ProvisioningTracker::Classify(StepContext& ctx, const model::ProvisioningRe
     Want(r, Cond(ProvisioningCondition::kAccepted, true, kAccepted,
                  fmt::format("tidepool serves {}", r.class_name)));
   }
-  // Pods consuming the request do not trigger a scale-up of their own; those scheduled have
-  // taken their share of the booking.
+  // Consuming pods that are scheduled have taken their share of the booking.
   size_t consumed = 0;
-  std::erase_if(ctx.base.pods, [&](const model::Pod* p) {
-    if (!Consumes(*p, r) || p->meta.deletion_timestamp) return false;
-    if (!p->node_name.empty()) ++consumed;
-    return p->node_name.empty() && !p->IsTerminal();
-  });
+  if (auto it = index.consumers.find(r.Key()); it != index.consumers.end()) {
+    for (const model::Pod* p : it->second) {
+      if (!p->node_name.empty()) {
+        ++consumed;
+      } else if (!p->IsTerminal()) {
+        index.hidden.insert(p);
+      }
+    }
+  }
   Served s{&r, std::move(*pods)};
   if (stage == ProvisioningStage::kBooked) {
     s.pods.erase(s.pods.begin(), s.pods.begin() + std::min(consumed, s.pods.size()));
@@ -270,7 +277,8 @@ void ProvisioningTracker::Unserved(const Waiting& s, const planner::Unschedulabl
   bool transient = false;
   std::vector<std::string> why;
   for (const auto& [pool, reason] : u.reasons) {
-    why.push_back(fmt::format("pool {}: {}", pool, reason.text));
+    const bool gang = reason.kind == planner::ReasonKind::kGang;
+    why.push_back(fmt::format("pool {}: {}", pool, gang ? reason.member_text : reason.text));
     transient = transient || Effective(reason) == planner::ReasonKind::kBackoff;
   }
   std::string words = fmt::format("no pool can provision all {} pods at once: {}", s.keys.size(),

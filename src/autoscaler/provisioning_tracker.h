@@ -59,10 +59,16 @@ class ProvisioningTracker {
     std::vector<Event> events;
   };
 
+  // One Prepare's lookups, and the pending consuming pods to leave out of the scale-up.
+  struct Index {
+    PodTemplates templates;
+    Consumers consumers;
+    std::set<const model::Pod*> hidden;
+  };
   // Sorts one request into `booked`, `check` or `atomic`, or decides it outright.
-  void Classify(StepContext& ctx, const model::ProvisioningRequest& r,
-                const PodTemplates& templates, std::vector<Served>& booked,
-                std::vector<Served>& check, std::vector<Served>& atomic);
+  void Classify(StepContext& ctx, const model::ProvisioningRequest& r, Index& index,
+                std::vector<Served>& booked, std::vector<Served>& check,
+                std::vector<Served>& atomic);
   void TemplateProblem(const StepContext& ctx, const model::ProvisioningRequest& r,
                        const Error& error);
   // Pass A: booked requests and check-capacity requests on existing and upcoming nodes.

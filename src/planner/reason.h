@@ -40,6 +40,8 @@ struct PoolReason {
   // so `explain` can say what would unblock the gang; kScaleUpLimit when the pools had room
   // for only part of it.
   ReasonKind member_kind = ReasonKind::kScaleUpLimit;
+  // kGang only: that member's own words ("pool gpu at max 3"), without the gang's.
+  std::string member_text;
 
   friend bool operator==(const PoolReason&, const PoolReason&) = default;
 };

@@ -124,7 +124,8 @@ void Pass::RejectGang(const std::string& g, int size, const std::vector<const Po
               fmt::format("gang {} ({} members, all or nothing): {} member(s) cannot be placed: {}",
                           g, size, left.size(), r.text),
           .resource = r.resource,
-          .member_kind = r.kind};
+          .member_kind = r.kind,
+          .member_text = r.text};
     }
     plan.unschedulable.push_back({m->Key(), reasons_[m->Key()]});
   }
