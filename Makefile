@@ -27,8 +27,9 @@ test: build testenv
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE 'soak|addons'
 
 # testenv's add-ons Kueue and Cluster API (`testenv/up --with kueue|cluster-api`): builds them
-# (cold: ~25 and ~10 min more, testenv/README.md) and runs the ctest tests labelled addons.
-testenv-addons: configure testenv
+# (cold: ~25 and ~10 min more, testenv/README.md) and runs the ctest tests labelled addons
+# (their smoke tests, and tests/e2e/kueue_test.sh, which needs tidepool built).
+testenv-addons: build testenv
 	@testenv/build --with kueue,cluster-api
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L addons
 
