@@ -114,6 +114,16 @@ class ProvWorld {
 
   void Restart() { loop.emplace(config); }
 
+  // Two empty GPU nodes and a check-capacity request "fits" for both, run for `time`.
+  void BookTwoNodes(Duration time) {
+    AddNode("gpu-0");
+    AddNode("gpu-1");
+    target = 2;
+    AddTemplate("ppt");
+    AddRequest("fits", model::kCheckCapacityClass, "ppt", 2);
+    Run(time);
+  }
+
   template <typename Kind>
   std::vector<Kind> All() const {
     std::vector<Kind> out;
@@ -225,12 +235,7 @@ TEST(ProvisioningTest, RequestBeyondThePoolMaxFailsNamingThePoolAndAddsNothing) 
 
 TEST(ProvisioningTest, CheckCapacityAnswersFromWhatIsThereAndNeverScales) {
   ProvWorld w;
-  w.AddNode("gpu-0");
-  w.AddNode("gpu-1");
-  w.target = 2;
-  w.AddTemplate("ppt");
-  w.AddRequest("fits", kCheck, "ppt", 2);
-  w.Run(seconds(20));
+  w.BookTwoNodes(seconds(20));
   const model::Condition* prov = w.Cond("fits", ProvisioningCondition::kProvisioned);
   ASSERT_NE(prov, nullptr);
   EXPECT_EQ(prov->status, ConditionStatus::kTrue);
@@ -260,12 +265,7 @@ TEST(ProvisioningTest, NoRetryTurnsCapacityNotFoundIntoFailed) {
 
 TEST(ProvisioningTest, BookedRoomIsNotTakenByOtherPodsNorScaledDownUntilTheBookingExpires) {
   ProvWorld w;
-  w.AddNode("gpu-0");
-  w.AddNode("gpu-1");
-  w.target = 2;
-  w.AddTemplate("ppt");
-  w.AddRequest("fits", kCheck, "ppt", 2);
-  w.Run(minutes(5));
+  w.BookTwoNodes(minutes(5));
   ASSERT_EQ(w.Cond("fits", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
   // Both nodes are empty and unneeded after a minute, but booked: neither is removed.
   EXPECT_TRUE(w.All<TaintNode>().empty());
@@ -291,12 +291,7 @@ TEST(ProvisioningTest, BookedRoomIsNotTakenByOtherPodsNorScaledDownUntilTheBooki
 
 TEST(ProvisioningTest, ConsumedBookingIsReleasedPodByPod) {
   ProvWorld w;
-  w.AddNode("gpu-0");
-  w.AddNode("gpu-1");
-  w.target = 2;
-  w.AddTemplate("ppt");
-  w.AddRequest("fits", kCheck, "ppt", 2);
-  w.Run(seconds(20));
+  w.BookTwoNodes(seconds(20));
   ASSERT_EQ(w.Cond("fits", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
   // One consumer runs on gpu-0: one placeholder is left, so one node stays booked and the other
   // pod of a foreign job fits nowhere without a scale-up.

@@ -34,14 +34,7 @@ nodes_of() { k get nodes -l "tidepool.dev/pool=$1" -o name | wc -l; }
 has_nodes() { [[ $(nodes_of "$1") -eq $2 ]]; }
 pods_running() { [[ $(k -n "$NS" get pods -l "$1" --field-selector=status.phase=Running -o name | wc -l) -eq $2 ]]; }
 
-reset_cluster() {
-  stop_all_tidepool
-  k delete namespace "$NS" --wait=true --timeout=60s >/dev/null
-  k delete nodes --all --wait=false >/dev/null
-  wait_until 60 bash -c "[[ \$(kubectl get nodes -o name 2>/dev/null | wc -l) -eq 0 ]]" || true
-  k create namespace "$NS" >/dev/null
-  wait_until 30 k -n "$NS" get serviceaccount default || true
-}
+reset_cluster() { e2e_reset_cluster; }
 
 # config_with KEY_SED...: a copy of the e2e config edited by sed expressions.
 config_with() {

@@ -33,11 +33,7 @@ PASSED=() FAILED=()
 
 cleanup() {
   stop_all_tidepool
-  k delete namespace "$NS" --wait=false >/dev/null
-  k delete nodes --all --wait=false >/dev/null
-  e2e_disconnect
-  if [[ -n ${E2E_KEEP_LOGS:-} ]]; then mkdir -p "$E2E_KEEP_LOGS" && cp "$WORK"/*.log "$E2E_KEEP_LOGS"/; fi
-  rm -rf "$WORK"
+  e2e_teardown
 }
 trap cleanup EXIT
 trap "exit 143" INT TERM
@@ -110,12 +106,7 @@ wait_until 60 k wait --for=condition=Active clusterqueue/e2e-atomic clusterqueue
 
 # ---- helpers -----------------------------------------------------------------------------------
 reset_cluster() {
-  stop_all_tidepool
-  k delete namespace "$NS" --wait=true --timeout=60s >/dev/null
-  k delete nodes --all --wait=false >/dev/null
-  wait_until 60 bash -c "[[ \$(kubectl get nodes -o name 2>/dev/null | wc -l) -eq 0 ]]" || true
-  k create namespace "$NS" >/dev/null
-  wait_until 30 k -n "$NS" get serviceaccount default || true
+  e2e_reset_cluster
   for kind in atomic check; do
     printf 'apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: %s, namespace: %s}\nspec: {clusterQueue: e2e-%s}\n' \
       "$kind" "$NS" "$kind" | k apply -f - >/dev/null

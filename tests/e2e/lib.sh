@@ -39,6 +39,17 @@ e2e_teardown() {
   rm -rf "$WORK"
 }
 
+# e2e_reset_cluster: every `tidepool run` of the script stopped, namespace $NS and every Node
+# deleted (waiting for the nodes to go), $NS created again with its default ServiceAccount.
+e2e_reset_cluster() {
+  stop_all_tidepool
+  k delete namespace "$NS" --wait=true --timeout=60s >/dev/null
+  k delete nodes --all --wait=false >/dev/null
+  wait_until 60 bash -c "[[ \$(kubectl get nodes -o name 2>/dev/null | wc -l) -eq 0 ]]" || true
+  k create namespace "$NS" >/dev/null
+  wait_until 30 k -n "$NS" get serviceaccount default || true
+}
+
 # wait_until SECONDS CMD...: polls CMD every 0.5 s; fails after SECONDS.
 wait_until() {
   local deadline=$((SECONDS + $1))

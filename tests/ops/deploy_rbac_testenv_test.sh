@@ -122,38 +122,31 @@ check_common() {
 # PodGroup CRD it would ask about resource "podgroups.scheduling.x-k8s.io" in the core group.
 # Minimal CRDs (PodGroup, ProvisioningRequest) make the names resolve as the controller's
 # requests will.
-cat >"$work/podgroup-crd.yaml" <<'CRD'
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: podgroups.scheduling.x-k8s.io
-spec:
-  group: scheduling.x-k8s.io
-  scope: Namespaced
-  names: {plural: podgroups, singular: podgroup, kind: PodGroup}
-  versions:
-    - name: v1alpha1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+# minimal_crd GROUP VERSION KIND PLURAL: a namespaced CRD of any content, with a status subresource.
+minimal_crd() {
+  cat <<CRD
 ---
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: provisioningrequests.autoscaling.x-k8s.io
+  name: $4.$1
 spec:
-  group: autoscaling.x-k8s.io
+  group: $1
   scope: Namespaced
-  names: {plural: provisioningrequests, singular: provisioningrequest, kind: ProvisioningRequest}
+  names: {plural: $4, singular: ${3,,}, kind: $3}
   versions:
-    - name: v1
+    - name: $2
       served: true
       storage: true
       subresources: {status: {}}
       schema:
         openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 CRD
+}
+{
+  minimal_crd scheduling.x-k8s.io v1alpha1 PodGroup podgroups
+  minimal_crd autoscaling.x-k8s.io v1 ProvisioningRequest provisioningrequests
+} >"$work/podgroup-crd.yaml"
 if out=$(kubectl apply -f "$work/podgroup-crd.yaml" 2>&1) &&
    kubectl wait --for=condition=Established --timeout=60s \
      crd/podgroups.scheduling.x-k8s.io crd/provisioningrequests.autoscaling.x-k8s.io \
