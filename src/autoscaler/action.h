@@ -83,6 +83,7 @@ struct DeleteNode {
 struct UpdateProvisioningRequest {
   std::string ns;
   std::string name;
+  model::ProvisioningClass provisioning_class = model::ProvisioningClass::kOther;  // for metrics
   std::vector<model::Condition> conditions;
 };
 

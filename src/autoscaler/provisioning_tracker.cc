@@ -316,8 +316,9 @@ void ProvisioningTracker::Flush(StepContext& ctx) {
                                         w.conditions.end(), Same)) {
       continue;  // written already, not observed yet
     }
-    ctx.actions.push_back(
-        UpdateProvisioningRequest{w.request->meta.namespace_, w.request->meta.name, w.conditions});
+    ctx.actions.push_back(UpdateProvisioningRequest{w.request->meta.namespace_,
+                                                    w.request->meta.name,
+                                                    w.request->provisioning_class, w.conditions});
     for (Event& e : w.events) ctx.actions.push_back(std::move(e));
     sent_[key] = std::move(w.conditions);
   }

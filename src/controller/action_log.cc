@@ -24,6 +24,11 @@ void ActionLog::Carried(const Action& action, const std::string* pod, const Resu
   } else if (const auto* e = std::get_if<Event>(&action);
              e != nullptr && e->reason == EventReason::kScaleDownFailed) {
     metrics_->RecordScaleDownFailure(e->pool);
+  } else if (const auto* u = std::get_if<UpdateProvisioningRequest>(&action); u != nullptr && r) {
+    for (const model::Condition& c : u->conditions) {
+      metrics_->RecordProvisioning(model::ProvisioningClassLabel(u->provisioning_class),
+                                   model::ProvisioningOutcomeLabel(c));
+    }
   }
 }
 

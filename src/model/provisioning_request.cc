@@ -19,6 +19,35 @@ ProvisioningClass ProvisioningClassOf(std::string_view class_name) {
   return ProvisioningClass::kOther;
 }
 
+std::string_view ProvisioningClassLabel(ProvisioningClass c) {
+  switch (c) {
+    case ProvisioningClass::kCheckCapacity:
+      return "check_capacity";
+    case ProvisioningClass::kBestEffortAtomic:
+      return "best_effort_atomic";
+    case ProvisioningClass::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+std::string_view ProvisioningOutcomeLabel(const Condition& c) {
+  const bool yes = c.status == ConditionStatus::kTrue;
+  switch (c.type) {
+    case ProvisioningCondition::kAccepted:
+      return yes ? "accepted" : "other";
+    case ProvisioningCondition::kProvisioned:
+      return yes ? "provisioned" : "waiting";
+    case ProvisioningCondition::kFailed:
+      return yes ? "failed" : "other";
+    case ProvisioningCondition::kBookingExpired:
+      return yes ? "booking_expired" : "other";
+    case ProvisioningCondition::kCapacityRevoked:
+      return "other";
+  }
+  return "other";
+}
+
 std::string_view ProvisioningConditionName(ProvisioningCondition type) {
   for (const auto& [t, name] : kConditionNames)
     if (t == type) return name;

@@ -33,6 +33,8 @@ inline constexpr std::string_view kCheckCapacityClass = "check-capacity.autoscal
 inline constexpr std::string_view kBestEffortAtomicClass =
     "best-effort-atomic-scale-up.autoscaling.x-k8s.io";
 ProvisioningClass ProvisioningClassOf(std::string_view class_name);
+// The metrics' `class` label: "check_capacity", "best_effort_atomic", "other".
+std::string_view ProvisioningClassLabel(ProvisioningClass c);
 
 // The condition types of a ProvisioningRequest's status that tidepool reads and writes.
 enum class ProvisioningCondition {
@@ -55,6 +57,11 @@ struct Condition {
   std::string message;
   std::optional<Time> last_transition;
 };
+
+// The metrics' `outcome` label of a condition tidepool writes: "accepted" (Accepted=True),
+// "provisioned" (Provisioned=True), "waiting" (Provisioned=False), "failed" (Failed=True),
+// "booking_expired" (BookingExpired=True), "other" for anything else.
+std::string_view ProvisioningOutcomeLabel(const Condition& c);
 
 // spec.podSets[]: `count` pods made from the PodTemplate `template_name` (same namespace).
 struct PodSet {

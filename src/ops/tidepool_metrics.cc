@@ -119,6 +119,11 @@ void TidepoolMetrics::AddActionCounters(Registry& r) {
                             "Pod eviction requests, by result (evicted, not_found, "
                             "blocked_by_pdb, error).",
                             {"result"});
+  provisioning_ = r.AddCounter("tidepool_provisioning_requests_total",
+                               "ProvisioningRequest conditions written, by class (check_capacity, "
+                               "best_effort_atomic) and outcome (accepted, waiting, provisioned, "
+                               "failed, booking_expired).",
+                               {"class", "outcome"});
 }
 
 // Step and planning durations, then the Kubernetes and cloud API requests and skipped objects.
@@ -223,6 +228,10 @@ void TidepoolMetrics::RecordScaleDownFailure(std::string_view pool) {
 
 void TidepoolMetrics::RecordEviction(EvictionResult result) {
   evictions_->Inc({EvictionResultName(result)});
+}
+
+void TidepoolMetrics::RecordProvisioning(std::string_view cls, std::string_view outcome) {
+  provisioning_->Inc({cls, outcome});
 }
 
 void TidepoolMetrics::ObserveLoopDuration(double seconds) { loop_duration_->Observe({}, seconds); }

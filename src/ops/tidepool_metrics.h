@@ -50,6 +50,7 @@ EvictionResult EvictionResultOf(const Result<void>& result);
 //   tidepool_scale_ups_total{pool,reason}, tidepool_scale_up_nodes_total{pool}
 //   tidepool_scale_downs_total{pool,reason}, tidepool_scale_down_failures_total{pool}
 //   tidepool_evictions_total{result}
+//   tidepool_provisioning_requests_total{class,outcome}
 //   tidepool_loop_duration_seconds                            histogram
 //   tidepool_planning_duration_seconds{phase}                 histogram, scale_up | scale_down
 //   tidepool_kube_api_requests_total{verb,resource,code}
@@ -80,6 +81,9 @@ class TidepoolMetrics {
   // A removal rolled back (taint, eviction or deletion failed).
   void RecordScaleDownFailure(std::string_view pool);
   void RecordEviction(EvictionResult result);
+  // One ProvisioningRequest condition written: `cls` from model::ProvisioningClassLabel,
+  // `outcome` from model::ProvisioningOutcomeLabel.
+  void RecordProvisioning(std::string_view cls, std::string_view outcome);
 
   void ObserveLoopDuration(double seconds);
   // `phase`: "scale_up" or "scale_down".
@@ -105,7 +109,7 @@ class TidepoolMetrics {
   // The metric families, registered in the order /metrics lists them.
   void AddLoopGauges(Registry& r);      // leader, last step, pending, unschedulable, unneeded
   void AddPoolGauges(Registry& r);      // nodes per state and the pool gauges
-  void AddActionCounters(Registry& r);  // scale-ups, scale-downs, evictions
+  void AddActionCounters(Registry& r);  // scale-ups, scale-downs, evictions, provisioning
   void AddRequestMetrics(Registry& r);  // durations, API and cloud requests, skipped objects
 
   Registry* registry_;
@@ -127,6 +131,7 @@ class TidepoolMetrics {
   Counter* scale_downs_;
   Counter* scale_down_failures_;
   Counter* evictions_;
+  Counter* provisioning_;
   Histogram* loop_duration_;
   Histogram* planning_duration_;
   Counter* kube_requests_;

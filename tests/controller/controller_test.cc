@@ -27,6 +27,12 @@ class FakeReader : public ClusterReader {
     ClusterView v;
     for (const auto& [_, n] : nodes) v.nodes.push_back(std::make_shared<model::Node>(n));
     for (const auto& [_, p] : pods) v.pods.push_back(std::make_shared<model::Pod>(p));
+    for (const auto& [_, r] : requests) {
+      v.provisioning_requests.push_back(std::make_shared<model::ProvisioningRequest>(r));
+    }
+    for (const auto& [_, t] : templates) {
+      v.pod_templates.push_back(std::make_shared<model::PodTemplate>(t));
+    }
     return v;
   }
   void SetOnChange(std::function<void(bool)> f) override { on_change = std::move(f); }
@@ -34,6 +40,8 @@ class FakeReader : public ClusterReader {
   bool synced = true;
   std::map<std::string, model::Node> nodes;
   std::map<std::string, model::Pod> pods;
+  std::map<std::string, model::ProvisioningRequest> requests;
+  std::map<std::string, model::PodTemplate> templates;
   std::function<void(bool)> on_change;
 };
 
@@ -173,6 +181,36 @@ TEST_F(ControllerTest, PendingGpuPodScalesUpAfterTheBatchWindow) {
   EXPECT_EQ(provider_.calls.size(), 1u);
   ASSERT_TRUE(c->Status().has_value());
   EXPECT_THAT(writer_.status, HasSubstr("gpupool"));
+}
+
+// A ProvisioningRequest read by the cluster reader reaches the loop: it is accepted, its pods
+// are planned (the GPU pool grows) and the request, not a pod, is told.
+TEST_F(ControllerTest, ProvisioningRequestsReachTheLoopAndTheirConditionsAreWritten) {
+  model::PodTemplate& t = reader_.templates["ppt"];
+  t.meta.name = "ppt";
+  t.meta.namespace_ = "default";
+  t.pod.meta = t.meta;
+  model::Container c{.name = "train"};
+  c.requests.Set(model::InternResource(model::kNvidiaGpu), 1);
+  t.pod.containers.push_back(c);
+  t.pod.Finalize();
+  model::ProvisioningRequest& r = reader_.requests["train"];
+  r.meta.name = "train";
+  r.meta.namespace_ = "default";
+  r.meta.creation_timestamp = clock_.Now();
+  r.class_name = std::string(model::kBestEffortAtomicClass);
+  r.provisioning_class = model::ProvisioningClass::kBestEffortAtomic;
+  r.pod_sets = {{"ppt", 2}};
+  auto ctl = Make();
+  ctl->RunOnce(clock_.Now());
+  EXPECT_THAT(writer_.calls, ::testing::Contains("conditions default/train"));
+  clock_.Advance(std::chrono::seconds(2));
+  ctl->RunOnce(clock_.Now());
+  ASSERT_FALSE(provider_.calls.empty());
+  EXPECT_THAT(provider_.calls[0], HasSubstr("increase gpupool"));
+  EXPECT_THAT(writer_.events,
+              ::testing::Contains("TriggeredScaleUp ProvisioningRequest default/train"));
+  EXPECT_THAT(writer_.events, ::testing::Not(::testing::Contains(HasSubstr("train:0-"))));
 }
 
 // A provider that cannot be read: no decision at all (never plan on half a view), and the

@@ -4,6 +4,7 @@
 
 #include <regex>
 
+#include "model/provisioning_request.h"
 #include "tests/ops/exposition_parser.h"
 #include "tests/testing/values.h"
 
@@ -174,6 +175,15 @@ TEST(TidepoolMetricsTest, CountersAndHistograms) {
   m.RecordKubeRequest("list", "pods", 0, 5);
   m.RecordCloudRequest("aks", "agentpool.scale", 409, 1.5);
   m.RecordInvalidObject("Pod");
+  const model::Condition provisioned{model::ProvisioningCondition::kProvisioned,
+                                     model::ConditionStatus::kTrue};
+  const model::Condition waiting{model::ProvisioningCondition::kProvisioned,
+                                 model::ConditionStatus::kFalse};
+  const std::string_view atomic =
+      model::ProvisioningClassLabel(model::ProvisioningClass::kBestEffortAtomic);
+  m.RecordProvisioning(atomic, model::ProvisioningOutcomeLabel(provisioned));
+  m.RecordProvisioning(atomic, model::ProvisioningOutcomeLabel(waiting));
+  m.RecordProvisioning(atomic, model::ProvisioningOutcomeLabel(waiting));
 
   auto p = ParseExposition(r.Render());
   ASSERT_EQ(p.error, "");
@@ -185,6 +195,12 @@ TEST(TidepoolMetricsTest, CountersAndHistograms) {
   EXPECT_EQ(p.Value("tidepool_scale_downs_total", {{"pool", "cpu"}, {"reason", "underutilized"}}),
             1);
   EXPECT_EQ(p.Value("tidepool_scale_down_failures_total", {{"pool", "cpu"}}), 1);
+  EXPECT_EQ(p.Value("tidepool_provisioning_requests_total",
+                    {{"class", "best_effort_atomic"}, {"outcome", "provisioned"}}),
+            1);
+  EXPECT_EQ(p.Value("tidepool_provisioning_requests_total",
+                    {{"class", "best_effort_atomic"}, {"outcome", "waiting"}}),
+            2);
   for (const char* result : {"evicted", "blocked_by_pdb", "not_found", "error"}) {
     EXPECT_EQ(p.Value("tidepool_evictions_total", {{"result", result}}), 1) << result;
   }
