@@ -71,6 +71,8 @@ Result<void> ApplyPoolFlags(const std::vector<std::string>& upcoming,
 Result<void> LoadInputs(const std::string& config_path, const std::string& state_path,
                         const std::string& now_text, Inputs& in) {
   TIDEPOOL_ASSIGN_OR_RETURN(in.config, kube::config::LoadAutoscalerConfig(config_path));
+  TIDEPOOL_RETURN_IF_ERROR(
+      kube::config::RequirePoolsInFile(in.config, config_path, "plan/explain"));
   TIDEPOOL_ASSIGN_OR_RETURN(in.state, kube::codec::LoadStatePath(state_path));
   Time now = RealClock().Now();
   if (!now_text.empty()) {

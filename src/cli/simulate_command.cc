@@ -55,6 +55,9 @@ int RunSimulateCommand(const SimulateFlags& flags) {
   sim::SimInput in;
   auto file = kube::config::LoadConfigFile(flags.config);
   if (!file) return fail(file.error());
+  if (auto ok = kube::config::RequirePoolsInFile(file->config, flags.config, "simulate"); !ok) {
+    return fail(ok.error());
+  }
   in.config = std::move(file->config);
   if (!flags.sim_config.empty()) {
     auto sc = sim::LoadSimConfig(flags.sim_config);

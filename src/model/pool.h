@@ -53,7 +53,7 @@ struct Pool {
 };
 
 struct ProviderConfig {
-  std::string type = "kwok";  // kwok | azure-vmss | aks | azure-vms
+  std::string type = "kwok";  // kwok | azure-vmss | aks | azure-vms | clusterapi
   std::optional<Duration> boot_delay;
   std::vector<std::string> unavailable_pools;
   // Provider-specific keys the core does not interpret (Azure settings), kept as text pairs.

@@ -69,6 +69,13 @@ run explain --pool gpuheavy --config "$tmp/warm.yaml" --state "$seed_state" --wa
 check "explain --pool with a bad --warm-state exits 2" test "$rc" -eq 2
 check "explain --pool with a bad --warm-state names the file" grep -q -- "--warm-state $tmp/bad-warm.json: warm state: version" "$tmp/err"
 
+printf 'apiVersion: tidepool.dev/v1alpha1\nkind: AutoscalerConfig\nprovider: {type: clusterapi}\n' >"$tmp/capi.yaml"
+run plan --config "$tmp/capi.yaml" --state "$seed_state"
+check "plan with a clusterapi config exits 2" test "$rc" -eq 2
+check "plan with a clusterapi config says the pools live in the cluster" grep -q "$tmp/capi.yaml: provider.type clusterapi: the pools are the management cluster's node groups" "$tmp/err"
+run simulate --config "$tmp/capi.yaml"
+check "simulate with a clusterapi config exits 2" test "$rc" -eq 2
+
 run explain default/no-such-pod --config "$seed_cfg" --state "$seed_state"
 check "explain of an unknown pod exits 1" test "$rc" -eq 1
 check "explain of an unknown pod says so" grep -q 'not found' "$tmp/out"

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@ using std::chrono::hours;
 using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -734,7 +736,7 @@ TEST(AutoscalerConfigErrors, UnavailablePoolMustExist) {
 TEST(AutoscalerConfigErrors, UnknownProviderType) {
   EXPECT_THAT(ErrorOf(HEADER "provider: {type: gce}\n" ONE_POOL),
               StartsWith("config.yaml:3: provider.type: expected one of \"kwok\", \"azure-vmss\", "
-                         "\"aks\", \"azure-vms\", got \"gce\""));
+                         "\"aks\", \"azure-vms\", \"clusterapi\", got \"gce\""));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -829,6 +831,56 @@ TEST(WarmConfigTest, ErrorsNameTheKey) {
 }
 
 #undef GPU_POOL_WITH
+
+// Cluster API: the pools are node groups; `pools:` only adds settings to them by name.
+TEST(AutoscalerConfig, ClusterApiPoolsAreOptionalAndAddSettingsByName) {
+  auto none = Parse(R"(apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider: {type: clusterapi, namespace: training, managementKubeconfig: /etc/mgmt/kubeconfig}
+)");
+  ASSERT_TRUE(none) << none.error().message();
+  EXPECT_THAT(none->pools, IsEmpty());
+  EXPECT_THAT(none->provider.settings,
+              ElementsAre(Pair("managementKubeconfig", "/etc/mgmt/kubeconfig"),
+                          Pair("namespace", "training")));
+
+  auto some = Parse(R"(apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider: {type: clusterapi}
+pools:
+- {name: gpu-spot, capacityType: spot, pricePerHour: 1.2, priority: 10, warm: {spareNodes: 1}}
+)");
+  ASSERT_TRUE(some) << some.error().message();
+  ASSERT_EQ(some->pools.size(), 1u);
+  EXPECT_EQ(some->pools[0].capacity_type, model::CapacityType::kSpot);
+  EXPECT_EQ(some->pools[0].priority, 10);
+  EXPECT_EQ(some->pools[0].warm.spare_nodes, 1);  // checked against the group's max later
+}
+
+TEST(AutoscalerConfigErrors, ClusterApiPoolRefusesWhatTheNodeGroupSays) {
+  for (std::string_view key : {"min: 1", "max: 3", "template: {capacity: {cpu: 1, memory: 1Gi}}"}) {
+    std::string yaml = fmt::format(R"(apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider: {{type: clusterapi}}
+pools:
+- name: gpu
+  {}
+)",
+                                   key);
+    EXPECT_THAT(ErrorOf(yaml),
+                AllOf(HasSubstr("config.yaml:6"), HasSubstr("comes from the node group"),
+                      HasSubstr("cluster-api-autoscaler-node-group")))
+        << key;
+  }
+}
+
+TEST(AutoscalerConfigErrors, OtherProvidersStillNeedPools) {
+  EXPECT_THAT(ErrorOf(R"(apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider: {type: kwok}
+)"),
+              HasSubstr("pools"));
+}
 
 }  // namespace
 }  // namespace tidepool::kube::config

@@ -44,7 +44,8 @@ constexpr std::string_view kTopKeys[] = {"apiVersion",   "kind",    "provider",
                                          "limits",       "scaleUp", "scaleDown",
                                          "scanInterval", "pools",   "simulation"};
 constexpr std::string_view kProviderKeys[] = {"type", "bootDelay", "unavailablePools"};
-constexpr std::string_view kProviderTypes[] = {"kwok", "azure-vmss", "aks", "azure-vms"};
+constexpr std::string_view kProviderTypes[] = {"kwok", "azure-vmss", "aks", "azure-vms",
+                                               "clusterapi"};
 constexpr std::string_view kScaleUpKeys[] = {
     "expanders", "provisionTimeout",   "backoff",   "expendablePriorityCutoff", "batchIdle",
     "batchMax",  "maxNodesPerScaleUp", "randomSeed"};
@@ -103,8 +104,8 @@ Result<std::vector<YamlValue>> ParseProvider(const YamlValue& v, model::Provider
   if (out.type == "kwok") {
     TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kProviderKeys));
   } else {
-    // Azure settings (subscriptionId, resourceGroup, auth: {...}, ...) belong to the provider;
-    // the core keeps them as text.
+    // Azure and Cluster API settings (subscriptionId, auth: {...}, managementKubeconfig, ...)
+    // belong to the provider; the core keeps them as text.
     for (const auto& e : m.entries()) {
       if (std::find(std::begin(kProviderKeys), std::end(kProviderKeys), e.key) !=
           std::end(kProviderKeys)) {
@@ -254,14 +255,24 @@ Result<AutoscalerConfig> ParseConfig(const YamlValue& root, std::optional<RawSec
     }
   }
 
-  TIDEPOOL_ASSIGN_OR_RETURN(YamlValue pools_value, m.Require("pools", "a list of pools"));
-  TIDEPOOL_ASSIGN_OR_RETURN(auto pools, pools_value.ReadList());
-  if (pools.empty()) {
-    return std::unexpected(pools_value.MakeError("expected at least one pool, got an empty list"));
+  // With Cluster API the pools are the cluster's node groups: `pools:` only adds settings to
+  // them by name, and may be left out.
+  const bool node_groups = config.provider.type == "clusterapi";
+  std::vector<YamlValue> pools;
+  if (const YamlValue* pools_value = m.Find("pools"); pools_value != nullptr || !node_groups) {
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlValue v, m.Require("pools", "a list of pools"));
+    if (!(node_groups && v.IsNull())) {
+      TIDEPOOL_ASSIGN_OR_RETURN(pools, v.ReadList());
+    }
+    if (pools.empty() && !node_groups) {
+      return std::unexpected(v.MakeError("expected at least one pool, got an empty list"));
+    }
   }
+  const auto source =
+      node_groups ? config_detail::PoolSource::kNodeGroup : config_detail::PoolSource::kConfig;
   for (size_t i = 0; i < pools.size(); ++i) {
     Pool pool;
-    TIDEPOOL_RETURN_IF_ERROR(ParsePool(pools[i], pool));
+    TIDEPOOL_RETURN_IF_ERROR(ParsePool(pools[i], pool, source));
     for (size_t j = 0; j < config.pools.size(); ++j) {
       if (config.pools[j].name == pool.name) {
         // ParsePool succeeded, so the item is a map with a name.
@@ -332,6 +343,16 @@ Result<ConfigFile> LoadConfigFile(const std::string& path) {
 Result<AutoscalerConfig> LoadAutoscalerConfig(const std::string& path) {
   TIDEPOOL_ASSIGN_OR_RETURN(ConfigFile file, LoadConfigFile(path));
   return std::move(file.config);
+}
+
+Result<void> RequirePoolsInFile(const AutoscalerConfig& config, std::string_view source,
+                                std::string_view command) {
+  if (config.provider.type != "clusterapi") return {};
+  return InvalidArgument(
+      "{}: provider.type clusterapi: the pools are the management cluster's node groups, read by "
+      "`tidepool run`; `{}` works from a file and needs them defined there (expected a config "
+      "with another provider type and the pools' templates)",
+      source, command);
 }
 
 }  // namespace tidepool::kube::config

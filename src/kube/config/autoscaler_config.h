@@ -51,6 +51,11 @@ Result<ConfigFile> ParseConfigFile(std::string_view yaml, std::string_view sourc
 // Reads the file at `path` and parses it with ParseAutoscalerConfig (errors are prefixed with
 // `path` as given). A missing or unreadable file is an error (kInvalidArgument) naming it.
 Result<model::AutoscalerConfig> LoadAutoscalerConfig(const std::string& path);
+
+// For the commands that work offline (`plan`, `explain`, `simulate`): an error when the pools'
+// shapes come from a live cluster (provider type clusterapi), naming `source` and `command`.
+Result<void> RequirePoolsInFile(const model::AutoscalerConfig& config, std::string_view source,
+                                std::string_view command);
 Result<ConfigFile> LoadConfigFile(const std::string& path);
 
 }  // namespace tidepool::kube::config

@@ -70,6 +70,9 @@ extern const std::string_view kCapacityTypes[2];
 extern const std::string_view kTaintEffects[3];
 
 // One item of `pools:`.
-Result<void> ParsePool(const YamlValue& v, model::Pool& pool);
+// kConfig: the config defines the pool whole. kNodeGroup (provider type clusterapi): the pool is a
+// node group whose size and template come from the cluster; min, max and template are refused.
+enum class PoolSource { kConfig, kNodeGroup };
+Result<void> ParsePool(const YamlValue& v, model::Pool& pool, PoolSource source);
 
 }  // namespace tidepool::kube::config::config_detail

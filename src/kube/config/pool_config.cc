@@ -158,14 +158,16 @@ Result<void> ParseTemplate(const YamlValue& v, Pool& pool) {
 }
 
 // `pools[i].warm`. Runs after the template is parsed: headroom must fit the pool's node shape.
-Result<void> ParseWarm(const YamlValue& v, Pool& pool) {
+// For a node group (`shape_known` false) the shape and max come from the provider, which checks
+// them then (cloud/clusterapi).
+Result<void> ParseWarm(const YamlValue& v, Pool& pool, bool shape_known) {
   TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m,
                             YamlMap::Read(v, "a map {spareNodes, headroom, predictive}"));
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kWarmKeys));
   model::WarmConfig& warm = pool.warm;
   TIDEPOOL_RETURN_IF_ERROR(
       ReadIntField(m, "spareNodes", 0, kInt32Max, "a non-negative integer", warm.spare_nodes));
-  if (warm.spare_nodes > pool.max) {
+  if (shape_known && warm.spare_nodes > pool.max) {
     return std::unexpected(
         m.Find("spareNodes")
             ->MakeError(
@@ -178,7 +180,7 @@ Result<void> ParseWarm(const YamlValue& v, Pool& pool) {
         YamlMap::Read(*headroom, "a map of resource quantities, e.g. {nvidia.com/gpu: 4}"));
     TIDEPOOL_RETURN_IF_ERROR(ParseResourceList(
         h, [&](model::ResourceId id, int64_t amount, const YamlValue& at) -> Result<void> {
-          if (pool.template_node.allocatable.Get(id) <= 0) {
+          if (shape_known && pool.template_node.allocatable.Get(id) <= 0) {
             return std::unexpected(at.MakeError(fmt::format(
                 "the pool's nodes have no {} (expected a resource its template's allocatable "
                 "lists)",
@@ -228,7 +230,8 @@ Result<void> ParseWarm(const YamlValue& v, Pool& pool) {
 
 }  // namespace
 
-Result<void> ParsePool(const YamlValue& v, Pool& pool) {
+Result<void> ParsePool(const YamlValue& v, Pool& pool, PoolSource source) {
+  const bool node_group = source == PoolSource::kNodeGroup;
   constexpr std::string_view kExpected = "a pool (a map with name, min, max, template, ...)";
   if (v.IsNull()) return std::unexpected(v.Expected(kExpected));
   TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(v, kExpected));
@@ -241,15 +244,28 @@ Result<void> ParsePool(const YamlValue& v, Pool& pool) {
         "a pool name: lowercase letters, digits and '-', starting and ending with a letter or "
         "digit, at most 63 characters"));
   }
-
-  TIDEPOOL_RETURN_IF_ERROR(
-      ReadIntField(m, "min", 0, kInt32Max, "a non-negative integer", pool.min));
-  TIDEPOOL_ASSIGN_OR_RETURN(YamlValue max, m.Require("max", "a non-negative integer"));
-  TIDEPOOL_ASSIGN_OR_RETURN(int64_t max_value, max.ReadInt(0, kInt32Max, "a non-negative integer"));
-  pool.max = static_cast<int32_t>(max_value);
-  if (pool.min > pool.max) {
-    return std::unexpected(m.Find("min")->MakeError(
-        fmt::format("min {} is greater than max {} (expected min <= max)", pool.min, pool.max)));
+  if (node_group) {
+    // Cluster API: the node group's annotations say these; the config only adds to them.
+    for (std::string_view key : {"min", "max", "template"}) {
+      if (const YamlValue* at = m.Find(key)) {
+        return std::unexpected(at->MakeError(fmt::format(
+            "{} comes from the node group (its cluster.x-k8s.io/cluster-api-autoscaler-node-group-"
+            "*-size and capacity.cluster-autoscaler.kubernetes.io/* annotations) with provider "
+            "type clusterapi (expected it left out)",
+            key)));
+      }
+    }
+  } else {
+    TIDEPOOL_RETURN_IF_ERROR(
+        ReadIntField(m, "min", 0, kInt32Max, "a non-negative integer", pool.min));
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlValue max, m.Require("max", "a non-negative integer"));
+    TIDEPOOL_ASSIGN_OR_RETURN(int64_t max_value,
+                              max.ReadInt(0, kInt32Max, "a non-negative integer"));
+    pool.max = static_cast<int32_t>(max_value);
+    if (pool.min > pool.max) {
+      return std::unexpected(m.Find("min")->MakeError(
+          fmt::format("min {} is greater than max {} (expected min <= max)", pool.min, pool.max)));
+    }
   }
 
   if (const YamlValue* type = m.Find("capacityType")) {
@@ -275,10 +291,15 @@ Result<void> ParsePool(const YamlValue& v, Pool& pool) {
       ReadDurationField(m, "provisionTimeout", /*allow_zero=*/false, pool.provision_timeout));
   TIDEPOOL_RETURN_IF_ERROR(ReadDurationField(m, "bootDelay", /*allow_zero=*/true, pool.boot_delay));
 
-  TIDEPOOL_ASSIGN_OR_RETURN(
-      YamlValue tmpl, m.Require("template", "the node the pool creates: labels, taints, capacity"));
-  TIDEPOOL_RETURN_IF_ERROR(ParseTemplate(tmpl, pool));
-  if (const YamlValue* warm = m.Find("warm")) TIDEPOOL_RETURN_IF_ERROR(ParseWarm(*warm, pool));
+  if (!node_group) {
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        YamlValue tmpl,
+        m.Require("template", "the node the pool creates: labels, taints, capacity"));
+    TIDEPOOL_RETURN_IF_ERROR(ParseTemplate(tmpl, pool));
+  }
+  if (const YamlValue* warm = m.Find("warm")) {
+    TIDEPOOL_RETURN_IF_ERROR(ParseWarm(*warm, pool, /*shape_known=*/!node_group));
+  }
   return {};
 }
 
