@@ -22,10 +22,11 @@ enum class KillPoint {
   kKwokNodeCreated,      // kwok: a due machine's Node created, the state not yet rewritten
   kNodeTainted,          // scale-down: the ToBeDeleted taint is on, nothing evicted yet
   kMachineDeleted,       // scale-down: the provider deleted the machine, the Node object left
+  kCapiMachineMarked,    // clusterapi: the Machine marked for deletion, replicas not yet lowered
 };
-inline constexpr std::array<std::string_view, 7> kKillPointNames = {
+inline constexpr std::array<std::string_view, 8> kKillPointNames = {
     "scale-up-decided",  "kwok-before-save", "kwok-saved",      "scale-up-acknowledged",
-    "kwok-node-created", "node-tainted",     "machine-deleted",
+    "kwok-node-created", "node-tainted",     "machine-deleted", "capi-machine-marked",
 };
 
 // What TIDEPOOL_KILL_AT asks for: "NAME" (the first time the point is reached) or "NAME:N"

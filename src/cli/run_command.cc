@@ -12,10 +12,12 @@
 #include <expected>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "base/kill_point.h"
 #include "base/logging.h"
 #include "cloud/azure/azure_provider.h"
+#include "cloud/clusterapi/connect.h"
 #include "cloud/kwok/kwok_provider.h"
 #include "controller/controller.h"
 #include "controller/kube_adapters.h"
@@ -116,6 +118,7 @@ struct RunContext {
   ops::Registry& registry;
   ops::TidepoolMetrics& metrics;
   controller::InformerClusterReader& reader;
+  cloud::clusterapi::Connection* capi;  // provider type clusterapi: connected at startup
 };
 
 Or<std::unique_ptr<cloud::CloudProvider>> MakeProvider(const RunContext& d) {
@@ -130,6 +133,9 @@ Or<std::unique_ptr<cloud::CloudProvider>> MakeProvider(const RunContext& d) {
     auto p = cloud::azure::MakeAzureProvider(d.config, std::move(o));
     if (!p) return Failed(kExitBadInput, p.error().Wrap(d.flags.config_path));
     return std::move(*p);
+  }
+  if (type == "clusterapi") {
+    return std::unique_ptr<cloud::CloudProvider>(std::move(d.capi->provider));
   }
   if (type == "kwok") {
     auto p = cloud::kwok::KwokProvider::Create(
@@ -257,12 +263,29 @@ int RunRunCommand(const RunFlags& f) {
   api.SetObserver([&metrics](const kube::RequestRecord& r) {
     metrics.RecordKubeRequest(r.verb, r.resource, r.status, r.seconds);
   });
+  // Cluster API: the pools are the node groups found on the management cluster.
+  std::optional<cloud::clusterapi::Connection> capi;
+  if (config->provider.type == "clusterapi") {
+    auto c = cloud::clusterapi::Connect(*config, api);
+    if (!c) {
+      bool bad_input = c.error().code() == Error::Code::kInvalidArgument;
+      return Fail(bad_input ? kExitBadInput : kExitFailed, c.error().Wrap(f.config_path));
+    }
+    for (const std::string& p : c->problems) spdlog::warn("node group left out: {}", p);
+    for (const auto& p : c->config.pools) {
+      spdlog::info("pool {}: node group min {} max {}", p.name, p.min, p.max);
+    }
+    *config = c->config;
+    capi = std::move(*c);
+  }
+
   spdlog::info("tidepool {} starting: API server {} ({}), provider {}, {} pools{}",
                TIDEPOOL_VERSION, client_config->server, client_config->source,
                config->provider.type, config->pools.size(), f.dry_run ? ", dry run" : "");
 
   controller::InformerClusterReader reader(api);
-  RunContext run{f, *config, *lease, clock, api, registry, metrics, reader};
+  RunContext run{
+      f, *config, *lease, clock, api, registry, metrics, reader, capi ? &*capi : nullptr};
   auto provider = MakeProvider(run);
   if (!provider) return Fail(provider.error().code, provider.error().error);
 

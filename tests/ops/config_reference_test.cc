@@ -1,6 +1,7 @@
 // docs/configuration.md against the config loader: every key in the doc's tables is accepted
-// with its example value, and every key the loader (and the Azure settings parser) knows is in a
-// table. The loader's key lists are read from its source, so a new key without docs fails here.
+// with its example value, and every key the loader (and the Azure and Cluster API settings
+// parsers) knows is in a table. The loader's key lists are read from its source, so a new key
+// without docs fails here.
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cloud/clusterapi/settings.h"
 #include "kube/config/autoscaler_config.h"
 
 namespace tidepool::ops {
@@ -27,9 +29,10 @@ std::string Read(const std::string& relative) {
 }
 
 struct DocKey {
-  std::string path;     // "scaleUp.backoff.initial", "pools[].template.capacity.<resource>"
-  std::string example;  // YAML text of an example value; may be empty
-  bool azure = false;   // in the "Azure providers" section
+  std::string path;         // "scaleUp.backoff.initial", "pools[].template.capacity.<resource>"
+  std::string example;      // YAML text of an example value; may be empty
+  bool azure = false;       // in the "Azure providers" section
+  bool clusterapi = false;  // in the "Cluster API provider" section
 };
 
 std::vector<std::string> Cells(const std::string& row) {
@@ -61,9 +64,13 @@ std::vector<DocKey> DocKeys(const std::string& doc) {
   std::istringstream in(doc);
   std::string line;
   bool azure = false;
+  bool clusterapi = false;
   bool in_table = false;
   while (std::getline(in, line)) {
-    if (line.starts_with("#")) azure = line.find("Azure providers") != std::string::npos;
+    if (line.starts_with("#")) {
+      azure = line.find("Azure providers") != std::string::npos;
+      clusterapi = line.find("Cluster API provider") != std::string::npos;
+    }
     if (line.starts_with("| Key | Type | Default | Example | Meaning |")) {
       in_table = true;
       continue;
@@ -76,7 +83,7 @@ std::vector<DocKey> DocKeys(const std::string& doc) {
     auto cells = Cells(line);
     EXPECT_EQ(cells.size(), 5u) << line;
     if (cells.size() < 4) continue;
-    keys.push_back({StripTicks(cells[0]), StripTicks(cells[3]), azure});
+    keys.push_back({StripTicks(cells[0]), StripTicks(cells[3]), azure, clusterapi});
   }
   return keys;
 }
@@ -165,7 +172,7 @@ TEST(ConfigReferenceTest, EveryDocumentedKeyIsAcceptedWithItsExample) {
   ASSERT_GT(keys.size(), 40u);
   int checked = 0;
   for (const DocKey& k : keys) {
-    if (k.azure) continue;  // validated by the Azure provider; see the test below
+    if (k.azure || k.clusterapi) continue;  // validated by the providers; see the tests below
     std::string yaml = ConfigWith(k.path, k.example);
     auto parsed = kube::config::ParseAutoscalerConfig(yaml, "configuration.md");
     EXPECT_TRUE(parsed.has_value())
@@ -274,10 +281,33 @@ TEST(ConfigReferenceTest, AzureKeysMatchTheAzureSettingsParser) {
   }
   // And the other way: no documented provider key the parser would refuse.
   for (const DocKey& k : keys) {
-    if (!k.path.starts_with("provider.")) continue;
+    if (!k.path.starts_with("provider.") || k.clusterapi) continue;
     bool ok = known.contains(k.path);
     for (const auto& p : prefixes) ok = ok || k.path.starts_with(p);
     EXPECT_TRUE(ok) << k.path << " is documented but the Azure settings parser does not know it";
+  }
+}
+
+TEST(ConfigReferenceTest, ClusterApiKeysMatchItsSettingsParser) {
+  const char* kSettings = "src/cloud/clusterapi/settings.cc";
+  auto keys = DocKeys(Read("docs/configuration.md"));
+  auto arrays = LiteralArrays(Read(kSettings));
+  ASSERT_TRUE(arrays.contains("kKeys")) << kSettings;
+  int documented = 0;
+  for (const DocKey& k : keys) {
+    if (!k.clusterapi) continue;
+    ++documented;
+    ASSERT_TRUE(k.path.starts_with("provider.")) << k.path;
+    std::string key = k.path.substr(std::string("provider.").size());
+    std::map<std::string, std::string> settings = {{key, k.example}};
+    if (key == "managementContext") settings["managementKubeconfig"] = "/k";
+    auto parsed = cloud::clusterapi::ParseSettings(settings);
+    EXPECT_TRUE(parsed.has_value())
+        << k.path << " = " << k.example << ": " << (parsed ? "" : parsed.error().message());
+  }
+  EXPECT_EQ(documented, static_cast<int>(arrays["kKeys"].size()));
+  for (const auto& key : arrays["kKeys"]) {
+    EXPECT_TRUE(Documented(keys, "provider." + key)) << "provider." << key << " is not documented";
   }
 }
 
