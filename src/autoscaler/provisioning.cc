@@ -39,10 +39,14 @@ PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templa
 
 namespace {
 
+std::string PodName(const model::ProvisioningRequest& request, size_t set, int i) {
+  return fmt::format("{}:{}-{}", request.meta.name, set, i);
+}
+
 model::Pod CopyOf(const model::PodTemplate& t, const model::ProvisioningRequest& request,
                   size_t set, int i) {
   model::Pod pod = t.pod;
-  pod.meta.name = fmt::format("{}:{}-{}", request.meta.name, set, i);
+  pod.meta.name = PodName(request, set, i);
   pod.meta.namespace_ = request.meta.namespace_;
   pod.meta.uid.clear();
   pod.meta.owner_references.clear();
@@ -77,6 +81,15 @@ Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& req
     for (int i = 0; i < set.count; ++i) pods.push_back(CopyOf(*it->second, request, s, i));
   }
   return pods;
+}
+
+bool IsPodOf(std::string_view pod_key, const model::ProvisioningRequest& request) {
+  for (size_t s = 0; s < request.pod_sets.size(); ++s) {
+    for (int i = 0; i < request.pod_sets[s].count; ++i) {
+      if (pod_key == request.meta.namespace_ + "/" + PodName(request, s, i)) return true;
+    }
+  }
+  return false;
 }
 
 Consumers IndexConsumers(const std::vector<const model::Pod*>& pods) {

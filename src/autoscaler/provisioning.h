@@ -43,6 +43,9 @@ PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templa
 Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& request,
                                            const PodTemplates& templates);
 
+// Whether `pod_key` ("namespace/name") names one of the pods ExpandPods makes for `request`.
+bool IsPodOf(std::string_view pod_key, const model::ProvisioningRequest& request);
+
 // The pods that consume a booking (the consume annotation), not being deleted, by the key
 // ("namespace/name") of the request they name.
 using Consumers = std::map<std::string, std::vector<const model::Pod*>, std::less<>>;

@@ -13,6 +13,7 @@
 
 #include "autoscaler/loop.h"
 #include "base/time.h"
+#include "cli/explain_provreq.h"
 #include "cli/plan_text.h"
 #include "cli/run_command.h"
 #include "cli/simulate_command.h"
@@ -27,6 +28,9 @@ namespace tidepool::cli {
 namespace {
 
 constexpr int kExitBadInput = 2;
+// `explain provreq/NS/NAME` explains a ProvisioningRequest ("provreq/NAME" stays a pod of the
+// namespace provreq).
+constexpr std::string_view kProvreqPrefix = "provreq/";
 
 int Fail(const Error& e) {
   std::fprintf(stderr, "tidepool: %s\n", e.message().c_str());
@@ -111,11 +115,7 @@ int ExplainPool(const Inputs& in, const std::string& pool_name,
       return Fail(ok.error().Wrap("--warm-state " + warm_state_path));
     }
   }
-  autoscaler::Observation obs;
-  for (const auto& n : in.state.nodes) obs.nodes.push_back(&n);
-  for (const auto& x : in.state.pods) obs.pods.push_back(&x);
-  for (const auto& x : in.state.pdbs) obs.pdbs.push_back(&x);
-  for (const auto& x : in.state.daemon_sets) obs.daemon_sets.push_back(&x);
+  const autoscaler::Observation obs = ObservationOf(in.state);
   // Two passes: the first only opens a batch for pods that turned pending.
   std::vector<autoscaler::Action> actions = loop.Step(obs, in.planner.now);
   for (auto& a : loop.Step(obs, in.planner.now + in.config.scale_up.batch_max))
@@ -178,7 +178,9 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanFlags& f) {
 CLI::App* AddExplainCommand(CLI::App& app, PlanFlags& f) {
   auto* explain = app.add_subcommand(
       "explain", "Why a pending pod does (not) trigger a scale-up, or why a node stays");
-  explain->add_option("pod", f.pod_key, "The pod, as namespace/name (or name in default)");
+  explain->add_option("pod", f.pod_key,
+                      "The pod, as namespace/name (or name in default), or a "
+                      "ProvisioningRequest as provreq/namespace/name");
   explain->add_option("--node", f.node_name, "Explain this node's scale-down instead");
   explain->add_option("--pool", f.pool_name,
                       "Explain this pool's warm capacity (spare nodes, headroom, pre-warming)");
@@ -214,7 +216,13 @@ int RunExplain(const Inputs& in, PlanFlags& f) {
   }
   if (f.pod_key.empty()) {
     return Fail(Error(Error::Code::kInvalidArgument,
-                      "explain: name a pod (namespace/name) or a node with --node"));
+                      "explain: name a pod (namespace/name), a ProvisioningRequest "
+                      "(provreq/namespace/name) or a node with --node"));
+  }
+  if (std::string_view key = f.pod_key;
+      key.starts_with(kProvreqPrefix) && key.find('/', kProvreqPrefix.size()) != key.npos) {
+    key.remove_prefix(kProvreqPrefix.size());
+    return ExplainProvisioningRequest(in.config, in.state, in.planner.now, key);
   }
   if (f.pod_key.find('/') == std::string::npos) f.pod_key = "default/" + f.pod_key;
   planner::PodExplanation ex = planner::ScaleUpPlanner().Explain(in.planner, f.pod_key);

@@ -383,6 +383,9 @@ TEST(ProvisioningExpandTest, CopiesPerPodSetAsOneGang) {
     EXPECT_EQ(p.meta.Annotation("tidepool.dev/gang-size"), nullptr);
     EXPECT_TRUE(p.node_name.empty());
   }
+  EXPECT_TRUE(IsPodOf("team/req:1-0", r));
+  EXPECT_FALSE(IsPodOf("team/req:1-1", r)) << "pod set 1 has one pod";
+  EXPECT_FALSE(IsPodOf("other/req:0-0", r));
   r.pod_sets.push_back({"c", 1});
   auto missing = ExpandPods(r, IndexTemplates({&a, &b}));
   ASSERT_FALSE(missing.has_value());

@@ -64,6 +64,38 @@ check "explain --pool of a pool without warm says so" grep -q 'no warm capacity 
 run explain --pool nope --config "$seed_cfg" --state "$seed_state"
 check "explain --pool of an unknown pool exits 2" test "$rc" -eq 2
 check "explain --pool of an unknown pool names it" grep -q 'explain --pool nope: not a pool of the config' "$tmp/err"
+# explain provreq/NS/NAME: what the loop would write on a ProvisioningRequest and grow for it
+# (docs/kueue.md), with the Kueue e2e test's pools (gpu-small: max 3).
+mkdir -p "$tmp/provreq"
+cat >"$tmp/provreq/state.yaml" <<'EOF'
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: ppt, namespace: team}
+template:
+  spec:
+    nodeSelector: {pool-kind: gpu-small}
+    containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]
+---
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: fits, namespace: team}
+spec:
+  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io
+  podSets: [{podTemplateRef: {name: ppt}, count: 3}]
+EOF
+kueue_cfg=$src/tests/e2e/kueue_config.yaml
+run explain provreq/team/fits --config "$kueue_cfg" --state "$tmp/provreq" --now 2026-11-25T10:00:00Z
+check "explain provreq exits 0" test "$rc" -eq 0
+check "explain provreq says it would accept" grep -q '^would set: Accepted=True' "$tmp/out"
+check "explain provreq names the growth" grep -q '^would grow: gpu-small +3$' "$tmp/out"
+sed -i 's/count: 3/count: 4/' "$tmp/provreq/state.yaml"
+run explain provreq/team/fits --config "$kueue_cfg" --state "$tmp/provreq" --now 2026-11-25T10:00:00Z
+check "explain provreq beyond the max says Failed with the pool's max" \
+  grep -q '^would set: Failed=True CapacityIsNotFound: .*pool gpu-small: pool gpu-small at max 3' "$tmp/out"
+check "explain provreq beyond the max grows nothing" bash -c "! grep -q '^would grow' '$tmp/out'"
+run explain provreq/team/none --config "$kueue_cfg" --state "$tmp/provreq"
+check "explain provreq of an unknown request exits 1" test "$rc" -eq 1
+
 echo '{"version": 99}' >"$tmp/bad-warm.json"
 run explain --pool gpuheavy --config "$tmp/warm.yaml" --state "$seed_state" --warm-state "$tmp/bad-warm.json"
 check "explain --pool with a bad --warm-state exits 2" test "$rc" -eq 2

@@ -186,6 +186,40 @@ template: {spec: {containers: [{name: c}]}})"));
                    .has_value());
 }
 
+TEST(ProvisioningStateTest, AStateFileCarriesRequestsAndTemplates) {
+  auto state = DecodeState(R"(
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: ppt, namespace: ns}
+template: {spec: {containers: [{name: c}]}}
+---
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: r, namespace: ns}
+spec: {provisioningClassName: c, podSets: [{podTemplateRef: {name: ppt}, count: 2}]}
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: ProvisioningRequest
+metadata: {name: old, namespace: ns}
+spec: {}
+)",
+                           "state.yaml");
+  ASSERT_TRUE(state.has_value()) << state.error().message();
+  ASSERT_EQ(state->pod_templates.size(), 1u);
+  ASSERT_EQ(state->provisioning_requests.size(), 1u);
+  EXPECT_EQ(state->provisioning_requests[0].Key(), "ns/r");
+  EXPECT_EQ(state->ignored.at("ProvisioningRequest (autoscaling.x-k8s.io/v1beta1)"), 1);
+  auto bad = DecodeState(R"(
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: r, namespace: ns}
+spec: {podSets: []}
+)",
+                         "state.yaml");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("state.yaml: ProvisioningRequest ns/r: spec."));
+}
+
 model::Condition Cond(ProvisioningCondition type, ConditionStatus status, std::string reason) {
   return {.type = type, .status = status, .reason = std::move(reason), .message = "m"};
 }

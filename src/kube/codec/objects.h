@@ -14,6 +14,7 @@
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
+#include "model/provisioning_request.h"
 
 namespace YAML {
 class Node;
@@ -28,6 +29,8 @@ struct ClusterState {
   std::vector<model::Pod> pods;
   std::vector<model::PodDisruptionBudget> pdbs;
   std::vector<model::DaemonSet> daemon_sets;
+  std::vector<model::ProvisioningRequest> provisioning_requests;
+  std::vector<model::PodTemplate> pod_templates;
   std::map<std::string, int> ignored;
 };
 
@@ -64,7 +67,9 @@ Result<std::vector<nlohmann::json>> ParseDocuments(std::string_view text, std::s
 // Parses and decodes a whole state input. Errors are prefixed with `source`; an object without
 // a name, and a document without `kind`, are also located ("document 2, items[5]"). Decoded:
 // v1 Pod and Node (apiVersion v1 or absent), PodDisruptionBudget of policy/v1 and
-// policy/v1beta1, DaemonSet of apps/* and extensions/*; anything else is counted in `ignored`
+// policy/v1beta1, DaemonSet of apps/* and extensions/*, ProvisioningRequest of
+// autoscaling.x-k8s.io/v1 and v1 PodTemplate (kube/codec/provisioning.h); anything else is
+// counted in `ignored`
 // (a known kind of another apiVersion as "Kind (apiVersion)"). Empty input is an empty state.
 Result<ClusterState> DecodeState(std::string_view text, std::string_view source);
 // Reads the file and decodes it; a missing or unreadable file is an error naming it (code

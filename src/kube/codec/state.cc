@@ -10,6 +10,7 @@
 
 #include "kube/codec/decode_common.h"
 #include "kube/codec/documents.h"
+#include "kube/codec/provisioning.h"
 
 namespace tidepool::kube::codec {
 namespace {
@@ -24,6 +25,8 @@ void Append(ClusterState& into, ClusterState&& from) {
   move_all(into.pods, from.pods);
   move_all(into.pdbs, from.pdbs);
   move_all(into.daemon_sets, from.daemon_sets);
+  move_all(into.provisioning_requests, from.provisioning_requests);
+  move_all(into.pod_templates, from.pod_templates);
   for (const auto& [kind, n] : from.ignored) into.ignored[kind] += n;
 }
 
@@ -74,8 +77,16 @@ Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_vie
       auto ds = DecodeDaemonSet(obj);
       if (!ds) return fail(ds.error());
       state.daemon_sets.push_back(std::move(*ds));
+    } else if (kind == "ProvisioningRequest" && api_version == "autoscaling.x-k8s.io/v1") {
+      auto pr = DecodeProvisioningRequest(obj);
+      if (!pr) return fail(pr.error());
+      state.provisioning_requests.push_back(std::move(*pr));
+    } else if (kind == "PodTemplate" && core) {
+      auto pt = DecodePodTemplate(obj);
+      if (!pt) return fail(pt.error());
+      state.pod_templates.push_back(std::move(*pt));
     } else if (kind == "Pod" || kind == "Node" || kind == "PodDisruptionBudget" ||
-               kind == "DaemonSet") {
+               kind == "DaemonSet" || kind == "ProvisioningRequest" || kind == "PodTemplate") {
       // A known kind of an API version tidepool does not read (e.g. a CRD named "Node").
       ++state.ignored[fmt::format("{} ({})", kind, api_version)];
     } else {
