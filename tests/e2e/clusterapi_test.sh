@@ -2,7 +2,8 @@
 # tidepool's clusterapi provider against real Cluster API (issue 23): `testenv/up --with
 # cluster-api` runs the Cluster API core controllers and testenv's own infrastructure provider,
 # whose Machines become kwok Nodes with a providerID after their template's boot delay. The
-# management cluster is the workload cluster.
+# management cluster is the workload cluster, reached through provider.managementKubeconfig (a
+# client of its own, as with two clusters).
 #
 # Node groups (namespace capi-e2e), all MachineDeployments at 0 replicas:
 #   gpu      min 0 max 5, capacity annotations: 8 cpu, 64Gi, 2 nvidia.com/gpu, label
@@ -56,7 +57,7 @@ CONFIG=$WORK/config.yaml
 cat >"$CONFIG" <<EOF
 apiVersion: tidepool.dev/v1alpha1
 kind: AutoscalerConfig
-provider: {type: clusterapi, namespace: $NS}
+provider: {type: clusterapi, namespace: $NS, managementKubeconfig: $KUBECONFIG}
 scanInterval: 1s
 scaleUp:
   expanders: [priority, least-waste]
