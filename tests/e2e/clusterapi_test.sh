@@ -13,6 +13,8 @@
 #            no labels); its Machines boot after 1 h, i.e. never within the test
 #   gpu-b    min 0 max 3, annotations 2 GPUs, label group=b; the config gives stuck a higher
 #            priority than gpu-b
+#   broken   min 0 max 2, label group=c, priority 20: its Machines fail (testenv's template
+#            failureReason InsufficientCapacity); gpu-c min 0 max 2, label group=c, priority 0
 #   bad-size min 3 > max 1; bad-cap cpu annotation "lots": each reported once, named, left out
 #
 #   1. scale-up from zero: three pending 2-GPU pods for group a: gpu goes 0 -> 3 through the scale
@@ -22,7 +24,11 @@
 #   3. provision timeout: one pending pod for group b: stuck is tried first, its Machine never
 #      becomes a node; after provisionTimeout (20 s) tidepool cancels it (stuck back to 0) and
 #      scales gpu-b, where the pod runs.
-#   4. killed between marking and lowering replicas: a pod on a new gpu node is deleted while
+#   4. a failed Machine: one pending pod for group c: broken is tried first, its Machine fails;
+#      tidepool reports the stockout naming the Machine and its reason, scales gpu-c at once
+#      (without waiting for provisionTimeout), the pod runs there; the failed Machine is
+#      cancelled (broken back to 0).
+#   5. killed between marking and lowering replicas: a pod on a new gpu node is deleted while
 #      tidepool runs with TIDEPOOL_KILL_AT=capi-machine-marked; after the kill the Machine is
 #      marked and replicas not lowered; the restarted tidepool takes the mark off and removes
 #      the node again: gpu back to 0, gpu-b's Machine (scene 3's pod) untouched.
@@ -73,6 +79,7 @@ scaleDown:
 pools:
 - {name: stuck, priority: 10}
 - {name: gpu-b, priority: 5}
+- {name: broken, priority: 20}
 EOF
 
 # md NAME TEMPLATE MIN MAX ANNOTATIONS_YAML: a MachineDeployment at 0 replicas.
@@ -106,7 +113,7 @@ spec:
         name: $2
 EOF
 }
-# machine_template NAME BOOT_DELAY GROUP_LABEL
+# machine_template NAME BOOT_DELAY GROUP_LABEL [FAILURE_REASON]
 machine_template() {
   cat <<EOF
 ---
@@ -117,6 +124,8 @@ spec:
   template:
     spec:
       bootDelay: $2
+      ${4:+failureReason: $4}
+      ${4:+failureMessage: no GPU capacity in the zone}
       capacity: {cpu: "8", memory: 64Gi, pods: "110", nvidia.com/gpu: "2"}
       nodeLabels: {e2e.tidepool.dev/group: $3}
 EOF
@@ -155,6 +164,12 @@ EOF
   md stuck never 0 3 '    capacity.cluster-autoscaler.kubernetes.io/labels: e2e.tidepool.dev/group=b'
   md gpu-b fast-b 0 3 "$CAP
     capacity.cluster-autoscaler.kubernetes.io/labels: e2e.tidepool.dev/group=b"
+  machine_template fast-c 3s c
+  machine_template failing 3s c InsufficientCapacity
+  md broken failing 0 2 "$CAP
+    capacity.cluster-autoscaler.kubernetes.io/labels: e2e.tidepool.dev/group=c"
+  md gpu-c fast-c 0 2 "$CAP
+    capacity.cluster-autoscaler.kubernetes.io/labels: e2e.tidepool.dev/group=c"
   md bad-size fast 3 1 ""
   md bad-cap fast 0 2 '    capacity.cluster-autoscaler.kubernetes.io/cpu: lots'
 } >"$WORK/capi.yaml"
@@ -273,6 +288,36 @@ scenario_timeout() {
   fi
 }
 
+scenario_failed() {
+  local t0
+  t0=$SECONDS
+  pod c2 c
+  broken_tried() { [[ $(replicas broken) == 1 ]]; }
+  if ! wait_until 30 broken_tried; then
+    fail "broken (priority 20) not tried: broken $(replicas broken), gpu-c $(replicas gpu-c)"
+    return
+  fi
+  if ! wait_until 60 all_running c2; then
+    fail "c2 not Running: broken $(replicas broken), gpu-c $(replicas gpu-c)"
+    return
+  fi
+  local took=$((SECONDS - t0)) machine
+  # Cluster API wraps the infrastructure's message ("Failure detected from referenced resource ...").
+  machine=$(grep -o "Machine $NS/broken-[a-z0-9-]* failed: InsufficientCapacity: .*no GPU capacity in the zone; pool broken reports a stockout" "$WORK/tidepool.log" | head -1 | cut -d' ' -f2)
+  if [[ -z $machine ]]; then
+    fail "no stockout naming a Machine of broken and its reason in the log"
+    return
+  fi
+  cancelled() { [[ $(replicas broken) == 0 && -z $(machines_of broken) ]]; }
+  if ! wait_until 60 cancelled; then
+    fail "broken not cancelled: replicas $(replicas broken), machines $(machines_of broken)"
+  elif ((took >= 20)); then
+    fail "c2 Running after ${took}s: the fallback waited for provisionTimeout (20 s)"
+  else
+    pass "broken's Machine $machine failed, reported with its reason; gpu-c took c2 (Running after ${took}s); the failed Machine cancelled"
+  fi
+}
+
 scenario_kill_marked() {
   pod c1 a
   if ! wait_until 90 all_running c1; then fail "c1 not Running"; return; fi
@@ -310,6 +355,6 @@ scenario_kill_marked() {
   fi
 }
 
-ALL=(scale_up scale_down timeout kill_marked)
+ALL=(scale_up scale_down timeout failed kill_marked)
 run_scenarios : ALL "$@"
 scenario_summary

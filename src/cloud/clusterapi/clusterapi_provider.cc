@@ -110,7 +110,13 @@ Result<void> ClusterApiProvider::Load() {
       if (!BelongsTo(m, state.group)) continue;
       if (!m.provider_id.empty()) pool_by_provider_id_[m.provider_id] = pool;
       if (!m.node_name.empty()) pool_by_node_name_[m.node_name] = pool;
-      if (!m.deleting) state.machines.push_back(m);
+      if (m.deleting) continue;
+      if (m.Failed()) {
+        std::string line = fmt::format("Machine {}/{} failed: {}; pool {} reports a stockout",
+                                       m.namespace_, m.name, m.failure, pool);
+        if (reported_.insert(line).second) spdlog::warn("{}", line);
+      }
+      state.machines.push_back(m);
     }
     for (const std::string& id : state.group.provider_ids) pool_by_provider_id_[id] = pool;
     pools_[pool] = std::move(state);

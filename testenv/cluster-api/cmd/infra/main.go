@@ -8,7 +8,8 @@
 //     annotated for kwok, named after it and carrying that providerID, the
 //     capacity, labels and taints of its spec, appears spec.bootDelay (default
 //     --boot-delay) after the TestenvMachine was created (the kubelet joins).
-//     Deleting it deletes the Node.
+//     Deleting it deletes the Node. With spec.failureReason it fails instead: status.failureReason
+//     and failureMessage are set (Cluster API marks the Machine failed) and no Node appears.
 //   - TestenvMachineTemplate: status.capacity and status.nodeInfo from the
 //     template, for autoscaling from zero.
 //   - TestenvCluster: status.initialization.provisioned.
@@ -212,6 +213,14 @@ func (p *provider) machine(ctx context.Context, m *unstructured.Unstructured) (r
 		if err := p.c.Update(ctx, m); err != nil {
 			return reconcile.Result{}, err
 		}
+	}
+	if reason, _, _ := unstructured.NestedString(m.Object, "spec", "failureReason"); reason != "" {
+		// A cloud that cannot provision the machine: Cluster API copies the failure to the
+		// Machine (status.deprecated.v1beta1.failureReason, phase Failed); no Node ever appears.
+		message, _, _ := unstructured.NestedString(m.Object, "spec", "failureMessage")
+		return reconcile.Result{}, p.setStatus(ctx, m, map[string]any{
+			"failureReason": reason, "failureMessage": message,
+		})
 	}
 	if err := p.setStatus(ctx, m, map[string]any{
 		"initialization": map[string]any{"provisioned": true},
