@@ -91,7 +91,8 @@ void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput&
   if (!index.hidden.empty()) {
     std::erase_if(ctx.base.pods, [&](const model::Pod* p) { return index.hidden.contains(p); });
   }
-  CheckCapacity(ctx, in, booked, check);
+  HoldBooked(ctx, in, booked);
+  CheckCapacity(ctx, in, check, atomic);
   CheckRegistered(ctx, in, atomic);
   std::erase_if(sent_, [&](const auto& e) {
     return std::none_of(requests.begin(), requests.end(),
@@ -164,8 +165,9 @@ planner::PlannerInput ProvisioningTracker::NoGrowth(const StepContext& ctx,
   out.placeholders.clear();
   for (const model::Pool& pool : config_.pools) out.backoff_until[pool.name] = Time::max();
   out.pods.clear();
+  // Bound pods, and the booked room held on upcoming nodes.
   for (const model::Pod* p : ctx.base.pods)
-    if (!p->node_name.empty()) out.pods.push_back(p);
+    if (!p->node_name.empty() || ctx.provisioning_keys.contains(p->Key())) out.pods.push_back(p);
   for (const Served& s : extra)
     for (const model::Pod& p : s.pods) out.pods.push_back(&p);
   return out;
@@ -184,17 +186,27 @@ void ProvisioningTracker::Hold(StepContext& ctx, Served& s, const planner::Scale
   }
 }
 
-void ProvisioningTracker::CheckCapacity(StepContext& ctx, const planner::PlannerInput& in,
-                                        std::vector<Served>& booked, std::vector<Served>& check) {
-  if (booked.empty() && check.empty()) return;
-  planner::PlannerInput input = NoGrowth(ctx, in, booked);
-  for (const Served& s : check)
-    for (const model::Pod& p : s.pods) input.pods.push_back(&p);
-  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(input, options_.scale_up);
+void ProvisioningTracker::HoldBooked(StepContext& ctx, const planner::PlannerInput& in,
+                                     std::vector<Served>& booked) {
+  if (booked.empty()) return;
+  planner::ScaleUpPlan plan =
+      planner::ScaleUpPlanner().Plan(NoGrowth(ctx, in, booked), options_.scale_up);
   for (Served& s : booked) {
     // Capacity that went away is not held: the pods that consume it are planned as usual.
     if (AllFit(plan, s.pods)) Hold(ctx, s, plan);
   }
+}
+
+void ProvisioningTracker::CheckCapacity(StepContext& ctx, const planner::PlannerInput& in,
+                                        std::vector<Served>& check,
+                                        const std::vector<Served>& atomic) {
+  if (check.empty()) return;
+  // Atomic requests take part too (by age, as every gang), so that a check-capacity request does
+  // not count on the upcoming nodes an older atomic request is waiting for.
+  planner::PlannerInput input = NoGrowth(ctx, in, atomic);
+  for (const Served& s : check)
+    for (const model::Pod& p : s.pods) input.pods.push_back(&p);
+  planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(input, options_.scale_up);
   for (Served& s : check) {
     const model::ProvisioningRequest& r = *s.request;
     if (AllFit(plan, s.pods)) {

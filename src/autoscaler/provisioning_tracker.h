@@ -71,16 +71,19 @@ class ProvisioningTracker {
                 std::vector<Served>& atomic);
   void TemplateProblem(const StepContext& ctx, const model::ProvisioningRequest& r,
                        const Error& error);
-  // Pass A: booked requests and check-capacity requests on existing and upcoming nodes.
-  void CheckCapacity(StepContext& ctx, const planner::PlannerInput& in, std::vector<Served>& booked,
-                     std::vector<Served>& check);
-  // Pass B: atomic requests on registered nodes; those that do not fit wait as pending gangs.
+  // Booked requests keep the room they have on existing and upcoming nodes, first.
+  void HoldBooked(StepContext& ctx, const planner::PlannerInput& in, std::vector<Served>& booked);
+  // Check-capacity requests on existing and upcoming nodes, after the booked room and beside the
+  // atomic requests waiting.
+  void CheckCapacity(StepContext& ctx, const planner::PlannerInput& in, std::vector<Served>& check,
+                     const std::vector<Served>& atomic);
+  // Atomic requests on registered nodes; those that do not fit wait as pending gangs.
   void CheckRegistered(StepContext& ctx, const planner::PlannerInput& in,
                        std::vector<Served>& atomic);
   // The plan's verdict on an atomic request's gang that no pool can take whole.
   void Unserved(const Waiting& w, const planner::Unschedulable& u);
   // A planner input that may place pods on what is there but add no node; `pods` are the bound
-  // pods of ctx.base.pods plus `extra`.
+  // pods of ctx.base.pods, the booked room held on upcoming nodes, and `extra`.
   planner::PlannerInput NoGrowth(const StepContext& ctx, const planner::PlannerInput& in,
                                  const std::vector<Served>& extra) const;
   // Holds the room the plan found for s's pods: bound to registered nodes, pending otherwise.

@@ -252,6 +252,25 @@ TEST(ProvisioningTest, CheckCapacityAnswersFromWhatIsThereAndNeverScales) {
   EXPECT_TRUE(w.All<IncreasePool>().empty());
 }
 
+TEST(ProvisioningTest, CheckCapacityDoesNotCountOnNodesAnAtomicRequestWaitsFor) {
+  ProvWorld w;
+  w.AddTemplate("ppt");
+  w.AddRequest("first", kAtomic, "ppt", 1);
+  w.Run(seconds(20));
+  ASSERT_EQ(w.All<IncreasePool>().size(), 1u);  // one node upcoming, for "first"
+  w.AddRequest("second", kCheck, "ppt", 1);
+  w.Run(seconds(20));
+  const model::Condition* prov = w.Cond("second", ProvisioningCondition::kProvisioned);
+  ASSERT_NE(prov, nullptr);
+  EXPECT_EQ(prov->status, ConditionStatus::kFalse);
+  // Once the node has registered it is "first"'s: still no room for "second".
+  w.AddNode("gpu-0");
+  w.Run(seconds(20));
+  EXPECT_EQ(w.Cond("first", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
+  EXPECT_EQ(w.Cond("second", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kFalse);
+  EXPECT_EQ(w.All<IncreasePool>().size(), 1u);
+}
+
 TEST(ProvisioningTest, NoRetryTurnsCapacityNotFoundIntoFailed) {
   ProvWorld w;
   w.AddTemplate("ppt");
