@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <unordered_set>
 
 #include "base/check.h"
+#include "planner/cluster.h"
+#include "planner/scale_up_pass.h"
 
 namespace tidepool::planner::scale_down_detail {
 namespace {
@@ -70,6 +74,35 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
       TIDEPOOL_CHECK(snapshot_.AddPod(facts_[f].pod, n).has_value());
       base_moved_in_[n].push_back(f);
     }
+  }
+  AddPendingPods();
+}
+
+// Pending pods that fit a node that stays are about to be bound there by kube-scheduler. They
+// take room as pods moved in, so a node is removed from under a pending pod only when the pod
+// fits elsewhere (Karpenter keeps nodes nominated for pending pods likewise). Without this, a
+// node that has just joined for pending pods can look empty for as long as the scheduler takes
+// to bind them, and a short unneededTime removes it. Pods that fit no node are scale-up's.
+void ScaleDownRun::AddPendingPods() {
+  // Scale-up's equivalence groups (owner and every scheduling-relevant field): a pod like one
+  // that fitted nowhere fits nowhere either, as the snapshot only fills up here. A burst of
+  // thousands of pending pods costs a search per group, not per pod.
+  std::unordered_set<std::string> no_room;
+  const int32_t cutoff = input_.config->scale_up.expendable_priority_cutoff;
+  for (const model::Pod* pod : input_.pods) {
+    if (!IsPendingForScaleUp(*pod, cutoff)) continue;
+    std::string group = scale_up_detail::EquivalenceKey(*pod);
+    if (no_room.contains(group)) continue;
+    auto f = static_cast<uint32_t>(facts_.size());
+    facts_.emplace_back(pod);
+    NodeIndex n = placer_.Find(facts_[f]);
+    if (n == kNoNode) {
+      no_room.insert(std::move(group));
+      facts_.pop_back();
+      continue;
+    }
+    TIDEPOOL_CHECK(snapshot_.AddPod(pod, n).has_value());
+    base_moved_in_[n].push_back(f);
   }
 }
 

@@ -100,6 +100,7 @@ class ScaleDownRun {
   }
 
  private:
+  void AddPendingPods();
   void AddPods();
   void ComputePdbBudgets();
   // Covering PDB indices of a pod (PDBs of its namespace that select it).

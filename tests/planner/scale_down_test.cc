@@ -223,6 +223,35 @@ TEST(ScaleDown, KeptWhenPodsDoNotFitElsewhere) {
   EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("1 free"));
 }
 
+// A pending pod that fits a node is about to be bound there: the node is not removed from under
+// it unless the pod fits elsewhere (the race a short unneededTime loses to kube-scheduler).
+TEST(ScaleDown, APendingPodKeepsTheNodeItWillLandOn) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddNode("n2");
+  c.AddPod("busy", "n2", {{"cpu", "3"}});
+  c.AddPod("pending", "", {{"cpu", "2"}}).phase = model::PodPhase::kPending;
+  ScaleDownPlan plan = c.Plan(NoRateLimit());
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("default/pending cannot be moved"));
+
+  // With a second empty node, one of the two stays for the pod and the other goes.
+  c.AddNode("n3");
+  plan = c.Plan(NoRateLimit());
+  ASSERT_EQ(plan.scale_downs.size(), 1u) << Render(plan);
+  EXPECT_THAT(Removed(plan), ::testing::AnyOf(Names{"n1"}, Names{"n3"}));
+}
+
+TEST(ScaleDown, PendingPodsThatFitNowhereChangeNothing) {
+  Cluster c;
+  c.AddNode("n1");
+  for (int i = 0; i < 50; ++i) {
+    c.AddPod("huge-" + std::to_string(i), "", {{"cpu", "64"}}).phase = model::PodPhase::kPending;
+  }
+  ScaleDownPlan plan = c.Plan(NoRateLimit());
+  EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+}
+
 TEST(ScaleDown, KeptWhenNoSingleNodeHasRoom) {
   // 3 cpu are free in total, but 1 on each node: the 1500m pod fits on none.
   Cluster c;
