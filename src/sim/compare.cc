@@ -193,18 +193,19 @@ nlohmann::ordered_json ComparisonToJson(const std::vector<PolicyRun>& runs) {
 
 std::string ComparisonToText(const std::vector<PolicyRun>& runs) {
   std::string out = "Policy comparison (same trace, same simulated cloud)\n\n";
-  out += fmt::format("  {:<10} {:>12} {:>7} {:>9} {:>9} {:>10} {:>16} {:>11} {:>9} {:>11}\n",
+  out += fmt::format("  {:<10} {:>12} {:>7} {:>9} {:>9} {:>10} {:>16} {:>11} {:>9} {:>10} {:>11}\n",
                      "policy", "cost", "x bound", "wait p50", "wait p95", "wait max",
-                     "GPU-h paid/used", "jobs done", "evictions", "nodes +/-");
+                     "GPU-h paid/used", "jobs done", "evictions", "GPU-h lost", "nodes +/-");
   for (const PolicyRun& r : runs) {
     const Summary& s = r.summary;
     out += fmt::format(
-        "  {:<10} {:>12} {:>7} {:>9} {:>9} {:>10} {:>16} {:>11} {:>9} {:>11}\n", r.name,
+        "  {:<10} {:>12} {:>7} {:>9} {:>9} {:>10} {:>16} {:>11} {:>9} {:>10} {:>11}\n", r.name,
         fmt::format("${:.2f}", s.cost),
         s.lower_bound_cost > 0 ? fmt::format("{:.2f}x", s.cost / s.lower_bound_cost) : "-",
         FormatSeconds(s.wait_p50), FormatSeconds(s.wait_p95), FormatSeconds(s.wait_max),
         fmt::format("{:.0f}/{:.0f}", s.gpu_hours_paid, s.gpu_hours_used),
         fmt::format("{}/{}", s.jobs_completed, s.jobs), s.evictions,
+        fmt::format("{:.1f}", s.work_lost_gpu_hours),
         fmt::format("{}/{}", s.scale_ups, s.scale_downs));
   }
   if (!runs.empty()) {

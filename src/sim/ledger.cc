@@ -85,6 +85,8 @@ Summary Ledger::Summarize(Time now, Summary s) {
   s.simulated_hours = Hours(now - in_.start);
   s.evictions = workload_.evictions();
   s.spot_evictions = workload_.spot_evictions();
+  s.work_lost_gpu_hours = workload_.gpu_ms_lost() / 3600e3;
+  s.restarts = workload_.restarts();
   s.scale_ups = cloud_.scale_ups();
   s.scale_downs = cloud_.scale_downs();
   s.timeline = std::move(timeline_);

@@ -276,18 +276,18 @@ std::string SummaryTable(const std::vector<PolicyRun>& runs) {
       "<table>\n<thead><tr><th class=\"l\">policy</th><th>cost</th><th>cost / lower bound</th>"
       "<th>wait p50</th><th>wait p95</th><th>wait max</th><th>GPU-hours paid</th>"
       "<th>GPU-hours used</th><th>jobs completed</th><th>pod evictions</th>"
-      "<th>nodes added / removed</th></tr></thead>\n<tbody>\n";
+      "<th>work lost (GPU-hours)</th><th>nodes added / removed</th></tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const Summary& m = runs[i].summary;
     s += fmt::format(
         "<tr><td class=\"l\"><span class=\"dot\" style=\"background:{}\"></span>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td>"
-        "<td>{:.0f}</td><td>{} / {}</td><td>{}</td><td>{} / {}</td></tr>\n",
+        "<td>{:.0f}</td><td>{} / {}</td><td>{}</td><td>{:.1f}</td><td>{} / {}</td></tr>\n",
         PolicyColor(runs[i].name, i), HtmlEscape(runs[i].name), Money(m.cost),
         m.lower_bound_cost > 0 ? fmt::format("{:.2f}x", m.cost / m.lower_bound_cost) : "-",
         FormatSeconds(m.wait_p50), FormatSeconds(m.wait_p95), FormatSeconds(m.wait_max),
-        m.gpu_hours_paid, m.gpu_hours_used, m.jobs_completed, m.jobs, m.evictions, m.scale_ups,
-        m.scale_downs);
+        m.gpu_hours_paid, m.gpu_hours_used, m.jobs_completed, m.jobs, m.evictions,
+        m.work_lost_gpu_hours, m.scale_ups, m.scale_downs);
   }
   s += "</tbody>\n</table>\n<ul class=\"notes\">\n";
   for (const PolicyRun& r : runs) {

@@ -69,6 +69,8 @@ struct Summary {
   int64_t lower_bound_jobs_excluded = 0;  // jobs no pool can host
   int64_t evictions = 0;                  // pods evicted (scale-down drains and spot evictions)
   int64_t spot_evictions = 0;             // pods evicted because their spot node was reclaimed
+  double work_lost_gpu_hours = 0;         // progress evictions threw away (since the checkpoint)
+  int64_t restarts = 0;                   // evicted pods, and gangs restarted as a whole
   int64_t scale_ups = 0;                  // nodes requested by the loop
   int64_t scale_downs = 0;                // nodes deleted by the loop
   int64_t loop_events = 0;                // Kubernetes Events the loop emitted (ignored by the sim)

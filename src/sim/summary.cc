@@ -48,6 +48,8 @@ nlohmann::ordered_json SummaryToJson(const Summary& s) {
   j["lowerBoundJobsExcluded"] = s.lower_bound_jobs_excluded;
   j["evictions"] = s.evictions;
   j["spotEvictions"] = s.spot_evictions;
+  j["workLostGpuHours"] = Round6(s.work_lost_gpu_hours);
+  j["restarts"] = s.restarts;
   j["scaleUps"] = s.scale_ups;
   j["scaleDowns"] = s.scale_downs;
   j["steps"] = s.steps;
@@ -75,6 +77,7 @@ std::string SummaryToText(const Summary& s) {
       fmt::format("{} / {} (of {}; {} never started)", s.jobs_completed, s.jobs_unfinished, s.jobs,
                   s.jobs_never_started));
   row("evictions (spot)", fmt::format("{} ({})", s.evictions, s.spot_evictions));
+  row("work lost / restarts", fmt::format("{:.1f} GPU-h / {}", s.work_lost_gpu_hours, s.restarts));
   row("nodes added / removed", fmt::format("{} / {}", s.scale_ups, s.scale_downs));
   row("simulated time", fmt::format("{:.1f} h{}", s.simulated_hours,
                                     s.hit_horizon ? " (cut off at the horizon)" : ""));

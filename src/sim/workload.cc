@@ -164,8 +164,12 @@ void Workload::EvictPod(int pod, bool spot) {
   ++evictions_;
   if (spot) ++spot_evictions_;
   SimJob& job = jobs_[p.job];
+  const double share = GpuShare(job.spec->requests);
   if (!job.spec->gang) {
+    Duration done = p.kept + (clock_.Now() - p.started);
     StopPod(pod, /*evicted=*/true);
+    gpu_ms_lost_ += static_cast<double>((done - p.kept).count()) * share;
+    ++restarts_;
     return;
   }
   // A distributed job fails as a whole when one worker goes: every member restarts.
@@ -174,6 +178,9 @@ void Workload::EvictPod(int pod, bool spot) {
     job.kept = in_.sim.checkpoint_every ? total - total % *in_.sim.checkpoint_every : Duration{};
     job.gang_running = false;
     ++job.gen;
+    gpu_ms_lost_ += static_cast<double>((total - job.kept).count()) * share *
+                    static_cast<double>(job.pods.size());
+    ++restarts_;
   }
   for (int m : job.pods) StopPod(m, /*evicted=*/true);
 }

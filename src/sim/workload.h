@@ -84,6 +84,10 @@ class Workload {
   int64_t pending() const { return pending_; }
   int64_t jobs_done() const { return jobs_done_; }
   double gpu_ms_used() const { return gpu_ms_used_; }
+  // GPU-milliseconds of progress thrown away by evictions (run since the last checkpoint, by
+  // every pod of a gang that restarts), and the restarts: an evicted pod, or a gang as a whole.
+  double gpu_ms_lost() const { return gpu_ms_lost_; }
+  int64_t restarts() const { return restarts_; }
   int64_t evictions() const { return evictions_; }
   int64_t spot_evictions() const { return spot_evictions_; }
 
@@ -105,6 +109,8 @@ class Workload {
   int64_t pending_ = 0;
   int64_t jobs_done_ = 0;
   double gpu_ms_used_ = 0;  // GPU-milliseconds of running pods
+  double gpu_ms_lost_ = 0;  // GPU-milliseconds of progress evictions threw away
+  int64_t restarts_ = 0;
   int64_t evictions_ = 0;
   int64_t spot_evictions_ = 0;
 };

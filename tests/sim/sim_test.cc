@@ -19,6 +19,7 @@
 #include "sim/simulator.h"
 #include "sim/summary.h"
 #include "sim/trace.h"
+#include "sim/workload.h"
 
 namespace tidepool::sim {
 namespace {
@@ -233,6 +234,45 @@ TEST(SimulatorTest, GangStartsTogether) {
   // The gang waits for the slowest of three nodes: at least 1 s + 3 min.
   EXPECT_GE(s->wait_max, 181);
   EXPECT_LE(s->wait_max, 241);
+}
+
+// Work lost to evictions, by hand, with checkpoints every 10 minutes: a 1-GPU pod evicted 25
+// minutes into its run loses the 5 minutes since its last checkpoint (5/60 GPU-hours); a gang of
+// two 1-GPU pods evicted 25 minutes in loses 5 minutes on both (10/60); each is one restart.
+// Without checkpoints the pod loses all 25 minutes.
+TEST(WorkloadTest, EvictionsCountTheWorkSinceTheLastCheckpoint) {
+  for (bool checkpoints : {true, false}) {
+    SimInput in;
+    in.config = OneCpuPool();
+    if (checkpoints) in.sim.checkpoint_every = std::chrono::minutes(10);
+    auto jobs = ParseTrace(
+        "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang\n"
+        "solo,0,7200,1,1,1Gi,1,,false\n"
+        "pair,0,7200,2,1,1Gi,1,,true\n",
+        "evict.csv");
+    ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+    in.jobs = *jobs;
+    ManualClock clock(*ParseRfc3339("2026-01-01T00:00:00Z"));
+    EventQueue queue;
+    WorldChanges changes;
+    Workload w(in, clock, queue, changes);
+    w.Load();
+    w.Submit(0);
+    w.Submit(1);
+    w.StartPod(w.job(0).pods[0], 0, "n0");
+    for (int p : w.job(1).pods) w.StartPod(p, 1, "n1");
+    w.StartGang(1);
+    clock.Advance(std::chrono::minutes(25));
+    ASSERT_TRUE(w.Evict("default/solo-0").has_value());
+    double solo = checkpoints ? 5.0 / 60 : 25.0 / 60;
+    EXPECT_NEAR(w.gpu_ms_lost() / 3600e3, solo, 1e-9) << checkpoints;
+    EXPECT_EQ(w.restarts(), 1);
+    ASSERT_TRUE(w.Evict("default/pair-1").has_value());  // the whole gang restarts
+    double pair = checkpoints ? 2 * 5.0 / 60 : 2 * 25.0 / 60;
+    EXPECT_NEAR(w.gpu_ms_lost() / 3600e3, solo + pair, 1e-9) << checkpoints;
+    EXPECT_EQ(w.restarts(), 2);
+    EXPECT_EQ(w.evictions(), 2);
+  }
 }
 
 // The checks do catch a broken world: a pool whose minimum (started at t=0) exceeds its max.
