@@ -59,8 +59,8 @@ bench: build
 fuzz: setup
 	@fuzz/run.sh
 
-# The reliability soak (docs/reliability.md): tidepool SIGKILLed 50 times during scale-ups and
-# scale-downs on its own testenv; ~20 min. SOAK_SEED=N replays a run.
+# The reliability soak (docs/reliability.md): tidepool SIGKILLed 50 times during scale-ups, gang
+# scale-ups, spot fallbacks and scale-downs on its own testenv; ~16 min. SOAK_SEED=N replays a run.
 soak: build testenv
 	@tests/e2e/soak_kill_test.sh $(TIDEPOOL) 50
 
