@@ -24,7 +24,8 @@ struct PoolSize {
 // Contract:
 //  - Pools are the AutoscalerConfig's pools, by name; a name the provider does not know is a
 //    kNotFound error.
-//  - Refresh() reads the provider's current view (one call per controller pass) and returns one
+//  - Refresh() reads the provider's current view (the controller calls it once per scan interval
+//    and after its own actions; passes in between reuse the answer) and returns one
 //    PoolSize per configured pool. The other calls change it; none of them blocks until the
 //    machines exist.
 //  - IncreaseSize raises the target by `delta` > 0 and fails (kInvalidArgument) if that would

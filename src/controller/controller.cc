@@ -122,6 +122,7 @@ bool Controller::MayAct(PassReport& report, Time now) {
   if (!Leading()) {
     if (loop_) spdlog::warn("lost leadership: stopped acting");
     loop_.reset();
+    sizes_.reset();
     Skip(report, SkipReason::kNotLeader, "not the leader");
     return false;
   }
@@ -155,6 +156,14 @@ std::optional<std::vector<cloud::PoolSize>> Controller::RefreshProvider(PassRepo
   return std::move(*sizes);
 }
 
+std::optional<std::vector<cloud::PoolSize>> Controller::ProviderView(PassReport& report, Time now) {
+  if (!sizes_ || now - sizes_at_ >= config_.scan_interval) {
+    sizes_ = RefreshProvider(report, now);
+    sizes_at_ = now;
+  }
+  return sizes_;
+}
+
 autoscaler::Observation Controller::Observe(const ClusterView& view,
                                             const std::vector<cloud::PoolSize>& sizes) const {
   autoscaler::Observation obs;
@@ -178,7 +187,7 @@ PassReport Controller::RunOnce(Time now) {
   report.time = now;
   if (!MayAct(report, now)) return Finish(report);
   ClusterView view = reader_.Snapshot();
-  auto sizes = RefreshProvider(report, now);
+  auto sizes = ProviderView(report, now);
   if (!sizes) return Finish(report);
   if (!loop_) {
     spdlog::info("acting as leader: rebuilding state from the cluster and the provider");
@@ -189,6 +198,8 @@ PassReport Controller::RunOnce(Time now) {
   report.actions = loop_->Step(obs, now);
   report.acted = true;
   Act(report, obs);
+  // What tidepool asked of the provider (or any action, or a lost lead) is read back next pass.
+  if (!report.actions.empty() || !loop_) sizes_.reset();
   if (loop_) {
     PublishStatus(now);
     SaveWarmState(now, /*force=*/false);

@@ -93,6 +93,10 @@ class Controller {
   bool MayAct(PassReport& report, Time now);
   // The provider's view; nullopt (and why in `report`) when it could not be read.
   std::optional<std::vector<cloud::PoolSize>> RefreshProvider(PassReport& report, Time now);
+  // The provider's view for this pass: read when none is kept, after tidepool's own actions
+  // changed it, or once it is a scan interval old; otherwise the one kept. A pass woken by a pod
+  // event that only opens a batch window so touches no API.
+  std::optional<std::vector<cloud::PoolSize>> ProviderView(PassReport& report, Time now);
   autoscaler::Observation Observe(const ClusterView& view,
                                   const std::vector<cloud::PoolSize>& sizes) const;
   // Carries out the actions through the actuator, checking leadership before each.
@@ -113,6 +117,8 @@ class Controller {
   std::unique_ptr<autoscaler::Autoscaler> loop_;  // null while not leading
   std::optional<Time> refresh_retry_at_;
   Duration refresh_backoff_{};
+  std::optional<std::vector<cloud::PoolSize>> sizes_;  // the provider's last answer
+  Time sizes_at_{};
   std::string last_status_text_;
   std::optional<Time> last_status_write_;
   std::string last_warm_state_;

@@ -183,6 +183,32 @@ TEST_F(ControllerTest, PendingGpuPodScalesUpAfterTheBatchWindow) {
   EXPECT_THAT(writer_.status, HasSubstr("gpupool"));
 }
 
+// The provider is read on the scan interval and after tidepool's own actions: passes woken by
+// pod events in between (the batch window opening) reuse the last answer and call no cloud API.
+TEST_F(ControllerTest, ProviderIsReadOnTheScanIntervalAndAfterActionsOnly) {
+  auto c = Make();
+  c->RunOnce(clock_.Now());  // opens the batch for the pending GPU pod
+  EXPECT_EQ(provider_.refreshes, 1);
+  clock_.Advance(std::chrono::milliseconds(300));
+  PassReport window = c->RunOnce(clock_.Now());  // a pod event's pass: the window still open
+  EXPECT_TRUE(window.acted);
+  EXPECT_TRUE(window.actions.empty());
+  EXPECT_EQ(provider_.refreshes, 1) << "a pass that decided nothing read the provider";
+  clock_.Advance(std::chrono::seconds(2));
+  c->RunOnce(clock_.Now());  // the batch closes: IncreasePool
+  ASSERT_EQ(provider_.calls.size(), 1u);
+  int before = provider_.refreshes;
+  clock_.Advance(std::chrono::milliseconds(300));
+  c->RunOnce(clock_.Now());
+  EXPECT_EQ(provider_.refreshes, before + 1) << "the increase was not read back";
+  EXPECT_EQ(provider_.calls.size(), 1u);
+  // Without actions, the next read is a scan interval after the last.
+  before = provider_.refreshes;
+  clock_.Advance(config_.scan_interval);
+  c->RunOnce(clock_.Now());
+  EXPECT_EQ(provider_.refreshes, before + 1);
+}
+
 // A ProvisioningRequest read by the cluster reader reaches the loop: it is accepted, its pods
 // are planned (the GPU pool grows) and the request, not a pod, is told.
 TEST_F(ControllerTest, ProvisioningRequestsReachTheLoopAndTheirConditionsAreWritten) {
@@ -345,15 +371,16 @@ TEST_F(ControllerTest, UrgentChangeWakesRun) {
   }
   ASSERT_TRUE(reader_.on_change);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  int before = provider_.refreshes;
+  // Passes are counted by their time (a pass need not read the provider).
+  Time before = live.LastPass().time;
   reader_.on_change(false);  // not urgent: no pass
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(provider_.refreshes, before);
+  EXPECT_EQ(live.LastPass().time, before);
   reader_.on_change(true);
-  for (int i = 0; i < 200 && provider_.refreshes == before; ++i) {
+  for (int i = 0; i < 200 && live.LastPass().time == before; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_GT(provider_.refreshes, before) << "an urgent change did not cause a pass";
+  EXPECT_GT(live.LastPass().time, before) << "an urgent change did not cause a pass";
   stop = true;
   t.join();
 }
