@@ -58,7 +58,12 @@ back_to_min() {
   [[ $(gpu_nodes) -eq 0 && $(k get nodes -l tidepool.dev/pool=cpupool -o name | wc -l) -le 1 ]]
 }
 wait_until 240 back_to_min || say "!! not back to the minimums: $(k get nodes -o name | tr '\n' ' ')"
-sleep 2
+# The status ConfigMap is rewritten at tidepool's next passes: wait until it shows the removals
+# finished rather than the pass that started them.
+status_settled() {
+  ! kubectl get configmap tidepool-status -o jsonpath='{.data.status}' 2>/dev/null | grep -q 'removing:'
+}
+wait_until 60 status_settled || say "!! the status still lists removals in progress"
 say "== GPU pools back to zero nodes, cpupool at its minimum. tidepool's status ConfigMap:"
 k get configmap tidepool-status -o jsonpath='{.data.status}' | sed 's/^/          /'
 echo
