@@ -263,22 +263,32 @@ scenario_scale_down() {
   fi
 }
 
-scenario_timeout() {
-  pod b1 b
-  stuck_tried() { [[ $(replicas stuck) == 1 ]]; }
-  if ! wait_until 30 stuck_tried; then
-    fail "stuck (priority 10) not tried: stuck $(replicas stuck), gpu-b $(replicas gpu-b)"
-    return
+# fallback POD GROUP PREFERRED OTHER RUN_WITHIN: a pending pod for GROUP; PREFERRED (the higher
+# priority) is tried with one replica, the pod ends Running within RUN_WITHIN seconds, and
+# PREFERRED's Machine is cancelled (replicas 0, no Machine). Fails the scenario and returns 1
+# otherwise.
+fallback() {
+  local pod=$1 group=$2 preferred=$3 other=$4 within=$5
+  local state="$preferred $(replicas "$preferred"), $other $(replicas "$other")"
+  pod "$pod" "$group"
+  tried() { [[ $(replicas "$preferred") == 1 ]]; }
+  if ! wait_until 30 tried; then
+    fail "$preferred (the higher priority) not tried: $state"
+    return 1
   fi
-  if ! wait_until 90 all_running b1; then
-    fail "b1 not Running: stuck $(replicas stuck), gpu-b $(replicas gpu-b)"
-    return
+  if ! wait_until "$within" all_running "$pod"; then
+    fail "$pod not Running: $preferred $(replicas "$preferred"), $other $(replicas "$other")"
+    return 1
   fi
-  cancelled() { [[ $(replicas stuck) == 0 && -z $(machines_of stuck) ]]; }
+  cancelled() { [[ $(replicas "$preferred") == 0 && -z $(machines_of "$preferred") ]]; }
   if ! wait_until 60 cancelled; then
-    fail "stuck not cancelled: replicas $(replicas stuck), machines $(machines_of stuck)"
-    return
+    fail "$preferred not cancelled: replicas $(replicas "$preferred"), machines $(machines_of "$preferred")"
+    return 1
   fi
+}
+
+scenario_timeout() {
+  fallback b1 b stuck gpu-b 90 || return
   local node
   node=$(k -n "$NS" get pod b1 -o jsonpath='{.spec.nodeName}')
   if [[ $(replicas gpu-b) == 1 && $node == "$(machines_of gpu-b)" ]]; then
@@ -289,32 +299,17 @@ scenario_timeout() {
 }
 
 scenario_failed() {
-  local t0
-  t0=$SECONDS
-  pod c2 c
-  broken_tried() { [[ $(replicas broken) == 1 ]]; }
-  if ! wait_until 30 broken_tried; then
-    fail "broken (priority 20) not tried: broken $(replicas broken), gpu-c $(replicas gpu-c)"
-    return
-  fi
-  if ! wait_until 60 all_running c2; then
-    fail "c2 not Running: broken $(replicas broken), gpu-c $(replicas gpu-c)"
-    return
-  fi
-  local took=$((SECONDS - t0)) machine
+  local t0=$SECONDS took machine
+  fallback c2 c broken gpu-c 60 || return
+  took=$((SECONDS - t0))
   # Cluster API wraps the infrastructure's message ("Failure detected from referenced resource ...").
   machine=$(grep -o "Machine $NS/broken-[a-z0-9-]* failed: InsufficientCapacity: .*no GPU capacity in the zone; pool broken reports a stockout" "$WORK/tidepool.log" | head -1 | cut -d' ' -f2)
   if [[ -z $machine ]]; then
     fail "no stockout naming a Machine of broken and its reason in the log"
-    return
-  fi
-  cancelled() { [[ $(replicas broken) == 0 && -z $(machines_of broken) ]]; }
-  if ! wait_until 60 cancelled; then
-    fail "broken not cancelled: replicas $(replicas broken), machines $(machines_of broken)"
   elif ((took >= 20)); then
-    fail "c2 Running after ${took}s: the fallback waited for provisionTimeout (20 s)"
+    fail "c2 Running and broken cancelled only after ${took}s: the fallback waited for provisionTimeout (20 s)"
   else
-    pass "broken's Machine $machine failed, reported with its reason; gpu-c took c2 (Running after ${took}s); the failed Machine cancelled"
+    pass "broken's Machine $machine failed, reported with its reason; gpu-c took c2 and broken was cancelled ${took}s after c2 was created"
   fi
 }
 
