@@ -3,9 +3,9 @@
 #include <cstdlib>
 #include <optional>
 
-#include "cloud/azure/json_fields.h"
 #include "cloud/azure/sku.h"
 #include "cloud/azure/url.h"
+#include "cloud/json_fields.h"
 #include "model/quantity.h"
 
 namespace tidepool::cloud::azure {

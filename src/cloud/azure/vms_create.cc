@@ -6,10 +6,10 @@
 #include <sstream>
 #include <utility>
 
-#include "cloud/azure/json_fields.h"
 #include "cloud/azure/lro.h"
 #include "cloud/azure/url.h"
 #include "cloud/azure/vms_provider.h"
+#include "cloud/json_fields.h"
 
 // VmsProvider, scale up: the model new VMs are made from, then NIC and VM PUTs followed to the
 // end (vms_provider.h has the contract).

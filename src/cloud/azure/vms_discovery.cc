@@ -3,11 +3,11 @@
 #include <map>
 #include <set>
 
-#include "cloud/azure/json_fields.h"
 #include "cloud/azure/node_template.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/url.h"
 #include "cloud/azure/vms_provider.h"
+#include "cloud/json_fields.h"
 
 // VmsProvider: the pool of a node (PoolOf) and agent pools no configured pool names
 // (DiscoverPools).

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "cloud/azure/json_fields.h"
 #include "cloud/azure/node_template.h"
+#include "cloud/json_fields.h"
 
 namespace tidepool::cloud::azure {
 namespace {

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "cloud/azure/json_fields.h"
 #include "cloud/azure/node_template.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/url.h"
+#include "cloud/json_fields.h"
 
 namespace tidepool::cloud::azure {
 namespace {

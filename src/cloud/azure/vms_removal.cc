@@ -4,11 +4,11 @@
 #include <utility>
 
 #include "cloud/azure/blob.h"
-#include "cloud/azure/json_fields.h"
 #include "cloud/azure/lro.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/url.h"
 #include "cloud/azure/vms_provider.h"
+#include "cloud/json_fields.h"
 
 // VmsProvider, scale down: DeleteNode, DecreaseTargetSize and the removal steps (VM, NICs, OS
 // disk, VHD blob), each sent once and followed by later calls (vms_provider.h has the contract).

@@ -1,10 +1,10 @@
 #include <spdlog/spdlog.h>
 
-#include "cloud/azure/json_fields.h"
 #include "cloud/azure/node_template.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/url.h"
 #include "cloud/azure/vms_provider.h"
+#include "cloud/json_fields.h"
 
 // VmsProvider's sweep: leftover NICs and OS disks of the pools' name patterns that nothing uses
 // any more are deleted (vms_provider.h has the rules).

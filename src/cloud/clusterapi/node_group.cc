@@ -4,27 +4,13 @@
 
 #include <charconv>
 
+#include "cloud/json_fields.h"
+
 namespace tidepool::cloud::clusterapi {
 
 using nlohmann::json;
 
 namespace {
-
-const json* Path(const json& obj, std::initializer_list<std::string_view> keys) {
-  const json* at = &obj;
-  for (std::string_view k : keys) {
-    if (!at->is_object()) return nullptr;
-    auto it = at->find(k);
-    if (it == at->end()) return nullptr;
-    at = &*it;
-  }
-  return at;
-}
-
-std::string StringAt(const json& obj, std::initializer_list<std::string_view> keys) {
-  const json* v = Path(obj, keys);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
-}
 
 Result<std::optional<int32_t>> SizeAnnotation(const NodeGroup& g, std::string_view key) {
   auto it = g.annotations.find(std::string(key));
@@ -40,22 +26,21 @@ Result<std::optional<int32_t>> SizeAnnotation(const NodeGroup& g, std::string_vi
 }
 
 bool OwnedByMachineDeployment(const json& obj) {
-  const json* owners = Path(obj, {"metadata", "ownerReferences"});
-  if (owners == nullptr || !owners->is_array()) return false;
-  for (const json& o : *owners) {
+  for (const json& o : ArrayField(ObjectField(obj, "metadata"), "ownerReferences")) {
     if (o.is_object() && o.value("kind", "") == "MachineDeployment") return true;
   }
   return false;
 }
 
 std::optional<InfraRef> ReadInfraRef(const json& obj) {
-  const json* ref = Path(obj, {"spec", "template", "spec", "infrastructureRef"});
-  if (ref == nullptr || !ref->is_object()) return std::nullopt;
+  const json& ref = ObjectField(
+      ObjectField(ObjectField(ObjectField(obj, "spec"), "template"), "spec"), "infrastructureRef");
+  if (ref.empty()) return std::nullopt;
   InfraRef r;
-  r.kind = ref->value("kind", "");
-  r.name = ref->value("name", "");
-  r.api_group = ref->value("apiGroup", "");
-  r.api_version = ref->value("apiVersion", "");
+  r.kind = ref.value("kind", "");
+  r.name = ref.value("name", "");
+  r.api_group = ref.value("apiGroup", "");
+  r.api_version = ref.value("apiVersion", "");
   if (r.api_group.empty() && !r.api_version.empty()) {
     r.api_group = r.api_version.substr(0, r.api_version.find('/'));
   }
@@ -96,17 +81,17 @@ std::string NodeGroup::Describe() const {
 Result<std::optional<NodeGroup>> ParseNodeGroup(const json& obj, GroupKind kind) {
   NodeGroup g;
   g.kind = kind;
-  g.namespace_ = StringAt(obj, {"metadata", "namespace"});
-  g.name = StringAt(obj, {"metadata", "name"});
-  g.uid = StringAt(obj, {"metadata", "uid"});
+  const json& meta = ObjectField(obj, "metadata");
+  const json& spec = ObjectField(obj, "spec");
+  g.namespace_ = StringField(meta, "namespace");
+  g.name = StringField(meta, "name");
+  g.uid = StringField(meta, "uid");
   if (g.name.empty()) {
     return InvalidArgument("a {} without metadata.name (expected a Cluster API object)",
                            KindName(kind));
   }
-  if (const json* a = Path(obj, {"metadata", "annotations"}); a != nullptr && a->is_object()) {
-    for (const auto& [k, v] : a->items()) {
-      if (v.is_string()) g.annotations[k] = v.get<std::string>();
-    }
+  for (const auto& [k, v] : ObjectField(meta, "annotations").items()) {
+    if (v.is_string()) g.annotations[k] = v.get<std::string>();
   }
   TIDEPOOL_ASSIGN_OR_RETURN(auto min, SizeAnnotation(g, kMinSizeAnnotation));
   TIDEPOOL_ASSIGN_OR_RETURN(auto max, SizeAnnotation(g, kMaxSizeAnnotation));
@@ -125,15 +110,13 @@ Result<std::optional<NodeGroup>> ParseNodeGroup(const json& obj, GroupKind kind)
   }
   g.min = *min;
   g.max = *max;
-  if (const json* r = Path(obj, {"spec", "replicas"}); r != nullptr && r->is_number_integer()) {
+  if (auto r = spec.find("replicas"); r != spec.end() && r->is_number_integer()) {
     g.replicas = r->get<int32_t>();
   }
-  g.cluster_name = StringAt(obj, {"spec", "clusterName"});
+  g.cluster_name = StringField(spec, "clusterName");
   g.infrastructure = ReadInfraRef(obj);
-  if (const json* ids = Path(obj, {"spec", "providerIDList"}); ids != nullptr && ids->is_array()) {
-    for (const json& id : *ids) {
-      if (id.is_string()) g.provider_ids.push_back(id.get<std::string>());
-    }
+  for (const json& id : ArrayField(spec, "providerIDList")) {
+    if (id.is_string()) g.provider_ids.push_back(id.get<std::string>());
   }
   return std::optional<NodeGroup>(std::move(g));
 }

@@ -1,12 +1,12 @@
-// Lenient readers of ARM JSON bodies: a field of the expected type, or an empty value, for the
-// many optional properties ARM may leave out. Shared by the providers and the template builder.
+// Lenient readers of cloud API JSON (ARM bodies, Cluster API objects): a field of the expected
+// type, or an empty value, for the many optional properties an API may leave out.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-namespace tidepool::cloud::azure {
+namespace tidepool::cloud {
 
 // j[key] when j is an object and the field is a string; "" otherwise.
 inline std::string StringField(const nlohmann::json& j, std::string_view key) {
@@ -31,4 +31,4 @@ inline const nlohmann::json& ObjectField(const nlohmann::json& j, std::string_vi
   return it != j.end() && it->is_object() ? *it : kEmpty;
 }
 
-}  // namespace tidepool::cloud::azure
+}  // namespace tidepool::cloud
