@@ -9,7 +9,7 @@
 
 #include "base/check.h"
 #include "planner/cluster.h"
-#include "planner/scale_up_pass.h"
+#include "planner/equivalence.h"
 
 namespace tidepool::planner::scale_down_detail {
 namespace {
@@ -91,7 +91,7 @@ void ScaleDownRun::AddPendingPods() {
   const int32_t cutoff = input_.config->scale_up.expendable_priority_cutoff;
   for (const model::Pod* pod : input_.pods) {
     if (!IsPendingForScaleUp(*pod, cutoff)) continue;
-    std::string group = scale_up_detail::EquivalenceKey(*pod);
+    std::string group = planner::EquivalenceKey(*pod);
     if (no_room.contains(group)) continue;
     auto f = static_cast<uint32_t>(facts_.size());
     facts_.emplace_back(pod);

@@ -2,6 +2,7 @@
 #include <string>
 #include <string_view>
 
+#include "planner/equivalence.h"
 #include "planner/scale_up_pass.h"
 
 namespace tidepool::planner::scale_up_detail {
@@ -128,8 +129,12 @@ void WriteHostPorts(const Pod& p, KeyWriter& w) {
 }
 
 }  // namespace
+}  // namespace tidepool::planner::scale_up_detail
 
-std::string EquivalenceKey(const Pod& p) {
+namespace tidepool::planner {
+
+std::string EquivalenceKey(const model::Pod& p) {
+  using namespace scale_up_detail;
   KeyWriter w;
   WriteOwnerAndRequests(p, w);
   WriteNodeConstraints(p, w);
@@ -140,4 +145,4 @@ std::string EquivalenceKey(const Pod& p) {
   return w.Take();
 }
 
-}  // namespace tidepool::planner::scale_up_detail
+}  // namespace tidepool::planner

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/equivalence.h"
 #include "planner/expander.h"
 #include "planner/scale_up.h"
 #include "sched/fit.h"
@@ -131,11 +132,6 @@ void SortPods(std::vector<const Pod*>& pods, KeyFn key, Less less) {
                    [&](const auto& a, const auto& b) { return less(a.first, b.first); });
   for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].second;
 }
-
-// Everything that decides where a pod can go: two pods with the same key are interchangeable
-// for the planner (same owner, requests, selectors, tolerations, inter-pod rules and, when
-// those rules can match the pod itself, the same labels).
-std::string EquivalenceKey(const Pod& p);
 
 class Pass {
  public:
