@@ -78,6 +78,18 @@ struct ScaleUpConfig {
   uint64_t random_seed = 1;
 };
 
+// Consolidation of nodes that run training (docs/consolidation.md): a running training pod is
+// evicted only when what removing its node saves over the horizon exceeds, by `safety_factor`,
+// the work the eviction throws away.
+struct ConsolidationConfig {
+  bool enabled = true;  // off: running training pods are never evicted
+  double safety_factor = 2.0;
+  // What a restart costs besides the lost work (rescheduling, image pull, loading data).
+  Duration restart_delay = std::chrono::minutes(2);
+  // The savings are counted over at most this long (expected remaining runtimes are uncertain).
+  Duration max_horizon = std::chrono::hours(6);
+};
+
 struct ScaleDownConfig {
   bool enabled = true;
   double utilization_threshold = 0.5;
@@ -87,6 +99,7 @@ struct ScaleDownConfig {
   int32_t max_empty_bulk_delete = 10;
   int32_t max_non_empty_per_pool = 1;
   Duration max_pod_eviction_time = std::chrono::minutes(2);
+  ConsolidationConfig consolidation;
 };
 
 struct AutoscalerConfig {

@@ -30,6 +30,8 @@ inline constexpr std::string_view kGangSizeAnnotation = "tidepool.dev/gang-size"
 inline constexpr std::string_view kAgentPoolLabel = "agentpool";
 inline constexpr std::string_view kAksAgentPoolLabel = "kubernetes.azure.com/agentpool";
 
+struct RuntimeHints;  // planner/disruption.h
+
 // Everything one planning pass reads. Pointers are borrowed: they must outlive the pass.
 struct PlannerInput {
   const model::AutoscalerConfig* config = nullptr;
@@ -51,6 +53,8 @@ struct PlannerInput {
   // ("true") marks one that needs a whole idle node of the pool. They are planned after every
   // real pod, on the room left, else on new nodes of their pool (ScaleUp::warm_add).
   std::vector<const model::Pod*> placeholders;
+  // Scale-down: runtimes the loop observed per owner, for consolidation's horizon (optional).
+  const RuntimeHints* runtime_hints = nullptr;
 };
 
 inline constexpr std::string_view kWarmPoolAnnotation = "tidepool.dev/warm-pool";

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "planner/consolidation_verdict.h"
 #include "planner/reason.h"
 
 namespace tidepool::planner {
@@ -50,11 +52,15 @@ struct ScaleDown {
   RemovalKind kind = RemovalKind::kEmpty;
   std::vector<std::string> evict;  // pods to evict, namespace/name
   std::string detail;              // e.g. "utilization 0.21 < 0.5 (cpu)"
+  // Set when the node runs training pods: why evicting them pays.
+  std::optional<ConsolidationVerdict> consolidation;
 };
 
 struct Keep {
   std::string node;
   std::string reason;
+  // Set when the node runs training pods that consolidation weighed (whatever kept the node).
+  std::optional<ConsolidationVerdict> consolidation;
 };
 
 struct ScaleDownPlan {

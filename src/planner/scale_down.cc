@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "planner/disruption.h"
 #include "planner/scale_down_run.h"
 
 namespace tidepool::planner {
@@ -102,7 +103,9 @@ std::string ScaleDownPlanner::Explain(const PlannerInput& input, std::string_vie
                        "terminating pods).",
                        kind);
     }
-    out += fmt::format(" Removable now ({}): {} pod(s) move:", kind, result.moves.size());
+    out += fmt::format(" Removable now ({}): ", kind);
+    if (sd.consolidation) out += DescribeVerdict(*sd.consolidation) + "; ";
+    out += fmt::format("{} pod(s) move:", result.moves.size());
     std::sort(result.moves.begin(), result.moves.end());
     char sep = ' ';
     for (const auto& [pod, to] : result.moves) {

@@ -172,6 +172,9 @@ std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options
   }
   if (!e.blocker.empty()) return e.blocker;
   if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
+  if (e.verdict && e.verdict->decision != ConsolidationDecision::kPays) {
+    return DescribeVerdict(*e.verdict);
+  }
   if (options.may_remove && *options.may_remove && !(*options.may_remove)(*e.node)) {
     std::string r;
     if (options.not_yet_reason && *options.not_yet_reason) r = (*options.not_yet_reason)(*e.node);
@@ -206,6 +209,8 @@ ScaleDown ScaleDownRun::Remove(const NodeEntry& e, PassBudget& b) const {
   if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))
     std::sort(sd.evict.begin(), sd.evict.end());
   sd.detail = DescribeUtilization(e.util, Threshold(e));
+  if (e.verdict) sd.detail += "; " + DescribeVerdict(*e.verdict);
+  sd.consolidation = e.verdict;
   return sd;
 }
 
@@ -221,7 +226,7 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     std::string r = Blocker(e, options, budget);
     if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
     if (!r.empty()) {
-      out.plan.keep.push_back({e.node->name(), std::move(r)});
+      out.plan.keep.push_back({e.node->name(), std::move(r), e.verdict});
       continue;
     }
     out.plan.scale_downs.push_back(Remove(e, budget));

@@ -31,6 +31,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
     : input_(input),
       config_(input.config->scale_down),
       evict_training_pods_(evict_training_pods),
+      weigh_training_(!evict_training_pods && config_.consolidation.enabled),
       placer_(snapshot_, destinations_, usable_) {
   // Nodes in name order (the first of duplicate names wins); entry i is snapshot node i.
   std::vector<const model::Node*> nodes = input.nodes;
@@ -144,13 +145,11 @@ void ScaleDownRun::AddPods() {
     if (!maybe[i] && !e.being_deleted) continue;
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
     facts_.emplace_back(pod);
-    if (maybe[i] && (e.blocker_pod == nullptr || by_key(pod, e.blocker_pod))) {
-      CoveringPdbs(*pod, covering_);
-      std::string blocker = EvictionBlocker(*pod, !covering_.empty(), evict_training_pods_);
-      if (!blocker.empty()) {
-        e.blocker = std::move(blocker);
-        e.blocker_pod = pod;
-      }
+    if (!maybe[i]) continue;
+    std::string blocker = PodBlocker(e, *pod);
+    if (!blocker.empty() && (e.blocker_pod == nullptr || by_key(pod, e.blocker_pod))) {
+      e.blocker = std::move(blocker);
+      e.blocker_pod = pod;
     }
   }
 
@@ -171,8 +170,33 @@ void ScaleDownRun::AddPods() {
       continue;
     }
     e.candidate = true;
+    WeighConsolidation(e);
     order_.push_back(i);
   }
+}
+
+std::string ScaleDownRun::PodBlocker(NodeEntry& e, const model::Pod& pod) {
+  CoveringPdbs(pod, covering_);
+  std::string blocker =
+      EvictionBlocker(pod, !covering_.empty(), evict_training_pods_ || weigh_training_);
+  if (!blocker.empty()) return blocker;
+  bool weighed = weigh_training_ && pod.phase == model::PodPhase::kRunning && IsTrainingPod(pod) &&
+                 !DeclaresRestartable(pod);
+  if (!weighed) {
+    e.other_pods = true;
+    return "";
+  }
+  Result<PodDisruption> d =
+      DisruptionOf(pod, *e.node, e.pool->price_per_hour, config_.consolidation,
+                   input_.runtime_hints, WeighTime(input_.now));
+  if (!d) return fmt::format("pod {} is not evictable: {}", pod.Key(), d.error().message());
+  e.training.push_back(std::move(*d));
+  return "";
+}
+
+void ScaleDownRun::WeighConsolidation(NodeEntry& e) const {
+  if (e.training.empty() || !e.blocker.empty()) return;
+  e.verdict = Weigh(e.training, e.other_pods, e.pool->price_per_hour, config_.consolidation);
 }
 
 void ScaleDownRun::ComputePdbBudgets() {

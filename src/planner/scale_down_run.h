@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/disruption.h"
 #include "planner/scale_down.h"
 #include "planner/scale_down_placer.h"
 #include "planner/scale_down_rules.h"
@@ -51,6 +52,11 @@ struct NodeEntry {
   std::string keep;     // why a managed non-candidate stays (empty for candidates)
   std::string blocker;  // candidates: the first pod that may not be evicted, or ""
   const model::Pod* blocker_pod = nullptr;
+  // Candidates, when consolidation weighs training pods: their running training pods, whether
+  // other pods keep the node busy too, and the verdict (docs/consolidation.md).
+  std::vector<PodDisruption> training;
+  bool other_pods = false;
+  std::optional<ConsolidationVerdict> verdict;
 };
 
 struct PdbState {
@@ -102,6 +108,10 @@ class ScaleDownRun {
  private:
   void AddPendingPods();
   void AddPods();
+  // Why `pod` (a kMove pod of candidate `e`) may not be evicted, or ""; a running training pod
+  // that consolidation weighs goes into e.training instead.
+  std::string PodBlocker(NodeEntry& e, const model::Pod& pod);
+  void WeighConsolidation(NodeEntry& e) const;
   void ComputePdbBudgets();
   // Covering PDB indices of a pod (PDBs of its namespace that select it).
   void CoveringPdbs(const model::Pod& pod, std::vector<uint32_t>& out) const;
@@ -138,6 +148,8 @@ class ScaleDownRun {
   const PlannerInput& input_;
   const model::ScaleDownConfig& config_;
   const bool evict_training_pods_;
+  // Running training pods are weighed (consolidation on, and not evicted regardless).
+  const bool weigh_training_;
   std::vector<NodeEntry> entries_;  // by name; entry i is snapshot node i
   std::vector<PodFacts> facts_;     // see NodeEntry::own_facts
   ClusterSnapshot snapshot_;

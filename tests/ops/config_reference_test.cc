@@ -209,6 +209,7 @@ TEST(ConfigReferenceTest, EveryKeyTheLoaderKnowsIsDocumented) {
       {"kScaleUpKeys", "scaleUp."},
       {"kBackoffKeys", "scaleUp.backoff."},
       {"kScaleDownKeys", "scaleDown."},
+      {"kConsolidationKeys", "scaleDown.consolidation."},
       {"kPoolKeys", "pools[]."},
       {"kTemplateKeys", "pools[].template."},
       {"kTaintKeys", "pools[].template.taints[]."},

@@ -26,6 +26,7 @@
 #include "model/pod.h"
 #include "model/pool.h"
 #include "planner/cluster.h"
+#include "planner/disruption.h"
 #include "planner/scale_down.h"
 #include "planner/scale_up.h"
 #include "sched/fit.h"
@@ -102,6 +103,8 @@ const std::vector<PoolKind>& PoolKinds() {
   return kinds;
 }
 
+const Time kNow = At("2026-03-01T12:00:00Z");
+
 void AddOwner(Pod& p, std::string kind, std::string api_version = "apps/v1") {
   p.meta.owner_references.push_back({std::move(api_version), std::move(kind),
                                      "owner-" + p.meta.name, "owner-uid-" + p.meta.name, true});
@@ -154,6 +157,12 @@ Pod RandomPod(Gen& g, int index, bool bound) {
             ? model::PodPhase::kRunning
             : g.Pick<model::PodPhase>({model::PodPhase::kPending, model::PodPhase::kSucceeded});
     if (g.Chance(0.05)) p.meta.deletion_timestamp = Time{};
+    // Training pods: most have a start time (consolidation weighs them), some checkpoint.
+    if (g.Chance(0.85)) p.start_time = kNow - std::chrono::minutes(g.Int(0, 600));
+    if (g.Chance(0.3)) {
+      p.meta.annotations[std::string(kCheckpointIntervalAnnotation)] =
+          g.Pick<std::string>({"10m", "1h", "bogus"});
+    }
     if (g.Chance(0.1)) {
       p.meta.annotations[std::string(kSafeToEvictAnnotation)] = g.Chance(0.5) ? "true" : "false";
     }
@@ -177,7 +186,7 @@ Case Generate(uint64_t seed) {
   Gen g(seed);
   Case c;
   c.seed = seed;
-  c.now = At("2026-03-01T12:00:00Z");
+  c.now = kNow;
   c.rate_limit = g.Chance(0.5);
   c.may_remove_all = g.Chance(0.7);
   auto& cfg = c.config;
@@ -415,7 +424,14 @@ std::string NotMovable(const Pod& p, const std::vector<model::PodDisruptionBudge
   if (owner == nullptr) return "bare pod";
   bool training = p.meta.labels.contains("scheduling.x-k8s.io/pod-group") || owner->kind == "Job" ||
                   owner->api_version.starts_with("kubeflow.org/");
-  if (training && p.phase == model::PodPhase::kRunning) return "running training pod";
+  // A running training pod moves only when consolidation says it pays (CheckConsolidation).
+  if (training && p.phase == model::PodPhase::kRunning && !p.start_time) {
+    return "running training pod without a start time";
+  }
+  if (training && p.phase == model::PodPhase::kRunning &&
+      Annotated(p, kCheckpointIntervalAnnotation, "bogus")) {
+    return "running training pod with a malformed checkpoint interval";
+  }
   for (const model::Volume& v : p.volumes) {
     if (v.kind == model::Volume::Kind::kHostPath) return "hostPath volume";
     if (v.kind == model::Volume::Kind::kEmptyDir && !v.empty_dir_in_memory) return "emptyDir";
@@ -425,6 +441,49 @@ std::string NotMovable(const Pod& p, const std::vector<model::PodDisruptionBudge
       return b.meta.namespace_ == p.meta.namespace_ && b.Selects(p.meta);
     });
     if (!covered) return "kube-system pod without a PDB";
+  }
+  return "";
+}
+
+// A removal that evicts running training pods: consolidation's verdict says it pays, with
+// savings above safety x work lost, within node price x maxHorizon, and never below safety x
+// runtime x the price of what a pod without checkpoint information holds.
+std::string CheckConsolidation(const Case& c, const ScaleDown& sd, const model::Node& node) {
+  const model::ConsolidationConfig& cfg = c.config.scale_down.consolidation;
+  std::vector<const Pod*> training;
+  for (const Pod& p : c.pods) {
+    if (p.node_name != sd.node || p.phase != model::PodPhase::kRunning ||
+        p.meta.deletion_timestamp || !IsTrainingPod(p) || p.IsDaemonSetPod() || p.IsMirrorPod() ||
+        Annotated(p, kSafeToEvictAnnotation, "true")) {
+      continue;
+    }
+    training.push_back(&p);
+  }
+  if (training.empty()) return "";
+  if (!sd.consolidation) return "node " + sd.node + " evicts training pods without a verdict";
+  const ConsolidationVerdict& v = *sd.consolidation;
+  if (v.decision != ConsolidationDecision::kPays ||
+      !(v.savings > cfg.safety_factor * v.work_lost)) {
+    return fmt::format("node {} removed although consolidation {}: savings {} work lost {}",
+                       sd.node, ConsolidationDecisionName(v.decision), v.savings, v.work_lost);
+  }
+  double price = c.config.FindPool(PoolLabel(node))->price_per_hour;
+  double hours = std::chrono::duration<double, std::ratio<3600>>(cfg.max_horizon).count();
+  if (v.savings > price * hours + 1e-9) return "node " + sd.node + " saves beyond maxHorizon";
+  for (const Pod* p : training) {
+    if (p->meta.Annotation(kCheckpointIntervalAnnotation) != nullptr) continue;
+    double ran = std::chrono::duration<double, std::ratio<3600>>(c.now - *p->start_time).count();
+    int64_t node_gpus = node.allocatable.Get(GpuId()), pod_gpus = p->requests.Get(GpuId());
+    double share = pod_gpus > 0 && node_gpus > 0
+                       ? static_cast<double>(pod_gpus) / static_cast<double>(node_gpus)
+                       : std::max(static_cast<double>(p->requests.cpu_milli()) /
+                                      static_cast<double>(node.allocatable.cpu_milli()),
+                                  static_cast<double>(p->requests.memory()) /
+                                      static_cast<double>(node.allocatable.memory()));
+    if (v.savings + 1e-9 < cfg.safety_factor * ran * price * std::min(1.0, share)) {
+      return fmt::format("node {}: pod {} ran {:.2f}h without checkpoints, evicted for {} saved",
+                         sd.node, p->Key(), ran, v.savings);
+    }
   }
   return "";
 }
@@ -483,6 +542,7 @@ std::string CheckScaleDown(const Case& c) {
       }
     }
     if (evict.size() != sd.evict.size()) return "node " + sd.node + ": duplicate evictions";
+    if (std::string why = CheckConsolidation(c, sd, node); !why.empty()) return why;
     for (const std::string& key : sd.evict) evicted_from[key].push_back(sd.node);
   }
   // Pool minimums: counting nodes that are not already being deleted.
@@ -708,6 +768,7 @@ TEST(PlannerProperties, ScaleDownRespectsPdbsAndNonMovablePods) {
 // vacuously): scale-ups, removals with evictions, PDB-covered evictions, limits that bind.
 TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
   int ups = 0, removals = 0, evictions = 0, pdb_evictions = 0, limit_reasons = 0, blocked = 0;
+  int consolidated = 0, not_paying = 0;
   for (int i = 0; i < 500; ++i) {
     Case c = Generate(kBaseSeed + static_cast<uint64_t>(i));
     PlannerInput in = c.Input();
@@ -722,6 +783,7 @@ TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
     removals += static_cast<int>(down.scale_downs.size());
     for (const auto& sd : down.scale_downs) {
       evictions += static_cast<int>(sd.evict.size());
+      if (sd.consolidation) ++consolidated;
       for (const std::string& key : sd.evict)
         for (const Pod& p : c.pods)
           if (p.Key() == key)
@@ -730,6 +792,9 @@ TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
     }
     for (const auto& k : down.keep)
       if (k.reason.find("not evictable") != std::string::npos) ++blocked;
+    for (const auto& k : down.keep)
+      if (k.consolidation && k.consolidation->decision != ConsolidationDecision::kPays)
+        ++not_paying;
   }
   EXPECT_GT(ups, 40);
   EXPECT_GT(removals, 100);
@@ -737,10 +802,13 @@ TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
   EXPECT_GT(pdb_evictions, 5);
   EXPECT_GT(limit_reasons, 20);
   EXPECT_GT(blocked, 50);
+  EXPECT_GT(consolidated, 10);
+  EXPECT_GT(not_paying, 10);
   std::cout << fmt::format(
       "500 cases: {} scale-ups, {} limit reasons, {} removals, {} evictions "
-      "({} under a PDB), {} nodes kept for a non-evictable pod\n",
-      ups, limit_reasons, removals, evictions, pdb_evictions, blocked);
+      "({} under a PDB), {} nodes kept for a non-evictable pod, {} consolidated, {} kept as "
+      "consolidation does not pay (yet)\n",
+      ups, limit_reasons, removals, evictions, pdb_evictions, blocked, consolidated, not_paying);
 }
 
 // Regression (found by the scale-up property, seed 20260393): maxNodesPerScaleUp bounded each

@@ -1,5 +1,5 @@
 // ScaleDownPlanner: eligibility, the drain simulation, PDB budgets across a pass, rate limits,
-// GPU utilization, reasons and determinism. Clusters are built in code with the helpers below.
+// GPU utilization, reasons and determinism. Clusters are built in code (scale_down_cluster.h).
 #include "planner/scale_down.h"
 
 #include <gmock/gmock.h>
@@ -15,6 +15,7 @@
 #include "base/check.h"
 #include "model/quantity.h"
 #include "planner/scale_down_rules.h"
+#include "tests/planner/scale_down_cluster.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::planner {
@@ -22,144 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-using tidepool::testing::At;
-using tidepool::testing::Res;
-using tidepool::testing::ResourceList;
-
-// A cluster under construction: pools, nodes, pods and PDBs with stable addresses.
-class Cluster {
- public:
-  Cluster() {
-    now_ = At("2026-01-01T12:00:00Z");
-    AddPool("cpupool", 0);
-  }
-
-  model::AutoscalerConfig& config() { return config_; }
-  Time now() const { return now_; }
-
-  model::Pool& AddPool(std::string name, int32_t min, int32_t max = 100) {
-    model::Pool& p = config_.pools.emplace_back();
-    p.name = std::move(name);
-    p.min = min;
-    p.max = max;
-    return p;
-  }
-
-  // A ready node of `pool` ("" for unmanaged), created an hour ago, with room for 110 pods.
-  model::Node& AddNode(std::string name, std::string pool = "cpupool",
-                       ResourceList alloc = {{"cpu", "4"}, {"memory", "16Gi"}}) {
-    model::Node& n = nodes_.emplace_back();
-    n.meta.name = std::move(name);
-    n.meta.labels[std::string(model::kLabelHostname)] = n.meta.name;
-    if (!pool.empty()) n.meta.labels[std::string(model::kLabelPool)] = pool;
-    n.meta.creation_timestamp = now_ - std::chrono::hours(1);
-    n.allocatable = Res(alloc);
-    n.allocatable.Set(model::kPods, 110);
-    n.capacity = n.allocatable;
-    n.ready = true;
-    return n;
-  }
-
-  // A running pod bound to `node`, owned by ReplicaSet "rs-<name>" unless changed.
-  model::Pod& AddPod(std::string name, std::string node, ResourceList requests = {{"cpu", "500m"}},
-                     std::string ns = "default") {
-    model::Pod& p = pods_.emplace_back();
-    p.meta.name = std::move(name);
-    p.meta.namespace_ = std::move(ns);
-    p.meta.uid = "uid-" + p.meta.namespace_ + "-" + p.meta.name;
-    p.meta.owner_references.push_back(
-        {"apps/v1", "ReplicaSet", "rs-" + p.meta.name, "rs-uid-" + p.meta.name, true});
-    p.node_name = std::move(node);
-    p.phase = model::PodPhase::kRunning;
-    p.containers.push_back({.name = "main", .requests = Res(requests)});
-    return p;
-  }
-
-  model::Pod& AddDaemonSetPod(std::string name, std::string node) {
-    model::Pod& p = AddPod(std::move(name), std::move(node), {{"cpu", "100m"}});
-    p.meta.owner_references = {{"apps/v1", "DaemonSet", "ds", "ds-uid", true}};
-    return p;
-  }
-
-  model::PodDisruptionBudget& AddPdb(std::string name, model::Labels selector,
-                                     std::string ns = "default") {
-    model::PodDisruptionBudget& b = pdbs_.emplace_back();
-    b.meta.name = std::move(name);
-    b.meta.namespace_ = std::move(ns);
-    b.selector = model::LabelSelector{.match_labels = std::move(selector)};
-    return b;
-  }
-
-  PlannerInput Input() {
-    PlannerInput in;
-    in.config = &config_;
-    in.now = now_;
-    for (model::Pod& p : pods_) {
-      p.Finalize();
-      in.pods.push_back(&p);
-    }
-    for (const model::Node& n : nodes_) in.nodes.push_back(&n);
-    for (const model::PodDisruptionBudget& b : pdbs_) in.pdbs.push_back(&b);
-    return in;
-  }
-
-  ScaleDownPlan Plan(const ScaleDownOptions& options = {},
-                     std::vector<std::string>* unneeded = nullptr) {
-    return ScaleDownPlanner().Plan(Input(), options, unneeded);
-  }
-
- private:
-  model::AutoscalerConfig config_;
-  Time now_;
-  std::deque<model::Node> nodes_;
-  std::deque<model::Pod> pods_;
-  std::deque<model::PodDisruptionBudget> pdbs_;
-};
-
-ScaleDownOptions NoRateLimit() {
-  ScaleDownOptions o;
-  o.rate_limit = false;
-  return o;
-}
-
-std::vector<std::string> Removed(const ScaleDownPlan& plan) {
-  std::vector<std::string> out;
-  for (const auto& sd : plan.scale_downs) out.push_back(sd.node);
-  return out;
-}
-
-const ScaleDown* Removal(const ScaleDownPlan& plan, std::string_view node) {
-  for (const auto& sd : plan.scale_downs)
-    if (sd.node == node) return &sd;
-  return nullptr;
-}
-
-// The Keep reason for `node`, or "<not kept>" / "<kept twice>".
-std::string KeepReason(const ScaleDownPlan& plan, std::string_view node) {
-  std::string out = "<not kept>";
-  int n = 0;
-  for (const auto& k : plan.keep) {
-    if (k.node == node) {
-      out = k.reason;
-      ++n;
-    }
-  }
-  return n > 1 ? "<kept twice>" : out;
-}
-
-std::string Render(const ScaleDownPlan& plan) {
-  std::string out;
-  for (const auto& sd : plan.scale_downs) {
-    out += "remove " + sd.node + " " + sd.pool + " " +
-           (sd.kind == RemovalKind::kEmpty ? "empty" : "underutilized") + " [" + sd.detail + "]";
-    for (const auto& p : sd.evict) out += " " + p;
-    out += "\n";
-  }
-  for (const auto& k : plan.keep) out += "keep " + k.node + ": " + k.reason + "\n";
-  return out;
-}
-
-using Names = std::vector<std::string>;
+using namespace scale_down_testing;  // NOLINT: the builder and plan readers
 
 // --- Empty and underutilized nodes -----------------------------------------------------------
 
@@ -361,8 +225,11 @@ struct DrainCase {
   }
 };
 
+// With consolidation off (scaleDown.consolidation.enabled: false), a running training pod never
+// moves; with it on, consolidation_test.cc.
 TEST(ScaleDown, KeptForRunningJobPodUnlessSafeToEvict) {
   DrainCase d("train-0", "ml");
+  d.c.config().scale_down.consolidation.enabled = false;
   d.pod->meta.owner_references = {{"batch/v1", "Job", "train", "job-uid", true}};
   ScaleDownPlan plan = d.c.Plan();
   EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
@@ -378,6 +245,7 @@ TEST(ScaleDown, KeptForRunningJobPodUnlessSafeToEvict) {
 
 TEST(ScaleDown, KeptForGangMemberOfKubeflowJob) {
   DrainCase d("worker-1", "ml");
+  d.c.config().scale_down.consolidation.enabled = false;
   d.pod->meta.owner_references = {{"kubeflow.org/v1", "PyTorchJob", "llm", "pj-uid", true}};
   d.pod->meta.labels["training.kubeflow.org/job-name"] = "llm";
   EXPECT_THAT(KeepReason(d.c.Plan(), "n1"),
@@ -389,6 +257,7 @@ TEST(ScaleDown, KeptForGangMemberOfKubeflowJob) {
 // the other rules still hold.
 TEST(ScaleDown, TrainingPodsEvictableWhenTheOptionSaysSo) {
   DrainCase d("worker-1", "ml");
+  d.c.config().scale_down.consolidation.enabled = false;
   d.pod->meta.owner_references = {{"kubeflow.org/v1", "PyTorchJob", "llm", "pj-uid", true}};
   d.pod->meta.labels["training.kubeflow.org/job-name"] = "llm";
   ScaleDownOptions options;

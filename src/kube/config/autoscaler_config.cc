@@ -54,7 +54,10 @@ constexpr std::string_view kExpanders[] = {"priority", "least-waste", "price", "
                                            "random"};
 constexpr std::string_view kScaleDownKeys[] = {
     "enabled",       "utilizationThreshold", "gpuUtilizationThreshold", "unneededTime",
-    "delayAfterAdd", "maxEmptyBulkDelete",   "maxNonEmptyPerPool",      "maxPodEvictionTime"};
+    "delayAfterAdd", "maxEmptyBulkDelete",   "maxNonEmptyPerPool",      "maxPodEvictionTime",
+    "consolidation"};
+constexpr std::string_view kConsolidationKeys[] = {"enabled", "safetyFactor", "restartDelay",
+                                                   "maxHorizon"};
 
 }  // namespace
 
@@ -190,6 +193,25 @@ Result<void> ParseScaleUp(const YamlValue& v, model::ScaleUpConfig& out) {
   return {};
 }
 
+Result<void> ParseConsolidation(const YamlValue& v, model::ConsolidationConfig& out) {
+  TIDEPOOL_ASSIGN_OR_RETURN(
+      YamlMap m, YamlMap::Read(v, "a map {enabled, safetyFactor, restartDelay, maxHorizon}"));
+  TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kConsolidationKeys));
+  if (const YamlValue* enabled = m.Find("enabled")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(out.enabled, enabled->ReadBool());
+  }
+  if (const YamlValue* safety = m.Find("safetyFactor")) {
+    // Below 1 would evict training for less than the work it throws away.
+    TIDEPOOL_ASSIGN_OR_RETURN(out.safety_factor,
+                              safety->ReadNumber(1, 1000, "a number between 1 and 1000"));
+  }
+  TIDEPOOL_RETURN_IF_ERROR(
+      ReadDurationField(m, "restartDelay", /*allow_zero=*/true, out.restart_delay));
+  TIDEPOOL_RETURN_IF_ERROR(
+      ReadDurationField(m, "maxHorizon", /*allow_zero=*/false, out.max_horizon));
+  return {};
+}
+
 Result<void> ParseScaleDown(const YamlValue& v, model::ScaleDownConfig& out) {
   TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(v, "a map of scale-down settings"));
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kScaleDownKeys));
@@ -209,6 +231,9 @@ Result<void> ParseScaleDown(const YamlValue& v, model::ScaleDownConfig& out) {
                                         "a non-negative integer", out.max_non_empty_per_pool));
   TIDEPOOL_RETURN_IF_ERROR(
       ReadDurationField(m, "maxPodEvictionTime", /*allow_zero=*/false, out.max_pod_eviction_time));
+  if (const YamlValue* c = m.Find("consolidation")) {
+    TIDEPOOL_RETURN_IF_ERROR(ParseConsolidation(*c, out.consolidation));
+  }
   return {};
 }
 

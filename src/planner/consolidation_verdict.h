@@ -1,0 +1,33 @@
+// ConsolidationVerdict: the numbers behind one node's consolidation decision (planner/
+// disruption.h weighs them), plain values carried by the scale-down plan.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/time.h"
+
+namespace tidepool::planner {
+
+enum class ConsolidationDecision {
+  kPays,               // evict now
+  kDoesNotPay,         // keep: the savings do not cover the work lost x safety factor
+  kWaitForCheckpoint,  // keep for now: evicting right after a near checkpoint pays more
+};
+std::string_view ConsolidationDecisionName(ConsolidationDecision d);
+
+// The numbers behind one node's decision, for the plan, `explain --node`, Events and metrics.
+struct ConsolidationVerdict {
+  ConsolidationDecision decision = ConsolidationDecision::kDoesNotPay;
+  double node_price_per_hour = 0;
+  Duration horizon{};         // how long the node would otherwise run (at most max_horizon)
+  double savings = 0;         // node price x horizon
+  double work_lost = 0;       // price of the unsaved progress and the restarts
+  double gpu_hours_lost = 0;  // GPU-hours of unsaved progress
+  double safety_factor = 1;
+  int training_pods = 0;
+  Duration wait{};          // kWaitForCheckpoint: until the checkpoint evicting waits for
+  std::string waiting_for;  // kWaitForCheckpoint: the pod whose checkpoint that is
+};
+
+}  // namespace tidepool::planner
