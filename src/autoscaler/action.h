@@ -75,6 +75,8 @@ struct DeleteNode {
   std::string pool;
   planner::RemovalKind kind = planner::RemovalKind::kEmpty;
   std::string reason;
+  // The removal evicted training pods because it paid (planner/disruption.h): its numbers.
+  std::optional<planner::ConsolidationVerdict> consolidation;
 };
 
 // Set conditions on a ProvisioningRequest's status (through its status subresource, on a fresh

@@ -14,6 +14,7 @@
 #include "autoscaler/pool_tracker.h"
 #include "autoscaler/provisioning_tracker.h"
 #include "autoscaler/removal_tracker.h"
+#include "autoscaler/runtime_tracker.h"
 #include "autoscaler/scale_up_tracker.h"
 #include "autoscaler/status.h"
 #include "autoscaler/unneeded_tracker.h"
@@ -149,6 +150,7 @@ class Autoscaler {
   LoopOptions options_;
   PoolTracker pools_{config_, options_};
   UnneededTracker unneeded_{config_, options_};
+  RuntimeTracker runtimes_;
   RemovalTracker removals_{config_, options_, pools_, unneeded_};
   WarmPlanner warm_{config_};
   ScaleUpTracker scale_up_{config_, options_};

@@ -124,9 +124,10 @@ void RemovalTracker::Drain(StepContext& ctx, Removal& r) {
   if (all_evicted) {
     if (!r.all_evicted_at) r.all_evicted_at = now;
     if (present.empty()) {
-      ctx.actions.push_back(DeleteNode{
-          r.node, r.pool, r.kind,
-          fmt::format("scale-down: {}, {}", planner::RemovalKindName(r.kind), r.detail)});
+      ctx.actions.push_back(
+          DeleteNode{r.node, r.pool, r.kind,
+                     fmt::format("scale-down: {}, {}", planner::RemovalKindName(r.kind), r.detail),
+                     r.consolidation});
       r.phase = Removal::Phase::kDeleting;
       pools_.RecordDeletion(r.pool, now);
     } else if (now >= *r.all_evicted_at + options_.pod_termination_wait) {
@@ -176,6 +177,7 @@ Removal RemovalTracker::FromPlan(const planner::ScaleDown& sd, Time now) {
   r.pool = sd.pool;
   r.kind = sd.kind;
   r.detail = sd.detail;
+  r.consolidation = sd.consolidation;
   r.started = now;
   return r;
 }

@@ -1,5 +1,6 @@
 // Autoscaler::RunScaleDown: the periodic scale-down pass, between the unneeded tracker (which
 // nodes could go, and since when) and the removal tracker (which go now).
+#include <algorithm>
 #include <set>
 
 #include "autoscaler/loop.h"
@@ -15,20 +16,27 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   }
   planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleDown, removing_);
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/false);
+  runtimes_.Observe(ctx.obs.pods, ctx.now);
+  in.runtime_hints = &runtimes_.hints();
   std::map<std::string, std::string> warm_hosts = warm_.BindPlaceholders(ctx, in, removing_);
 
   std::vector<std::string> list;
   planner::ScaleDownOptions all;
   all.rate_limit = false;
   all.evict_training_pods = options_.evict_training_pods;
-  std::vector<planner::Keep> kept = planner::ScaleDownPlanner().Plan(in, all, &list).keep;
+  planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, all, &list);
+  std::vector<planner::Keep> kept = std::move(plan.keep);
+  bool weighed =
+      std::any_of(kept.begin(), kept.end(), [](const auto& k) { return k.consolidation; }) ||
+      std::any_of(plan.scale_downs.begin(), plan.scale_downs.end(),
+                  [](const auto& sd) { return sd.consolidation; });
   for (planner::Keep& k : kept) {
     if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) k.reason = it->second;
   }
   std::set<std::string> unneeded;
   for (std::string& name : list)
     if (!Removing(name)) unneeded.insert(std::move(name));
-  unneeded_.Update(ctx, unneeded, std::move(kept), removing_);
+  unneeded_.Update(ctx, unneeded, std::move(kept), weighed, removing_);
   if (may_start) StartRipeRemovals(ctx, in);
 }
 

@@ -71,6 +71,7 @@ struct Removal {
   std::string pool;
   planner::RemovalKind kind = planner::RemovalKind::kEmpty;
   std::string detail;  // the planner's words, e.g. "utilization 0.10 < 0.5 (cpu)"
+  std::optional<planner::ConsolidationVerdict> consolidation;  // training pods weighed
   Phase phase = Phase::kTainting;
   Time started{};                     // taint requested (or adopted after a restart)
   bool taint_confirmed = false;       // OnTaintResult ok, or the taint observed

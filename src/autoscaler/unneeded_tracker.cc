@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/disruption.h"
+
 namespace tidepool::autoscaler {
 namespace {
 
@@ -18,13 +20,15 @@ void UnneededTracker::Disable(StepContext& ctx,
                               const std::function<bool(std::string_view)>& removing) {
   since_.clear();
   kept_.clear();
+  weighed_training_ = false;
   UpdateMarks(ctx, {}, removing);
 }
 
 void UnneededTracker::Update(StepContext& ctx, const std::set<std::string>& unneeded,
-                             std::vector<planner::Keep> kept,
+                             std::vector<planner::Keep> kept, bool weighed_training,
                              const std::function<bool(std::string_view)>& removing) {
   kept_ = std::move(kept);
+  weighed_training_ = weighed_training;
   std::erase_if(since_, [&](const auto& e) { return !unneeded.contains(e.first); });
   for (const std::string& name : unneeded) since_.try_emplace(name, ctx.now);
   UpdateMarks(ctx, unneeded, removing);
@@ -88,6 +92,8 @@ void UnneededTracker::AddDigest(Digest& d) const {
 
 void UnneededTracker::AddTimers(Timers& t) const {
   for (const auto& [name, since] : since_) t.Decide(since + config_.scale_down.unneeded_time);
+  // Consolidation's numbers move with time: they are weighed anew at each minute.
+  if (weighed_training_) t.Decide(planner::NextWeighTime(t.now()));
 }
 
 void UnneededTracker::FillStatus(Status& s) const {

@@ -26,9 +26,11 @@ class UnneededTracker {
 
   // Scale-down is off: no timers, no reasons, marks taken off.
   void Disable(StepContext& ctx, const std::function<bool(std::string_view)>& removing);
-  // The unrestricted pass listed `unneeded` (nodes being removed left out) and kept `kept`.
+  // The unrestricted pass listed `unneeded` (nodes being removed left out) and kept `kept`;
+  // `weighed_training`: consolidation weighed training pods on some node (its verdicts move
+  // with time, so the pass is due again at the next minute).
   void Update(StepContext& ctx, const std::set<std::string>& unneeded,
-              std::vector<planner::Keep> kept,
+              std::vector<planner::Keep> kept, bool weighed_training,
               const std::function<bool(std::string_view)>& removing);
   // Unneeded for scaleDown.unneededTime by now.
   std::vector<std::string> Ripe(Time now) const;
@@ -50,6 +52,7 @@ class UnneededTracker {
   std::map<std::string, Time, std::less<>> since_;
   std::set<std::string, std::less<>> marked_;  // nodes the loop marked DeletionCandidate
   std::vector<planner::Keep> kept_;
+  bool weighed_training_ = false;
 };
 
 }  // namespace tidepool::autoscaler

@@ -21,6 +21,7 @@ void ActionLog::Carried(const Action& action, const std::string* pod, const Resu
     metrics_->RecordScaleUp(up->pool, "pending_pods", up->count);
   } else if (const auto* del = std::get_if<DeleteNode>(&action); del != nullptr && r) {
     metrics_->RecordScaleDown(del->pool, planner::RemovalKindName(del->kind));
+    if (del->consolidation) metrics_->RecordConsolidation(del->pool, *del->consolidation);
   } else if (const auto* e = std::get_if<Event>(&action);
              e != nullptr && e->reason == EventReason::kScaleDownFailed) {
     metrics_->RecordScaleDownFailure(e->pool);

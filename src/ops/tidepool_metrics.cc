@@ -115,6 +115,18 @@ void TidepoolMetrics::AddActionCounters(Registry& r) {
   scale_down_failures_ =
       r.AddCounter("tidepool_scale_down_failures_total",
                    "Node removals rolled back (taint, eviction or deletion failed).", {"pool"});
+  consolidations_ = r.AddCounter(
+      "tidepool_consolidations_total",
+      "Nodes removed although they ran training pods, because the savings paid for the work lost.",
+      {"pool"});
+  consolidation_work_lost_ =
+      r.AddCounter("tidepool_consolidation_work_lost_gpu_hours_total",
+                   "GPU-hours of unsaved training progress those removals threw away.", {"pool"});
+  consolidation_savings_ = r.AddCounter(
+      "tidepool_consolidation_expected_savings_total",
+      "What those removals were expected to save (node price x horizon), in the config's price "
+      "unit.",
+      {"pool"});
   evictions_ = r.AddCounter("tidepool_evictions_total",
                             "Pod eviction requests, by result (evicted, not_found, "
                             "blocked_by_pdb, error).",
@@ -220,6 +232,13 @@ void TidepoolMetrics::RecordScaleUp(std::string_view pool, std::string_view reas
 
 void TidepoolMetrics::RecordScaleDown(std::string_view pool, std::string_view reason) {
   scale_downs_->Inc({pool, reason});
+}
+
+void TidepoolMetrics::RecordConsolidation(std::string_view pool,
+                                          const planner::ConsolidationVerdict& v) {
+  consolidations_->Inc({pool});
+  consolidation_work_lost_->Inc({pool}, v.gpu_hours_lost);
+  consolidation_savings_->Inc({pool}, v.savings);
 }
 
 void TidepoolMetrics::RecordScaleDownFailure(std::string_view pool) {

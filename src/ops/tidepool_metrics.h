@@ -49,6 +49,8 @@ EvictionResult EvictionResultOf(const Result<void>& result);
 //   tidepool_pool_estimated_cost_per_hour{pool}               gauge, in the config's price unit
 //   tidepool_scale_ups_total{pool,reason}, tidepool_scale_up_nodes_total{pool}
 //   tidepool_scale_downs_total{pool,reason}, tidepool_scale_down_failures_total{pool}
+//   tidepool_consolidations_total{pool}, tidepool_consolidation_work_lost_gpu_hours_total{pool},
+//   tidepool_consolidation_expected_savings_total{pool}
 //   tidepool_evictions_total{result}
 //   tidepool_provisioning_requests_total{class,outcome}
 //   tidepool_loop_duration_seconds                            histogram
@@ -78,6 +80,8 @@ class TidepoolMetrics {
   void RecordScaleUp(std::string_view pool, std::string_view reason, int nodes);
   // A node removed (deleted) from `pool`; `reason` from planner::RemovalKindName.
   void RecordScaleDown(std::string_view pool, std::string_view reason);
+  // A node removed although it ran training pods, because it paid: its work lost and savings.
+  void RecordConsolidation(std::string_view pool, const planner::ConsolidationVerdict& v);
   // A removal rolled back (taint, eviction or deletion failed).
   void RecordScaleDownFailure(std::string_view pool);
   void RecordEviction(EvictionResult result);
@@ -132,6 +136,9 @@ class TidepoolMetrics {
   Counter* scale_down_failures_;
   Counter* evictions_;
   Counter* provisioning_;
+  Counter* consolidations_;
+  Counter* consolidation_work_lost_;
+  Counter* consolidation_savings_;
   Histogram* loop_duration_;
   Histogram* planning_duration_;
   Counter* kube_requests_;
