@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "planner/cluster.h"
+#include "planner/disruption.h"
 #include "sim/simulator.h"
 #include "sim/units.h"
 
@@ -33,7 +34,8 @@ void AddPlacement(const JobSpec& job, model::Pod& p) {
 
 }  // namespace
 
-model::Pod MakePod(const JobSpec& job, int r, Time submit) {
+model::Pod MakePod(const JobSpec& job, int r, Time submit,
+                   std::optional<Duration> checkpoint_every) {
   model::Pod p;
   p.meta.name = fmt::format("{}-{}", job.id, r);
   p.meta.namespace_ = job.namespace_;
@@ -44,6 +46,10 @@ model::Pod MakePod(const JobSpec& job, int r, Time submit) {
   if (job.gang) {
     p.meta.labels.emplace(kPodGroupLabel, job.id);
     p.meta.annotations.emplace(planner::kGangSizeAnnotation, std::to_string(job.replicas));
+  }
+  if (checkpoint_every) {
+    p.meta.annotations.emplace(planner::kCheckpointIntervalAnnotation,
+                               FormatDuration(*checkpoint_every));
   }
   model::Container c;
   c.name = "main";
@@ -89,7 +95,8 @@ void Workload::Submit(int j) {
   for (int pod : job.pods) {
     SimPod& p = pods_[pod];
     // Pods exist from their submit to their job's end, so memory follows the active jobs.
-    p.pod = std::make_unique<model::Pod>(MakePod(*job.spec, r++, job.submit));
+    p.pod =
+        std::make_unique<model::Pod>(MakePod(*job.spec, r++, job.submit, in_.sim.checkpoint_every));
     index_.emplace(p.pod->Key(), pod);
     p.state = PodState::kPending;
     active_.insert(pod);

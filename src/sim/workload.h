@@ -50,8 +50,10 @@ struct SimJob {
   std::string shape;  // jobs of one shape fit or fail to fit alike (the binder's memo key)
 };
 
-// Builds the pod of replica `r` of `job`.
-model::Pod MakePod(const JobSpec& job, int r, Time submit);
+// Builds the pod of replica `r` of `job`. `checkpoint_every` (the simulation's checkpointEvery)
+// is announced on the pod as tidepool.dev/checkpoint-interval, as a training job would.
+model::Pod MakePod(const JobSpec& job, int r, Time submit,
+                   std::optional<Duration> checkpoint_every = std::nullopt);
 
 class Workload {
  public:

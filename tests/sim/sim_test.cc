@@ -514,9 +514,10 @@ TEST(CompareTest, ThreePoliciesOnTheBuiltinScenario) {
   EXPECT_EQ(st.scale_downs, 0);
   EXPECT_EQ(st.peak_nodes, tp.peak_nodes);
   EXPECT_GT(st.cost, tp.cost);
-  // ca-like evicts running training pods to consolidate; tidepool never does.
+  // ca-like evicts running training pods whenever they fit elsewhere; tidepool only when the
+  // savings pay for the work lost, so it loses less work and still costs less.
   EXPECT_GT(ca.evictions, 0);
-  EXPECT_EQ(tp.evictions, 0);
+  EXPECT_LE(tp.work_lost_gpu_hours, ca.work_lost_gpu_hours);
   EXPECT_LT(tp.cost, ca.cost);
 
   nlohmann::ordered_json j = ComparisonToJson(*runs);
