@@ -296,6 +296,71 @@ EOF
   pass
 }
 
+# heavy_pod NAME GPUS: a bare pod asking for GPUs on the heavy pool (4 GPUs per node).
+heavy_pod() {
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: $NS}
+spec:
+  nodeSelector: {pool-kind: heavy}
+  containers:
+  - {name: c, image: busybox, resources: {requests: {cpu: "1", nvidia.com/gpu: "$2"}, limits: {nvidia.com/gpu: "$2"}}}
+EOF
+}
+
+# Consolidation (docs/consolidation.md): a running training pod that holds half of a heavy node
+# ($12/h) and could move to the other one. Without checkpoint information its node stays (the
+# savings never cover its runtime x what it holds x 2); once it reports a fresh checkpoint and
+# a long remaining runtime, it is evicted, its node removed, and the Job runs it again on the
+# node that stays.
+scenario_consolidation() {
+  local cfg port node_t node_a
+  cfg=$(config_with 's/gpuUtilizationThreshold: 0.5/gpuUtilizationThreshold: 0.6/')
+  port=$(free_port)
+  LISTEN=127.0.0.1:$port start_tidepool tp "$cfg"
+  { heavy_pod anchor 2; echo ---; heavy_pod filler 2; } | k apply -f - >/dev/null
+  wait_until 60 pod_running anchor || { fail "anchor not Running"; return 1; }
+  wait_until 60 pod_running filler || { fail "filler not Running"; return 1; }
+  node_a=$(k -n "$NS" get pod anchor -o jsonpath='{.spec.nodeName}')
+  k apply -f - >/dev/null <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata: {name: finetune, namespace: $NS}
+spec:
+  backoffLimit: 4
+  template:
+    metadata:
+      labels: {job: finetune}
+    spec:
+      restartPolicy: Never
+      nodeSelector: {pool-kind: heavy}
+      containers:
+      - name: train
+        image: busybox
+        resources: {requests: {cpu: "1", nvidia.com/gpu: "2"}, limits: {nvidia.com/gpu: "2"}}
+EOF
+  wait_until 60 pods_running job=finetune 1 || { fail "finetune not Running"; return 1; }
+  node_t=$(k -n "$NS" get pods -l job=finetune -o jsonpath='{.items[0].spec.nodeName}')
+  [[ $node_t != "$node_a" ]] || { fail "finetune landed on the anchor's node"; return 1; }
+  k -n "$NS" delete pod filler --wait=false >/dev/null  # room for finetune on the anchor's node
+  wait_until 30 bash -c "curl -s http://127.0.0.1:$port/status | grep -q 'consolidation does not pay'" ||
+    { fail "the status page never said consolidation does not pay"; return 1; }
+  sleep 10  # unneededTime 6 s and delayAfterAdd 4 s have passed: the node stays anyway
+  k get node "$node_t" >/dev/null 2>&1 || { fail "the node of an unsaved training pod was removed"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "a node was tainted while consolidation did not pay"; return 1; }
+
+  k -n "$NS" annotate pods -l job=finetune --overwrite >/dev/null \
+    "tidepool.dev/last-checkpoint=$(date -u +%Y-%m-%dT%H:%M:%SZ)" tidepool.dev/expected-runtime=10h
+  wait_until 90 bash -c "! kubectl get node $node_t >/dev/null 2>&1" ||
+    { fail "$node_t was not consolidated after the checkpoint"; return 1; }
+  wait_until 60 bash -c "[[ \$(kubectl -n $NS get pods -l job=finetune --field-selector=status.phase=Running -o jsonpath='{.items[0].spec.nodeName}') == $node_a ]]" ||
+    { fail "finetune did not run again on $node_a"; return 1; }
+  grep -q "consolidation pays" "$WORK/tp.log" || { fail "no consolidation logged"; return 1; }
+  [[ $(nodes_of heavy) -eq 1 ]] || { fail "expected 1 heavy node, got $(nodes_of heavy)"; return 1; }
+  pass
+}
+
 # tidepool killed (SIGKILL) right after it asked for nodes, restarted: no duplicate nodes.
 scenario_crash_during_scale_up() {
   local cfg pid
@@ -345,7 +410,7 @@ scenario_leader_election() {
   pass
 }
 
-ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node
+ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node consolidation
   crash_during_scale_up leader_election)
 fresh_scenario() {
   rm -f "$WORK"/*.log
