@@ -6,7 +6,7 @@ seed-*); hand-written seeds and reproducers of findings (other names) are left a
   quantity  quoted strings of tests/model/quantity_test.cc, quantities in examples/ and scenarios
   duration  quoted strings of tests/base/time_test.cc, durations and timestamps in test data
   state     tests/scenarios/*/state.yaml, examples/seed/state.yaml, and the raw-string objects of
-            tests/kube/codec_test.cc and documents_test.cc
+            tests/kube/codec_test.cc, documents_test.cc and dra_codec_test.cc
   config    tests/scenarios/*/config.yaml, examples/seed/config.yaml, tests/kube/testdata/config/
 """
 import hashlib
@@ -90,7 +90,7 @@ def main():
         seen.add(data)
         label = p.parent.name
         write("state", f"{label}.yaml", data)
-    for test in ("codec_test.cc", "documents_test.cc"):
+    for test in ("codec_test.cc", "documents_test.cc", "dra_codec_test.cc"):
         for i, s in enumerate(cpp_raw_strings(ROOT / "tests/kube" / test)):
             ext = "json" if s.lstrip().startswith(("{", "[")) else "yaml"
             write("state", f"{test.removesuffix('.cc')}-{i}.{ext}", s)

@@ -67,6 +67,20 @@ struct TopologySpreadConstraint {
   std::vector<std::string> match_label_keys;
 };
 
+// spec.resourceClaims[]: a claim the pod uses, by the claim's name or by a template from which
+// the control plane creates one claim per pod.
+struct PodResourceClaim {
+  std::string name;
+  std::string claim_name;     // resourceClaimName
+  std::string template_name;  // resourceClaimTemplateName
+};
+
+// status.resourceClaimStatuses[]: the claim created for a template entry (empty: none needed).
+struct PodResourceClaimStatus {
+  std::string name;
+  std::string claim_name;
+};
+
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 
 struct Pod {
@@ -86,6 +100,7 @@ struct Pod {
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<Volume> volumes;
   bool host_network = false;
+  std::vector<PodResourceClaim> resource_claims;
 
   // status
   PodPhase phase = PodPhase::kPending;
@@ -93,6 +108,7 @@ struct Pod {
   bool unschedulable_condition = false;
   std::string nominated_node_name;
   std::optional<Time> start_time;
+  std::vector<PodResourceClaimStatus> resource_claim_statuses;
 
   // Derived at decode time by Finalize(); kept in sync by whoever mutates the spec.
   Resources requests;  // EffectiveRequests(*this)

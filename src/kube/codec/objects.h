@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "model/daemonset.h"
+#include "model/dra.h"
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
@@ -31,6 +32,7 @@ struct ClusterState {
   std::vector<model::DaemonSet> daemon_sets;
   std::vector<model::ProvisioningRequest> provisioning_requests;
   std::vector<model::PodTemplate> pod_templates;
+  model::DraObjects dra;  // resource.k8s.io/v1 (kube/codec/dra.h)
   std::map<std::string, int> ignored;
 };
 
@@ -68,8 +70,9 @@ Result<std::vector<nlohmann::json>> ParseDocuments(std::string_view text, std::s
 // a name, and a document without `kind`, are also located ("document 2, items[5]"). Decoded:
 // v1 Pod and Node (apiVersion v1 or absent), PodDisruptionBudget of policy/v1 and
 // policy/v1beta1, DaemonSet of apps/* and extensions/*, ProvisioningRequest of
-// autoscaling.x-k8s.io/v1 and v1 PodTemplate (kube/codec/provisioning.h); anything else is
-// counted in `ignored`
+// autoscaling.x-k8s.io/v1 and v1 PodTemplate (kube/codec/provisioning.h), DeviceClass,
+// ResourceClaim, ResourceClaimTemplate and ResourceSlice of resource.k8s.io/v1
+// (kube/codec/dra.h); anything else is counted in `ignored`
 // (a known kind of another apiVersion as "Kind (apiVersion)"). Empty input is an empty state.
 Result<ClusterState> DecodeState(std::string_view text, std::string_view source);
 // Reads the file and decodes it; a missing or unreadable file is an error naming it (code

@@ -167,6 +167,23 @@ Result<void> DecodeVolume(const Json& v, const FieldPath& path, const std::strin
   return {};
 }
 
+// spec.resourceClaims[i]: a name and exactly one of resourceClaimName, resourceClaimTemplateName.
+Result<void> DecodePodResourceClaim(const Json& c, const FieldPath& path,
+                                    model::PodResourceClaim& out) {
+  TIDEPOOL_RETURN_IF_ERROR(ExpectObject(c, path));
+  TIDEPOOL_RETURN_IF_ERROR(ReadString(c, "name", path, out.name));
+  if (out.name.empty()) {
+    return std::unexpected(TypeError(path.Key("name"), "a non-empty name", Find(c, "name")));
+  }
+  TIDEPOOL_RETURN_IF_ERROR(ReadString(c, "resourceClaimName", path, out.claim_name));
+  TIDEPOOL_RETURN_IF_ERROR(ReadString(c, "resourceClaimTemplateName", path, out.template_name));
+  if (out.claim_name.empty() == out.template_name.empty()) {
+    return std::unexpected(
+        FieldError(path, "expected exactly one of resourceClaimName and resourceClaimTemplateName"));
+  }
+  return {};
+}
+
 Result<void> DecodePodSpec(const Json& spec, const FieldPath& path, model::Pod& pod) {
   TIDEPOOL_RETURN_IF_ERROR(ReadString(spec, "nodeName", path, pod.node_name));
   TIDEPOOL_RETURN_IF_ERROR(ReadString(spec, "schedulerName", path, pod.scheduler_name));
@@ -198,7 +215,9 @@ Result<void> DecodePodSpec(const Json& spec, const FieldPath& path, model::Pod& 
       ForEachItem(spec, "volumes", path, [&](const Json& v, const FieldPath& p) {
         return DecodeVolume(v, p, pod.meta.name, pod.volumes.emplace_back());
       }));
-  return {};
+  return ForEachItem(spec, "resourceClaims", path, [&](const Json& c, const FieldPath& p) {
+    return DecodePodResourceClaim(c, p, pod.resource_claims.emplace_back());
+  });
 }
 
 Result<void> DecodePodStatus(const Json& status, const FieldPath& path, model::Pod& pod) {
@@ -217,7 +236,13 @@ Result<void> DecodePodStatus(const Json& status, const FieldPath& path, model::P
       }));
   TIDEPOOL_RETURN_IF_ERROR(ReadString(status, "nominatedNodeName", path, pod.nominated_node_name));
   TIDEPOOL_RETURN_IF_ERROR(ReadTime(status, "startTime", path, pod.start_time));
-  return {};
+  return ForEachItem(status, "resourceClaimStatuses", path,
+                     [&](const Json& c, const FieldPath& p) -> Result<void> {
+                       TIDEPOOL_RETURN_IF_ERROR(ExpectObject(c, p));
+                       auto& out = pod.resource_claim_statuses.emplace_back();
+                       TIDEPOOL_RETURN_IF_ERROR(ReadString(c, "name", p, out.name));
+                       return ReadString(c, "resourceClaimName", p, out.claim_name);
+                     });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "kube/codec/decode_common.h"
 #include "kube/codec/documents.h"
+#include "kube/codec/dra.h"
 #include "kube/codec/provisioning.h"
 
 namespace tidepool::kube::codec {
@@ -27,7 +28,33 @@ void Append(ClusterState& into, ClusterState&& from) {
   move_all(into.daemon_sets, from.daemon_sets);
   move_all(into.provisioning_requests, from.provisioning_requests);
   move_all(into.pod_templates, from.pod_templates);
+  move_all(into.dra.device_classes, from.dra.device_classes);
+  move_all(into.dra.claims, from.dra.claims);
+  move_all(into.dra.claim_templates, from.dra.claim_templates);
+  move_all(into.dra.slices, from.dra.slices);
   for (const auto& [kind, n] : from.ignored) into.ignored[kind] += n;
+}
+
+constexpr std::string_view kDraApiVersion = "resource.k8s.io/v1";
+
+bool IsDraKind(std::string_view kind) {
+  return kind == "DeviceClass" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate" ||
+         kind == "ResourceSlice";
+}
+
+// Decodes one resource.k8s.io/v1 object into its list.
+Result<void> DecodeDraObject(std::string_view kind, const Json& obj, model::DraObjects& dra) {
+  auto into = [](auto result, auto& list) -> Result<void> {
+    if (!result) return std::unexpected(result.error());
+    list.push_back(std::move(*result));
+    return {};
+  };
+  if (kind == "DeviceClass") return into(DecodeDeviceClass(obj), dra.device_classes);
+  if (kind == "ResourceClaim") return into(DecodeResourceClaim(obj), dra.claims);
+  if (kind == "ResourceClaimTemplate") {
+    return into(DecodeResourceClaimTemplate(obj), dra.claim_templates);
+  }
+  return into(DecodeResourceSlice(obj), dra.slices);
 }
 
 Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_view source) {
@@ -85,8 +112,11 @@ Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_vie
       auto pt = DecodePodTemplate(obj);
       if (!pt) return fail(pt.error());
       state.pod_templates.push_back(std::move(*pt));
+    } else if (api_version == kDraApiVersion && IsDraKind(kind)) {
+      if (auto r = DecodeDraObject(kind, obj, state.dra); !r) return fail(r.error());
     } else if (kind == "Pod" || kind == "Node" || kind == "PodDisruptionBudget" ||
-               kind == "DaemonSet" || kind == "ProvisioningRequest" || kind == "PodTemplate") {
+               kind == "DaemonSet" || kind == "ProvisioningRequest" || kind == "PodTemplate" ||
+               IsDraKind(kind)) {
       // A known kind of an API version tidepool does not read (e.g. a CRD named "Node").
       ++state.ignored[fmt::format("{} ({})", kind, api_version)];
     } else {
