@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sched/dra/dra_state.h"
 #include "sched/fit_detail.h"
 
 namespace tidepool::sched {
@@ -205,6 +206,9 @@ Verdict FitChecker::Precomputed::InterPodVerdict(const Target& t) const {
 FitChecker::FitChecker(const Pod& pod, const ClusterSnapshot& snapshot)
     : pod_(&pod), snapshot_(&snapshot) {
   TIDEPOOL_CHECK_MSG(pod.requests.pods() > 0, "fit check of a pod without Finalize()");
+  if (!pod.resource_claims.empty() && snapshot.dra() != nullptr) {
+    claims_ = &snapshot.dra()->ClaimsOf(pod);
+  }
   bool has_ports = false;
   ForEachHostPort(pod, [&](const model::ContainerPort&) { has_ports = true; });
   bool has_terms = !pod.affinity.pod_affinity_required.empty() ||
@@ -278,11 +282,30 @@ FitResult FitChecker::Check(NodeIndex index) const {
   const Verdict resources =
       ResourcesVerdict(*pod_, info.allocatable, info.requested, info.requested.pods());
   if (!resources.fits()) return MakeFailure(resources);
-  if (!pre_) return FitResult::Fit();
-  const Target t{&node, index};
-  const Verdict spread = pre_->SpreadVerdict(t);
-  if (!spread.fits()) return MakeFailure(spread);
-  return ToResult(pre_->InterPodVerdict(t));
+  if (pre_) {
+    const Target t{&node, index};
+    const Verdict spread = pre_->SpreadVerdict(t);
+    if (!spread.fits()) return MakeFailure(spread);
+    const Verdict inter_pod = pre_->InterPodVerdict(t);
+    if (!inter_pod.fits()) return MakeFailure(inter_pod);
+  }
+  if (pod_->resource_claims.empty()) return FitResult::Fit();
+  return DraFailure(node);
+}
+
+// DynamicResources: the fast answer when the claims can be allocated, the diagnosis otherwise.
+FitResult FitChecker::DraFailure(const Node& node) const {
+  const DraState* dra = snapshot_->dra();
+  if (claims_ != nullptr && dra->CanAllocate(*claims_, node)) return FitResult::Fit();
+  FitResult r = MakeFailure(Reject(FitCode::kDynamicResources));
+  if (claims_ == nullptr) {
+    r.reason += ": no devices are known (no ResourceSlices were read)";
+    return r;
+  }
+  r.claims_unresolvable = !claims_->error.empty();
+  r.reason += ": ";
+  r.reason += dra->Diagnose(*claims_, node);
+  return r;
 }
 
 FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_requests,
@@ -293,11 +316,15 @@ FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_
   const Verdict resources =
       ResourcesVerdict(*pod_, node.allocatable, existing_requests, existing_pods);
   if (!resources.fits()) return MakeFailure(resources);
-  if (!pre_) return FitResult::Fit();
-  const Target t{&node, kNoNode};
-  const Verdict spread = pre_->SpreadVerdict(t);
-  if (!spread.fits()) return MakeFailure(spread);
-  return ToResult(pre_->InterPodVerdict(t));
+  if (pre_) {
+    const Target t{&node, kNoNode};
+    const Verdict spread = pre_->SpreadVerdict(t);
+    if (!spread.fits()) return MakeFailure(spread);
+    const Verdict inter_pod = pre_->InterPodVerdict(t);
+    if (!inter_pod.fits()) return MakeFailure(inter_pod);
+  }
+  if (pod_->resource_claims.empty()) return FitResult::Fit();
+  return DraFailure(node);
 }
 
 FitResult Fits(const Pod& pod, NodeIndex node, const ClusterSnapshot& snapshot) {

@@ -12,6 +12,8 @@
 
 namespace tidepool::sched {
 
+struct PodClaims;
+
 // Which filter rejected the pod. Order is the order the filters run in, as in kube-scheduler's
 // default profile: NodeUnschedulable, NodeName, TaintToleration, NodeAffinity, NodePorts,
 // NodeResourcesFit, PodTopologySpread, InterPodAffinity.
@@ -29,6 +31,8 @@ enum class FitCode {
   kPodAffinity,           // "node(s) didn't match pod affinity rules"
   kPodAntiAffinity,       // "node(s) didn't match pod anti-affinity rules"
   kExistingAntiAffinity,  // "node(s) didn't satisfy existing pods anti-affinity rules"
+  // "cannot allocate all claims: <claim>: request \"gpu\": no device matches selector ..."
+  kDynamicResources,
 };
 
 struct FitResult {
@@ -39,11 +43,15 @@ struct FitResult {
   // kPodAffinity only: no placed pod matches the pod's affinity terms anywhere (and the pod does
   // not match them itself), or the node lacks a term's topology key. Adding nodes cannot help.
   bool pod_affinity_unresolvable = false;
+  // kDynamicResources only: the pod's claims cannot be resolved (a claim, template or device
+  // class that does not exist, a selector outside the supported CEL), so no node can help.
+  bool claims_unresolvable = false;
 
   bool fits() const { return code == FitCode::kFits; }
   // True when adding more of the same node cannot help: kube-scheduler's
   // UnschedulableAndUnresolvable. True for NodeUnschedulable, NodeName, TaintToleration,
-  // NodeAffinity, TopologySpreadMissingLabel and an unresolvable PodAffinity; false for
+  // NodeAffinity, TopologySpreadMissingLabel, an unresolvable PodAffinity and unresolvable
+  // claims; false for
   // resources, ports, anti-affinity and topology skew (capacity elsewhere can fix those).
   bool unresolvable() const;
   static FitResult Fit() { return {}; }
@@ -62,6 +70,11 @@ struct FitResult {
 // Semantics that differ from kube-scheduler because tidepool has no Namespace objects: a
 // PodAffinityTerm's namespaceSelector that is empty ({}) selects all namespaces; a non-empty one
 // selects no namespace beyond the term's `namespaces` list.
+//
+// A pod with resourceClaims is checked against the devices of the snapshot's DraState
+// (ClusterSnapshot::AttachDra): its claims are resolved once here, then each node is searched
+// for an allocation as kube-scheduler's DynamicResources filter does. Without a DraState no node
+// has devices, so such a pod fits nowhere.
 class FitChecker {
  public:
   FitChecker(const model::Pod& pod, const ClusterSnapshot& snapshot);
@@ -92,8 +105,11 @@ class FitChecker {
  private:
   struct Precomputed;
 
+  FitResult DraFailure(const model::Node& node) const;
+
   const model::Pod* pod_;
   const ClusterSnapshot* snapshot_;
+  const PodClaims* claims_ = nullptr;  // when the pod has claims and there is a DraState
   std::unique_ptr<Precomputed> pre_;  // null when the pod and cluster need no inter-pod checks
 };
 

@@ -79,6 +79,9 @@ FitResult MakeFailure(const Verdict& v) {
     case FitCode::kExistingAntiAffinity:
       r.reason = kReasonExistingAntiAffinity;
       break;
+    case FitCode::kDynamicResources:
+      r.reason = "cannot allocate all claims";  // FitChecker adds the details
+      break;
   }
   return r;
 }
@@ -95,6 +98,8 @@ bool FitResult::unresolvable() const {
       return true;
     case FitCode::kPodAffinity:
       return pod_affinity_unresolvable;
+    case FitCode::kDynamicResources:
+      return claims_unresolvable;
     case FitCode::kFits:
     case FitCode::kNodePorts:
     case FitCode::kNodeResources:

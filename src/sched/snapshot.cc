@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sched/dra/dra_state.h"
 
 namespace tidepool::sched {
 namespace {
@@ -121,6 +122,7 @@ Result<void> ClusterSnapshot::AddPod(const model::Pod* pod, NodeIndex node) {
   TIDEPOOL_CHECK_MSG(pod->requests.pods() > 0, "pod added without Finalize()");
   PlacePod(pod, node);
   Record({Op::kAddPod, node, pod, 0});
+  if (dra_ != nullptr && !pod->resource_claims.empty()) dra_->Place(*pod, *nodes_[node].node);
   return {};
 }
 
@@ -165,6 +167,7 @@ Result<void> ClusterSnapshot::RemovePod(const model::Pod* pod, NodeIndex node) {
   const model::Pod* placed = pods[position];
   UnplacePodAt(node, static_cast<uint32_t>(position));
   Record({Op::kRemovePod, node, placed, static_cast<uint32_t>(position)});
+  if (dra_ != nullptr && !placed->resource_claims.empty()) dra_->Unplace(*placed);
   return {};
 }
 
@@ -201,7 +204,15 @@ void ClusterSnapshot::UnplacePodAt(NodeIndex node, uint32_t position) {
   }
 }
 
-void ClusterSnapshot::Fork() { layers_.push_back(log_.size()); }
+void ClusterSnapshot::AttachDra(DraState* dra) {
+  TIDEPOOL_CHECK_MSG(layers_.empty(), "AttachDra() inside a Fork()");
+  dra_ = dra;
+}
+
+void ClusterSnapshot::Fork() {
+  layers_.push_back(log_.size());
+  if (dra_ != nullptr) dra_->Fork();
+}
 
 void ClusterSnapshot::Revert() {
   TIDEPOOL_CHECK_MSG(!layers_.empty(), "Revert() without Fork()");
@@ -211,11 +222,13 @@ void ClusterSnapshot::Revert() {
     log_.pop_back();
   }
   layers_.pop_back();
+  if (dra_ != nullptr) dra_->Revert();
 }
 
 void ClusterSnapshot::Commit() {
   TIDEPOOL_CHECK_MSG(!layers_.empty(), "Commit() without Fork()");
   layers_.pop_back();
+  if (dra_ != nullptr) dra_->Commit();
   if (layers_.empty()) {
     log_.clear();
     graveyard_.clear();

@@ -17,6 +17,8 @@
 
 namespace tidepool::sched {
 
+class DraState;
+
 using NodeIndex = uint32_t;
 inline constexpr NodeIndex kNoNode = UINT32_MAX;
 
@@ -105,6 +107,13 @@ class ClusterSnapshot {
   // gets). Only NodeInfo::allocatable changes, never the Node. Undoable.
   Result<void> SetAllocatable(NodeIndex node, const model::Resources& allocatable);
 
+  // Devices and claims (Dynamic Resource Allocation): from now on, placing a pod with
+  // resourceClaims allocates them in `dra` (DraState::Place), removing it releases them, and
+  // Fork/Revert/Commit carry `dra`'s allocations along. Attach before the first Fork (checked);
+  // `dra` must outlive the snapshot. Optional: without it pods with claims fit no node.
+  void AttachDra(DraState* dra);
+  DraState* dra() const { return dra_; }
+
   void Fork();
   // Requires an open layer (checked).
   void Revert();
@@ -162,6 +171,7 @@ class ClusterSnapshot {
   std::vector<NodeInfo> graveyard_;
   // What SetAllocatable replaced inside an open layer, most recent last. Cleared likewise.
   std::vector<model::Resources> old_allocatable_;
+  DraState* dra_ = nullptr;
   // Topology indexes built so far; each covers every node slot.
   mutable std::vector<std::unique_ptr<TopologyIndex>> topologies_;
 };
