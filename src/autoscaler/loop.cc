@@ -50,6 +50,7 @@ void Autoscaler::Index(StepContext& ctx) const {
   ctx.base.pods = obs.pods;
   ctx.base.pdbs = obs.pdbs;
   ctx.base.daemon_sets = obs.daemon_sets;
+  ctx.base.dra = obs.dra;
   ctx.base.now = ctx.now;
   ctx.base.provider_pool_of = obs.provider_pool_of;
   for (const model::Node* n : obs.nodes) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/daemonset.h"
+#include "model/dra.h"
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
@@ -33,6 +34,8 @@ struct Observation {
   std::vector<const model::Pod*> pods;
   std::vector<const model::PodDisruptionBudget*> pdbs;
   std::vector<const model::DaemonSet*> daemon_sets;
+  // Dynamic Resource Allocation objects (resource.k8s.io/v1); null when not watched.
+  const model::DraObjects* dra = nullptr;
   // ProvisioningRequests (autoscaling.x-k8s.io/v1) and the PodTemplates their pod sets name
   // (docs/kueue.md); empty when the driver has none.
   std::vector<const model::ProvisioningRequest*> provisioning_requests;

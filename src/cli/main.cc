@@ -91,6 +91,7 @@ Result<void> LoadInputs(const std::string& config_path, const std::string& state
   for (const auto& x : in.state.pods) p.pods.push_back(&x);
   for (const auto& x : in.state.pdbs) p.pdbs.push_back(&x);
   for (const auto& x : in.state.daemon_sets) p.daemon_sets.push_back(&x);
+  if (!in.state.dra.empty()) p.dra = &in.state.dra;
   return {};
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/time.h"
+#include "model/dra.h"
 #include "model/node.h"
 #include "model/resources.h"
 
@@ -36,6 +37,21 @@ struct WarmConfig {
   bool Any() const { return spare_nodes > 0 || !headroom_set.empty() || predictive.enabled; }
 };
 
+// `template.devices[]`: devices each new node of a pool has, as its DRA driver will publish them
+// in a ResourceSlice, so pods with ResourceClaims can scale a pool from zero.
+struct TemplateDevices {
+  std::string driver;
+  int32_t count = 1;
+  DeviceAttributes attributes;  // qualified names (the driver's domain when none is given)
+  DeviceCapacity capacity;
+};
+
+// The ResourceSlices a new node of `pool_name` publishes for `devices`: one per driver, pool
+// "<pool_name>-<driver>", node-local (nodeName `node_name`), devices "<driver's first label>-<k>"
+// numbered per driver.
+std::vector<ResourceSlice> TemplateSlices(std::string_view pool_name, std::string_view node_name,
+                                          const std::vector<TemplateDevices>& devices);
+
 struct Pool {
   std::string name;
   int32_t min = 0;
@@ -49,6 +65,9 @@ struct Pool {
   // The node this pool creates: labels (including tidepool.dev/pool), taints, capacity and
   // allocatable (equal to capacity unless the config says otherwise), ready.
   Node template_node;
+  std::vector<TemplateDevices> devices;
+  // TemplateSlices(name, template_node's name, devices): what the planner gives template nodes.
+  std::vector<ResourceSlice> device_slices;
   WarmConfig warm;
 };
 

@@ -10,6 +10,7 @@
 
 #include "base/time.h"
 #include "model/daemonset.h"
+#include "model/dra.h"
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
@@ -39,6 +40,9 @@ struct PlannerInput {
   std::vector<const model::Pod*> pods;
   std::vector<const model::PodDisruptionBudget*> pdbs;
   std::vector<const model::DaemonSet*> daemon_sets;
+  // DeviceClasses, ResourceClaims, their templates and ResourceSlices; null when none were read.
+  // Pods with resourceClaims are placed where their claims can be allocated (sched/dra).
+  const model::DraObjects* dra = nullptr;
   // Nodes requested from the provider and not registered yet, per pool.
   std::map<std::string, int, std::less<>> upcoming;
   // Pools that may not grow before the given time (failed or timed-out provisioning).

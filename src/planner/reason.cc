@@ -26,6 +26,8 @@ ReasonKind KindOfFit(const sched::FitResult& fit) {
     case sched::FitCode::kPodAntiAffinity:
     case sched::FitCode::kExistingAntiAffinity:
       return ReasonKind::kPodAntiAffinity;
+    case sched::FitCode::kDynamicResources:
+      return ReasonKind::kDeviceClaims;
     case sched::FitCode::kFits:
       break;
   }
@@ -58,6 +60,8 @@ std::string_view ReasonKindLabel(ReasonKind kind) {
       return "pod_affinity";
     case ReasonKind::kPodAntiAffinity:
       return "pod_anti_affinity";
+    case ReasonKind::kDeviceClaims:
+      return "device_claims";
     case ReasonKind::kBackoff:
       return "backoff";
     case ReasonKind::kPoolMax:

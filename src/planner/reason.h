@@ -23,6 +23,7 @@ enum class ReasonKind {
   kTopologySpread,
   kPodAffinity,
   kPodAntiAffinity,
+  kDeviceClaims,  // DynamicResources: the pod's ResourceClaims cannot be allocated there
   // The pool could host the pod but may not grow now.
   kBackoff,          // a recent scale-up of the pool failed or timed out
   kPoolMax,          // pools[].max

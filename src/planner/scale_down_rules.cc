@@ -38,11 +38,13 @@ DrainRole DrainRoleOf(const model::Pod& pod) {
   return DrainRole::kMove;
 }
 
-NodeUtilization ComputeUtilization(const model::Node& node, const model::Resources& moving) {
-  int64_t cpu = moving.cpu_milli(), memory = moving.memory(), gpus = moving.gpus();
+NodeUtilization ComputeUtilization(const model::Node& node, const model::Resources& moving,
+                                   int64_t devices, int64_t devices_allocated) {
+  int64_t cpu = moving.cpu_milli(), memory = moving.memory();
+  int64_t gpus = moving.gpus() + devices_allocated;
   NodeUtilization u;
   const model::Resources& alloc = node.allocatable;
-  int64_t gpu_alloc = alloc.gpus();
+  int64_t gpu_alloc = alloc.gpus() + devices;
   if (gpu_alloc > 0) {
     u.gpu = true;
     u.resource = "gpu";

@@ -22,7 +22,9 @@ DrainRole DrainRoleOf(const model::Pod& pod);
 
 // Utilization of a node as scale-down judges it. A node with allocatable GPUs is judged by
 // GPUs requested / allocatable (idle GPUs are waste even when CPU pods keep the node warm);
-// any other node by max(cpu, memory) requested / allocatable. Only kMove pods count.
+// any other node by max(cpu, memory) requested / allocatable. Only kMove pods count. Devices of
+// Dynamic Resource Allocation count as GPUs: `devices` on the node, `devices_allocated` of them
+// allocated to claims (an allocated device is in use whoever holds it).
 struct NodeUtilization {
   bool gpu = false;
   double value = 0;             // the ratio compared with the threshold
@@ -32,7 +34,8 @@ struct NodeUtilization {
 };
 
 // `moving` is the sum of the requests of the node's kMove pods.
-NodeUtilization ComputeUtilization(const model::Node& node, const model::Resources& moving);
+NodeUtilization ComputeUtilization(const model::Node& node, const model::Resources& moving,
+                                   int64_t devices = 0, int64_t devices_allocated = 0);
 
 // "utilization 0.21 < 0.5 (cpu)" / "gpu utilization 0/1 < 0.5" when below the threshold,
 // "utilization 0.83 >= threshold 0.5 (cpu)" / "gpu utilization 1/1 >= threshold 0.5" otherwise.

@@ -33,6 +33,10 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
       evict_training_pods_(evict_training_pods),
       weigh_training_(!evict_training_pods && config_.consolidation.enabled),
       placer_(snapshot_, destinations_, usable_) {
+  if (input.dra != nullptr) {
+    dra_ = std::make_unique<sched::DraState>(*input.dra);
+    snapshot_.AttachDra(dra_.get());
+  }
   // Nodes in name order (the first of duplicate names wins); entry i is snapshot node i.
   std::vector<const model::Node*> nodes = input.nodes;
   std::stable_sort(nodes.begin(), nodes.end(), [](const model::Node* a, const model::Node* b) {
@@ -163,8 +167,20 @@ void ScaleDownRun::AddPods() {
     }
     if (e.being_deleted) TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
     if (e.pool == nullptr) continue;
-    e.util = ComputeUtilization(*e.node, requested[i]);
+    sched::DraState::DeviceUse devices;
+    if (dra_) devices = dra_->UseOf(*e.node);
+    e.util = ComputeUtilization(*e.node, requested[i], devices.devices, devices.allocated);
     if (!maybe[i]) continue;
+    if (devices.allocated > 0) {
+      // A device allocated to a claim no pod here uses (a standalone claim, or one whose pods
+      // are gone) is held for someone: removing the node would take it away.
+      auto foreign = dra_->ForeignClaimsOn(*e.node, snapshot_.Get(i).pods);
+      if (!foreign.empty()) {
+        e.keep = fmt::format("devices allocated to claim {}, which no pod on the node uses",
+                             foreign.front());
+        continue;
+      }
+    }
     if (e.util.value >= Threshold(e)) {
       e.keep = DescribeUtilization(e.util, Threshold(e));
       continue;

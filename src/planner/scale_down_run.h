@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 #include "planner/scale_down.h"
 #include "planner/scale_down_placer.h"
 #include "planner/scale_down_rules.h"
+#include "sched/dra/dra_state.h"
 
 namespace tidepool::planner::scale_down_detail {
 
@@ -152,6 +154,9 @@ class ScaleDownRun {
   const bool weigh_training_;
   std::vector<NodeEntry> entries_;  // by name; entry i is snapshot node i
   std::vector<PodFacts> facts_;     // see NodeEntry::own_facts
+  // Devices and claims (when the input has DRA objects), attached to snapshot_: a moved pod's
+  // claims are allocated where it lands.
+  std::unique_ptr<sched::DraState> dra_;
   ClusterSnapshot snapshot_;
   // Nodes that may receive pods: those that stay for sure first (name order), then candidates
   // latest-tried first, so moved pods land where they are least likely to move again.

@@ -12,6 +12,7 @@ namespace scale_up_detail {
 
 void Pass::BuildSnapshot() {
   InitPools();
+  InitDra();
   AddRegisteredNodes();
   AddUpcomingNodes();
   base_cluster_nodes_ = cluster_nodes_;
@@ -32,6 +33,16 @@ void Pass::InitPools() {
   }
   std::sort(pools_.begin(), pools_.end(),
             [](const PoolState& a, const PoolState& b) { return a.pool->name < b.pool->name; });
+}
+
+void Pass::InitDra() {
+  bool devices = in_.dra != nullptr;
+  for (const Pool& p : cfg_.pools) devices = devices || !p.devices.empty();
+  if (!devices) return;
+  static const model::DraObjects kNone;
+  dra_ = std::make_unique<sched::DraState>(in_.dra != nullptr ? *in_.dra : kNone);
+  snap_.AttachDra(dra_.get());
+  for (const PoolState& ps : pools_) GiveTemplateDevices(&ps.pool->template_node, *ps.pool);
 }
 
 void Pass::AddRegisteredNodes() {
@@ -64,6 +75,7 @@ void Pass::AddUpcomingNodes() {
       Node& node = upcoming_nodes_.back();
       node.meta.name = fmt::format("upcoming-{}-{}", ps.pool->name, k);
       node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
+      GiveTemplateDevices(&node, *ps.pool);
       auto idx = snap_.AddNode(&node);
       TIDEPOOL_CHECK(idx.has_value());
       for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, *idx);

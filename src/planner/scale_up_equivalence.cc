@@ -142,6 +142,15 @@ std::string EquivalenceKey(const model::Pod& p) {
                    !p.topology_spread_constraints.empty();
   if (inter_pod) WriteInterPodRules(p, w);
   WriteHostPorts(p, w);
+  // Claims: pods naming the same claims or templates are interchangeable. A claim generated from
+  // a template for one pod is not written: pending pods' generated claims are unallocated and
+  // equal to their template's.
+  for (const auto& c : p.resource_claims) {
+    w.Tag('r');
+    w.Str(c.name);
+    w.Str(c.claim_name);
+    w.Str(c.template_name);
+  }
   return w.Take();
 }
 

@@ -74,6 +74,15 @@ std::string FamilyKey(const PoolState& ps, const std::set<std::string, std::less
     key += fmt::format("{}={}:{};", taint.key, taint.value, static_cast<int>(taint.effect));
   key += '|';
   for (const Pod* d : ps.ds_pods) key += fmt::format("{};", static_cast<const void*>(d));
+  key += '|';
+  for (const model::TemplateDevices& d : ps.pool->devices) {
+    key += fmt::format("{}*{}", d.driver, d.count);
+    for (const auto& [name, a] : d.attributes)
+      key += fmt::format(",{}={}:{}:{}:{}", name, static_cast<int>(a.kind), a.int_value,
+                         a.bool_value, a.text);
+    for (const auto& [name, q] : d.capacity) key += fmt::format(",{}={}", name, q.ToString());
+    key += ';';
+  }
   return key;
 }
 
@@ -127,6 +136,8 @@ std::vector<size_t> Pass::EligibleShapes(Family& family) {
       family.largest.allocatable.MaxWith(pools_[i].pool->template_node.allocatable);
       family.largest.capacity.MaxWith(pools_[i].pool->template_node.capacity);
     }
+    // Estimates check pods against it before a new node exists.
+    GiveTemplateDevices(&family.largest, *pools_[shapes.front()].pool);
   }
   return shapes;
 }
@@ -146,6 +157,8 @@ NodeIndex Pass::AddFlexNode(Family& family, int k) {
   node = family.largest;
   node.meta.name = std::move(name);
   node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
+  // Every shape of a family has the same devices (FamilyKey).
+  GiveTemplateDevices(&node, *pools_[family.members.front()].pool);
   auto idx = snap_.AddNode(&node);
   TIDEPOOL_CHECK_MSG(idx.has_value(), "new node name already in the snapshot");
   // Every shape of a family runs the same DaemonSet pods.

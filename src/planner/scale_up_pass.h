@@ -18,6 +18,7 @@
 #include "planner/equivalence.h"
 #include "planner/expander.h"
 #include "planner/scale_up.h"
+#include "sched/dra/dra_state.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
 
@@ -159,6 +160,12 @@ class Pass {
   // The snapshot (scale_up.cc): registered nodes and their pods, then one template node per
   // upcoming node with its pool's DaemonSet pods.
   void BuildSnapshot();
+  // Creates dra_ when devices matter and gives every pool template its devices.
+  void InitDra();
+  // A node the pool will create: the pool template's devices (when there is a DraState).
+  void GiveTemplateDevices(const Node* node, const Pool& pool) {
+    if (dra_) dra_->AddTemplateNode(node, &pool.device_slices);
+  }
   void InitPools();
   void AddRegisteredNodes();
   void AddUpcomingNodes();
@@ -302,6 +309,9 @@ class Pass {
 
   const PlannerInput& in_;
   const model::AutoscalerConfig& cfg_;
+  // Devices and claims, when the input has DRA objects or a pool has template devices; attached
+  // to snap_ (declared before it, so it outlives the snapshot).
+  std::unique_ptr<sched::DraState> dra_;
   ClusterSnapshot snap_;
   std::deque<Node> upcoming_nodes_;
   std::deque<Pod> phantom_pods_;

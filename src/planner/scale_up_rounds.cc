@@ -38,7 +38,9 @@ ExpanderOption FluidOption(const PoolState& ps, const std::vector<const Pod*>& p
 sched::FitResult Pass::TemplateFit(const Pod& pod, const PoolState& ps) const {
   sched::FitResult r = sched::CheckNodeStatic(pod, ps.pool->template_node);
   if (!r.fits()) return r;
-  return sched::CheckResources(pod, ps.pool->template_node.allocatable, ps.DaemonSetUse());
+  r = sched::CheckResources(pod, ps.pool->template_node.allocatable, ps.DaemonSetUse());
+  if (!r.fits()) return r;
+  return sched::CheckClaims(pod, ps.pool->template_node, snap_);
 }
 
 bool Pass::FitsTemplate(const Pod* pod, size_t pool_index) {

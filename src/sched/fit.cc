@@ -327,6 +327,11 @@ FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_
   return DraFailure(node);
 }
 
+FitResult CheckClaims(const Pod& pod, const Node& node, const ClusterSnapshot& snapshot) {
+  if (pod.resource_claims.empty()) return FitResult::Fit();
+  return FitChecker(pod, snapshot).DraFailure(node);
+}
+
 FitResult Fits(const Pod& pod, NodeIndex node, const ClusterSnapshot& snapshot) {
   return FitChecker(pod, snapshot).Check(node);
 }

@@ -105,6 +105,7 @@ class FitChecker {
  private:
   struct Precomputed;
 
+  friend FitResult CheckClaims(const model::Pod&, const model::Node&, const ClusterSnapshot&);
   FitResult DraFailure(const model::Node& node) const;
 
   const model::Pod* pod_;
@@ -123,6 +124,10 @@ FitResult Fits(const model::Pod& pod, NodeIndex node, const ClusterSnapshot& sna
 FitResult CheckNodeStatic(const model::Pod& pod, const model::Node& node);
 FitResult CheckResources(const model::Pod& pod, const model::Resources& allocatable,
                          const model::Resources& requested);
+// The DynamicResources filter alone: whether the pod's claims can be allocated on `node` (a
+// snapshot node or a template node given to the snapshot's DraState) in the snapshot's state.
+FitResult CheckClaims(const model::Pod& pod, const model::Node& node,
+                      const ClusterSnapshot& snapshot);
 
 // True when the node matches the pod's nodeSelector and required node affinity (what the
 // NodeAffinity filter and the spread constraints' nodeAffinityPolicy Honor test).

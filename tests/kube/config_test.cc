@@ -884,3 +884,74 @@ provider: {type: kwok}
 
 }  // namespace
 }  // namespace tidepool::kube::config
+
+namespace tidepool::kube::config {
+namespace {
+
+constexpr std::string_view kDevicePool = R"(
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+pools:
+- name: a100
+  max: 4
+  template:
+    capacity: {cpu: "8", memory: 64Gi}
+    devices:
+    - driver: gpu.example.com
+      count: 2
+      attributes:
+        productName: NVIDIA A100-SXM4-80GB
+        index: 0
+        mig: false
+        example.com/pcieRoot: pci0
+        driverVersion: {version: 550.54.15}
+      capacity: {memory: 80Gi}
+    - {driver: nic.example.com}
+)";
+
+TEST(AutoscalerConfigDevices, TemplateDevicesBecomeSlicesOfTheTemplateNode) {
+  model::AutoscalerConfig c = MustParse(kDevicePool);
+  const model::Pool& p = c.pools[0];
+  ASSERT_EQ(p.devices.size(), 2u);
+  const auto& attrs = p.devices[0].attributes;
+  using Kind = model::DeviceAttribute::Kind;
+  EXPECT_EQ(attrs.at("gpu.example.com/productName").text, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(attrs.at("gpu.example.com/index").kind, Kind::kInt);
+  EXPECT_EQ(attrs.at("gpu.example.com/mig").kind, Kind::kBool);
+  EXPECT_EQ(attrs.at("example.com/pcieRoot").text, "pci0");
+  EXPECT_EQ(attrs.at("gpu.example.com/driverVersion").kind, Kind::kVersion);
+  EXPECT_EQ(p.devices[0].capacity.at("gpu.example.com/memory"), *model::Quantity::Parse("80Gi"));
+  EXPECT_EQ(p.devices[1].count, 1);
+  ASSERT_EQ(p.device_slices.size(), 2u);
+  EXPECT_EQ(p.device_slices[0].driver, "gpu.example.com");
+  EXPECT_EQ(p.device_slices[0].node_name, p.template_node.meta.name);
+  ASSERT_EQ(p.device_slices[0].devices.size(), 2u);
+  EXPECT_EQ(p.device_slices[0].devices[1].name, "gpu-1");
+  EXPECT_EQ(p.device_slices[1].devices[0].name, "nic-0");
+}
+
+TEST(AutoscalerConfigDevices, ErrorsNameTheKey) {
+  auto with = [](std::string_view devices) {
+    return ErrorOf(std::string(R"(
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+pools:
+- name: p
+  max: 4
+  template:
+    capacity: {cpu: "8", memory: 64Gi}
+    devices: )") + std::string(devices) + "\n");
+  };
+  EXPECT_THAT(with("[{count: 2}]"), HasSubstr("pools[0].template.devices[0].driver: required key"));
+  EXPECT_THAT(with("[{driver: g.example.com, count: 0}]"),
+              HasSubstr("pools[0].template.devices[0].count: expected an integer from 1 to 1024"));
+  EXPECT_THAT(with("[{driver: g.example.com, colour: red}]"),
+              HasSubstr("pools[0].template.devices[0].colour"));
+  EXPECT_THAT(with("[{driver: g.example.com, capacity: {memory: lots}}]"),
+              HasSubstr("pools[0].template.devices[0].capacity.memory"));
+  EXPECT_THAT(with("[{driver: g.example.com, attributes: {v: {semver: 1}}}]"),
+              HasSubstr("pools[0].template.devices[0].attributes.v.semver"));
+}
+
+}  // namespace
+}  // namespace tidepool::kube::config

@@ -142,12 +142,15 @@ std::string ConfigWith(const std::string& path, const std::string& example) {
     std::string s = segments[i];
     if (s == "<resource>") s = "nvidia.com/gpu";
     if (s == "<pool>") s = "cpu";
+    if (s == "<name>") s = "productName";
     bool last = i + 1 == segments.size();
     if (s.ends_with("[]")) {
       s.resize(s.size() - 2);
       if (!node[s] || node[s].size() == 0) {
         YAML::Node item =
-            YAML::Load(s == "taints" ? "{key: example.com/k, effect: NoSchedule}" : "{}");
+            YAML::Load(s == "taints"    ? "{key: example.com/k, effect: NoSchedule}"
+                       : s == "devices" ? "{driver: gpu.example.com}"
+                                        : "{}");
         YAML::Node list(YAML::NodeType::Sequence);
         list.push_back(item);
         node[s] = list;
@@ -213,6 +216,7 @@ TEST(ConfigReferenceTest, EveryKeyTheLoaderKnowsIsDocumented) {
       {"kPoolKeys", "pools[]."},
       {"kTemplateKeys", "pools[].template."},
       {"kTaintKeys", "pools[].template.taints[]."},
+      {"kDeviceKeys", "pools[].template.devices[]."},
       {"kWarmKeys", "pools[].warm."},
       {"kPredictiveKeys", "pools[].warm.predictive."},
       {"kOtherKeys", "limits."},  // the non-resource keys of limits (typo hints)

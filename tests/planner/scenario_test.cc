@@ -78,6 +78,7 @@ TEST_P(Scenario, PlanMatchesExpected) {
   for (const auto& p : state->pods) in.pods.push_back(&p);
   for (const auto& p : state->pdbs) in.pdbs.push_back(&p);
   for (const auto& d : state->daemon_sets) in.daemon_sets.push_back(&d);
+  if (!state->dra.empty()) in.dra = &state->dra;
   if (fs::exists(dir / "input.yaml")) {
     YAML::Node input = YAML::LoadFile((dir / "input.yaml").string());
     if (input["now"]) in.now = *ParseRfc3339(input["now"].as<std::string>());

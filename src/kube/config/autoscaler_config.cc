@@ -71,8 +71,10 @@ constexpr std::string_view kPoolKeys[] = {
 constexpr std::string_view kWarmKeys[] = {"spareNodes", "headroom", "predictive"};
 constexpr std::string_view kPredictiveKeys[] = {"enabled", "horizon", "maxCostPerDay",
                                                 "waitValuePerGpuHour"};
-constexpr std::string_view kTemplateKeys[] = {"labels", "taints", "capacity", "allocatable"};
+constexpr std::string_view kTemplateKeys[] = {"labels", "taints", "capacity", "allocatable",
+                                              "devices"};
 constexpr std::string_view kTaintKeys[] = {"key", "value", "effect"};
+constexpr std::string_view kDeviceKeys[] = {"driver", "count", "attributes", "capacity"};
 constexpr std::string_view kCapacityTypes[] = {"on-demand", "spot"};
 constexpr std::string_view kTaintEffects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
 

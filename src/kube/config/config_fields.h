@@ -64,8 +64,9 @@ Result<void> ParseResourceList(const YamlMap& m, F&& set) {
 extern const std::string_view kPoolKeys[11];
 extern const std::string_view kWarmKeys[3];
 extern const std::string_view kPredictiveKeys[4];
-extern const std::string_view kTemplateKeys[4];
+extern const std::string_view kTemplateKeys[5];
 extern const std::string_view kTaintKeys[3];
+extern const std::string_view kDeviceKeys[4];
 extern const std::string_view kCapacityTypes[2];
 extern const std::string_view kTaintEffects[3];
 

@@ -82,6 +82,83 @@ Result<void> ParseTaints(const YamlValue& v, std::vector<model::Taint>& out) {
   return {};
 }
 
+// One attribute of `template.devices[i].attributes`: a plain true/false is a bool, a plain integer
+// an int, anything else a string; {version: "1.2.3"} is a version.
+Result<model::DeviceAttribute> ParseDeviceAttribute(const YamlValue& v) {
+  using Kind = model::DeviceAttribute::Kind;
+  model::DeviceAttribute a;
+  if (v.IsMap()) {
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(v, "a version {version: \"1.2.3\"}"));
+    static const std::string_view kVersionOnly[] = {"version"};
+    TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kVersionOnly));
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlValue version, m.Require("version", "a semantic version"));
+    TIDEPOOL_ASSIGN_OR_RETURN(a.text, version.ReadString());
+    a.kind = Kind::kVersion;
+    return a;
+  }
+  if (!v.IsScalar()) return std::unexpected(v.Expected("a string, integer, bool or {version}"));
+  if (v.IsPlainScalar()) {
+    if (auto b = v.ReadBool()) {
+      a.kind = Kind::kBool;
+      a.bool_value = *b;
+      return a;
+    }
+    if (auto i = v.ReadInt(INT64_MIN, INT64_MAX, "an integer")) {
+      a.kind = Kind::kInt;
+      a.int_value = *i;
+      return a;
+    }
+  }
+  TIDEPOOL_ASSIGN_OR_RETURN(a.text, v.ReadString());
+  a.kind = Kind::kString;
+  return a;
+}
+
+// `template.devices`: [{driver, count, attributes, capacity}], what each new node's DRA drivers
+// publish (docs/dra.md).
+Result<void> ParseDevices(const YamlValue& v, Pool& pool) {
+  TIDEPOOL_ASSIGN_OR_RETURN(auto items, v.ReadList());
+  for (const auto& item : items) {
+    constexpr std::string_view kExpected = "devices {driver, count, attributes, capacity}";
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(item, kExpected));
+    TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kDeviceKeys));
+    model::TemplateDevices d;
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlValue driver, m.Require("driver", "a DRA driver name"));
+    TIDEPOOL_ASSIGN_OR_RETURN(d.driver, driver.ReadString());
+    if (d.driver.empty() || !IsQualifiedName(d.driver) || d.driver.find('/') != std::string::npos) {
+      return std::unexpected(driver.Expected("a DRA driver name like \"gpu.example.com\""));
+    }
+    int64_t count = 1;
+    TIDEPOOL_RETURN_IF_ERROR(ReadIntField(m, "count", 1, 1024, "an integer from 1 to 1024", count));
+    d.count = static_cast<int32_t>(count);
+    if (const YamlValue* attrs = m.Find("attributes")) {
+      TIDEPOOL_ASSIGN_OR_RETURN(YamlMap am, YamlMap::Read(*attrs, "a map of device attributes"));
+      for (const auto& e : am.entries()) {
+        if (!IsQualifiedName(e.key)) {
+          return std::unexpected(e.value.MakeError("invalid attribute name (expected a name, "
+                                                   "optionally prefixed by a domain and '/')"));
+        }
+        TIDEPOOL_ASSIGN_OR_RETURN(d.attributes[model::QualifiedName(d.driver, e.key)],
+                                  ParseDeviceAttribute(e.value));
+      }
+    }
+    if (const YamlValue* caps = m.Find("capacity")) {
+      TIDEPOOL_ASSIGN_OR_RETURN(YamlMap cm, YamlMap::Read(*caps, "a map of device capacities"));
+      for (const auto& e : cm.entries()) {
+        if (!IsQualifiedName(e.key)) {
+          return std::unexpected(e.value.MakeError("invalid capacity name"));
+        }
+        TIDEPOOL_ASSIGN_OR_RETURN(d.capacity[model::QualifiedName(d.driver, e.key)],
+                                  e.value.ReadQuantity());
+      }
+    }
+    pool.devices.push_back(std::move(d));
+  }
+  pool.device_slices =
+      model::TemplateSlices(pool.name, pool.template_node.meta.name, pool.devices);
+  return {};
+}
+
 Result<void> ParseTemplate(const YamlValue& v, Pool& pool) {
   TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m,
                             YamlMap::Read(v, "a map {labels, taints, capacity, allocatable}"));
@@ -153,6 +230,9 @@ Result<void> ParseTemplate(const YamlValue& v, Pool& pool) {
           node.allocatable.Set(id, amount);
           return {};
         }));
+  }
+  if (const YamlValue* devices = m.Find("devices")) {
+    TIDEPOOL_RETURN_IF_ERROR(ParseDevices(*devices, pool));
   }
   return {};
 }

@@ -102,6 +102,7 @@ const PodClaims& DraState::Impl::ClaimsOf(const model::Pod& pod) {
         if (auto it = claims.find(ns + "/" + st.claim_name); it != claims.end()) c.claim = it->second;
       }
       c.label = fmt::format("claim {} (template {})", rc.name, rc.template_name);
+      c.per_pod = true;
       if (c.claim != nullptr) {
         spec = &c.claim->spec;
       } else {

@@ -32,6 +32,7 @@ struct ClaimState {
   const model::NodeSelector* selector = nullptr;  // allocated in the cluster (status)
   std::vector<DeviceId> devices;
   int users = 0;
+  bool in_cluster = false;  // allocated in the cluster (status.allocation), not by the simulation
 
   // Whether a pod on `node` can use the allocation.
   bool UsableOn(const model::Node& n) const {

@@ -15,7 +15,7 @@ std::string DraState::Impl::Diagnose(const PodClaims& claims, const model::Node&
   if (!claims.error.empty()) return claims.error;
   for (const PodClaim& c : claims.claims) {
     const ClaimState* st = StateOf(ClaimKey(c));
-    if (st != nullptr && st->allocated && !st->UsableOn(node)) {
+    if (st != nullptr && st->allocated && (!c.per_pod || st->in_cluster) && !st->UsableOn(node)) {
       return fmt::format("{}: allocated on another node", c.label);
     }
   }

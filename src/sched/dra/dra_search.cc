@@ -179,7 +179,7 @@ std::optional<std::vector<const PodClaim*>> DraState::Impl::Pending(const PodCla
   std::vector<const PodClaim*> pending;
   for (const PodClaim& c : claims.claims) {
     const ClaimState* st = StateOf(ClaimKey(c));
-    if (st != nullptr && st->allocated) {
+    if (st != nullptr && st->allocated && (!c.per_pod || st->in_cluster)) {
       if (!st->UsableOn(node)) return std::nullopt;
       continue;
     }

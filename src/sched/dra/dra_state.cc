@@ -92,6 +92,7 @@ void DraState::Impl::MarkStatusAllocations() {
     if (!c.allocation) continue;
     ClaimState st;
     st.allocated = true;
+    st.in_cluster = true;
     st.selector = c.allocation->node_selector ? &*c.allocation->node_selector : nullptr;
     for (const auto& d : c.allocation->devices) {
       auto it = real_ids.find(DeviceKey(d.driver, d.pool, d.device));
@@ -109,7 +110,9 @@ void DraState::Impl::MarkStatusAllocations() {
 void DraState::AddTemplateNode(const model::Node* node,
                                const std::vector<model::ResourceSlice>* slices) {
   TIDEPOOL_CHECK(node != nullptr && slices != nullptr);
-  impl_->template_nodes[node] = slices;
+  auto [it, inserted] = impl_->template_nodes.emplace(node, slices);
+  if (!inserted && it->second == slices) return;  // the same devices as before: keep them
+  it->second = slices;
   impl_->inventories.erase(node);
 }
 
@@ -205,9 +208,12 @@ void DraState::Place(const model::Pod& pod, const model::Node& node) {
     const void* key = ClaimKey(c);
     const ClaimState* old = impl_->StateOf(key);
     ClaimState st = old != nullptr ? *old : ClaimState{};
-    if (!st.allocated && allocate) {
-      size_t k = 0;
-      while ((*pending)[k] != &c) ++k;
+    size_t k = allocate ? static_cast<size_t>(
+                              std::find(pending->begin(), pending->end(), &c) - pending->begin())
+                        : 0;
+    if (allocate && k < pending->size()) {
+      for (DeviceId id : st.devices) impl_->SetDevice(id, 0);  // a stale simulated allocation
+      st = ClaimState{.users = st.users};
       st.allocated = true;
       st.selector = nullptr;
       st.devices = found[k];

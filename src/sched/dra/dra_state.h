@@ -44,6 +44,10 @@ struct PodClaim {
   std::string label;                            // "claim ns/x" or "claim gpu (template t)"
   const model::ResourceClaim* claim = nullptr;  // an existing claim (shared, or generated)
   const CompiledSpec* spec = nullptr;
+  // From a template: this pod's own claim (generated already, or to be). Fit checks treat it as
+  // unallocated unless the cluster allocated it, so one check serves every pod of an equivalence
+  // group; placing the pod allocates its own.
+  bool per_pod = false;
 };
 
 struct PodClaims {
