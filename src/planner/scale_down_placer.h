@@ -146,8 +146,10 @@ class Placer {
   std::string Diagnose(PodFacts& f);
 
  private:
+  // Pods with ResourceClaims need the DynamicResources filter, which only FitChecker runs.
   bool NeedsFullCheck(const PodFacts& f) const {
-    return f.inter_pod || snapshot_.PodsWithRequiredAntiAffinity() > 0;
+    return f.inter_pod || snapshot_.PodsWithRequiredAntiAffinity() > 0 ||
+           !f.pod->resource_claims.empty();
   }
 
   // The filters FitChecker::Check applies when it has nothing to precompute, minus NodeName

@@ -66,6 +66,11 @@ Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
     return Fail(Error::Code::kNotFound, "cannot remove node \"{}\": not in the snapshot", name);
   }
   NodeInfo& info = nodes_[index];
+  // Its pods leave with it, and with them their claims (undone by the DraState's own log).
+  if (dra_ != nullptr) {
+    for (const model::Pod* p : info.pods)
+      if (!p->resource_claims.empty()) dra_->Unplace(*p);
+  }
   by_name_.erase(info.node->name());
   --live_nodes_;
   pod_count_ -= static_cast<int64_t>(info.pods.size());

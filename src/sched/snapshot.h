@@ -94,8 +94,8 @@ class ClusterSnapshot {
   // Adds a node; the name must be non-empty and not name a live node (an error otherwise).
   // Indexes are handed out in order and never reused (a removed node leaves a tombstone).
   Result<NodeIndex> AddNode(const model::Node* node);
-  // Removes a node and the pods on it. Undoable: revert() restores the node at the same index
-  // with its pods in their order.
+  // Removes a node and the pods on it (their claims are released as by RemovePod). Undoable:
+  // revert() restores the node at the same index with its pods in their order.
   Result<void> RemoveNode(std::string_view name);
   // Places a pod on a node (no fit check: the caller decided). The pod's node_name is not read.
   Result<void> AddPod(const model::Pod* pod, std::string_view node_name);

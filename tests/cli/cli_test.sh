@@ -53,6 +53,15 @@ check "explain exits 0" test "$rc" -eq 0
 check "explain names the pool that grows" grep -q 'scale-up: pool gpupool grows for it' "$tmp/out"
 check "explain says what blocks the spot pool" grep -q 'gpupool-spot: pool gpupool-spot lacks a toleration for taint kubernetes.azure.com/scalesetpriority=spot:NoSchedule' "$tmp/out"
 
+# explain of a pod whose ResourceClaim no pool's devices satisfy (docs/dra.md): the selector.
+dra="$src/tests/scenarios/dra-unsatisfiable"
+run explain ml/wants-h100 --config "$dra/config.yaml" --state "$dra/state.yaml"
+check "explain of a DRA pod exits 0" test "$rc" -eq 0
+check "explain names the selector no device matches" grep -q 'gpu: a new node of pool gpu cannot hold the pod.s claims: cannot allocate all claims: claim gpu (template h100): request "gpu": no device matches selector device.attributes\["gpu.example.com"\].productName == "H100"' "$tmp/out"
+check "explain says a pool without devices has none" grep -q 'cpu: a new node of pool cpu has no devices' "$tmp/out"
+run plan --config "$dra/config.yaml" --state "$dra/state.yaml" -o json
+check "plan reports the unsupported CEL with its position" grep -q 'at position 37: unsupported function' "$tmp/out"
+
 # explain --pool: warm capacity of a pool, from one decision pass.
 sed 's/^  - name: gpuheavy$/  - name: gpuheavy\n    warm: {spareNodes: 1}/' "$seed_cfg" >"$tmp/warm.yaml"
 run explain --pool gpuheavy --config "$tmp/warm.yaml" --state "$seed_state" --now 2026-03-01T12:00:00Z

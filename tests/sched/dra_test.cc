@@ -405,6 +405,19 @@ TEST_F(DraTest, TemplateNodesHaveDevicesOfTheirOwn) {
   EXPECT_TRUE(FitsOn(q, "new-2"));
 }
 
+TEST_F(DraTest, RemovingANodeReleasesItsPodsClaims) {
+  const model::Pod& a = Pod("a", "claim:shared");
+  const model::Pod& b = Pod("b", "claim:shared");
+  Place(a, "n1");
+  EXPECT_FALSE(FitsOn(b, "n2"));
+  snap_->Fork();
+  ASSERT_TRUE(snap_->RemoveNode("n1").has_value());
+  EXPECT_TRUE(FitsOn(b, "n2"));
+  snap_->Revert();
+  EXPECT_FALSE(FitsOn(b, "n2"));
+  EXPECT_EQ(dra_->UseOf(state_.nodes[0]).allocated, 1);
+}
+
 TEST(DraWithoutStateTest, PodsWithClaimsFitNowhere) {
   model::Node n;
   n.meta.name = "n";
