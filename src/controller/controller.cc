@@ -175,6 +175,7 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
   for (const auto& d : view.daemon_sets) obs.daemon_sets.push_back(d.get());
   for (const auto& r : view.provisioning_requests) obs.provisioning_requests.push_back(r.get());
   for (const auto& t : view.pod_templates) obs.pod_templates.push_back(t.get());
+  obs.dra = view.dra.get();
   for (const auto& s : sizes) {
     obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason});
   }

@@ -13,7 +13,11 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
       pdbs_(kube::MakePdbInformer(client, tune)),
       daemon_sets_(kube::MakeDaemonSetInformer(client, tune)),
       provisioning_requests_(kube::MakeProvisioningRequestInformer(client, tune)),
-      pod_templates_(kube::MakePodTemplateInformer(client, tune)) {
+      pod_templates_(kube::MakePodTemplateInformer(client, tune)),
+      device_classes_(kube::MakeDeviceClassInformer(client, tune)),
+      claims_(kube::MakeResourceClaimInformer(client, tune)),
+      claim_templates_(kube::MakeResourceClaimTemplateInformer(client, tune)),
+      slices_(kube::MakeResourceSliceInformer(client, tune)) {
   pods_->SetChangeCallback([this](kube::ChangeType type, const std::string& key) {
     if (type == kube::ChangeType::kDeleted) {
       Changed(false);
@@ -32,6 +36,13 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
   });
   pod_templates_->SetChangeCallback(
       [this](kube::ChangeType, const std::string&) { Changed(false); });
+  // A new slice or a freed claim can make a pending pod fit: worth a pass soon.
+  device_classes_->SetChangeCallback(
+      [this](kube::ChangeType, const std::string&) { Changed(false); });
+  claims_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
+  claim_templates_->SetChangeCallback(
+      [this](kube::ChangeType, const std::string&) { Changed(false); });
+  slices_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
 }
 
 InformerClusterReader::~InformerClusterReader() { Stop(); }
@@ -43,6 +54,10 @@ void InformerClusterReader::Start() {
   daemon_sets_->Start();
   provisioning_requests_->Start();
   pod_templates_->Start();
+  device_classes_->Start();
+  claims_->Start();
+  claim_templates_->Start();
+  slices_->Start();
 }
 
 void InformerClusterReader::Stop() {
@@ -52,12 +67,17 @@ void InformerClusterReader::Stop() {
   daemon_sets_->Stop();
   provisioning_requests_->Stop();
   pod_templates_->Stop();
+  device_classes_->Stop();
+  claims_->Stop();
+  claim_templates_->Stop();
+  slices_->Stop();
 }
 
 bool InformerClusterReader::HasSynced() const {
   return pods_->HasSynced() && nodes_->HasSynced() && pdbs_->HasSynced() &&
          daemon_sets_->HasSynced() && provisioning_requests_->HasSynced() &&
-         pod_templates_->HasSynced();
+         pod_templates_->HasSynced() && device_classes_->HasSynced() && claims_->HasSynced() &&
+         claim_templates_->HasSynced() && slices_->HasSynced();
 }
 
 ClusterView InformerClusterReader::Snapshot() const {
@@ -68,6 +88,12 @@ ClusterView InformerClusterReader::Snapshot() const {
   v.daemon_sets = daemon_sets_->Snapshot();
   v.provisioning_requests = provisioning_requests_->Snapshot();
   v.pod_templates = pod_templates_->Snapshot();
+  auto dra = std::make_shared<model::DraObjects>();
+  for (const auto& x : device_classes_->Snapshot()) dra->device_classes.push_back(*x);
+  for (const auto& x : claims_->Snapshot()) dra->claims.push_back(*x);
+  for (const auto& x : claim_templates_->Snapshot()) dra->claim_templates.push_back(*x);
+  for (const auto& x : slices_->Snapshot()) dra->slices.push_back(*x);
+  if (!dra->empty()) v.dra = std::move(dra);
   return v;
 }
 
@@ -88,7 +114,9 @@ void InformerClusterReader::Changed(bool urgent) {
 uint64_t InformerClusterReader::DecodeErrors() const {
   return pods_->Stats().decode_errors + nodes_->Stats().decode_errors +
          pdbs_->Stats().decode_errors + daemon_sets_->Stats().decode_errors +
-         provisioning_requests_->Stats().decode_errors + pod_templates_->Stats().decode_errors;
+         provisioning_requests_->Stats().decode_errors + pod_templates_->Stats().decode_errors +
+         device_classes_->Stats().decode_errors + claims_->Stats().decode_errors +
+         claim_templates_->Stats().decode_errors + slices_->Stats().decode_errors;
 }
 
 ApiClusterWriter::ApiClusterWriter(kube::ApiClient& client, const Clock& clock,

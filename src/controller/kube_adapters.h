@@ -43,6 +43,10 @@ class InformerClusterReader final : public ClusterReader {
   std::unique_ptr<kube::DaemonSetInformer> daemon_sets_;
   std::unique_ptr<kube::ProvisioningRequestInformer> provisioning_requests_;
   std::unique_ptr<kube::PodTemplateInformer> pod_templates_;
+  std::unique_ptr<kube::DeviceClassInformer> device_classes_;
+  std::unique_ptr<kube::ResourceClaimInformer> claims_;
+  std::unique_ptr<kube::ResourceClaimTemplateInformer> claim_templates_;
+  std::unique_ptr<kube::ResourceSliceInformer> slices_;
   std::mutex mu_;
   std::function<void(bool)> on_change_;
 };

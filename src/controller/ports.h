@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "model/daemonset.h"
 #include "model/node.h"
+#include "model/dra.h"
 #include "model/pdb.h"
 #include "model/pod.h"
 #include "model/provisioning_request.h"
@@ -26,6 +27,9 @@ struct ClusterView {
   std::vector<std::shared_ptr<const model::DaemonSet>> daemon_sets;
   std::vector<std::shared_ptr<const model::ProvisioningRequest>> provisioning_requests;
   std::vector<std::shared_ptr<const model::PodTemplate>> pod_templates;
+  // Dynamic Resource Allocation objects, copied into one value per read; null when the reader
+  // has none (docs/dra.md).
+  std::shared_ptr<const model::DraObjects> dra;
 };
 
 // Contract: Snapshot() is cheap enough to call on every pass (a copy of pointers) and

@@ -66,8 +66,13 @@ Rules ExpectedClusterRules(bool kwok) {
       {"autoscaling.x-k8s.io/provisioningrequests", {"list", "watch"}},
       {"autoscaling.x-k8s.io/provisioningrequests/status", {"get", "update"}},
       {"/podtemplates", {"list", "watch"}},
+      {"resource.k8s.io/deviceclasses", {"list", "watch"}},
+      {"resource.k8s.io/resourceclaims", {"list", "watch"}},
+      {"resource.k8s.io/resourceclaimtemplates", {"list", "watch"}},
+      {"resource.k8s.io/resourceslices", {"list", "watch"}},
   };
   if (kwok) r["/nodes"].insert("create");
+  if (kwok) r["resource.k8s.io/resourceslices"].insert("create");
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 
+#include "kube/codec/dra.h"
 #include "kube/codec/objects.h"
 #include "kube/codec/provisioning.h"
 
@@ -383,6 +384,42 @@ std::unique_ptr<PodTemplateInformer> MakePodTemplateInformer(ApiClient& client,
   return std::make_unique<PodTemplateInformer>(
       client, Tuned(std::move(tune), "/api/v1/podtemplates", "podtemplates"),
       [](const Json& j) { return codec::DecodePodTemplateOrInvalid(j); });
+}
+
+std::unique_ptr<DeviceClassInformer> MakeDeviceClassInformer(ApiClient& client,
+                                                             InformerOptions tune) {
+  return std::make_unique<DeviceClassInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/resource.k8s.io/v1/deviceclasses", "deviceclasses",
+            /*optional=*/true),
+      [](const Json& j) { return codec::DecodeDeviceClass(j); });
+}
+
+std::unique_ptr<ResourceClaimInformer> MakeResourceClaimInformer(ApiClient& client,
+                                                                 InformerOptions tune) {
+  return std::make_unique<ResourceClaimInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/resource.k8s.io/v1/resourceclaims", "resourceclaims",
+            /*optional=*/true),
+      [](const Json& j) { return codec::DecodeResourceClaim(j); });
+}
+
+std::unique_ptr<ResourceClaimTemplateInformer> MakeResourceClaimTemplateInformer(
+    ApiClient& client, InformerOptions tune) {
+  return std::make_unique<ResourceClaimTemplateInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+            "resourceclaimtemplates", /*optional=*/true),
+      [](const Json& j) { return codec::DecodeResourceClaimTemplate(j); });
+}
+
+std::unique_ptr<ResourceSliceInformer> MakeResourceSliceInformer(ApiClient& client,
+                                                                 InformerOptions tune) {
+  return std::make_unique<ResourceSliceInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/resource.k8s.io/v1/resourceslices", "resourceslices",
+            /*optional=*/true),
+      [](const Json& j) { return codec::DecodeResourceSlice(j); });
 }
 
 std::unique_ptr<RawInformer> MakePodGroupInformer(ApiClient& client, InformerOptions tune) {

@@ -19,6 +19,7 @@
 #include "base/time.h"
 #include "kube/client/api_client.h"
 #include "model/daemonset.h"
+#include "model/dra.h"
 #include "model/node.h"
 #include "model/pdb.h"
 #include "model/pod.h"
@@ -182,6 +183,10 @@ using DaemonSetInformer = Informer<model::DaemonSet>;
 using RawInformer = Informer<nlohmann::json>;
 using ProvisioningRequestInformer = Informer<model::ProvisioningRequest>;
 using PodTemplateInformer = Informer<model::PodTemplate>;
+using DeviceClassInformer = Informer<model::DeviceClass>;
+using ResourceClaimInformer = Informer<model::ResourceClaim>;
+using ResourceClaimTemplateInformer = Informer<model::ResourceClaimTemplate>;
+using ResourceSliceInformer = Informer<model::ResourceSlice>;
 
 // The informers the controller runs, with the codec's decoders and their collections. `tune`
 // overrides timing (page size, backoff); its collection, name and optional are ignored.
@@ -199,5 +204,15 @@ std::unique_ptr<ProvisioningRequestInformer> MakeProvisioningRequestInformer(
     ApiClient& client, InformerOptions tune = {});
 std::unique_ptr<PodTemplateInformer> MakePodTemplateInformer(ApiClient& client,
                                                              InformerOptions tune = {});
+// Dynamic Resource Allocation (resource.k8s.io/v1, docs/dra.md); optional (absent on clusters
+// that do not serve the API).
+std::unique_ptr<DeviceClassInformer> MakeDeviceClassInformer(ApiClient& client,
+                                                             InformerOptions tune = {});
+std::unique_ptr<ResourceClaimInformer> MakeResourceClaimInformer(ApiClient& client,
+                                                                 InformerOptions tune = {});
+std::unique_ptr<ResourceClaimTemplateInformer> MakeResourceClaimTemplateInformer(
+    ApiClient& client, InformerOptions tune = {});
+std::unique_ptr<ResourceSliceInformer> MakeResourceSliceInformer(ApiClient& client,
+                                                                 InformerOptions tune = {});
 
 }  // namespace tidepool::kube
