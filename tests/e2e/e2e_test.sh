@@ -410,8 +410,94 @@ scenario_leader_election() {
   pass
 }
 
+# Dynamic Resource Allocation (docs/dra.md): a Deployment whose pods ask for one A100 through a
+# ResourceClaimTemplate. The A100 pool grows from zero, the kwok provider publishes its node's
+# ResourceSlice, kube-scheduler allocates the claim and the pod runs; the preferred T4 pool never
+# grows. The Deployment deleted, the idle node goes.
+dra_objects() {
+  cat <<EOF
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: a100, namespace: $NS}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly:
+          deviceClassName: gpu.example.com
+          selectors:
+          - cel: {expression: 'device.attributes["gpu.example.com"].productName == "A100"'}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: dra-train, namespace: $NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: dra-train}}
+  template:
+    metadata: {labels: {app: dra-train}}
+    spec:
+      containers:
+      - name: train
+        image: tensorflow/tensorflow:latest-gpu
+        resources:
+          requests: {cpu: "1", memory: 1Gi}
+          claims: [{name: gpu}]
+      resourceClaims: [{name: gpu, resourceClaimTemplateName: a100}]
+EOF
+}
+dra_pools() {
+  cat <<'EOF'
+  - name: dra-t4
+    min: 0
+    max: 2
+    priority: 100
+    pricePerHour: 0.3
+    template:
+      labels: {pool-kind: dra}
+      capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+      devices: [{driver: gpu.example.com, count: 1, attributes: {productName: T4}}]
+  - name: dra-a100
+    min: 0
+    max: 2
+    priority: 10
+    pricePerHour: 3
+    template:
+      labels: {pool-kind: dra}
+      capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+      devices: [{driver: gpu.example.com, count: 2, attributes: {productName: A100}}]
+EOF
+}
+scenario_dra() {
+  local cfg node
+  cfg=$(mktemp "$WORK/config.XXXX.yaml")
+  { cat "$HERE/config.yaml"; dra_pools; } >"$cfg"
+  start_tidepool tp "$cfg"
+  dra_objects | k apply -f - >/dev/null || { fail "could not create the DRA objects"; return 1; }
+  wait_until 90 pods_running app=dra-train 1 || { fail "the DRA pod is not Running within 90 s"; return 1; }
+  [[ $(nodes_of dra-a100) -eq 1 ]] || { fail "expected 1 node in pool dra-a100, got $(nodes_of dra-a100)"; return 1; }
+  [[ $(nodes_of dra-t4) -eq 0 ]] || { fail "pool dra-t4 grew"; return 1; }
+  node=$(k get nodes -l tidepool.dev/pool=dra-a100 -o jsonpath='{.items[0].metadata.name}')
+  [[ $(k get resourceslices -o jsonpath="{.items[?(@.spec.nodeName=='$node')].spec.devices[*].name}") == "gpu-0 gpu-1" ]] ||
+    { fail "no ResourceSlice with the node's two devices"; return 1; }
+  [[ -n $(k -n "$NS" get resourceclaims -o jsonpath='{.items[0].status.allocation.devices.results[0].device}') ]] ||
+    { fail "the pod's claim is not allocated"; return 1; }
+  # The workload goes: its devices are free, the node is idle and goes too.
+  k -n "$NS" delete deployment dra-train --wait=true --timeout=30s >/dev/null
+  wait_until 60 has_nodes dra-a100 0 || { fail "the idle node was not removed"; return 1; }
+  k delete deviceclass gpu.example.com >/dev/null
+  pass
+}
+
 ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node consolidation
-  crash_during_scale_up leader_election)
+  crash_during_scale_up leader_election dra)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster

@@ -195,6 +195,23 @@ Result<json> KwokProvider::NodeObject(const std::string& pool, const std::string
   return kube::codec::EncodeNode(node);
 }
 
+void KwokProvider::PublishSlices(const model::Pool& pool, const json& node) {
+  std::string name = node.value("/metadata/name"_json_pointer, std::string());
+  std::string uid = node.value("/metadata/uid"_json_pointer, std::string());
+  for (model::ResourceSlice slice : pool.device_slices) {
+    slice.meta.name = name + "-" + slice.driver;
+    slice.pool = name;
+    slice.node_name = name;
+    slice.meta.owner_references = {{"v1", "Node", name, uid, false}};
+    auto r = api_.Create(kube::CollectionPath("resource.k8s.io/v1", "resourceslices"),
+                         kube::codec::EncodeResourceSlice(slice));
+    if (!r && r.error().code() != Error::Code::kConflict) {
+      spdlog::warn("kwok provider: publishing the {} devices of node {}: {}", slice.driver, name,
+                   r.error().message());
+    }
+  }
+}
+
 Result<std::vector<PoolSize>> KwokProvider::Refresh(Time now) {
   std::map<std::string, int> nodes;
   std::set<std::string> seen;
@@ -369,6 +386,11 @@ void KwokProvider::Run() {
       }
       ReachKillPoint(KillPoint::kKwokNodeCreated);
       spdlog::info("kwok provider: node {} of pool {} is up", name, pool);
+      if (const model::Pool* p = config_.FindPool(pool); p != nullptr && created) {
+        lock.unlock();
+        PublishSlices(*p, *created);
+        lock.lock();
+      }
       auto& items = booting_[pool];
       std::erase_if(items, [&](const Booting& b) { return b.name == name; });
       if (options_.list_nodes) unseen_[name] = {pool, clock_.Now()};

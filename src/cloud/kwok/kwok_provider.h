@@ -69,6 +69,10 @@ class KwokProvider final : public CloudProvider {
 
   // The Node object the provider creates for `pool` under `name` (exposed for tests).
   Result<nlohmann::json> NodeObject(const std::string& pool, const std::string& name) const;
+  // Publishes the ResourceSlices of the pool's template.devices for a node just created (`node`
+  // is the API server's answer), as the node's DRA drivers would: one per driver, pool named
+  // after the node, owned by the Node so they go with it. Failures are logged; called unlocked.
+  void PublishSlices(const model::Pool& pool, const nlohmann::json& node);
 
  private:
   struct Booting {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/dra.h"
 #include "model/node.h"
 #include "model/resources.h"
 
@@ -19,5 +20,11 @@ nlohmann::json EncodeTaints(const std::vector<model::Taint>& taints);
 // A v1 Node object for POST: metadata (name, labels, annotations), spec (providerID, taints,
 // unschedulable) and status (capacity, allocatable). Readiness is the kubelet's to report.
 nlohmann::json EncodeNode(const model::Node& node);
+
+// A resource.k8s.io/v1 ResourceSlice for POST, as a DRA driver publishes its devices: metadata
+// (name, owner references), spec (driver, pool with generation 1 of 1 slice, nodeName or
+// allNodes, devices with their attributes and capacity, shared counters). Attribute and capacity
+// names stay fully qualified, which the API accepts.
+nlohmann::json EncodeResourceSlice(const model::ResourceSlice& slice);
 
 }  // namespace tidepool::kube::codec
