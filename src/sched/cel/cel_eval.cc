@@ -164,13 +164,15 @@ class Evaluator {
     return map.end();
   }
 
+  Value NoSuchKey(const Node& n, std::string_view domain, std::string_view name) {
+    if (error_ == nullptr) return Of(Type::kError);
+    return Error(n, fmt::format("no such key: {}/{}", domain, name));
+  }
+
   Value Attribute(std::string_view domain, std::string_view name, const Node& n) {
     const auto& attrs = device_.device->attributes;
     auto it = FindQualified(attrs, domain, name);
-    if (it == attrs.end()) {
-      if (error_ == nullptr) return Of(Type::kError);
-      return Error(n, fmt::format("no such key: {}/{}", domain, name));
-    }
+    if (it == attrs.end()) return NoSuchKey(n, domain, name);
     const model::DeviceAttribute& a = it->second;
     switch (a.kind) {
       case model::DeviceAttribute::Kind::kInt: return Int(a.int_value);
@@ -190,10 +192,7 @@ class Evaluator {
   Value Capacity(std::string_view domain, std::string_view name, const Node& n) {
     const auto& caps = device_.device->capacity;
     auto it = FindQualified(caps, domain, name);
-    if (it == caps.end()) {
-      if (error_ == nullptr) return Of(Type::kError);
-      return Error(n, fmt::format("no such key: {}/{}", domain, name));
-    }
+    if (it == caps.end()) return NoSuchKey(n, domain, name);
     Value v = Of(Type::kQuantity);
     v.q = it->second;
     return v;
