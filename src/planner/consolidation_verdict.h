@@ -20,8 +20,11 @@ std::string_view ConsolidationDecisionName(ConsolidationDecision d);
 struct ConsolidationVerdict {
   ConsolidationDecision decision = ConsolidationDecision::kDoesNotPay;
   double node_price_per_hour = 0;
-  Duration horizon{};         // how long the node would otherwise run (at most max_horizon)
-  double savings = 0;         // node price x horizon
+  Duration horizon{};  // how long the node would otherwise run (at most max_horizon)
+  double savings = 0;  // node price x horizon
+  // What the nodes its training pods move to cost for running longer than they would have
+  // (their price x how much longer), set once a pass placed the pods.
+  double extension = 0;
   double work_lost = 0;       // price of the unsaved progress and the restarts
   double gpu_hours_lost = 0;  // GPU-hours of unsaved progress
   double safety_factor = 1;

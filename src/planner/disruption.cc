@@ -230,12 +230,20 @@ ConsolidationVerdict Weigh(const std::vector<PodDisruption>& pods, bool other_po
   return v;
 }
 
+bool Pays(const ConsolidationVerdict& v) {
+  return v.savings - v.extension > v.safety_factor * v.work_lost;
+}
+
 std::string DescribeVerdict(const ConsolidationVerdict& v) {
   std::string numbers = fmt::format(
       "saves ${:.2f} over {} against ${:.2f} of work lost ({:.2f} GPU-h unsaved, {} training "
       "pod(s), restarts included) x safety {}",
       v.savings, FormatDuration(std::chrono::floor<std::chrono::minutes>(v.horizon)), v.work_lost,
       v.gpu_hours_lost, v.training_pods, v.safety_factor);
+  if (v.extension > 0) {
+    numbers +=
+        fmt::format(", less ${:.2f} for the nodes its pods move to running longer", v.extension);
+  }
   switch (v.decision) {
     case ConsolidationDecision::kPays:
       return "consolidation pays: " + numbers;

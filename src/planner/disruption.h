@@ -83,6 +83,9 @@ Result<PodDisruption> DisruptionOf(const model::Pod& pod, const model::Node& nod
 ConsolidationVerdict Weigh(const std::vector<PodDisruption>& pods, bool other_pods,
                            double node_price, const model::ConsolidationConfig& config);
 
+// Whether the savings, less the extension, exceed the work lost x the safety factor.
+bool Pays(const ConsolidationVerdict& v);
+
 // "consolidation pays: saves $4.10 over 2h (expected remaining runtime) against $0.62 of work
 // lost (0.25 GPU-h unsaved, 1 training pod) x safety 2" and the like.
 std::string DescribeVerdict(const ConsolidationVerdict& v);

@@ -129,6 +129,13 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
     moved_in_[n].push_back(f);
     if (moves) moves->emplace_back(facts_[f].pod->Key(), entries_[n].node->name());
   }
+  if (std::string reason = WeighExtension(c); !reason.empty()) {
+    snapshot_.Revert();
+    SetUsable(c, was_usable);
+    for (auto it = touched_.rbegin(); it != touched_.rend(); ++it) moved_in_[*it].pop_back();
+    if (moves) moves->resize(recorded);
+    return reason;
+  }
   snapshot_.Commit();
   moved_in_[c].clear();
   if (was_usable) {
@@ -145,10 +152,43 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
   return "";
 }
 
+std::string ScaleDownRun::WeighExtension(NodeIndex c) {
+  const NodeEntry& e = entries_[c];
+  if (!e.verdict) return "";
+  // The longest-running pod each destination takes, against how long it runs anyway.
+  double extension = 0;
+  std::vector<std::pair<NodeIndex, Duration>> longest;
+  for (size_t i = 0; i < touched_.size(); ++i) {
+    Duration r = RemainingOf(e, *facts_[to_move_[i]].pod);
+    auto it = std::find_if(longest.begin(), longest.end(),
+                           [&](const auto& l) { return l.first == touched_[i]; });
+    if (it == longest.end()) it = longest.insert(longest.end(), {touched_[i], r});
+    it->second = std::max(it->second, r);
+  }
+  for (const auto& [n, r] : longest) {
+    const model::Pool* pool = entries_[n].pool;
+    if (pool == nullptr || r <= horizon_[n]) continue;
+    extension += pool->price_per_hour *
+                 std::chrono::duration<double, std::ratio<3600>>(r - horizon_[n]).count();
+  }
+  ConsolidationVerdict v = *e.verdict;
+  v.extension = extension;
+  if (!Pays(v)) {
+    v.decision = ConsolidationDecision::kDoesNotPay;
+    return DescribeVerdict(v);
+  }
+  extension_[c] = extension;
+  for (const auto& [n, r] : longest) horizon_[n] = std::max(horizon_[n], r);
+  return "";
+}
+
 void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   for (NodeIndex n : destinations_) usable_[n] = 1;
   usable_count_ = destinations_.size();
   for (NodeIndex i = 0; i < entries_.size(); ++i) moved_in_[i] = base_moved_in_[i];
+  horizon_.resize(entries_.size());
+  for (NodeIndex i = 0; i < entries_.size(); ++i) horizon_[i] = entries_[i].horizon;
+  extension_.assign(entries_.size(), 0);
   placer_.Reset();
   for (NodeIndex n : destinations_) {
     contrib[n] = FreeOn(snapshot_.Get(n));
@@ -191,7 +231,8 @@ std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options
   return "";
 }
 
-ScaleDown ScaleDownRun::Remove(const NodeEntry& e, PassBudget& b) const {
+ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
+  const NodeEntry& e = entries_[index];
   bool empty = e.own.empty();
   --b.pool_size[e.pool];
   if (empty) {
@@ -209,8 +250,11 @@ ScaleDown ScaleDownRun::Remove(const NodeEntry& e, PassBudget& b) const {
   if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))
     std::sort(sd.evict.begin(), sd.evict.end());
   sd.detail = DescribeUtilization(e.util, Threshold(e));
-  if (e.verdict) sd.detail += "; " + DescribeVerdict(*e.verdict);
   sd.consolidation = e.verdict;
+  if (sd.consolidation) {
+    sd.consolidation->extension = extension_[index];
+    sd.detail += "; " + DescribeVerdict(*sd.consolidation);
+  }
   return sd;
 }
 
@@ -229,7 +273,7 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       out.plan.keep.push_back({e.node->name(), std::move(r), e.verdict});
       continue;
     }
-    out.plan.scale_downs.push_back(Remove(e, budget));
+    out.plan.scale_downs.push_back(Remove(c, budget));
   }
   if (options.restore) snapshot_.Revert();
 

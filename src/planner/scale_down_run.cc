@@ -146,6 +146,7 @@ void ScaleDownRun::AddPods() {
     if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
     e.own.push_back(pod);
     requested[i] += pod->requests;
+    if (e.pool != nullptr && weigh_training_) e.horizon = std::max(e.horizon, RemainingOf(e, *pod));
     if (!maybe[i] && !e.being_deleted) continue;
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
     facts_.emplace_back(pod);
@@ -208,6 +209,16 @@ std::string ScaleDownRun::PodBlocker(NodeEntry& e, const model::Pod& pod) {
   if (!d) return fmt::format("pod {} is not evictable: {}", pod.Key(), d.error().message());
   e.training.push_back(std::move(*d));
   return "";
+}
+
+Duration ScaleDownRun::RemainingOf(const NodeEntry& e, const model::Pod& pod) const {
+  const model::ConsolidationConfig& c = config_.consolidation;
+  if (pod.phase != model::PodPhase::kRunning || !IsTrainingPod(pod) || DeclaresRestartable(pod)) {
+    return c.max_horizon;
+  }
+  Result<PodDisruption> d = DisruptionOf(pod, *e.node, e.pool->price_per_hour, c,
+                                         input_.runtime_hints, WeighTime(input_.now));
+  return d ? d->remaining : c.max_horizon;
 }
 
 void ScaleDownRun::WeighConsolidation(NodeEntry& e) const {

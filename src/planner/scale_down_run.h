@@ -59,6 +59,9 @@ struct NodeEntry {
   std::vector<PodDisruption> training;
   bool other_pods = false;
   std::optional<ConsolidationVerdict> verdict;
+  // Managed nodes: how long the node runs anyway, as long as its longest pod is expected to
+  // (maxHorizon for pods that are not weighed training pods).
+  Duration horizon{};
 };
 
 struct PdbState {
@@ -114,6 +117,12 @@ class ScaleDownRun {
   // that consolidation weighs goes into e.training instead.
   std::string PodBlocker(NodeEntry& e, const model::Pod& pod);
   void WeighConsolidation(NodeEntry& e) const;
+  // Expected remaining runtime of kMove pod `pod` of managed node `e` (maxHorizon unless it is a
+  // weighed training pod).
+  Duration RemainingOf(const NodeEntry& e, const model::Pod& pod) const;
+  // Candidate `c`'s pods were placed (touched_, to_move_): what their destinations cost for
+  // running longer, recorded in extension_[c]; "" when the removal still pays.
+  std::string WeighExtension(NodeIndex c);
   void ComputePdbBudgets();
   // Covering PDB indices of a pod (PDBs of its namespace that select it).
   void CoveringPdbs(const model::Pod& pod, std::vector<uint32_t>& out) const;
@@ -132,7 +141,7 @@ class ScaleDownRun {
   // PDB, not unneeded long enough, a rate limit), or "".
   std::string Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
   // Accounts the removal of `e` in the budget and describes it.
-  ScaleDown Remove(const NodeEntry& e, PassBudget& b) const;
+  ScaleDown Remove(NodeIndex index, PassBudget& b) const;
   // Removes candidate `c` inside a snapshot layer and moves its pods; commits and returns ""
   // when all of them found a place, else reverts and returns the reason.
   std::string Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves,
@@ -171,6 +180,9 @@ class ScaleDownRun {
   std::vector<PdbState> pdbs_;
   std::unordered_map<std::string_view, std::vector<uint32_t>> pdbs_by_namespace_;
   std::vector<NodeIndex> order_;  // candidates: empty first, then utilization, then name
+  // Per pass: each node's horizon as pods move in, and the extension cost of each removal.
+  std::vector<Duration> horizon_;
+  std::vector<double> extension_;
   // Scratch buffers reused across candidates.
   std::vector<uint32_t> to_move_;
   std::vector<NodeIndex> touched_;

@@ -32,8 +32,9 @@ struct TrainingCase {
     c.AddNode("n1", "gpu", shape);
     pod = &Training("train-0", "n1", running);
     c.AddNode("n2", "gpu", shape);
-    c.AddPod("busy", "n2", {{"cpu", "4"}, {"nvidia.com/gpu", "6"}});
+    busy = &c.AddPod("busy", "n2", {{"cpu", "4"}, {"nvidia.com/gpu", "6"}});
   }
+  model::Pod* busy;
   model::Pod& Training(std::string name, std::string node, Duration running) {
     model::Pod& p =
         c.AddPod(std::move(name), std::move(node), {{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, "ml");
@@ -131,6 +132,27 @@ TEST(Consolidation, GangCountsEveryMember) {
   std::optional<ConsolidationVerdict> v = KeptVerdict(plan, "n1");
   ASSERT_TRUE(v.has_value());
   EXPECT_NEAR(v->gpu_hours_lost, 4.0, 1e-9);
+}
+
+// Moving a long run onto a node that would soon be empty keeps that node running: its price for
+// the extra time is charged against the savings.
+TEST(Consolidation, ChargesTheDestinationForRunningLonger) {
+  TrainingCase t(hours(1));
+  t.Annotate(kExpectedRuntimeAnnotation, "7h");  // 6h left (maxHorizon): saves $96
+  // busy is a ReplicaSet's pod: n2 runs anyway, nothing to charge. 2 x $2.07 < $96.
+  EXPECT_EQ(Removed(t.c.Plan(NoRateLimit())), Names{"n1"});
+
+  // busy is training too and ends in 5 minutes: n2 would run 5h55m longer, $94.67.
+  t.busy->meta.owner_references = {{"batch/v1", "Job", "other", "other-uid", true}};
+  t.busy->start_time = t.c.now() - hours(1);
+  t.busy->meta.annotations[std::string(kExpectedRuntimeAnnotation)] = "1h5m";
+  ScaleDownPlan plan = t.c.Plan(NoRateLimit());
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n1"),
+              HasSubstr("consolidation does not pay: saves $96.00 over 6h against $2.07 of work "
+                        "lost"));
+  EXPECT_THAT(KeepReason(plan, "n1"),
+              HasSubstr("less $94.67 for the nodes its pods move to running longer"));
 }
 
 // A runtime learned for the pod's owner sets the horizon when nothing is annotated.

@@ -446,8 +446,9 @@ std::string NotMovable(const Pod& p, const std::vector<model::PodDisruptionBudge
 }
 
 // A removal that evicts running training pods: consolidation's verdict says it pays, with
-// savings above safety x work lost, within node price x maxHorizon, and never below safety x
-// runtime x the price of what a pod without checkpoint information holds.
+// savings less the destinations' extension above safety x work lost, within node price x
+// maxHorizon, and never below safety x runtime x the price of what a pod without checkpoint
+// information holds.
 std::string CheckConsolidation(const Case& c, const ScaleDown& sd, const model::Node& node) {
   const model::ConsolidationConfig& cfg = c.config.scale_down.consolidation;
   std::vector<const Pod*> training;
@@ -462,8 +463,8 @@ std::string CheckConsolidation(const Case& c, const ScaleDown& sd, const model::
   if (training.empty()) return "";
   if (!sd.consolidation) return "node " + sd.node + " evicts training pods without a verdict";
   const ConsolidationVerdict& v = *sd.consolidation;
-  if (v.decision != ConsolidationDecision::kPays ||
-      !(v.savings > cfg.safety_factor * v.work_lost)) {
+  if (v.decision != ConsolidationDecision::kPays || v.extension < 0 ||
+      !(v.savings - v.extension > cfg.safety_factor * v.work_lost)) {
     return fmt::format("node {} removed although consolidation {}: savings {} work lost {}",
                        sd.node, ConsolidationDecisionName(v.decision), v.savings, v.work_lost);
   }
