@@ -65,12 +65,13 @@ std::string ExplainReason(const model::Pod& pod, const model::Pool& pool,
           "a new node of pool {} is too small: {} (pod requests {}, node allocatable {})",
           pool.name, r, pod.requests.ToString(), pool.template_node.allocatable.ToString());
     case ReasonKind::kDeviceClaims:
-      return fmt::format("a new node of pool {} {}: {} (give the pool template.devices its "
-                         "claims can use, or change the claim's selectors)",
-                         pool.name,
-                         pool.devices.empty() ? "has no devices (template.devices is empty)"
-                                              : "cannot hold the pod's claims",
-                         r);
+      return fmt::format(
+          "a new node of pool {} {}: {} (give the pool template.devices its "
+          "claims can use, or change the claim's selectors)",
+          pool.name,
+          pool.devices.empty() ? "has no devices (template.devices is empty)"
+                               : "cannot hold the pod's claims",
+          r);
     case ReasonKind::kGang:
       return r + Remedy(reason.member_kind, reason.resource, pool);
     default:

@@ -111,7 +111,7 @@ class FitChecker {
   const model::Pod* pod_;
   const ClusterSnapshot* snapshot_;
   const PodClaims* claims_ = nullptr;  // when the pod has claims and there is a DraState
-  std::unique_ptr<Precomputed> pre_;  // null when the pod and cluster need no inter-pod checks
+  std::unique_ptr<Precomputed> pre_;   // null when the pod and cluster need no inter-pod checks
 };
 
 // Convenience: one check. Builds a FitChecker, so prefer FitChecker in loops.

@@ -940,7 +940,8 @@ pools:
   max: 4
   template:
     capacity: {cpu: "8", memory: 64Gi}
-    devices: )") + std::string(devices) + "\n");
+    devices: )") + std::string(devices) +
+                   "\n");
   };
   EXPECT_THAT(with("[{count: 2}]"), HasSubstr("pools[0].template.devices[0].driver: required key"));
   EXPECT_THAT(with("[{driver: g.example.com, count: 0}]"),

@@ -183,25 +183,25 @@ status:
 
 TEST(DraCodecTest, ClaimErrors) {
   EXPECT_THAT(
-      ErrorOf(DecodeResourceClaim(One(
-          "kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
-          "[{name: r}]}}\n"))),
+      ErrorOf(DecodeResourceClaim(
+          One("kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
+              "[{name: r}]}}\n"))),
       HasSubstr("ResourceClaim ns/c: spec.devices.requests[0]: expected exactly one of exactly "
                 "and firstAvailable"));
   EXPECT_THAT(
-      ErrorOf(DecodeResourceClaim(One(
-          "kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
-          "[{name: r, exactly: {deviceClassName: g, allocationMode: Some}}]}}\n"))),
+      ErrorOf(DecodeResourceClaim(
+          One("kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
+              "[{name: r, exactly: {deviceClassName: g, allocationMode: Some}}]}}\n"))),
       HasSubstr("spec.devices.requests[0].exactly.allocationMode: expected one of"));
   EXPECT_THAT(
-      ErrorOf(DecodeResourceClaim(One(
-          "kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
-          "[{name: r, exactly: {deviceClassName: g, count: 0}}]}}\n"))),
+      ErrorOf(DecodeResourceClaim(
+          One("kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
+              "[{name: r, exactly: {deviceClassName: g, count: 0}}]}}\n"))),
       HasSubstr("spec.devices.requests[0].exactly.count: expected a count of at least 1"));
   EXPECT_THAT(
-      ErrorOf(DecodeResourceClaim(One(
-          "kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
-          "[{name: r, exactly: {selectors: []}}]}}\n"))),
+      ErrorOf(DecodeResourceClaim(
+          One("kind: ResourceClaim\nmetadata: {name: c, namespace: ns}\nspec: {devices: {requests: "
+              "[{name: r, exactly: {selectors: []}}]}}\n"))),
       HasSubstr("spec.devices.requests[0].exactly.deviceClassName: expected the name of a "
                 "DeviceClass"));
 }
@@ -250,11 +250,11 @@ status:
   EXPECT_EQ(pod->resource_claims[1].claim_name, "pair");
   ASSERT_EQ(pod->resource_claim_statuses.size(), 1u);
   EXPECT_EQ(pod->resource_claim_statuses[0].claim_name, "p-gpu-x7k2q");
-  EXPECT_THAT(ErrorOf(DecodePod(One(
-                  "kind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: g, "
-                  "resourceClaimName: a, resourceClaimTemplateName: b}]}\n"))),
-              HasSubstr("Pod p: spec.resourceClaims[0]: expected exactly one of "
-                        "resourceClaimName and resourceClaimTemplateName"));
+  EXPECT_THAT(
+      ErrorOf(DecodePod(One("kind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: g, "
+                            "resourceClaimName: a, resourceClaimTemplateName: b}]}\n"))),
+      HasSubstr("Pod p: spec.resourceClaims[0]: expected exactly one of "
+                "resourceClaimName and resourceClaimTemplateName"));
 }
 
 TEST(DraCodecTest, StateReadsDraKinds) {

@@ -147,10 +147,9 @@ std::string ConfigWith(const std::string& path, const std::string& example) {
     if (s.ends_with("[]")) {
       s.resize(s.size() - 2);
       if (!node[s] || node[s].size() == 0) {
-        YAML::Node item =
-            YAML::Load(s == "taints"    ? "{key: example.com/k, effect: NoSchedule}"
-                       : s == "devices" ? "{driver: gpu.example.com}"
-                                        : "{}");
+        YAML::Node item = YAML::Load(s == "taints"    ? "{key: example.com/k, effect: NoSchedule}"
+                                     : s == "devices" ? "{driver: gpu.example.com}"
+                                                      : "{}");
         YAML::Node list(YAML::NodeType::Sequence);
         list.push_back(item);
         node[s] = list;

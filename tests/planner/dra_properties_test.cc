@@ -38,8 +38,8 @@ model::Pool MakePool(int i, std::mt19937_64& rng) {
     model::TemplateDevices d;
     d.driver = std::string(kDriver);
     d.count = 1 << (rng() % 4);  // 1, 2, 4 or 8
-    d.attributes["gpu.example.com/productName"] = {
-        .kind = model::DeviceAttribute::Kind::kString, .text = kProducts[rng() % 3]};
+    d.attributes["gpu.example.com/productName"] = {.kind = model::DeviceAttribute::Kind::kString,
+                                                   .text = kProducts[rng() % 3]};
     p.devices.push_back(d);
     p.device_slices = model::TemplateSlices(p.name, p.template_node.meta.name, p.devices);
   }

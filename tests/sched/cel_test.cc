@@ -1,16 +1,16 @@
 // Tests of the device selector subset (sched/cel/cel.h) with the expressions DRA drivers ship
 // (NVIDIA's gpu.nvidia.com DeviceClasses, the example driver's gpu.example.com, claims that
 // select by memory or product) and the errors for everything outside the subset.
+#include "sched/cel/cel.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "sched/cel/cel.h"
 
 namespace tidepool::sched::cel {
 namespace {
 
-using ::testing::HasSubstr;
 using model::DeviceAttribute;
+using ::testing::HasSubstr;
 
 model::Device A100() {
   model::Device d;
@@ -57,10 +57,12 @@ class CelTest : public ::testing::Test {
 
 TEST_F(CelTest, DriverClassSelectors) {
   EXPECT_TRUE(True("device.driver == 'gpu.nvidia.com'"));
-  EXPECT_TRUE(True("device.driver == \"gpu.nvidia.com\" && "
-                   "device.attributes[\"gpu.nvidia.com\"].type == \"gpu\""));
-  EXPECT_FALSE(True("device.driver == 'gpu.nvidia.com' && "
-                    "device.attributes['gpu.nvidia.com'].type == 'mig'"));
+  EXPECT_TRUE(
+      True("device.driver == \"gpu.nvidia.com\" && "
+           "device.attributes[\"gpu.nvidia.com\"].type == \"gpu\""));
+  EXPECT_FALSE(
+      True("device.driver == 'gpu.nvidia.com' && "
+           "device.attributes['gpu.nvidia.com'].type == 'mig'"));
   EXPECT_FALSE(True("device.driver == 'gpu.example.com'"));
 }
 
@@ -84,10 +86,11 @@ TEST_F(CelTest, CapacityQuantities) {
 }
 
 TEST_F(CelTest, Versions) {
-  EXPECT_TRUE(
-      True("device.attributes['gpu.nvidia.com'].cudaDriverVersion.isGreaterThan(semver('12.0.0'))"));
   EXPECT_TRUE(True(
-      "device.attributes['gpu.nvidia.com'].cudaDriverVersion.compareTo(semver('12.4.0-rc.1')) > 0"));
+      "device.attributes['gpu.nvidia.com'].cudaDriverVersion.isGreaterThan(semver('12.0.0'))"));
+  EXPECT_TRUE(
+      True("device.attributes['gpu.nvidia.com'].cudaDriverVersion.compareTo(semver('12.4.0-rc.1')) "
+           "> 0"));
   EXPECT_TRUE(True("device.attributes['gpu.nvidia.com'].cudaDriverVersion == semver('12.4.0')"));
 }
 

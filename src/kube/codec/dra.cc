@@ -28,12 +28,13 @@ Result<void> RequireName(const Json& obj, std::string_view key, const FieldPath&
 // selectors[]: each {cel: {expression}}.
 Result<void> DecodeSelectors(const Json& obj, const FieldPath& path,
                              std::vector<std::string>& out) {
-  return ForEachItem(obj, "selectors", path, [&](const Json& s, const FieldPath& p) -> Result<void> {
-    TIDEPOOL_RETURN_IF_ERROR(ExpectObject(s, p));
-    TIDEPOOL_ASSIGN_OR_RETURN(const Json* cel, ReadObject(s, "cel", p));
-    return RequireName(*cel, "expression", p.Key("cel"), out.emplace_back(),
-                       "a CEL expression");
-  });
+  return ForEachItem(obj, "selectors", path,
+                     [&](const Json& s, const FieldPath& p) -> Result<void> {
+                       TIDEPOOL_RETURN_IF_ERROR(ExpectObject(s, p));
+                       TIDEPOOL_ASSIGN_OR_RETURN(const Json* cel, ReadObject(s, "cel", p));
+                       return RequireName(*cel, "expression", p.Key("cel"), out.emplace_back(),
+                                          "a CEL expression");
+                     });
 }
 
 // v1.NodeSelector: nodeSelectorTerms[].
@@ -84,21 +85,21 @@ Result<void> DecodeRequest(const Json& r, const FieldPath& path, model::DeviceRe
     out.exactly->name = out.name;
     return DecodeSubRequest(*exactly, path.Key("exactly"), *out.exactly);
   }
-  TIDEPOOL_RETURN_IF_ERROR(
-      ForEachItem(r, "firstAvailable", path, [&](const Json& s, const FieldPath& p) -> Result<void> {
+  TIDEPOOL_RETURN_IF_ERROR(ForEachItem(
+      r, "firstAvailable", path, [&](const Json& s, const FieldPath& p) -> Result<void> {
         auto& sub = out.first_available.emplace_back();
         TIDEPOOL_RETURN_IF_ERROR(ExpectObject(s, p));
         TIDEPOOL_RETURN_IF_ERROR(RequireName(s, "name", p, sub.name, "a subrequest name"));
         return DecodeSubRequest(s, p, sub);
       }));
   if (out.first_available.empty()) {
-    return std::unexpected(
-        TypeError(path.Key("firstAvailable"), "at least one subrequest", first));
+    return std::unexpected(TypeError(path.Key("firstAvailable"), "at least one subrequest", first));
   }
   return {};
 }
 
-Result<void> DecodeClaimSpec(const Json& obj, const FieldPath& root, model::ResourceClaimSpec& out) {
+Result<void> DecodeClaimSpec(const Json& obj, const FieldPath& root,
+                             model::ResourceClaimSpec& out) {
   TIDEPOOL_ASSIGN_OR_RETURN(const Json* spec, ReadObject(obj, "spec", root));
   FieldPath spec_path = root.Key("spec");
   TIDEPOOL_ASSIGN_OR_RETURN(const Json* devices, ReadObject(*spec, "devices", spec_path));
@@ -136,7 +137,8 @@ Result<void> DecodeAllocation(const Json& status, const FieldPath& path,
         TIDEPOOL_RETURN_IF_ERROR(RequireName(r, "pool", p, d.pool, "a pool name"));
         return RequireName(r, "device", p, d.device, "a device name");
       }));
-  TIDEPOOL_RETURN_IF_ERROR(DecodeNodeSelector(*alloc, "nodeSelector", alloc_path, result.node_selector));
+  TIDEPOOL_RETURN_IF_ERROR(
+      DecodeNodeSelector(*alloc, "nodeSelector", alloc_path, result.node_selector));
   claim.allocation = std::move(result);
   return {};
 }
@@ -170,8 +172,8 @@ Result<void> DecodeAttribute(const Json& a, const FieldPath& path, model::Device
 
 // A map of name -> {value: quantity} (device capacity, counters).
 Result<void> DecodeQuantityMap(const Json& obj, std::string_view key, const FieldPath& path,
-                               std::string_view driver, std::map<std::string, model::Quantity,
-                                                                 std::less<>>& out) {
+                               std::string_view driver,
+                               std::map<std::string, model::Quantity, std::less<>>& out) {
   TIDEPOOL_ASSIGN_OR_RETURN(const Json* map, ReadObject(obj, key, path));
   FieldPath map_path = path.Key(key);
   for (const auto& [name, v] : map->items()) {
@@ -192,8 +194,8 @@ Result<void> DecodeDevice(const Json& d, const FieldPath& path, std::string_view
   TIDEPOOL_ASSIGN_OR_RETURN(const Json* attrs, ReadObject(d, "attributes", path));
   FieldPath attrs_path = path.Key("attributes");
   for (const auto& [name, v] : attrs->items()) {
-    TIDEPOOL_RETURN_IF_ERROR(DecodeAttribute(
-        v, attrs_path.Key(name), out.attributes[model::QualifiedName(driver, name)]));
+    TIDEPOOL_RETURN_IF_ERROR(DecodeAttribute(v, attrs_path.Key(name),
+                                             out.attributes[model::QualifiedName(driver, name)]));
   }
   TIDEPOOL_RETURN_IF_ERROR(DecodeQuantityMap(d, "capacity", path, driver, out.capacity));
   return ForEachItem(d, "consumesCounters", path,
@@ -275,14 +277,13 @@ Result<model::ResourceSlice> DecodeResourceSlice(const nlohmann::json& obj) {
             ForEachItem(*spec, "devices", path, [&](const Json& d, const FieldPath& p) {
               return DecodeDevice(d, p, s.driver, s.devices.emplace_back());
             }));
-        return ForEachItem(*spec, "sharedCounters", path,
-                           [&](const Json& c, const FieldPath& p) -> Result<void> {
-                             TIDEPOOL_RETURN_IF_ERROR(ExpectObject(c, p));
-                             auto& set = s.shared_counters.emplace_back();
-                             TIDEPOOL_RETURN_IF_ERROR(
-                                 RequireName(c, "name", p, set.name, "a counter set name"));
-                             return DecodeQuantityMap(c, "counters", p, "", set.counters);
-                           });
+        return ForEachItem(
+            *spec, "sharedCounters", path, [&](const Json& c, const FieldPath& p) -> Result<void> {
+              TIDEPOOL_RETURN_IF_ERROR(ExpectObject(c, p));
+              auto& set = s.shared_counters.emplace_back();
+              TIDEPOOL_RETURN_IF_ERROR(RequireName(c, "name", p, set.name, "a counter set name"));
+              return DecodeQuantityMap(c, "counters", p, "", set.counters);
+            });
       });
 }
 

@@ -178,8 +178,8 @@ Result<void> DecodePodResourceClaim(const Json& c, const FieldPath& path,
   TIDEPOOL_RETURN_IF_ERROR(ReadString(c, "resourceClaimName", path, out.claim_name));
   TIDEPOOL_RETURN_IF_ERROR(ReadString(c, "resourceClaimTemplateName", path, out.template_name));
   if (out.claim_name.empty() == out.template_name.empty()) {
-    return std::unexpected(
-        FieldError(path, "expected exactly one of resourceClaimName and resourceClaimTemplateName"));
+    return std::unexpected(FieldError(
+        path, "expected exactly one of resourceClaimName and resourceClaimTemplateName"));
   }
   return {};
 }

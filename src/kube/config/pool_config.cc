@@ -135,8 +135,9 @@ Result<void> ParseDevices(const YamlValue& v, Pool& pool) {
       TIDEPOOL_ASSIGN_OR_RETURN(YamlMap am, YamlMap::Read(*attrs, "a map of device attributes"));
       for (const auto& e : am.entries()) {
         if (!IsQualifiedName(e.key)) {
-          return std::unexpected(e.value.MakeError("invalid attribute name (expected a name, "
-                                                   "optionally prefixed by a domain and '/')"));
+          return std::unexpected(
+              e.value.MakeError("invalid attribute name (expected a name, "
+                                "optionally prefixed by a domain and '/')"));
         }
         TIDEPOOL_ASSIGN_OR_RETURN(d.attributes[model::QualifiedName(d.driver, e.key)],
                                   ParseDeviceAttribute(e.value));
@@ -154,8 +155,7 @@ Result<void> ParseDevices(const YamlValue& v, Pool& pool) {
     }
     pool.devices.push_back(std::move(d));
   }
-  pool.device_slices =
-      model::TemplateSlices(pool.name, pool.template_node.meta.name, pool.devices);
+  pool.device_slices = model::TemplateSlices(pool.name, pool.template_node.meta.name, pool.devices);
   return {};
 }
 

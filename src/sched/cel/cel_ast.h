@@ -27,15 +27,37 @@ int CompareVersions(const Version& a, const Version& b);
 
 enum class Op : uint8_t {
   // leaves
-  kBool, kInt, kString, kDevice, kList,
+  kBool,
+  kInt,
+  kString,
+  kDevice,
+  kList,
   // device.driver / .attributes / .capacity, and lookups
   kSelect,  // child[0].field
   kIndex,   // child[0][child[1]]
   // operators
-  kNot, kNeg, kAnd, kOr, kEq, kNe, kLt, kLe, kGt, kGe, kIn,
+  kNot,
+  kNeg,
+  kAnd,
+  kOr,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kIn,
   // functions: quantity(s), semver(s), size(x); methods: target is child[0]
-  kQuantity, kSemver, kSize,
-  kCompareTo, kIsGreaterThan, kIsLessThan, kStartsWith, kEndsWith, kContains, kMatches,
+  kQuantity,
+  kSemver,
+  kSize,
+  kCompareTo,
+  kIsGreaterThan,
+  kIsLessThan,
+  kStartsWith,
+  kEndsWith,
+  kContains,
+  kMatches,
 };
 
 struct Node {
@@ -55,10 +77,18 @@ struct Node {
 // What a node evaluates to. Views point into the device or the tree; both outlive one Eval.
 struct Value {
   enum class Type : uint8_t {
-    kError, kBool, kInt, kString, kQuantity, kVersion, kDevice,
-    kAttributes, kCapacity,  // device.attributes / device.capacity
-    kAttrDomain, kCapDomain,  // ...["domain"]: `s` is the domain
-    kList,                    // a list literal: `list` is its node
+    kError,
+    kBool,
+    kInt,
+    kString,
+    kQuantity,
+    kVersion,
+    kDevice,
+    kAttributes,
+    kCapacity,  // device.attributes / device.capacity
+    kAttrDomain,
+    kCapDomain,  // ...["domain"]: `s` is the domain
+    kList,       // a list literal: `list` is its node
   };
   Type type = Type::kError;
   bool b = false;

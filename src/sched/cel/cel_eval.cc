@@ -13,16 +13,27 @@ using Type = Value::Type;
 
 std::string_view TypeName(Type t) {
   switch (t) {
-    case Type::kError: return "error";
-    case Type::kBool: return "bool";
-    case Type::kInt: return "int";
-    case Type::kString: return "string";
-    case Type::kQuantity: return "quantity";
-    case Type::kVersion: return "semver";
-    case Type::kDevice: return "device";
-    case Type::kAttributes: case Type::kCapacity: case Type::kAttrDomain: case Type::kCapDomain:
+    case Type::kError:
+      return "error";
+    case Type::kBool:
+      return "bool";
+    case Type::kInt:
+      return "int";
+    case Type::kString:
+      return "string";
+    case Type::kQuantity:
+      return "quantity";
+    case Type::kVersion:
+      return "semver";
+    case Type::kDevice:
+      return "device";
+    case Type::kAttributes:
+    case Type::kCapacity:
+    case Type::kAttrDomain:
+    case Type::kCapDomain:
       return "map";
-    case Type::kList: return "list";
+    case Type::kList:
+      return "list";
   }
   return "?";
 }
@@ -33,16 +44,21 @@ class Evaluator {
 
   Value Eval(const Node& n) {
     switch (n.op) {
-      case Op::kBool: return Bool(n.bool_value);
-      case Op::kInt: return Int(n.int_value);
-      case Op::kString: return String(n.text);
-      case Op::kDevice: return Of(Type::kDevice);
+      case Op::kBool:
+        return Bool(n.bool_value);
+      case Op::kInt:
+        return Int(n.int_value);
+      case Op::kString:
+        return String(n.text);
+      case Op::kDevice:
+        return Of(Type::kDevice);
       case Op::kList: {
         Value v = Of(Type::kList);
         v.list = &n;
         return v;
       }
-      case Op::kSelect: return Select(Eval(*n.children[0]), n.text, n);
+      case Op::kSelect:
+        return Select(Eval(*n.children[0]), n.text, n);
       case Op::kIndex: {
         Value target = Eval(*n.children[0]);
         if (target.type == Type::kError) return target;
@@ -63,11 +79,19 @@ class Evaluator {
         if (v.type != Type::kInt) return Mismatch(n, "-", v);
         return Int(-v.i);
       }
-      case Op::kAnd: return Logical(n, false);
-      case Op::kOr: return Logical(n, true);
-      case Op::kEq: case Op::kNe: case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe:
+      case Op::kAnd:
+        return Logical(n, false);
+      case Op::kOr:
+        return Logical(n, true);
+      case Op::kEq:
+      case Op::kNe:
+      case Op::kLt:
+      case Op::kLe:
+      case Op::kGt:
+      case Op::kGe:
         return Compare(n);
-      case Op::kIn: return In(n);
+      case Op::kIn:
+        return In(n);
       case Op::kQuantity: {
         Value v = Of(Type::kQuantity);
         v.q = *n.quantity;
@@ -78,9 +102,16 @@ class Evaluator {
         v.v = *n.version;
         return v;
       }
-      case Op::kSize: return Size(n);
-      case Op::kCompareTo: case Op::kIsGreaterThan: case Op::kIsLessThan: return Order(n);
-      case Op::kStartsWith: case Op::kEndsWith: case Op::kContains: case Op::kMatches:
+      case Op::kSize:
+        return Size(n);
+      case Op::kCompareTo:
+      case Op::kIsGreaterThan:
+      case Op::kIsLessThan:
+        return Order(n);
+      case Op::kStartsWith:
+      case Op::kEndsWith:
+      case Op::kContains:
+      case Op::kMatches:
         return StringMethod(n);
     }
     return Error(n, "unknown operation");
@@ -120,27 +151,31 @@ class Evaluator {
   }
   Value Mismatch(const Node& n, std::string_view op, const Value& a, const Value& b) {
     if (error_ == nullptr) return Of(Type::kError);
-    return Error(n, fmt::format("no such overload: {} {} {}", TypeName(a.type), op,
-                                TypeName(b.type)));
+    return Error(n,
+                 fmt::format("no such overload: {} {} {}", TypeName(a.type), op, TypeName(b.type)));
   }
 
   // `target.field` and `target["field"]`.
   Value Select(const Value& target, std::string_view field, const Node& n) {
     switch (target.type) {
-      case Type::kError: return target;
+      case Type::kError:
+        return target;
       case Type::kDevice:
         if (field == "driver") return String(device_.driver);
         if (field == "attributes") return Of(Type::kAttributes);
         if (field == "capacity") return Of(Type::kCapacity);
         break;
-      case Type::kAttributes: case Type::kCapacity: {
+      case Type::kAttributes:
+      case Type::kCapacity: {
         // A domain without attributes reads as an empty map, as Kubernetes' device type does.
         Value v = Of(target.type == Type::kAttributes ? Type::kAttrDomain : Type::kCapDomain);
         v.s = field;
         return v;
       }
-      case Type::kAttrDomain: return Attribute(target.s, field, n);
-      case Type::kCapDomain: return Capacity(target.s, field, n);
+      case Type::kAttrDomain:
+        return Attribute(target.s, field, n);
+      case Type::kCapDomain:
+        return Capacity(target.s, field, n);
       default:
         break;
     }
@@ -175,9 +210,12 @@ class Evaluator {
     if (it == attrs.end()) return NoSuchKey(n, domain, name);
     const model::DeviceAttribute& a = it->second;
     switch (a.kind) {
-      case model::DeviceAttribute::Kind::kInt: return Int(a.int_value);
-      case model::DeviceAttribute::Kind::kBool: return Bool(a.bool_value);
-      case model::DeviceAttribute::Kind::kString: return String(a.text);
+      case model::DeviceAttribute::Kind::kInt:
+        return Int(a.int_value);
+      case model::DeviceAttribute::Kind::kBool:
+        return Bool(a.bool_value);
+      case model::DeviceAttribute::Kind::kString:
+        return String(a.text);
       case model::DeviceAttribute::Kind::kVersion: {
         auto v = ParseVersion(a.text);
         if (!v) return Error(n, fmt::format("attribute {}/{} is not a semver", domain, name));
@@ -214,15 +252,20 @@ class Evaluator {
   static std::optional<int> Order(const Value& a, const Value& b) {
     if (a.type != b.type) return std::nullopt;
     switch (a.type) {
-      case Type::kInt: return a.i < b.i ? -1 : a.i > b.i;
+      case Type::kInt:
+        return a.i < b.i ? -1 : a.i > b.i;
       case Type::kString: {
         int c = a.s.compare(b.s);
         return c < 0 ? -1 : c > 0;
       }
-      case Type::kBool: return static_cast<int>(a.b) - static_cast<int>(b.b);
-      case Type::kQuantity: return a.q < b.q ? -1 : a.q > b.q;
-      case Type::kVersion: return CompareVersions(a.v, b.v);
-      default: return std::nullopt;
+      case Type::kBool:
+        return static_cast<int>(a.b) - static_cast<int>(b.b);
+      case Type::kQuantity:
+        return a.q < b.q ? -1 : a.q > b.q;
+      case Type::kVersion:
+        return CompareVersions(a.v, b.v);
+      default:
+        return std::nullopt;
     }
   }
 
@@ -244,12 +287,18 @@ class Evaluator {
       return Mismatch(n, kNames[static_cast<int>(n.op) - static_cast<int>(Op::kEq)], a, b);
     }
     switch (n.op) {
-      case Op::kEq: return Bool(*c == 0);
-      case Op::kNe: return Bool(*c != 0);
-      case Op::kLt: return Bool(*c < 0);
-      case Op::kLe: return Bool(*c <= 0);
-      case Op::kGt: return Bool(*c > 0);
-      default: return Bool(*c >= 0);
+      case Op::kEq:
+        return Bool(*c == 0);
+      case Op::kNe:
+        return Bool(*c != 0);
+      case Op::kLt:
+        return Bool(*c < 0);
+      case Op::kLe:
+        return Bool(*c <= 0);
+      case Op::kGt:
+        return Bool(*c > 0);
+      default:
+        return Bool(*c >= 0);
     }
   }
 
@@ -267,7 +316,8 @@ class Evaluator {
     }
     if (item.type != Type::kString) return Mismatch(n, "in", item, container);
     switch (container.type) {
-      case Type::kAttributes: case Type::kCapacity: {
+      case Type::kAttributes:
+      case Type::kCapacity: {
         bool attrs = container.type == Type::kAttributes;
         auto has_domain = [&](const auto& map) {
           auto it = map.lower_bound(item.s);

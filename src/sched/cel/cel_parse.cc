@@ -128,10 +128,22 @@ class Parser {
       if (pos_ >= expr_.size()) break;
       char e = expr_[pos_++];
       switch (e) {
-        case '\\': case '"': case '\'': case '`': case '?': out.push_back(e); break;
-        case 'n': out.push_back('\n'); break;
-        case 't': out.push_back('\t'); break;
-        case 'r': out.push_back('\r'); break;
+        case '\\':
+        case '"':
+        case '\'':
+        case '`':
+        case '?':
+          out.push_back(e);
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
         default:
           Fail(pos_ - 2, fmt::format("unsupported escape \\{}", e));
           return false;
@@ -282,10 +294,14 @@ class Parser {
     }
     if (Is("(")) {
       Op op;
-      if (name == "quantity") op = Op::kQuantity;
-      else if (name == "semver") op = Op::kSemver;
-      else if (name == "size") op = Op::kSize;
-      else return Fail(position, fmt::format("unsupported function \"{}\"", name)), nullptr;
+      if (name == "quantity")
+        op = Op::kQuantity;
+      else if (name == "semver")
+        op = Op::kSemver;
+      else if (name == "size")
+        op = Op::kSize;
+      else
+        return Fail(position, fmt::format("unsupported function \"{}\"", name)), nullptr;
       auto n = Make(op, position);
       if (!ParseArgs(*n, 1)) return nullptr;
       return Fold(std::move(n), 0);
@@ -313,8 +329,8 @@ class Parser {
       }
     }
     if (n.children.size() - first != want) {
-      Fail(n.position, fmt::format("expected {} argument(s), got {}", want,
-                                   n.children.size() - first));
+      Fail(n.position,
+           fmt::format("expected {} argument(s), got {}", want, n.children.size() - first));
       return false;
     }
     return Next();
@@ -334,7 +350,8 @@ class Parser {
     } else if (n->op == Op::kSemver) {
       n->version_text = a.text;
       n->version = ParseVersion(n->version_text);
-      if (!n->version) return Fail(a.position, fmt::format("invalid semver \"{}\"", a.text)), nullptr;
+      if (!n->version)
+        return Fail(a.position, fmt::format("invalid semver \"{}\"", a.text)), nullptr;
     } else if (n->op == Op::kMatches) {
       try {
         n->regex = std::make_unique<std::regex>(a.text, std::regex::ECMAScript);
@@ -450,7 +467,8 @@ int CompareVersions(const Version& a, const Version& b) {
   std::string_view x = a.pre, y = b.pre;
   while (!x.empty() && !y.empty()) {
     std::string_view xi = x.substr(0, x.find('.')), yi = y.substr(0, y.find('.'));
-    bool xn = std::all_of(xi.begin(), xi.end(), IsDigit), yn = std::all_of(yi.begin(), yi.end(), IsDigit);
+    bool xn = std::all_of(xi.begin(), xi.end(), IsDigit),
+         yn = std::all_of(yi.begin(), yi.end(), IsDigit);
     int c = 0;
     if (xn && yn) {
       c = xi.size() != yi.size() ? (xi.size() < yi.size() ? -1 : 1) : xi.compare(yi);

@@ -49,10 +49,9 @@ const CompiledSpec* DraState::Impl::Compile(const model::ResourceClaimSpec& spec
         if (p == nullptr) {
           if (out->error.empty()) {
             out->error = fmt::format("request \"{}\"{}: {}", c.request_name,
-                                     list == &sub.selectors
-                                         ? ""
-                                         : fmt::format(" (device class \"{}\")",
-                                                       sub.device_class_name),
+                                     list == &sub.selectors ? ""
+                                                            : fmt::format(" (device class \"{}\")",
+                                                                          sub.device_class_name),
                                      error);
           }
           continue;
@@ -90,7 +89,8 @@ const PodClaims& DraState::Impl::ClaimsOf(const model::Pod& pod) {
       c.label = fmt::format("claim {}/{}", ns, rc.claim_name);
       auto it = claims.find(ns + "/" + rc.claim_name);
       if (it == claims.end()) {
-        if (out->error.empty()) out->error = fmt::format("resourceclaim \"{}/{}\" not found", ns, rc.claim_name);
+        if (out->error.empty())
+          out->error = fmt::format("resourceclaim \"{}/{}\" not found", ns, rc.claim_name);
         continue;
       }
       c.claim = it->second;
@@ -99,7 +99,8 @@ const PodClaims& DraState::Impl::ClaimsOf(const model::Pod& pod) {
       // The claim the control plane generated for this pod, if it exists already.
       for (const auto& st : pod.resource_claim_statuses) {
         if (st.name != rc.name || st.claim_name.empty()) continue;
-        if (auto it = claims.find(ns + "/" + st.claim_name); it != claims.end()) c.claim = it->second;
+        if (auto it = claims.find(ns + "/" + st.claim_name); it != claims.end())
+          c.claim = it->second;
       }
       c.label = fmt::format("claim {} (template {})", rc.name, rc.template_name);
       c.per_pod = true;
@@ -109,8 +110,8 @@ const PodClaims& DraState::Impl::ClaimsOf(const model::Pod& pod) {
         auto it = claim_templates.find(ns + "/" + rc.template_name);
         if (it == claim_templates.end()) {
           if (out->error.empty()) {
-            out->error = fmt::format("resourceclaimtemplate \"{}/{}\" not found", ns,
-                                     rc.template_name);
+            out->error =
+                fmt::format("resourceclaimtemplate \"{}/{}\" not found", ns, rc.template_name);
           }
           continue;
         }

@@ -79,9 +79,9 @@ struct DraState::Impl {
   enum class UndoKind : uint8_t { kDevice, kCounter, kClaim };
   struct UndoEntry {
     UndoKind kind;
-    uint32_t id;        // kDevice, kCounter
-    __int128 amount;    // kCounter
-    const void* key;    // kClaim
+    uint32_t id;                         // kDevice, kCounter
+    __int128 amount;                     // kCounter
+    const void* key;                     // kClaim
     std::optional<ClaimState> previous;  // kClaim: absent when the key had no state
   };
   std::vector<UndoEntry> log;

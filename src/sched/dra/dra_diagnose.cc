@@ -35,7 +35,8 @@ std::string DraState::Impl::Diagnose(const PodClaims& claims, const model::Node&
           std::vector<DeviceId> next;
           std::string eval_error;
           for (DeviceId id : left) {
-            cel::EvalResult r = alt.selectors[k]->Eval({devices[id].slice->driver, devices[id].device});
+            cel::EvalResult r =
+                alt.selectors[k]->Eval({devices[id].slice->driver, devices[id].device});
             if (r.matches) next.push_back(id);
             if (!r.error.empty() && eval_error.empty()) eval_error = r.error;
           }

@@ -137,7 +137,8 @@ class Searcher {
   void Release(DeviceId id) {
     if (s_.in_use[id] != 2) return;
     s_.in_use[id] = 0;
-    for (const auto& [counter, amount] : s_.devices[id].consumes) s_.counter_used[counter] -= amount;
+    for (const auto& [counter, amount] : s_.devices[id].consumes)
+      s_.counter_used[counter] -= amount;
   }
 
   DraState::Impl& s_;

@@ -123,7 +123,8 @@ const std::vector<DeviceId>& DraState::Impl::Inventory(const model::Node& node) 
   auto tmpl = template_nodes.find(&node);
   if (tmpl != template_nodes.end()) {
     // New devices of this node; its counters are its own too.
-    std::map<std::pair<std::string_view, std::string_view>, std::vector<const model::ResourceSlice*>>
+    std::map<std::pair<std::string_view, std::string_view>,
+             std::vector<const model::ResourceSlice*>>
         pools;
     for (const auto& s : *tmpl->second) pools[{s.driver, s.pool}].push_back(&s);
     for (const auto& [pool_key, slices] : pools) {
@@ -202,14 +203,14 @@ void DraState::Place(const model::Pod& pod, const model::Node& node) {
   if (!claims.error.empty()) return;
   auto pending = impl_->Pending(claims, node);
   std::vector<std::vector<DeviceId>> found;
-  bool allocate = pending && !pending->empty() &&
-                  impl_->Search(*pending, impl_->Inventory(node), &found);
+  bool allocate =
+      pending && !pending->empty() && impl_->Search(*pending, impl_->Inventory(node), &found);
   for (const PodClaim& c : claims.claims) {
     const void* key = ClaimKey(c);
     const ClaimState* old = impl_->StateOf(key);
     ClaimState st = old != nullptr ? *old : ClaimState{};
-    size_t k = allocate ? static_cast<size_t>(
-                              std::find(pending->begin(), pending->end(), &c) - pending->begin())
+    size_t k = allocate ? static_cast<size_t>(std::find(pending->begin(), pending->end(), &c) -
+                                              pending->begin())
                         : 0;
     if (allocate && k < pending->size()) {
       for (DeviceId id : st.devices) impl_->SetDevice(id, 0);  // a stale simulated allocation

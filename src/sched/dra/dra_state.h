@@ -21,7 +21,7 @@ using DeviceId = uint32_t;
 // One request alternative, compiled: its class's selectors and its own, all CEL programs.
 struct CompiledSubRequest {
   const model::DeviceSubRequest* sub = nullptr;
-  std::string request_name;  // "<request>" or "<request>/<subrequest>"
+  std::string request_name;                    // "<request>" or "<request>/<subrequest>"
   std::vector<const cel::Program*> selectors;  // the class's first, then the request's
   size_t class_selectors = 0;                  // how many of `selectors` are the class's
   uint32_t id = 0;  // dense over all compiled subrequests, keys the match cache
