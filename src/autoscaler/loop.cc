@@ -22,6 +22,7 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   Index(ctx);
   warm_.LearnBoot(pools_.Observe(ctx, [this](std::string_view n) { return removals_.Gone(n); }));
   if (pools_.HandleFailures(ctx)) scale_up_.RequestReplan(now);
+  provisioning_.RollBack(ctx);
   const bool scan = !last_scan_ || now >= *last_scan_ + config_.scan_interval;
   PrepareProvisioning(ctx);
   scale_up_.ObservePending(ctx);

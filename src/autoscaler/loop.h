@@ -154,7 +154,7 @@ class Autoscaler {
   RemovalTracker removals_{config_, options_, pools_, unneeded_};
   WarmPlanner warm_{config_};
   ScaleUpTracker scale_up_{config_, options_};
-  ProvisioningTracker provisioning_{config_, options_};
+  ProvisioningTracker provisioning_{config_, options_, pools_};
   // Whether the loop is removing a node: what the trackers and the planner input ask.
   const std::function<bool(std::string_view)> removing_ = [this](std::string_view n) {
     return removals_.Removing(n);

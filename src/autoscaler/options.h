@@ -37,9 +37,8 @@ struct LoopOptions {
   // Step would decide nothing either. Results are identical with and without; off only in the
   // tests that check exactly that.
   bool skip_unchanged = true;
-  // ProvisioningRequests (docs/kueue.md): how long capacity stays booked after Provisioned, and
-  // how long a request may name a PodTemplate not seen yet (it may be created just after).
-  Duration booking_time = std::chrono::minutes(10);
+  // ProvisioningRequests (docs/kueue.md): how long a request may name a PodTemplate not seen yet
+  // (it may be created just after). The booking time is scaleUp.provisioningRequests.bookingTime.
   Duration template_grace = std::chrono::seconds(10);
 };
 

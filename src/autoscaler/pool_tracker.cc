@@ -219,7 +219,8 @@ bool PoolTracker::HandleBrokenNodes(StepContext& ctx) {
   return replan;
 }
 
-void PoolTracker::Backoff(PoolState& ps, std::string reason, Time now) {
+void PoolTracker::Backoff(PoolState& ps, std::string reason, Time now, bool refused) {
+  ps.last_failure = PoolFailure{now, reason, refused};
   if (InBackoff(ps, now)) return;  // one failure, one backoff
   ps.backoff_until = now + DoublingDelay(config_.scale_up.backoff_initial,
                                          config_.scale_up.backoff_max, ps.backoff_level);
@@ -271,7 +272,7 @@ std::optional<Time> PoolTracker::OnIncreaseResult(const std::string& pool, int c
     return now + kThrottledRetry;
   }
   Backoff(ps, fmt::format("increasing the pool by {} failed: {}", count, result.error().message()),
-          now);
+          now, /*refused=*/true);
   return now;  // the pods, at once, on the other pools
 }
 
@@ -294,6 +295,28 @@ void PoolTracker::OnDeleteReported(const std::string& pool, bool ok, Time now) {
   ps.unreported = std::max(0, ps.unreported - 1);
   ps.expected_touched = now;
   if (!ok && ps.expected_target) ++*ps.expected_target;
+}
+
+std::optional<PoolFailure> PoolTracker::FailureSince(std::string_view pool, Time since) const {
+  auto it = pools_.find(pool);
+  if (it == pools_.end() || !it->second.last_failure || it->second.last_failure->at < since) {
+    return std::nullopt;
+  }
+  return it->second.last_failure;
+}
+
+int PoolTracker::GiveBack(StepContext& ctx, const std::string& pool, int count,
+                          std::string reason) {
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return 0;
+  PoolState& ps = it->second;
+  const int cancel = std::min(count, ps.not_registered);
+  if (cancel <= 0) return 0;
+  ctx.actions.push_back(DecreaseTarget{pool, cancel, std::move(reason)});
+  ExpectTargetChange(ps, -cancel, ctx.now);
+  DropNewestRequests(ps, cancel);
+  SyncRequests(ps, ctx.now);
+  return cancel;
 }
 
 int PoolTracker::Upcoming(std::string_view pool) const {
@@ -349,6 +372,11 @@ void PoolTracker::AddDigest(Digest& d) const {
     }
     d.Add(ps.backoff_until);
     d.Add(ps.backoff_reason);
+    if (ps.last_failure) {
+      d.Add(ps.last_failure->at);
+      d.Add(ps.last_failure->reason);
+      d.AddInt(int{ps.last_failure->refused});
+    }
   }
   d.Add(nodes_.size());
   for (const auto& [name, mem] : nodes_) {

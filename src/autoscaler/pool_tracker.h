@@ -56,6 +56,12 @@ class PoolTracker {
   void OnDecreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
   void OnDeleteReported(const std::string& pool, bool ok, Time now);
 
+  // The pool's last failure when it came at or after `since` (a scale-up made then failed).
+  std::optional<PoolFailure> FailureSince(std::string_view pool, Time since) const;
+  // Cancels up to `count` requested nodes of `pool` that have not registered (a DecreaseTarget
+  // with `reason`), the newest first; returns how many.
+  int GiveBack(StepContext& ctx, const std::string& pool, int count, std::string reason);
+
   int Upcoming(std::string_view pool) const;
   int Target(std::string_view pool) const;
   bool InBackoff(std::string_view pool, Time now) const;
@@ -87,8 +93,9 @@ class PoolTracker {
   void SyncRequests(PoolState& ps, Time now);
   // Forgets the `count` most recently requested nodes (cancelled or refused).
   void DropNewestRequests(PoolState& ps, int count);
-  // Puts a pool in backoff (unless it is in backoff already) with the doubling duration.
-  void Backoff(PoolState& ps, std::string reason, Time now);
+  // Records a failure and puts the pool in backoff (unless it is in backoff already) with the
+  // doubling duration; `refused`: an increase the provider refused.
+  void Backoff(PoolState& ps, std::string reason, Time now, bool refused = false);
   // Records a target change the loop asked for, until the provider's target shows it.
   void ExpectTargetChange(PoolState& ps, int delta, Time now);
   static bool InBackoff(const PoolState& ps, Time now) {

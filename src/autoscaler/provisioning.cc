@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "planner/cluster.h"
 
 namespace tidepool::autoscaler {
@@ -29,6 +31,25 @@ ProvisioningStage StageOf(const model::ProvisioningRequest& request, Time now, D
   }
   if (request.Find(ProvisioningCondition::kAccepted) == nullptr) return ProvisioningStage::kNew;
   return ProvisioningStage::kPending;
+}
+
+Result<Duration> RetryWindow(const model::ProvisioningRequest& request) {
+  const std::string* text = request.Parameter(model::kValidUntilSecondsParameter);
+  if (text == nullptr ||
+      request.provisioning_class != model::ProvisioningClass::kBestEffortAtomic) {
+    return kRequestExpiry;
+  }
+  int64_t seconds = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), seconds);
+  // Up to ten years: beyond that it means "forever" and would overflow the clock.
+  constexpr int64_t kMaxSeconds = int64_t{10} * 366 * 24 * 3600;
+  if (text->empty() || ec != std::errc() || end != text->data() + text->size() || seconds < 0 ||
+      seconds > kMaxSeconds) {
+    return Fail(Error::Code::kInvalidArgument,
+                "spec.parameters.{}: expected a whole number of seconds from 0 to {}, got \"{}\"",
+                model::kValidUntilSecondsParameter, kMaxSeconds, *text);
+  }
+  return std::chrono::seconds(seconds);
 }
 
 PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templates) {

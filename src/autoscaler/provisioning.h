@@ -28,6 +28,14 @@ ProvisioningStage StageOf(const model::ProvisioningRequest& request, Time now, D
 // when the request is not Provisioned (or the time is unknown).
 std::optional<Time> BookingEnd(const model::ProvisioningRequest& request, Duration booking);
 
+// The Cluster Autoscaler fails a request that is not Provisioned a week after its creation
+// (reason Expired), whatever its class.
+inline constexpr Duration kRequestExpiry = std::chrono::hours(24 * 7);
+// How long after its creation a request that is not Provisioned is still retried: the
+// ValidUntilSeconds parameter of a best-effort-atomic request that sets it, kRequestExpiry
+// otherwise. Error (kInvalidArgument): a ValidUntilSeconds that is not a whole number of seconds.
+Result<Duration> RetryWindow(const model::ProvisioningRequest& request);
+
 // The annotation on the pods a request stands for: the request's "namespace/name".
 inline constexpr std::string_view kProvisioningRequestAnnotation =
     "tidepool.dev/provisioning-request";
@@ -42,6 +50,12 @@ PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templa
 // or malformed (kInvalidArgument), with a message naming it.
 Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& request,
                                            const PodTemplates& templates);
+
+// How status and logs name a request whose stand-in pods are pending: "provreq/<namespace/name>",
+// what `tidepool explain` takes.
+inline std::string ShownRequest(std::string_view request_key) {
+  return "provreq/" + std::string(request_key);
+}
 
 // Whether `pod_key` ("namespace/name") names one of the pods ExpandPods makes for `request`.
 bool IsPodOf(std::string_view pod_key, const model::ProvisioningRequest& request);

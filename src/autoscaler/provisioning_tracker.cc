@@ -25,6 +25,9 @@ constexpr std::string_view kScaleUpRequested = "ScaleUpRequested";
 constexpr std::string_view kBookingExpired = "BookingExpired";
 constexpr std::string_view kPodTemplateNotFound = "PodTemplateNotFound";
 constexpr std::string_view kInvalidPodTemplate = "InvalidPodTemplate";
+constexpr std::string_view kInvalidParameters = "InvalidParameters";
+constexpr std::string_view kExpired = "Expired";  // the Cluster Autoscaler's reason
+constexpr std::string_view kScaleUpFailed = "ScaleUpFailed";
 
 model::Condition Cond(ProvisioningCondition type, bool status, std::string_view reason,
                       std::string message) {
@@ -67,10 +70,71 @@ planner::ReasonKind Effective(const planner::PoolReason& r) {
 
 }  // namespace
 
-void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput& in) {
+void ProvisioningTracker::RollBack(StepContext& ctx) {
   waiting_.clear();
   writes_.clear();
   deadline_.reset();
+  for (auto it = grown_.begin(); it != grown_.end();) {
+    auto r =
+        std::find_if(ctx.obs.provisioning_requests.begin(), ctx.obs.provisioning_requests.end(),
+                     [&](const auto* x) { return x->Key() == it->first; });
+    const auto stage = r == ctx.obs.provisioning_requests.end()
+                           ? ProvisioningStage::kDone
+                           : StageOf(**r, ctx.now, config_.scale_up.booking_time);
+    // kNew: planned, its Accepted not observed yet.
+    if ((stage != ProvisioningStage::kNew && stage != ProvisioningStage::kPending) ||
+        FailedUnobserved(**r)) {
+      it = grown_.erase(it);
+      continue;
+    }
+    bool failed = false;
+    for (const auto& [pool, count] : it->second.pools) {
+      if (auto f = pools_.FailureSince(pool, it->second.at)) {
+        RollBackOne(ctx, **r, it->second, pool, *f);
+        failed = true;
+        break;
+      }
+    }
+    it = failed ? grown_.erase(it) : std::next(it);
+  }
+}
+
+void ProvisioningTracker::RollBackOne(StepContext& ctx, const model::ProvisioningRequest& r,
+                                      const Grown& g, const std::string& failed,
+                                      const PoolFailure& failure) {
+  std::vector<std::string> back;
+  for (const auto& [pool, count] : g.pools) {
+    // A refused increase added nothing to give back.
+    if (pool == failed && failure.refused) continue;
+    const int n = pools_.GiveBack(
+        ctx, pool, count,
+        fmt::format("roll back the scale-up for ProvisioningRequest {}: pool {} failed", r.Key(),
+                    failed));
+    if (n > 0) back.push_back(fmt::format("{} -{}", pool, n));
+  }
+  std::string words = fmt::format(
+      "the scale-up for all pods at once failed in pool {}: {}; {}", failed, failure.reason,
+      back.empty()
+          ? std::string("no requested node was left to cancel")
+          : fmt::format("cancelled the nodes not registered yet: {}", fmt::join(back, ", ")));
+  Want(r, Cond(ProvisioningCondition::kFailed, true, kScaleUpFailed, words),
+       RequestEvent(r, EventReason::kProvisioningFailed, words, true, failed));
+}
+
+bool ProvisioningTracker::FailedUnobserved(const model::ProvisioningRequest& r) const {
+  auto is_failed = [](const model::Condition& c) {
+    return c.type == ProvisioningCondition::kFailed && c.status == ConditionStatus::kTrue;
+  };
+  if (auto w = writes_.find(r.Key()); w != writes_.end()) {
+    if (std::any_of(w->second.conditions.begin(), w->second.conditions.end(), is_failed)) {
+      return true;
+    }
+  }
+  auto s = sent_.find(r.Key());
+  return s != sent_.end() && std::any_of(s->second.begin(), s->second.end(), is_failed);
+}
+
+void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput& in) {
   if (ctx.obs.provisioning_requests.empty()) {
     sent_.clear();
     return;
@@ -103,15 +167,16 @@ void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput&
 void ProvisioningTracker::Classify(StepContext& ctx, const model::ProvisioningRequest& r,
                                    Index& index, std::vector<Served>& booked,
                                    std::vector<Served>& check, std::vector<Served>& atomic) {
-  const ProvisioningStage stage = StageOf(r, ctx.now, options_.booking_time);
-  if (stage == ProvisioningStage::kDone) return;
+  const ProvisioningStage stage = StageOf(r, ctx.now, config_.scale_up.booking_time);
+  if (stage == ProvisioningStage::kDone || FailedUnobserved(r)) return;
   if (stage == ProvisioningStage::kBookingOver) {
     Want(r, Cond(ProvisioningCondition::kBookingExpired, true, kBookingExpired,
                  fmt::format("the capacity was booked for {}; it is no longer held",
-                             FormatDuration(options_.booking_time))));
+                             FormatDuration(config_.scale_up.booking_time))));
     return;
   }
-  if (auto end = BookingEnd(r, options_.booking_time)) Deadline(*end);
+  if (auto end = BookingEnd(r, config_.scale_up.booking_time)) Deadline(*end);
+  if (stage != ProvisioningStage::kBooked && Expired(ctx, r)) return;
   auto pods = ExpandPods(r, index.templates);
   if (!pods) {
     TemplateProblem(ctx, r, pods.error());
@@ -141,6 +206,39 @@ void ProvisioningTracker::Classify(StepContext& ctx, const model::ProvisioningRe
   } else {
     atomic.push_back(std::move(s));
   }
+}
+
+bool ProvisioningTracker::Expired(const StepContext& ctx, const model::ProvisioningRequest& r) {
+  auto window = RetryWindow(r);
+  if (!window) {
+    Want(r,
+         Cond(ProvisioningCondition::kFailed, true, kInvalidParameters, window.error().message()),
+         RequestEvent(r, EventReason::kProvisioningFailed, window.error().message(), true));
+    return true;
+  }
+  // Retrying starts after the first pass (Accepted); nodes on their way are not a retry (the
+  // provision timeout bounds them).
+  const model::Condition* p = r.Find(ProvisioningCondition::kProvisioned);
+  const bool in_flight = p != nullptr && p->reason == kScaleUpRequested;
+  if (!r.meta.creation_timestamp || r.Find(ProvisioningCondition::kAccepted) == nullptr ||
+      in_flight) {
+    return false;
+  }
+  const Time until = *r.meta.creation_timestamp + *window;
+  if (ctx.now < until) {
+    Deadline(until);
+    return false;
+  }
+  const bool parameter = r.Parameter(model::kValidUntilSecondsParameter) != nullptr &&
+                         r.provisioning_class == ProvisioningClass::kBestEffortAtomic;
+  std::string words =
+      fmt::format("not provisioned within {} of its creation ({}); not retried any more",
+                  FormatDuration(*window),
+                  parameter ? fmt::format("spec.parameters.{}", model::kValidUntilSecondsParameter)
+                            : std::string("the longest a request is retried"));
+  Want(r, Cond(ProvisioningCondition::kFailed, true, kExpired, words),
+       RequestEvent(r, EventReason::kProvisioningFailed, words, true));
+  return true;
 }
 
 void ProvisioningTracker::TemplateProblem(const StepContext& ctx,
@@ -180,7 +278,7 @@ void ProvisioningTracker::Hold(StepContext& ctx, Served& s, const planner::Scale
     if (it != plan.gang_nodes.end() && ctx.Find(it->second) != nullptr) {
       held.node_name = it->second;  // holds the room on that node, also against scale-down
     } else {
-      ctx.provisioning_keys.insert(held.Key());  // on an upcoming node: planned as pending
+      ctx.provisioning_keys.emplace(held.Key(), s.request->Key());  // upcoming: planned as pending
     }
     ctx.base.pods.push_back(&held);
   }
@@ -248,7 +346,7 @@ void ProvisioningTracker::CheckRegistered(StepContext& ctx, const planner::Plann
     Waiting& w = waiting_.emplace_back(Waiting{&r, {}});
     for (model::Pod& p : s.pods) {
       model::Pod& pending = ctx.provisioning_pods.emplace_back(std::move(p));
-      ctx.provisioning_keys.insert(pending.Key());
+      ctx.provisioning_keys.emplace(pending.Key(), r.Key());
       ctx.base.pods.push_back(&pending);
       w.keys.insert(pending.Key());
     }
@@ -266,11 +364,7 @@ void ProvisioningTracker::Conclude(StepContext& ctx) {
         Unserved(s, *u);
         continue;
       }
-      std::vector<std::string> grown;
-      for (const planner::ScaleUp& su : plan.scale_ups)
-        if (std::any_of(su.pods.begin(), su.pods.end(),
-                        [&](const std::string& k) { return keys.contains(k); }))
-          grown.push_back(fmt::format("{} +{}", su.pool, su.add));
+      std::vector<std::string> grown = RecordGrowth(ctx, s);
       if (grown.empty()) continue;  // on upcoming nodes: Provisioned once they register
       const model::ProvisioningRequest& r = *s.request;
       std::string words = fmt::format(
@@ -282,6 +376,25 @@ void ProvisioningTracker::Conclude(StepContext& ctx) {
     }
   }
   Flush(ctx);
+}
+
+std::vector<std::string> ProvisioningTracker::RecordGrowth(const StepContext& ctx,
+                                                           const Waiting& w) {
+  std::vector<std::string> words;
+  for (const planner::ScaleUp& su : ctx.plan->scale_ups) {
+    const auto mine = std::count_if(su.pods.begin(), su.pods.end(),
+                                    [&](const std::string& k) { return w.keys.contains(k); });
+    if (mine == 0) continue;
+    words.push_back(fmt::format("{} +{}", su.pool, su.add));
+    // Its share of the nodes: all of them, or (beside other pods) in proportion to its pods.
+    const int nodes = su.add - su.warm_add;
+    const auto total = static_cast<int64_t>(su.pods.size());
+    const int share = mine == total ? nodes : std::max(1, static_cast<int>(nodes * mine / total));
+    Grown& g = grown_[w.request->Key()];
+    if (g.pools.empty()) g.at = ctx.now;
+    g.pools[su.pool] += share;
+  }
+  return words;
 }
 
 void ProvisioningTracker::Unserved(const Waiting& s, const planner::Unschedulable& u) {
@@ -342,6 +455,15 @@ void ProvisioningTracker::AddTimers(Timers& t) const {
 }
 
 void ProvisioningTracker::AddDigest(Digest& d) const {
+  d.Add(grown_.size());
+  for (const auto& [key, g] : grown_) {
+    d.Add(key);
+    d.Add(g.at);
+    for (const auto& [pool, n] : g.pools) {
+      d.Add(pool);
+      d.AddInt(n);
+    }
+  }
   d.Add(sent_.size());
   for (const auto& [key, conditions] : sent_) {
     d.Add(key);

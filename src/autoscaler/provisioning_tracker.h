@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autoscaler/options.h"
+#include "autoscaler/pool_tracker.h"
 #include "autoscaler/provisioning.h"
 #include "autoscaler/step_context.h"
 #include "autoscaler/timers.h"
@@ -23,8 +24,16 @@ namespace tidepool::autoscaler {
 // tracker only remembers what it wrote and has not observed yet, so it writes it once.
 class ProvisioningTracker {
  public:
-  ProvisioningTracker(const model::AutoscalerConfig& config, const LoopOptions& options)
-      : config_(config), options_(options) {}
+  ProvisioningTracker(const model::AutoscalerConfig& config, const LoopOptions& options,
+                      PoolTracker& pools)
+      : config_(config), options_(options), pools_(pools) {}
+
+  // First in a Step, after the pools' failures are handled: an atomic request whose scale-up
+  // failed in one of its pools (a refused increase, a stockout, nodes that did not register) is
+  // rolled back: every pool it grew gives back its share of the nodes not registered yet
+  // (DecreaseTarget), and the request is Failed with the pool and why. Kueue retries it whole
+  // with a new request; nothing of it is retried as a partial.
+  void RollBack(StepContext& ctx);
 
   // Before the scale-up is planned; `in` is the scale-up's planner input (nodes, upcoming nodes,
   // backoffs). Decides what needs no scale-up: Accepted; check-capacity's answer (room on
@@ -65,10 +74,19 @@ class ProvisioningTracker {
     Consumers consumers;
     std::set<const model::Pod*> hidden;
   };
+  // The pools an atomic request's scale-up grew (its share of each IncreasePool) and when.
+  struct Grown {
+    Time at{};
+    std::map<std::string, int, std::less<>> pools;
+  };
+
   // Sorts one request into `booked`, `check` or `atomic`, or decides it outright.
   void Classify(StepContext& ctx, const model::ProvisioningRequest& r, Index& index,
                 std::vector<Served>& booked, std::vector<Served>& check,
                 std::vector<Served>& atomic);
+  // Fails a request with a malformed ValidUntilSeconds, or one that is waiting past its retry
+  // window (RetryWindow); true when it did.
+  bool Expired(const StepContext& ctx, const model::ProvisioningRequest& r);
   void TemplateProblem(const StepContext& ctx, const model::ProvisioningRequest& r,
                        const Error& error);
   // Booked requests keep the room they have on existing and upcoming nodes, first.
@@ -82,6 +100,13 @@ class ProvisioningTracker {
                        std::vector<Served>& atomic);
   // The plan's verdict on an atomic request's gang that no pool can take whole.
   void Unserved(const Waiting& w, const planner::Unschedulable& u);
+  // Remembers what the plan grew for a waiting request; the words for its condition.
+  std::vector<std::string> RecordGrowth(const StepContext& ctx, const Waiting& w);
+  // Rolls back one request's scale-up after `pool` failed.
+  void RollBackOne(StepContext& ctx, const model::ProvisioningRequest& r, const Grown& g,
+                   const std::string& pool, const PoolFailure& failure);
+  // Failed=True written for `r` and not observed yet: it is done with.
+  bool FailedUnobserved(const model::ProvisioningRequest& r) const;
   // A planner input that may place pods on what is there but add no node; `pods` are the bound
   // pods of ctx.base.pods, the booked room held on upcoming nodes, and `extra`.
   planner::PlannerInput NoGrowth(const StepContext& ctx, const planner::PlannerInput& in,
@@ -95,6 +120,11 @@ class ProvisioningTracker {
 
   const model::AutoscalerConfig& config_;
   const LoopOptions& options_;
+  PoolTracker& pools_;
+  // Atomic requests whose scale-up is on its way, by key, until they are Provisioned, rolled back
+  // or gone. Not kept across a restart: then a failed pool leaves the request waiting (its
+  // backoff, then a new plan) within its retry window.
+  std::map<std::string, Grown, std::less<>> grown_;
   // Per request key: the conditions written and not observed yet.
   std::map<std::string, std::vector<model::Condition>, std::less<>> sent_;
   // This Step: the atomic requests waiting as pending gangs, the writes, the next deadline.

@@ -2,9 +2,31 @@
 
 #include <fmt/format.h>
 
+#include "autoscaler/provisioning.h"
 #include "planner/scale_up.h"
 
 namespace tidepool::autoscaler {
+
+namespace {
+
+// `keys` with the stand-in pods of each ProvisioningRequest (`request_of`) replaced by the
+// request, once, where its first pod was.
+std::vector<std::string> Shown(const std::vector<std::string>& keys,
+                               const std::map<std::string, std::string, std::less<>>& request_of) {
+  std::vector<std::string> out;
+  std::set<std::string, std::less<>> shown;
+  for (const std::string& key : keys) {
+    auto r = request_of.find(key);
+    if (r == request_of.end()) {
+      out.push_back(key);
+    } else if (shown.insert(r->second).second) {
+      out.push_back(ShownRequest(r->second));
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 ScaleUpTracker::ScaleUpTracker(const model::AutoscalerConfig& config, const LoopOptions& options)
     : config_(config), options_(options) {}
@@ -74,7 +96,8 @@ bool ScaleUpTracker::Increase(StepContext& ctx, const model::Pool& pool, planner
   const int to = from + su.add;
   ctx.actions.push_back(IncreasePool{su.pool, su.add, su.pods, su.warm_add, reason});
   pools.RecordIncrease(su.pool, su.add, ctx.now);
-  last_scale_up_ = ScaleUpRecord{ctx.now, su.pool, from, to, su.pods, reason};
+  last_scale_up_ =
+      ScaleUpRecord{ctx.now, su.pool, from, to, Shown(su.pods, ctx.provisioning_keys), reason};
   std::string message =
       fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool, from, to, pool.max);
   for (const std::string& pod : su.pods) {
@@ -90,6 +113,7 @@ bool ScaleUpTracker::Increase(StepContext& ctx, const model::Pool& pool, planner
 void ScaleUpTracker::RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan& plan) {
   unschedulable_.clear();
   waiting_for_capacity_.clear();
+  request_of_ = ctx.provisioning_keys;
   waiting_for_capacity_.insert(plan.fits_existing.begin(), plan.fits_existing.end());
   for (const planner::ScaleUp& su : plan.scale_ups)
     waiting_for_capacity_.insert(su.pods.begin(), su.pods.end());
@@ -117,6 +141,7 @@ void ScaleUpTracker::Cleanup(StepContext& ctx) {
   std::erase_if(waiting_for_capacity_,
                 [&](const std::string& k) { return !ctx.pending_keys.contains(k); });
   std::erase_if(planned_pool_, not_pending);
+  std::erase_if(request_of_, not_pending);
   pending_count_ = static_cast<int>(ctx.pending.size());
   prev_pending_ = std::move(ctx.pending_keys);
 }
@@ -154,8 +179,18 @@ void ScaleUpTracker::FillStatus(Status& s) const {
   s.last_scale_up = last_scale_up_;
   s.pending_pods = pending_count_;
   s.batch_open_since = batch_start_;
-  for (const auto& [pod, u] : unschedulable_) s.unschedulable.push_back(u);
-  s.waiting_for_capacity.assign(waiting_for_capacity_.begin(), waiting_for_capacity_.end());
+  std::set<std::string, std::less<>> shown;  // requests listed already
+  for (const auto& [pod, u] : unschedulable_) {
+    auto r = request_of_.find(pod);
+    if (r == request_of_.end()) {
+      s.unschedulable.push_back(u);
+    } else if (shown.insert(r->second).second) {
+      s.unschedulable.push_back(u);
+      s.unschedulable.back().pod = ShownRequest(r->second);
+    }
+  }
+  std::vector<std::string> waiting(waiting_for_capacity_.begin(), waiting_for_capacity_.end());
+  s.waiting_for_capacity = Shown(waiting, request_of_);
 }
 
 }  // namespace tidepool::autoscaler

@@ -72,6 +72,9 @@ class ScaleUpTracker {
   // waiting_for_capacity); not decision state.
   std::map<std::string, planner::Unschedulable, std::less<>> unschedulable_;
   std::set<std::string, std::less<>> waiting_for_capacity_;
+  // Of those, the pods standing in for a ProvisioningRequest, with the request's key: the status
+  // shows the request once, by its name, instead of its stand-in pods.
+  std::map<std::string, std::string, std::less<>> request_of_;
   // Pending pods a scale-up plan added nodes for in a warm pool, with the pool.
   WarmPlanner::PlannedPools planned_pool_;
   std::optional<ScaleUpRecord> last_scale_up_;

@@ -19,6 +19,13 @@ struct ScaleUpRequest {
   Time requested_at{};
 };
 
+// The last failure of a pool's scale-up (it puts the pool in backoff unless it is in backoff).
+struct PoolFailure {
+  Time at{};
+  std::string reason;    // in words, e.g. "increasing the pool by 2 failed: ..."
+  bool refused = false;  // the provider refused an increase: nothing of it was added
+};
+
 struct PoolState {
   // From the last PoolObservation (observed == false: the provider said nothing of the pool).
   bool observed = false;
@@ -39,6 +46,7 @@ struct PoolState {
   int backoff_level = 0;  // failures since the last successful registration
   std::optional<Time> backoff_until;
   std::string backoff_reason;
+  std::optional<PoolFailure> last_failure;
 
   // Counts at the last Step (see PoolStatus).
   int registered = 0;

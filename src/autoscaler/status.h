@@ -48,8 +48,10 @@ struct ScaleUpRecord {
   std::string pool;
   int from = 0;
   int to = 0;
-  std::vector<std::string> pods;  // namespace/name of the pods it is for
-  std::string reason;             // the expander chain's words
+  // namespace/name of the pods it is for; a ProvisioningRequest's pods as one
+  // "provreq/namespace/name" (ShownRequest)
+  std::vector<std::string> pods;
+  std::string reason;  // the expander chain's words
 };
 
 struct ScaleDownRecord {
@@ -87,7 +89,8 @@ struct Status {
   std::optional<Time> batch_open_since;  // a scale-up batch window is open
   // From the last scale-up plan, pods still pending at the last Step (pod-key order): those no
   // scale-up helps, with the reason per pool, and those that will land on existing or upcoming
-  // nodes (nothing to do for them).
+  // nodes (nothing to do for them). A ProvisioningRequest's stand-in pods appear once, as
+  // "provreq/namespace/name" (the name `tidepool explain` takes).
   std::vector<planner::Unschedulable> unschedulable;
   std::vector<std::string> waiting_for_capacity;
 };

@@ -85,10 +85,10 @@ struct StepContext {
   std::map<std::string_view, NodeLoad> loads;
 
   // ProvisioningRequests (ProvisioningTracker): the pods they stand for in this Step (stable
-  // addresses; in base.pods), the keys of those planned as pending (they get no pod Events), and
-  // the scale-up plan of this Step, when one was made.
+  // addresses; in base.pods), the keys of those planned as pending (they get no pod Events) with
+  // the key of the request each stands for, and the scale-up plan of this Step, when one was made.
   std::deque<model::Pod> provisioning_pods;
-  std::set<std::string, std::less<>> provisioning_keys;
+  std::map<std::string, std::string, std::less<>> provisioning_keys;
   std::optional<planner::ScaleUpPlan> plan;
 };
 

@@ -95,6 +95,9 @@ struct ScaleUpConfig {
   Duration batch_max = std::chrono::seconds(10);
   int32_t max_nodes_per_scale_up = 1000;
   uint64_t random_seed = 1;
+  // scaleUp.provisioningRequests.bookingTime: how long a Provisioned ProvisioningRequest's
+  // capacity stays booked (docs/kueue.md).
+  Duration booking_time = std::chrono::minutes(10);
 };
 
 // Consolidation of nodes that run training (docs/consolidation.md): a running training pod is

@@ -31,26 +31,34 @@ using tidepool::testing::Res;
 class ProvWorld {
  public:
   explicit ProvWorld(int max = 10) : now(At("2026-11-25T10:00:00Z")) {
-    model::Pool& p = config.pools.emplace_back();
-    p.name = "gpu";
-    p.max = max;
-    p.template_node.meta.name = "template-gpu";
-    p.template_node.meta.labels[std::string(model::kLabelPool)] = "gpu";
-    p.template_node.capacity =
-        Res({{"cpu", "8"}, {"memory", "32Gi"}, {"nvidia.com/gpu", "1"}, {"pods", "110"}});
-    p.template_node.allocatable = p.template_node.capacity;
-    p.template_node.ready = true;
+    AddPool("gpu", max);
     config.scale_down.unneeded_time = minutes(1);
     loop.emplace(config);
   }
 
-  model::PodTemplate& AddTemplate(const std::string& name, std::string_view gpus = "1") {
+  // A pool of 1-GPU nodes; call Restart() after adding one to a running world.
+  void AddPool(const std::string& name, int max) {
+    model::Pool& p = config.pools.emplace_back();
+    p.name = name;
+    p.max = max;
+    p.template_node.meta.name = "template-" + name;
+    p.template_node.meta.labels[std::string(model::kLabelPool)] = name;
+    p.template_node.capacity =
+        Res({{"cpu", "8"}, {"memory", "32Gi"}, {"nvidia.com/gpu", "1"}, {"pods", "110"}});
+    p.template_node.allocatable = p.template_node.capacity;
+    p.template_node.ready = true;
+  }
+
+  // A template of a 1-CPU pod with `gpus`; only for `pool` when given (a node selector).
+  model::PodTemplate& AddTemplate(const std::string& name, std::string_view gpus = "1",
+                                  const std::string& pool = "") {
     model::PodTemplate& t = templates[name];
     t.meta.name = name;
     t.meta.namespace_ = "team";
     t.pod.meta = t.meta;
     t.pod.containers.push_back(
         {.name = "main", .requests = Res({{"cpu", "1"}, {"nvidia.com/gpu", gpus}})});
+    if (!pool.empty()) t.pod.node_selector[std::string(model::kLabelPool)] = pool;
     t.pod.Finalize();
     return t;
   }
@@ -67,8 +75,8 @@ class ProvWorld {
     return r;
   }
 
-  model::Node& AddNode(const std::string& name) {
-    model::Node& n = nodes[name] = config.pools[0].template_node;
+  model::Node& AddNode(const std::string& name, const std::string& pool = "gpu") {
+    model::Node& n = nodes[name] = config.FindPool(pool)->template_node;
     n.meta.name = name;
     n.meta.labels[std::string(model::kLabelHostname)] = name;
     n.meta.creation_timestamp = now - std::chrono::hours(1);
@@ -100,7 +108,19 @@ class ProvWorld {
     for (auto& [n, pod] : pods) obs.pods.push_back(&pod);
     for (auto& [n, r] : requests) obs.provisioning_requests.push_back(&r);
     for (auto& [n, t] : templates) obs.pod_templates.push_back(&t);
-    obs.pools.push_back({"gpu", target, static_cast<int>(nodes.size())});
+    for (const model::Pool& pool : config.pools) {
+      PoolObservation& po = obs.pools.emplace_back();
+      po.pool = pool.name;
+      po.target = targets[pool.name];
+      po.registered = static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [&](auto& n) {
+        return n.second.meta.labels[std::string(model::kLabelPool)] == pool.name;
+      }));
+      if (auto it = instances.find(pool.name); it != instances.end()) po.registered = it->second;
+      if (auto it = stockouts.find(pool.name); it != stockouts.end()) {
+        po.stockout = true;
+        po.stockout_reason = it->second;
+      }
+    }
     std::vector<Action> actions = loop->Step(obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());
@@ -118,7 +138,7 @@ class ProvWorld {
   void BookTwoNodes(Duration time) {
     AddNode("gpu-0");
     AddNode("gpu-1");
-    target = 2;
+    targets["gpu"] = 2;
     AddTemplate("ppt");
     AddRequest("fits", model::kCheckCapacityClass, "ppt", 2);
     Run(time);
@@ -138,7 +158,12 @@ class ProvWorld {
 
   model::AutoscalerConfig config;
   Time now;
-  int target = 0;
+  std::map<std::string, int> targets;  // the provider's target per pool
+  // The provider's faults: instances it has (joined or not) when not the nodes of the pool; a
+  // stockout with its reason; an increase it refuses with this error.
+  std::map<std::string, int> instances;
+  std::map<std::string, std::string> stockouts;
+  std::map<std::string, Error> refuse;
   std::map<std::string, model::Node> nodes;
   std::map<std::string, model::Pod> pods;
   std::map<std::string, model::ProvisioningRequest> requests;
@@ -149,8 +174,15 @@ class ProvWorld {
  private:
   void Carry(const Action& a) {
     if (const auto* up = std::get_if<IncreasePool>(&a)) {
-      target += up->count;
+      if (auto it = refuse.find(up->pool); it != refuse.end()) {
+        loop->OnIncreaseResult(up->pool, up->count, std::unexpected(it->second), now);
+        return;
+      }
+      targets[up->pool] += up->count;
       loop->OnIncreaseResult(up->pool, up->count, {}, now);
+    } else if (const auto* down = std::get_if<DecreaseTarget>(&a)) {
+      targets[down->pool] -= down->count;
+      loop->OnDecreaseResult(down->pool, down->count, {}, now);
     } else if (const auto* u = std::get_if<UpdateProvisioningRequest>(&a)) {
       model::ProvisioningRequest& r = requests.at(u->name);
       for (const model::Condition& c : u->conditions) {
@@ -195,6 +227,11 @@ TEST(ProvisioningTest, AtomicRequestGrowsThePoolOnceForAllPodsAndIsProvisionedOn
   EXPECT_EQ(prov->status, ConditionStatus::kFalse);
   EXPECT_EQ(prov->reason, "ScaleUpRequested");
   EXPECT_THAT(prov->message, HasSubstr("gpu +4"));
+  // The status names the request, not its four stand-in pods.
+  Status status = w.loop->GetStatus();
+  ASSERT_TRUE(status.last_scale_up.has_value());
+  EXPECT_THAT(status.last_scale_up->pods, ::testing::ElementsAre("provreq/team/train"));
+  EXPECT_THAT(status.waiting_for_capacity, ::testing::ElementsAre("provreq/team/train"));
 
   // Three of four registered: not yet.
   for (int i = 0; i < 3; ++i) w.AddNode(fmt::format("gpu-{}", i));
@@ -218,6 +255,15 @@ TEST(ProvisioningTest, RequestBeyondThePoolMaxFailsNamingThePoolAndAddsNothing) 
   ProvWorld w(/*max=*/3);
   w.AddTemplate("ppt-main");
   w.AddRequest("train", kAtomic, "ppt-main", 4);
+  for (int i = 0; i < 6 && w.Cond("train", ProvisioningCondition::kFailed) == nullptr; ++i) {
+    w.Step();
+    w.now += seconds(5);
+  }
+  // The pass that failed it lists the request once, by its name, among the unschedulable.
+  Status status = w.loop->GetStatus();
+  ASSERT_EQ(status.unschedulable.size(), 1u);
+  EXPECT_EQ(status.unschedulable[0].pod, "provreq/team/train");
+  EXPECT_THAT(status.unschedulable[0].reasons.at("gpu").text, HasSubstr("at max 3"));
   w.Run(seconds(30));
   EXPECT_TRUE(w.All<IncreasePool>().empty());
   const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);
@@ -308,6 +354,20 @@ TEST(ProvisioningTest, BookedRoomIsNotTakenByOtherPodsNorScaledDownUntilTheBooki
   EXPECT_FALSE(w.All<TaintNode>().empty());
 }
 
+TEST(ProvisioningTest, BookingTimeComesFromTheConfig) {
+  ProvWorld w;
+  w.config.scale_up.booking_time = minutes(3);
+  w.Restart();
+  w.BookTwoNodes(minutes(2));
+  ASSERT_EQ(w.Cond("fits", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
+  EXPECT_EQ(w.Cond("fits", ProvisioningCondition::kBookingExpired), nullptr);
+  w.Run(minutes(2));
+  const model::Condition* expired = w.Cond("fits", ProvisioningCondition::kBookingExpired);
+  ASSERT_NE(expired, nullptr);
+  EXPECT_EQ(expired->status, ConditionStatus::kTrue);
+  EXPECT_THAT(expired->message, HasSubstr("booked for 3m"));
+}
+
 TEST(ProvisioningTest, ConsumedBookingIsReleasedPodByPod) {
   ProvWorld w;
   w.BookTwoNodes(seconds(20));
@@ -366,6 +426,154 @@ TEST(ProvisioningTest, ARestartMidProvisioningAddsNoSecondNodes) {
   for (int i = 0; i < 4; ++i) w.AddNode(fmt::format("gpu-{}", i));
   w.Step();
   EXPECT_EQ(w.Cond("train", ProvisioningCondition::kProvisioned)->status, ConditionStatus::kTrue);
+}
+
+// Two pools grown for one request; the provider refuses the second increase. The first pool
+// gives back what it grew for the request, the request fails naming the pool and the provider's
+// words, and nothing of it is asked for again, not even after the backoff.
+TEST(ProvisioningTest, AtomicScaleUpThatFailsInOnePoolIsRolledBackInTheOthers) {
+  ProvWorld w;
+  w.AddPool("big", 10);
+  w.Restart();
+  w.AddTemplate("ppt-small", "1", "gpu");
+  w.AddTemplate("ppt-big", "1", "big");
+  w.AddRequest("train", kAtomic, "ppt-small", 2).pod_sets.push_back({"ppt-big", 1});
+  w.refuse.emplace("big", Error(Error::Code::kUnavailable,
+                                "AllocationFailed: no capacity for Standard_NC24s_v3"));
+  w.Run(seconds(30));
+
+  auto ups = w.All<IncreasePool>();
+  ASSERT_EQ(ups.size(), 2u);
+  EXPECT_EQ(ups[0].pool, "big");
+  EXPECT_EQ(ups[1].pool, "gpu");
+  EXPECT_EQ(ups[1].count, 2);
+  auto downs = w.All<DecreaseTarget>();
+  ASSERT_EQ(downs.size(), 1u);
+  EXPECT_EQ(downs[0].pool, "gpu");
+  EXPECT_EQ(downs[0].count, 2);
+  EXPECT_THAT(downs[0].reason, HasSubstr("ProvisioningRequest team/train: pool big failed"));
+  EXPECT_EQ(w.targets["gpu"], 0);
+
+  const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->status, ConditionStatus::kTrue);
+  EXPECT_EQ(failed->reason, "ScaleUpFailed");
+  EXPECT_EQ(failed->message,
+            "the scale-up for all pods at once failed in pool big: increasing the pool by 1 "
+            "failed: AllocationFailed: no capacity for Standard_NC24s_v3; cancelled the nodes "
+            "not registered yet: gpu -2");
+  EXPECT_THAT(w.All<Event>(), ::testing::Contains(::testing::Field(
+                                  &Event::reason, EventReason::kProvisioningFailed)));
+
+  // Past the backoff: the request is done with, nothing is retried for it.
+  w.refuse.clear();
+  w.Run(minutes(10));
+  EXPECT_EQ(w.All<IncreasePool>().size(), 2u);
+  EXPECT_EQ(w.All<DecreaseTarget>().size(), 1u);
+}
+
+// One pool, and the provider creates two of the four machines before it runs out: it cancels the
+// two it could not create itself, the request gives back the two created ones that have not
+// joined, and fails naming the stockout.
+TEST(ProvisioningTest, PartOfAnAtomicScaleUpCreatedIsGivenBackWhenThePoolStocksOut) {
+  ProvWorld w;
+  w.AddTemplate("ppt");
+  w.AddRequest("train", kAtomic, "ppt", 4);
+  w.Run(seconds(20));
+  ASSERT_EQ(w.All<IncreasePool>().size(), 1u);
+  ASSERT_EQ(w.targets["gpu"], 4);
+  w.instances["gpu"] = 2;
+  w.stockouts["gpu"] = "SkuNotAvailable: Standard_NC6s_v3 in westeurope";
+  w.Run(seconds(10));
+
+  auto downs = w.All<DecreaseTarget>();
+  ASSERT_EQ(downs.size(), 2u);
+  EXPECT_EQ(downs[0].count, 2);  // the pool's own: the machines the provider never created
+  EXPECT_EQ(downs[1].count, 2);  // the request's: created, not joined
+  EXPECT_THAT(downs[1].reason, HasSubstr("ProvisioningRequest team/train"));
+  EXPECT_EQ(w.targets["gpu"], 0);
+  const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "ScaleUpFailed");
+  EXPECT_THAT(failed->message,
+              HasSubstr("failed in pool gpu: the provider reports no capacity: SkuNotAvailable"));
+  EXPECT_THAT(failed->message, HasSubstr("gpu -2"));
+}
+
+// Nodes that registered are not the loop's to take back: they are left to scale-down.
+TEST(ProvisioningTest, RegisteredNodesOfAFailedAtomicScaleUpAreLeftToScaleDown) {
+  ProvWorld w;
+  w.config.scale_up.provision_timeout = minutes(5);
+  w.Restart();
+  w.AddTemplate("ppt");
+  w.AddRequest("train", kAtomic, "ppt", 3);
+  w.Run(seconds(20));
+  w.AddNode("gpu-0").meta.creation_timestamp = w.now;
+  w.Run(minutes(6));
+  const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_THAT(failed->message, HasSubstr("did not register within 5m"));
+  EXPECT_THAT(failed->message, HasSubstr("no requested node was left to cancel"));
+  auto downs = w.All<DecreaseTarget>();
+  ASSERT_EQ(downs.size(), 1u) << "the timeout cancels the two missing nodes, once";
+  EXPECT_EQ(downs[0].count, 2);
+  EXPECT_EQ(w.All<IncreasePool>().size(), 1u);
+}
+
+// ValidUntilSeconds bounds how long a request that found no capacity is retried; the first
+// pass is always made. Nodes on their way are not a retry.
+TEST(ProvisioningTest, ValidUntilSecondsEndsTheRetriesOfAnAtomicRequest) {
+  ProvWorld w;
+  // A pool in backoff: the request waits for it rather than failing.
+  w.AddPool("spare", 4);
+  w.Restart();
+  w.refuse.emplace("spare", Error(Error::Code::kUnavailable, "QuotaExceeded"));
+  w.AddTemplate("ppt-spare", "1", "spare");
+  w.AddRequest("spare-first", kAtomic, "ppt-spare", 1);
+  w.Run(seconds(20));  // the refused increase puts "spare" in backoff
+  w.AddRequest("train", kAtomic, "ppt-spare", 1).parameters["ValidUntilSeconds"] = "120";
+  w.Run(seconds(60));
+  const model::Condition* prov = w.Cond("train", ProvisioningCondition::kProvisioned);
+  ASSERT_NE(prov, nullptr);
+  EXPECT_EQ(prov->reason, "CapacityIsNotFound");
+  EXPECT_EQ(w.Cond("train", ProvisioningCondition::kFailed), nullptr);
+  w.Run(seconds(65));
+  const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "Expired");
+  EXPECT_EQ(failed->message,
+            "not provisioned within 2m of its creation (spec.parameters.ValidUntilSeconds); not "
+            "retried any more");
+}
+
+TEST(ProvisioningTest, MalformedValidUntilSecondsFailsAtOnceAndScalesNothing) {
+  ProvWorld w;
+  w.AddTemplate("ppt");
+  w.AddRequest("train", kAtomic, "ppt", 2).parameters["ValidUntilSeconds"] = "1h";
+  w.Run(seconds(20));
+  const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "InvalidParameters");
+  EXPECT_THAT(failed->message,
+              HasSubstr("spec.parameters.ValidUntilSeconds: expected a whole number of seconds"));
+  EXPECT_THAT(failed->message, HasSubstr("got \"1h\""));
+  EXPECT_TRUE(w.All<IncreasePool>().empty());
+}
+
+// As the Cluster Autoscaler: a request of either class still not Provisioned a week after its
+// creation fails (Expired); check-capacity ignores ValidUntilSeconds.
+TEST(ProvisioningTest, ARequestNotProvisionedWithinAWeekExpires) {
+  ProvWorld w(/*max=*/0);
+  w.AddTemplate("ppt");
+  w.AddRequest("check", kCheck, "ppt", 1).parameters["ValidUntilSeconds"] = "60";
+  w.Run(minutes(5), minutes(1));
+  EXPECT_EQ(w.Cond("check", ProvisioningCondition::kFailed), nullptr);
+  w.now = w.requests.at("check").meta.creation_timestamp.value() + kRequestExpiry;
+  w.Step();
+  const model::Condition* failed = w.Cond("check", ProvisioningCondition::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "Expired");
+  EXPECT_THAT(failed->message, HasSubstr("within 168h"));
 }
 
 TEST(ProvisioningStageTest, StagesFollowTheConditions) {

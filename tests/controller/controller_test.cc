@@ -75,8 +75,9 @@ class FakeWriter : public ClusterWriter {
     return it->second;
   }
   Result<void> SetProvisioningConditions(const std::string& ns, const std::string& name,
-                                         const std::vector<model::Condition>&) override {
+                                         const std::vector<model::Condition>& c) override {
     calls.push_back("conditions " + ns + "/" + name);
+    for (const model::Condition& x : c) conditions[ns + "/" + name].push_back(x);
     return {};
   }
   Result<void> WriteStatus(const std::string& text) override {
@@ -97,6 +98,7 @@ class FakeWriter : public ClusterWriter {
   int warm_writes = 0;
   std::vector<std::string> calls;
   std::vector<std::string> events;
+  std::map<std::string, std::vector<model::Condition>> conditions;  // written, per request
   std::string status;
   // What the API server "really" has on a node, when it differs from the reader's cache.
   std::map<std::string, std::vector<std::string>> fresh_pods;
@@ -114,6 +116,9 @@ class FakeProvider : public cloud::CloudProvider {
   }
   Result<void> IncreaseSize(const std::string& pool, int delta, Time) override {
     calls.push_back("increase " + pool + " +" + std::to_string(delta));
+    if (auto it = increase_errors.find(pool); it != increase_errors.end()) {
+      return std::unexpected(it->second);
+    }
     targets[pool] += delta;
     return {};
   }
@@ -131,6 +136,7 @@ class FakeProvider : public cloud::CloudProvider {
 
   std::map<std::string, int> targets;
   std::optional<Error> refresh_error;
+  std::map<std::string, Error> increase_errors;  // pools whose increases fail so
   std::atomic<int> refreshes = 0;
   std::vector<std::string> calls;
 };
@@ -149,6 +155,29 @@ class ControllerTest : public ::testing::Test {
     for (const auto& p : config_.pools) provider_.targets[p.name] = 0;
     provider_.targets["cpupool"] = 1;
     provider_.targets["gpupool"] = 1;
+  }
+
+  // A PodTemplate "default/NAME" of a one-GPU pod, for `pool` when given.
+  void AddGpuTemplate(const std::string& name, const std::string& pool = "") {
+    model::PodTemplate& t = reader_.templates[name];
+    t.meta.name = name;
+    t.meta.namespace_ = "default";
+    t.pod.meta = t.meta;
+    model::Container c{.name = "train"};
+    c.requests.Set(model::InternResource(model::kNvidiaGpu), 1);
+    t.pod.containers.push_back(c);
+    if (!pool.empty()) t.pod.node_selector[std::string(model::kLabelPool)] = pool;
+    t.pod.Finalize();
+  }
+  // A best-effort-atomic ProvisioningRequest "default/train" created now.
+  void AddAtomicRequest(std::vector<model::PodSet> pod_sets) {
+    model::ProvisioningRequest& r = reader_.requests["train"];
+    r.meta.name = "train";
+    r.meta.namespace_ = "default";
+    r.meta.creation_timestamp = clock_.Now();
+    r.class_name = std::string(model::kBestEffortAtomicClass);
+    r.provisioning_class = model::ProvisioningClass::kBestEffortAtomic;
+    r.pod_sets = std::move(pod_sets);
   }
 
   std::unique_ptr<Controller> Make(ControllerOptions options = {}) {
@@ -212,21 +241,8 @@ TEST_F(ControllerTest, ProviderIsReadOnTheScanIntervalAndAfterActionsOnly) {
 // A ProvisioningRequest read by the cluster reader reaches the loop: it is accepted, its pods
 // are planned (the GPU pool grows) and the request, not a pod, is told.
 TEST_F(ControllerTest, ProvisioningRequestsReachTheLoopAndTheirConditionsAreWritten) {
-  model::PodTemplate& t = reader_.templates["ppt"];
-  t.meta.name = "ppt";
-  t.meta.namespace_ = "default";
-  t.pod.meta = t.meta;
-  model::Container c{.name = "train"};
-  c.requests.Set(model::InternResource(model::kNvidiaGpu), 1);
-  t.pod.containers.push_back(c);
-  t.pod.Finalize();
-  model::ProvisioningRequest& r = reader_.requests["train"];
-  r.meta.name = "train";
-  r.meta.namespace_ = "default";
-  r.meta.creation_timestamp = clock_.Now();
-  r.class_name = std::string(model::kBestEffortAtomicClass);
-  r.provisioning_class = model::ProvisioningClass::kBestEffortAtomic;
-  r.pod_sets = {{"ppt", 2}};
+  AddGpuTemplate("ppt");
+  AddAtomicRequest({{"ppt", 2}});
   auto ctl = Make();
   ctl->RunOnce(clock_.Now());
   EXPECT_THAT(writer_.calls, ::testing::Contains("conditions default/train"));
@@ -237,6 +253,37 @@ TEST_F(ControllerTest, ProvisioningRequestsReachTheLoopAndTheirConditionsAreWrit
   EXPECT_THAT(writer_.events,
               ::testing::Contains("TriggeredScaleUp ProvisioningRequest default/train"));
   EXPECT_THAT(writer_.events, ::testing::Not(::testing::Contains(HasSubstr("train:0-"))));
+}
+
+// A best-effort-atomic request over two pools, and a provider that refuses the second pool's
+// increase: the pool that grew gives its nodes back and the request is Failed naming the pool
+// and the provider's error.
+TEST_F(ControllerTest, AtomicRequestRollsBackWhenTheProviderRefusesOnePool) {
+  AddGpuTemplate("ppt-light", "gpupool");
+  AddGpuTemplate("ppt-heavy", "gpuheavy");
+  AddAtomicRequest({{"ppt-light", 2}, {"ppt-heavy", 1}});
+  provider_.increase_errors.emplace(
+      "gpuheavy", Error(Error::Code::kUnavailable, "ARM 409 OperationNotAllowed: quota exceeded"));
+  auto ctl = Make();
+  for (int i = 0; i < 4; ++i) {
+    ctl->RunOnce(clock_.Now());
+    clock_.Advance(std::chrono::seconds(2));
+  }
+  EXPECT_THAT(provider_.calls, ::testing::Contains("increase gpuheavy +1"));
+  // The seed's pending GPU pod shares the increase: +3, of which the request gives back its 2.
+  EXPECT_THAT(provider_.calls, ::testing::Contains("increase gpupool +3"));
+  EXPECT_THAT(provider_.calls, ::testing::Contains("decrease gpupool -2"));
+  EXPECT_EQ(provider_.targets["gpupool"], 2) << "the seed's node and its pending pod's";
+  const auto& written = writer_.conditions["default/train"];
+  auto failed = std::find_if(written.begin(), written.end(), [](const model::Condition& c) {
+    return c.type == model::ProvisioningCondition::kFailed;
+  });
+  ASSERT_NE(failed, written.end());
+  EXPECT_EQ(failed->reason, "ScaleUpFailed");
+  EXPECT_THAT(failed->message, HasSubstr("failed in pool gpuheavy: increasing the pool by 1 "
+                                         "failed: ARM 409 OperationNotAllowed: quota exceeded"));
+  EXPECT_THAT(writer_.events,
+              ::testing::Contains("ProvisioningFailed ProvisioningRequest default/train"));
 }
 
 // A provider that cannot be read: no decision at all (never plan on half a view), and the

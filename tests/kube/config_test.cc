@@ -91,6 +91,7 @@ TEST(AutoscalerConfig, FullConfigRoundTrips) {
   EXPECT_EQ(c.scale_up.batch_max, seconds(15));
   EXPECT_EQ(c.scale_up.max_nodes_per_scale_up, 50);
   EXPECT_EQ(c.scale_up.random_seed, 42u);
+  EXPECT_EQ(c.scale_up.booking_time, minutes(20));
 
   EXPECT_FALSE(c.scale_down.enabled);
   EXPECT_DOUBLE_EQ(c.scale_down.utilization_threshold, 0.25);
@@ -173,6 +174,7 @@ TEST(AutoscalerConfig, AbsentSectionsKeepDefaults) {
   EXPECT_EQ(c.scale_up.batch_max, d.scale_up.batch_max);
   EXPECT_EQ(c.scale_up.max_nodes_per_scale_up, d.scale_up.max_nodes_per_scale_up);
   EXPECT_EQ(c.scale_up.random_seed, d.scale_up.random_seed);
+  EXPECT_EQ(c.scale_up.booking_time, minutes(10));
   EXPECT_EQ(c.scale_down.enabled, d.scale_down.enabled);
   EXPECT_EQ(c.scale_down.utilization_threshold, d.scale_down.utilization_threshold);
   EXPECT_EQ(c.scale_down.gpu_utilization_threshold, d.scale_down.gpu_utilization_threshold);
@@ -631,6 +633,21 @@ TEST(AutoscalerConfigErrors, BackoffInitialAboveMax) {
                           ONE_POOL);
   EXPECT_THAT(e, StartsWith("config.yaml:5: scaleUp.backoff.initial: initial backoff 45m is longer "
                             "than the maximum 30m"));
+}
+
+TEST(AutoscalerConfigErrors, BookingTimeMustBeAPositiveDuration) {
+  EXPECT_EQ(ErrorOf(HEADER "scaleUp:\n  provisioningRequests: {bookingTime: 0s}\n" ONE_POOL),
+            "config.yaml:4: scaleUp.provisioningRequests.bookingTime: expected a positive "
+            "duration, got \"0s\"");
+  EXPECT_THAT(ErrorOf(HEADER "scaleUp:\n  provisioningRequests: {bookingTime: 600}\n" ONE_POOL),
+              StartsWith("config.yaml:4: scaleUp.provisioningRequests.bookingTime: invalid "
+                         "duration \"600\": missing unit"));
+  EXPECT_THAT(ErrorOf(HEADER "scaleUp:\n  provisioningRequests: {booking: 5m}\n" ONE_POOL),
+              AllOf(StartsWith("config.yaml:4: scaleUp.provisioningRequests.booking: unknown key"),
+                    HasSubstr("bookingTime")));
+  EXPECT_THAT(ErrorOf(HEADER "scaleUp:\n  provisioningRequests: 10m\n" ONE_POOL),
+              StartsWith("config.yaml:4: scaleUp.provisioningRequests: expected a map "
+                         "{bookingTime}"));
 }
 
 TEST(AutoscalerConfigErrors, ThresholdsOutOfRange) {

@@ -47,9 +47,10 @@ constexpr std::string_view kProviderKeys[] = {"type", "bootDelay", "unavailableP
 constexpr std::string_view kProviderTypes[] = {"kwok", "azure-vmss", "aks", "azure-vms",
                                                "clusterapi"};
 constexpr std::string_view kScaleUpKeys[] = {
-    "expanders", "provisionTimeout",   "backoff",   "expendablePriorityCutoff", "batchIdle",
-    "batchMax",  "maxNodesPerScaleUp", "randomSeed"};
+    "expanders", "provisionTimeout",   "backoff",    "expendablePriorityCutoff", "batchIdle",
+    "batchMax",  "maxNodesPerScaleUp", "randomSeed", "provisioningRequests"};
 constexpr std::string_view kBackoffKeys[] = {"initial", "max"};
+constexpr std::string_view kProvisioningRequestKeys[] = {"bookingTime"};
 constexpr std::string_view kExpanders[] = {"priority", "least-waste", "price", "most-pods",
                                            "random"};
 constexpr std::string_view kScaleDownKeys[] = {
@@ -192,6 +193,12 @@ Result<void> ParseScaleUp(const YamlValue& v, model::ScaleUpConfig& out) {
                                         out.max_nodes_per_scale_up));
   TIDEPOOL_RETURN_IF_ERROR(
       ReadIntField(m, "randomSeed", 0, kInt64Max, "a non-negative integer", out.random_seed));
+  if (const YamlValue* requests = m.Find("provisioningRequests")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(YamlMap r, YamlMap::Read(*requests, "a map {bookingTime}"));
+    TIDEPOOL_RETURN_IF_ERROR(r.CheckKeys(kProvisioningRequestKeys));
+    TIDEPOOL_RETURN_IF_ERROR(
+        ReadDurationField(r, "bookingTime", /*allow_zero=*/false, out.booking_time));
+  }
   return {};
 }
 
