@@ -4,6 +4,8 @@
 #   deploy/render-manifests.sh          rewrite deploy/manifests/*.yaml
 #   deploy/render-manifests.sh --check  compare instead; exit 1 and show the diff when stale
 # The first run downloads and builds the Helm module (about two minutes); later runs take seconds.
+# The ProvisioningRequest CRD is left out (provisioningRequestCRD.install=false): it is upstream's
+# text, never committed here (docs/install.md says where to take it from).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,7 +35,8 @@ for v in "${variants[@]}"; do
     echo "# Generated from deploy/helm/tidepool by deploy/render-manifests.sh: do not edit."
     echo "# Release \"tidepool\" in namespace kube-system${args:+, values ${args##*/}}."
     # shellcheck disable=SC2086  # args is a list of flags
-    "$tmp/render" --chart "$chart" --name tidepool --namespace kube-system $args
+    "$tmp/render" --chart "$chart" --name tidepool --namespace kube-system $args \
+      --set provisioningRequestCRD.install=false
   } >"$tmp/$file"
   if $check; then
     if ! diff -u "$root/deploy/manifests/$file" "$tmp/$file"; then

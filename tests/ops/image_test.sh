@@ -5,9 +5,11 @@
 #      as the chart's runAsUser, the entrypoint is the binary, and there is no shell.
 #   2. `tidepool version` and `tidepool plan` on examples/seed run inside it, read-only root, no
 #      capabilities, and print exactly what the binary prints outside it.
-#   3. The chart (kwok values, image set to the built one) is rendered and applied for real to
-#      testenv in its own namespace; the Deployment the API server stored names the image and
-#      carries a non-root, read-only-root, no-capability security context.
+#   3. The chart (kwok values, image set to the built one, the ProvisioningRequest CRD copied from
+#      its upstream module by deploy/helm/provisioningrequest-crd.sh into a copy of the chart) is
+#      rendered and applied for real to testenv in its own namespace; the CRD is established; the
+#      Deployment the API server stored names the image and carries a non-root, read-only-root,
+#      no-capability security context.
 #   4. The image runs as that pod would: the stored container's args and security context, the
 #      ConfigMap at /etc/tidepool, a ServiceAccount token of the chart's ServiceAccount (so the
 #      chart's RBAC is what it gets), /tmp an empty directory. It must scale up for a pending pod
@@ -94,8 +96,14 @@ if ! (cd "$ROOT/deploy/helm/render" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly \
   echo "FAIL setup: building deploy/helm/render"
   exit 1
 fi
+cp -R "$ROOT/deploy/helm/tidepool" "$WORK/chart"
+if ! "$ROOT/deploy/helm/provisioningrequest-crd.sh" --chart "$WORK/chart" >"$WORK/crd.log" 2>&1; then
+  cat "$WORK/crd.log" >&2
+  echo "FAIL setup: deploy/helm/provisioningrequest-crd.sh"
+  exit 1
+fi
 # replicaCount 0: testenv has no container runtime; the pod runs under podman in step 4.
-"$WORK/render" --chart "$ROOT/deploy/helm/tidepool" --name tidepool --namespace "$NS" \
+"$WORK/render" --chart "$WORK/chart" --name tidepool --namespace "$NS" \
   -f "$ROOT/deploy/helm/tidepool/values-kwok.yaml" --set image.repository="${IMAGE%:*}" \
   --set image.tag="${IMAGE##*:}" --set replicaCount=0 --set listen=127.0.0.1:$port \
   --set config.scaleDown.unneededTime=5s --set config.scaleDown.delayAfterAdd=5s \
@@ -107,6 +115,12 @@ if out=$(kubectl apply --dry-run=server -f "$WORK/chart.yaml" 2>&1) &&
   ok
 else
   bad "applying the chart: $out"
+fi
+if kubectl wait --for=condition=Established --timeout=30s \
+    crd/provisioningrequests.autoscaling.x-k8s.io >/dev/null 2>&1; then
+  ok
+else
+  bad "the chart's ProvisioningRequest CRD is not established"
 fi
 dep() { k -n "$NS" get deployment tidepool -o jsonpath="{.spec.template.spec.$1}"; }
 check "Deployment image" "$(dep 'containers[0].image')" "$IMAGE"
