@@ -25,7 +25,7 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--sim-config", flags.sim_config,
                   "Simulation settings YAML (seed, bootDelay, pools, scheduler, checkpointEvery, "
-                  "gpuSharing); replaces the config's `simulation:` section");
+                  "gpuSharing, queueGangs); replaces the config's `simulation:` section");
   cmd->add_option("--seed", flags.seed, "Random seed (overrides the simulation settings' seed)")
       ->each([&flags](const std::string&) { flags.seed_set = true; });
   cmd->add_option("-o,--output", flags.output, "Output format")
@@ -39,6 +39,9 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
       "--warm-eval", flags.warm_eval,
       "Run the same trace with the warm-capacity policies (off, spare, headroom, "
       "predictive) on the on-demand GPU pools; print one table (see docs/performance.md)");
+  cmd->add_flag("--queue-eval", flags.queue_eval,
+                "Run the same trace twice: gang jobs pending from their submit, and queued as "
+                "Kueue queues them (admitted once provisioned); print one table");
   cmd->add_option("--scenario", flags.scenario,
                   "Without --trace: the built-in scenario, or `periodic` (daily GPU bursts)")
       ->check(CLI::IsMember({"builtin", "periodic"}));
@@ -81,11 +84,16 @@ int RunSimulateCommand(const SimulateFlags& flags) {
   }
 
   std::vector<sim::PolicyRun> runs;
-  if (flags.compare && flags.warm_eval) {
-    return fail(Error(Error::Code::kInvalidArgument,
-                      "--compare and --warm-eval are separate evaluations; give one"));
+  if (int{flags.compare} + int{flags.warm_eval} + int{flags.queue_eval} > 1) {
+    return fail(
+        Error(Error::Code::kInvalidArgument,
+              "--compare, --warm-eval and --queue-eval are separate evaluations; give one"));
   }
-  if (flags.warm_eval) {
+  if (flags.queue_eval) {
+    auto r = sim::RunQueueEvaluation(in);
+    if (!r) return fail(r.error());
+    runs = std::move(*r);
+  } else if (flags.warm_eval) {
     auto r = sim::RunWarmEvaluation(in);
     if (!r) return fail(r.error());
     runs = std::move(*r);
@@ -111,9 +119,11 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     if (auto ok = sim::WriteHtmlReport(report, flags.report); !ok) return fail(ok.error());
   }
 
-  if (flags.compare || flags.warm_eval) {
+  if (flags.compare || flags.warm_eval || flags.queue_eval) {
     if (flags.output == "json") {
       std::cout << sim::ComparisonToJson(runs).dump(2) << "\n";
+    } else if (flags.queue_eval) {
+      std::cout << sim::QueueEvaluationToText(runs);
     } else {
       std::cout << (flags.warm_eval ? sim::WarmEvaluationToText(runs)
                                     : sim::ComparisonToText(runs));

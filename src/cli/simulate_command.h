@@ -16,8 +16,9 @@ struct SimulateFlags {
   bool seed_set = false;
   std::string output = "text";
   bool check_invariants = false;
-  bool compare = false;    // run tidepool, ca-like and static on the same trace
-  bool warm_eval = false;  // run the warm-capacity policies (off, spare, headroom, predictive)
+  bool compare = false;     // run tidepool, ca-like and static on the same trace
+  bool queue_eval = false;  // gang jobs pending vs queued as Kueue queues them
+  bool warm_eval = false;   // run the warm-capacity policies (off, spare, headroom, predictive)
   std::string scenario = "builtin";  // without --trace: builtin | periodic
   std::string report;                // write the HTML report here when set
 };

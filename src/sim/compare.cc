@@ -141,20 +141,62 @@ Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
   return runs;
 }
 
+namespace {
+// The change of `v` against `base` in percent ("+4.3%"), or "-" without a base.
+std::string Change(double v, double base) {
+  return base > 0 ? fmt::format("{:+.1f}%", 100 * (v - base) / base) : std::string("-");
+}
+}  // namespace
+
+Result<std::vector<PolicyRun>> RunQueueEvaluation(const SimInput& base) {
+  std::vector<PolicyRun> runs;
+  SimInput pending = base;
+  pending.stop_when_jobs_done = true;
+  pending.sim.queue_gangs = false;
+  TIDEPOOL_RETURN_IF_ERROR(
+      RunPolicy(runs, "pending", "gang jobs' pods pending from their submit", pending));
+  SimInput queued = pending;
+  queued.sim.queue_gangs = true;
+  TIDEPOOL_RETURN_IF_ERROR(RunPolicy(
+      runs, "queued",
+      "gang jobs held as Kueue holds them, admitted once their ProvisioningRequest is Provisioned",
+      queued));
+  return runs;
+}
+
+std::string QueueEvaluationToText(const std::vector<PolicyRun>& runs) {
+  std::string out = "Gang queueing evaluation (same trace, same simulated cloud)\n\n";
+  out += fmt::format("  {:<8} {:>12} {:>8} {:>13} {:>13} {:>8} {:>9} {:>12} {:>14} {:>11}\n",
+                     "gangs", "cost", "vs pend", "gang wait p50", "gang wait p95", "vs pend",
+                     "wait p95", "gangs run", "requests/fail", "nodes +/-");
+  if (runs.empty()) return out;
+  const Summary& base = runs.front().summary;
+  for (const PolicyRun& r : runs) {
+    const Summary& s = r.summary;
+    out += fmt::format(
+        "  {:<8} {:>12} {:>8} {:>13} {:>13} {:>8} {:>9} {:>12} {:>14} {:>11}\n", r.name,
+        fmt::format("${:.2f}", s.cost), Change(s.cost, base.cost), FormatSeconds(s.wait_p50_gang),
+        FormatSeconds(s.wait_p95_gang), Change(s.wait_p95_gang, base.wait_p95_gang),
+        FormatSeconds(s.wait_p95), fmt::format("{}/{}", s.gang_jobs_started, s.gang_jobs),
+        fmt::format("{}/{}", s.provisioning_requests, s.provisioning_requests_failed),
+        fmt::format("{}/{}", s.scale_ups, s.scale_downs));
+  }
+  out += "\n";
+  for (const PolicyRun& r : runs) out += fmt::format("  {:<8} {}\n", r.name, r.description);
+  return out;
+}
+
 std::string WarmEvaluationToText(const std::vector<PolicyRun>& runs) {
   std::string out = "Warm capacity evaluation (same trace, same simulated cloud)\n\n";
   out += fmt::format("  {:<11} {:>12} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", "policy", "cost",
                      "vs off", "GPU wait p95", "vs off", "wait p95", "GPU jobs", "nodes +/-");
   if (runs.empty()) return out;
   const Summary& off = runs.front().summary;
-  auto change = [](double v, double base) {
-    return base > 0 ? fmt::format("{:+.1f}%", 100 * (v - base) / base) : std::string("-");
-  };
   for (const PolicyRun& r : runs) {
     const Summary& s = r.summary;
     out += fmt::format("  {:<11} {:>12} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", r.name,
-                       fmt::format("${:.2f}", s.cost), change(s.cost, off.cost),
-                       FormatSeconds(s.wait_p95_gpu), change(s.wait_p95_gpu, off.wait_p95_gpu),
+                       fmt::format("${:.2f}", s.cost), Change(s.cost, off.cost),
+                       FormatSeconds(s.wait_p95_gpu), Change(s.wait_p95_gpu, off.wait_p95_gpu),
                        FormatSeconds(s.wait_p95), s.gpu_jobs,
                        fmt::format("{}/{}", s.scale_ups, s.scale_downs));
   }
@@ -166,7 +208,7 @@ std::string WarmEvaluationToText(const std::vector<PolicyRun>& runs) {
       for (const PolicyRun& r : runs) {
         auto it = r.summary.wait_p95_gpu_by_namespace.find(ns);
         double w = it == r.summary.wait_p95_gpu_by_namespace.end() ? 0 : it->second;
-        out += fmt::format(" {} {} ({})", r.name, FormatSeconds(w), change(w, base));
+        out += fmt::format(" {} {} ({})", r.name, FormatSeconds(w), Change(w, base));
       }
       out += "\n";
     }

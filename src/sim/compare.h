@@ -56,6 +56,17 @@ SimInput WarmOffPolicy(const SimInput& base);
 // change, all-job wait p95, nodes added/removed.
 std::string WarmEvaluationToText(const std::vector<PolicyRun>& runs);
 
+// `simulate --queue-eval`: the same trace twice under tidepool's policy, gang jobs of two pods or
+// more as they come (`pending`: their pods pending at submit) and held as Kueue holds them
+// (`queued`: SimConfig::queue_gangs, admitted once a ProvisioningRequest for all their pods is
+// Provisioned). Both stop when the trace's jobs are done. Errors: the first failed run.
+Result<std::vector<PolicyRun>> RunQueueEvaluation(const SimInput& base);
+
+// One table, a row per mode: cost and its change against `pending`, gang-job wait p50/p95 and the
+// change of p95, all-job wait p95, gang jobs started, ProvisioningRequests made/failed, nodes
+// added/removed.
+std::string QueueEvaluationToText(const std::vector<PolicyRun>& runs);
+
 // {"policies": [{"policy": name, "description": ..., <SummaryToJson keys>}, ...]}.
 nlohmann::ordered_json ComparisonToJson(const std::vector<PolicyRun>& runs);
 

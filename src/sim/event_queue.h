@@ -19,6 +19,8 @@ enum class EventKind {
   kSpotNotice,   // index: instance
   kSpotKill,     // index: instance
   kStockoutEnd,  // index: pool
+  kAdmit,        // index: gang job held by KueueQueue, its request Provisioned
+  kRequeue,      // index: gang job held by KueueQueue, its request Failed: a new one
 };
 
 struct SimEvent {

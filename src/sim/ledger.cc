@@ -96,6 +96,7 @@ Summary Ledger::Summarize(Time now, Summary s) {
 void Ledger::SummarizeWaits(Summary& s) const {
   std::vector<double> waits;
   std::vector<double> gpu_waits;
+  std::vector<double> gang_waits;
   std::map<std::string, std::vector<double>> gpu_waits_by_namespace;
   for (const SimJob& job : workload_.jobs()) {
     const bool gpu = job.spec->requests.gpus() > 0;
@@ -112,8 +113,11 @@ void Ledger::SummarizeWaits(Summary& s) const {
       ++s.jobs_unfinished;
     }
     if (job.spec->never_ran) ++s.jobs_never_ran_in_trace;
+    const bool gang = job.spec->gang && job.spec->replicas > 1;
+    if (gang) ++s.gang_jobs;
     if (job.all_running_at) {
       waits.push_back(std::chrono::duration<double>(*job.all_running_at - job.submit).count());
+      if (gang) gang_waits.push_back(waits.back());
     } else {
       ++s.jobs_never_started;
     }
@@ -122,6 +126,10 @@ void Ledger::SummarizeWaits(Summary& s) const {
   s.wait_p50 = Quantile(waits, 0.5);
   s.wait_p95 = Quantile(waits, 0.95);
   s.wait_p95_gpu = P95(gpu_waits);
+  std::sort(gang_waits.begin(), gang_waits.end());
+  s.wait_p50_gang = Quantile(gang_waits, 0.5);
+  s.wait_p95_gang = Quantile(gang_waits, 0.95);
+  s.gang_jobs_started = static_cast<int64_t>(gang_waits.size());
   for (auto& [ns, w] : gpu_waits_by_namespace) s.wait_p95_gpu_by_namespace[ns] = P95(w);
   s.wait_max = waits.empty() ? 0 : waits.back();
   s.waits = std::move(waits);

@@ -30,6 +30,7 @@ const autoscaler::Observation& SimCluster::Observe() {
   obs.pods.clear();
   obs.pods.reserve(workload_.active().size());
   for (int pod : workload_.active()) obs.pods.push_back(workload_.pod(pod).pod.get());
+  kueue_.AddTo(obs);
   obs.pools.clear();
   for (size_t i = 0; i < pools.size(); ++i) {
     autoscaler::PoolObservation po;

@@ -9,6 +9,7 @@
 #include "actuator/cluster_writer.h"
 #include "autoscaler/observation.h"
 #include "sim/event_queue.h"
+#include "sim/kueue_queue.h"
 #include "sim/sim_cloud.h"
 #include "sim/workload.h"
 
@@ -16,8 +17,9 @@ namespace tidepool::sim {
 
 class SimCluster final : public actuator::ClusterWriter {
  public:
-  SimCluster(const Clock& clock, WorldChanges& changes, SimCloud& cloud, Workload& workload)
-      : clock_(clock), changes_(changes), cloud_(cloud), workload_(workload) {}
+  SimCluster(const Clock& clock, WorldChanges& changes, SimCloud& cloud, Workload& workload,
+             KueueQueue& kueue)
+      : clock_(clock), changes_(changes), cloud_(cloud), workload_(workload), kueue_(kueue) {}
 
   // The loop's view now. Rebuilt only when something it shows changed (WorldChanges::version);
   // valid until the next call.
@@ -31,9 +33,10 @@ class SimCluster final : public actuator::ClusterWriter {
   Result<void> DeleteNode(const std::string& name, const std::string& uid) override;
   Result<void> RecordEvent(const actuator::EventSpec& event) override;
   Result<std::vector<std::string>> PodsOnNode(const std::string& node) override;
-  // The simulated world has no ProvisioningRequests: nothing to write.
-  Result<void> SetProvisioningConditions(const std::string&, const std::string&,
-                                         const std::vector<model::Condition>&) override {
+  // The requests of gang jobs Kueue's stand-in holds (SimConfig::queue_gangs).
+  Result<void> SetProvisioningConditions(const std::string& ns, const std::string& name,
+                                         const std::vector<model::Condition>& c) override {
+    kueue_.SetConditions(ns, name, c);
     return {};
   }
 
@@ -44,6 +47,7 @@ class SimCluster final : public actuator::ClusterWriter {
   WorldChanges& changes_;
   SimCloud& cloud_;
   Workload& workload_;
+  KueueQueue& kueue_;
   autoscaler::Observation obs_;
   uint64_t obs_version_ = 0;
   std::vector<std::tuple<int, int, bool>> obs_pools_;  // target, registered, stockout per pool

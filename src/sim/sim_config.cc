@@ -52,8 +52,8 @@ Result<SimConfig> ParseSimSection(const kube::config::YamlValue& section) {
   const std::string_view source = section.source();
   try {
     TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(section, "a map of simulation settings"));
-    static constexpr std::array<std::string_view, 6> kKeys = {
-        "seed", "bootDelay", "pools", "scheduler", "checkpointEvery", "gpuSharing"};
+    static constexpr std::array<std::string_view, 7> kKeys = {
+        "seed", "bootDelay", "pools", "scheduler", "checkpointEvery", "gpuSharing", "queueGangs"};
     TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kKeys));
     if (const YamlValue* s = m.Find("seed")) {
       TIDEPOOL_ASSIGN_OR_RETURN(int64_t seed,
@@ -88,6 +88,9 @@ Result<SimConfig> ParseSimSection(const kube::config::YamlValue& section) {
     }
     if (const YamlValue* s = m.Find("gpuSharing")) {
       TIDEPOOL_ASSIGN_OR_RETURN(c.gpu_sharing, s->ReadBool());
+    }
+    if (const YamlValue* s = m.Find("queueGangs")) {
+      TIDEPOOL_ASSIGN_OR_RETURN(c.queue_gangs, s->ReadBool());
     }
   } catch (const std::exception& e) {
     return InvalidArgument("{}: {}", source, e.what());

@@ -42,6 +42,9 @@ struct SimConfig {
   // GPU sharing (Alibaba `gpu_milli` < 1000): off, a share counts as a whole GPU; on, it
   // requests kGpuMilliResource and GPU nodes advertise 1000 of it per GPU (see trace.h).
   bool gpu_sharing = false;
+  // Gang jobs queued as Kueue queues them (sim/kueue_queue.h): held at submit, their pods made
+  // only once a best-effort-atomic ProvisioningRequest for all of them is Provisioned.
+  bool queue_gangs = false;
   // Check invariants after every event (tests); a violation ends the run with an error.
   bool check_invariants = false;
 };

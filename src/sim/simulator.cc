@@ -59,7 +59,8 @@ class Simulator {
   WorldChanges changes_;
   Workload workload_{in_, clock_, queue_, changes_};
   SimCloud cloud_{in_, config_, clock_, queue_, changes_, workload_};
-  SimCluster cluster_{clock_, changes_, cloud_, workload_};
+  KueueQueue kueue_{clock_, queue_, changes_, workload_};
+  SimCluster cluster_{clock_, changes_, cloud_, workload_, kueue_};
   Binder binder_{in_.sim.scheduler, cloud_, workload_};
   Ledger ledger_{in_, config_, cloud_, workload_};
   autoscaler::Autoscaler loop_{config_, in_.loop_options};
@@ -82,7 +83,17 @@ void Simulator::HandleEvent(const SimEvent& e) {
   ++s_.sim_events;
   switch (e.kind) {
     case EventKind::kSubmit:
-      workload_.Submit(e.index);
+      if (kueue_.Holds(e.index, in_.sim.queue_gangs)) {
+        kueue_.Request(e.index);
+      } else {
+        workload_.Submit(e.index);
+      }
+      break;
+    case EventKind::kAdmit:
+      workload_.Submit(e.index, kueue_.AdmittedWith(e.index));
+      break;
+    case EventKind::kRequeue:
+      kueue_.Request(e.index);
       break;
     case EventKind::kNodeBoot:
       cloud_.OnBoot(e.index);
@@ -172,6 +183,9 @@ Result<Summary> Simulator::Run() {
   ledger_.RecordTimeline(clock_.Now(), changes_.version, /*last=*/true);
   workload_.StopAll();  // accounts GPU time up to the end
   s_.loop_events = cluster_.events();
+  s_.provisioning_requests = kueue_.requests();
+  s_.provisioning_requests_failed = kueue_.failed();
+  s_.jobs_rejected = kueue_.rejected();
   return ledger_.Summarize(clock_.Now(), std::move(s_));
 }
 

@@ -71,11 +71,20 @@ struct Summary {
   int64_t spot_evictions = 0;             // pods evicted because their spot node was reclaimed
   double work_lost_gpu_hours = 0;         // progress evictions threw away (since the checkpoint)
   int64_t restarts = 0;                   // evicted pods, and gangs restarted as a whole
-  int64_t scale_ups = 0;                  // nodes requested by the loop
-  int64_t scale_downs = 0;                // nodes deleted by the loop
-  int64_t loop_events = 0;                // Kubernetes Events the loop emitted (ignored by the sim)
-  int64_t steps = 0;                      // Autoscaler::Step calls
-  int64_t sim_events = 0;                 // discrete events processed
+  // Gang jobs (of two pods or more) and their waits, the same way as wait_p50/p95.
+  int64_t gang_jobs = 0;
+  int64_t gang_jobs_started = 0;  // had all pods running at some point
+  double wait_p50_gang = 0, wait_p95_gang = 0;
+  // SimConfig::queue_gangs: ProvisioningRequests made for held gang jobs, those that failed, and
+  // jobs Kueue's stand-in rejected after its retries (never started).
+  int64_t provisioning_requests = 0;
+  int64_t provisioning_requests_failed = 0;
+  int64_t jobs_rejected = 0;
+  int64_t scale_ups = 0;    // nodes requested by the loop
+  int64_t scale_downs = 0;  // nodes deleted by the loop
+  int64_t loop_events = 0;  // Kubernetes Events the loop emitted (ignored by the sim)
+  int64_t steps = 0;        // Autoscaler::Step calls
+  int64_t sim_events = 0;   // discrete events processed
   double simulated_hours = 0;
   bool hit_horizon = false;
   std::map<std::string, int> peak_nodes;  // most alive instances per pool at any moment

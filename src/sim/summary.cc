@@ -50,6 +50,13 @@ nlohmann::ordered_json SummaryToJson(const Summary& s) {
   j["spotEvictions"] = s.spot_evictions;
   j["workLostGpuHours"] = Round6(s.work_lost_gpu_hours);
   j["restarts"] = s.restarts;
+  j["gangJobs"] = s.gang_jobs;
+  j["gangJobsStarted"] = s.gang_jobs_started;
+  j["waitP50Gang"] = Round6(s.wait_p50_gang);
+  j["waitP95Gang"] = Round6(s.wait_p95_gang);
+  j["provisioningRequests"] = s.provisioning_requests;
+  j["provisioningRequestsFailed"] = s.provisioning_requests_failed;
+  j["jobsRejected"] = s.jobs_rejected;
   j["scaleUps"] = s.scale_ups;
   j["scaleDowns"] = s.scale_downs;
   j["steps"] = s.steps;

@@ -89,14 +89,17 @@ Time Workload::Load() {
   return last_submit;
 }
 
-void Workload::Submit(int j) {
+void Workload::Submit(int j, const std::string& consume) {
   SimJob& job = jobs_[j];
   int r = 0;
   for (int pod : job.pods) {
     SimPod& p = pods_[pod];
     // Pods exist from their submit to their job's end, so memory follows the active jobs.
-    p.pod =
-        std::make_unique<model::Pod>(MakePod(*job.spec, r++, job.submit, in_.sim.checkpoint_every));
+    p.pod = std::make_unique<model::Pod>(MakePod(
+        *job.spec, r++, consume.empty() ? job.submit : clock_.Now(), in_.sim.checkpoint_every));
+    if (!consume.empty()) {
+      p.pod->meta.annotations[std::string(model::kConsumeProvisioningRequestAnnotation)] = consume;
+    }
     index_.emplace(p.pod->Key(), pod);
     p.state = PodState::kPending;
     active_.insert(pod);

@@ -62,7 +62,9 @@ class Workload {
   // Creates the jobs (their pods are made at submit) and queues the submissions; returns the
   // last submit time.
   Time Load();
-  void Submit(int job);
+  // The job's pods are made, pending; with `consume`, they consume that ProvisioningRequest (a
+  // job KueueQueue admitted) and are created now rather than at the job's submit.
+  void Submit(int job, const std::string& consume = "");
   void StartPod(int pod, int node, const std::string& node_name);
   // A gang whose members all run: its clock starts (or restarts after an eviction).
   void StartGang(int job);

@@ -13,6 +13,7 @@
 
 #include "kube/config/autoscaler_config.h"
 #include "sim/compare.h"
+#include "sim/kueue_queue.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/sim_config.h"
@@ -236,6 +237,104 @@ TEST(SimulatorTest, GangStartsTogether) {
   EXPECT_LE(s->wait_max, 241);
 }
 
+// Gang jobs queued as Kueue queues them (simulation.queueGangs): a gang of three is held at its
+// submit, a ProvisioningRequest asks for all three nodes at once, and its pods are made only once
+// the nodes are up; then they bind at once. With the gang pending instead, its pods wait from
+// the submit. Both finish; both add the same three nodes.
+TEST(QueueGangsTest, AGangIsAdmittedOnlyOnceAllItsCapacityIsUp) {
+  auto run = [](bool queue) {
+    SimInput in;
+    in.config = OneCpuPool();
+    auto sc = ParseSimConfig("bootDelay: {cpu: [3m, 3m]}\n", "fixed.yaml");
+    EXPECT_TRUE(sc.has_value()) << sc.error().message();
+    in.sim = *sc;
+    in.sim.queue_gangs = queue;
+    in.sim.check_invariants = true;
+    in.record_timeline = true;
+    auto jobs = ParseTrace(
+        "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang\n"
+        "g,0,600,3,1500m,1Gi,0,,true\n",
+        "gang.csv");
+    EXPECT_TRUE(jobs.has_value()) << jobs.error().message();
+    in.jobs = *jobs;
+    auto s = RunSimulation(in);
+    EXPECT_TRUE(s.has_value()) << s.error().message();
+    return s ? *s : Summary{};
+  };
+  // The most pods pending before the nodes joined (3 minutes after the first request).
+  auto pending_before_boot = [](const Summary& s) {
+    int64_t most = 0;
+    for (const TimelinePoint& p : s.timeline.points)
+      if (p.hours < 3.0 / 60) most = std::max(most, p.pending);
+    return most;
+  };
+  Summary pending = run(false);
+  Summary queued = run(true);
+  EXPECT_EQ(pending_before_boot(pending), 3);
+  EXPECT_EQ(pending_before_boot(queued), 0) << "the queued gang's pods exist before its nodes";
+  for (const Summary* s : {&pending, &queued}) {
+    EXPECT_EQ(s->jobs_completed, 1);
+    EXPECT_EQ(s->gang_jobs, 1);
+    EXPECT_EQ(s->gang_jobs_started, 1);
+    EXPECT_EQ(s->scale_ups, 3);
+  }
+  EXPECT_EQ(pending.provisioning_requests, 0);
+  EXPECT_EQ(queued.provisioning_requests, 1);
+  EXPECT_EQ(queued.provisioning_requests_failed, 0);
+  // Admitted at the first pass after the nodes joined (scanInterval 10 s at the latest).
+  EXPECT_GE(queued.wait_p50_gang, 181);
+  EXPECT_LE(queued.wait_p50_gang, 181 + 11);
+  EXPECT_DOUBLE_EQ(pending.wait_p50_gang, 181);
+}
+
+// A gang larger than its pool: each request fails (the pool's max), Kueue's stand-in retries with
+// a new one three times, then rejects the job; nothing is ever added.
+TEST(QueueGangsTest, AGangNoPoolCanHoldIsRetriedThenRejected) {
+  SimInput in;
+  in.config = OneCpuPool();
+  in.sim.queue_gangs = true;
+  in.sim.check_invariants = true;
+  in.horizon_after_last_submit = std::chrono::hours(2);
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang\n"
+      "big,0,600,4,1500m,1Gi,0,,true\n",
+      "big.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  in.jobs = *jobs;
+  auto s = RunSimulation(in);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->provisioning_requests, 1 + kKueueRetryLimit);
+  EXPECT_EQ(s->provisioning_requests_failed, 1 + kKueueRetryLimit);
+  EXPECT_EQ(s->jobs_rejected, 1);
+  EXPECT_EQ(s->jobs_never_started, 1);
+  EXPECT_EQ(s->scale_ups, 0);
+}
+
+// `simulate --queue-eval`: the two modes on one trace, one table.
+TEST(QueueGangsTest, EvaluationRunsBothModes) {
+  SimInput in;
+  in.config = OneCpuPool();
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang\n"
+      "g1,0,600,2,1500m,1Gi,0,,true\n"
+      "solo,30,300,1,500m,1Gi,0,,false\n"
+      "g2,900,600,3,1500m,1Gi,0,,true\n",
+      "mix.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  in.jobs = *jobs;
+  auto runs = RunQueueEvaluation(in);
+  ASSERT_TRUE(runs.has_value()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 2u);
+  EXPECT_EQ((*runs)[0].name, "pending");
+  EXPECT_EQ((*runs)[1].name, "queued");
+  EXPECT_EQ((*runs)[1].summary.provisioning_requests, 2) << "one per gang, none for the solo job";
+  for (const PolicyRun& r : *runs) EXPECT_EQ(r.summary.jobs_completed, 3) << r.name;
+  std::string table = QueueEvaluationToText(*runs);
+  EXPECT_THAT(table, HasSubstr("gang wait p95"));
+  EXPECT_THAT(table, HasSubstr("queued"));
+  EXPECT_THAT(table, HasSubstr("2/0"));  // requests made / failed
+}
+
 // Work lost to evictions, by hand, with checkpoints every 10 minutes: a 1-GPU pod evicted 25
 // minutes into its run loses the 5 minutes since its last checkpoint (5/60 GPU-hours); a gang of
 // two 1-GPU pods evicted 25 minutes in loses 5 minutes on both (10/60); each is one restart.
@@ -452,6 +551,7 @@ TEST(SimConfigTest, ParsesAndDefaults) {
 bootDelay: {gpu: [10m, 12m]}
 scheduler: most-allocated
 checkpointEvery: 1h
+queueGangs: true
 pools:
   gpu-spot: {bootDelay: [1m, 2m], stockouts: [[1h, 2h]], evictionsPerNodeHour: 0.05}
 )",
@@ -460,6 +560,8 @@ pools:
   EXPECT_EQ(c->gpu_boot_delay.lo, std::chrono::minutes(10));
   EXPECT_EQ(c->scheduler, ScoringPolicy::kMostAllocated);
   EXPECT_EQ(c->checkpoint_every, std::chrono::hours(1));
+  EXPECT_FALSE(d->queue_gangs);
+  EXPECT_TRUE(c->queue_gangs);
   const PoolSimConfig& p = c->pools.at("gpu-spot");
   EXPECT_EQ(p.boot_delay->hi, std::chrono::minutes(2));
   ASSERT_EQ(p.stockouts.size(), 1u);
