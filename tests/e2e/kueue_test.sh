@@ -17,6 +17,10 @@
 #                   scale-up, the pods run there.
 #   bad_template    a request naming a PodTemplate that does not exist: Failed, naming it;
 #                   nothing is scaled.
+#   bad_parameters  a request whose ValidUntilSeconds is not a number of seconds: Failed
+#                   (InvalidParameters), naming the parameter and the value; nothing is scaled.
+# (A malformed PodTemplate cannot be stored: the API server validates it; the loop's test covers
+# tidepool's side, tests/autoscaler/provisioning_test.cc.)
 # Each scenario starts from an empty cluster. Prints PASS/FAIL per scenario and a summary;
 # exits 0 iff all passed.
 set -uo pipefail
@@ -271,7 +275,41 @@ YAML
   pass
 }
 
-ALL=(atomic restart pool_max check_capacity bad_template)
+scenario_bad_parameters() {
+  start_tidepool tp "$CONFIG"
+  cat <<YAML | k apply -f - >/dev/null
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: train, namespace: $NS}
+template:
+  spec:
+    nodeSelector: {pool-kind: gpu}
+    containers:
+    - name: train
+      image: registry.invalid/train:1
+      resources: {requests: {cpu: "2", nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+---
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata: {name: soon, namespace: $NS}
+spec:
+  provisioningClassName: best-effort-atomic-scale-up.autoscaling.x-k8s.io
+  parameters: {ValidUntilSeconds: soon}
+  podSets:
+  - podTemplateRef: {name: train}
+    count: 2
+YAML
+  wait_until 60 provreq_is Failed || { fail "the request did not become Failed"; return 1; }
+  [[ $(provreq_cond Failed reason) == InvalidParameters ]] ||
+    { fail "Failed for reason $(provreq_cond Failed reason)"; return 1; }
+  [[ $(provreq_cond Failed message) == *'ValidUntilSeconds'*'"soon"'* ]] ||
+    { fail "the message does not name the parameter and value: $(provreq_cond Failed message)"; return 1; }
+  sleep 4
+  [[ $(requested) -eq 0 && $(increases) -eq 0 ]] || { fail "something was scaled"; return 1; }
+  pass
+}
+
+ALL=(atomic restart pool_max check_capacity bad_template bad_parameters)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster
