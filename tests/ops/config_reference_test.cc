@@ -210,6 +210,7 @@ TEST(ConfigReferenceTest, EveryKeyTheLoaderKnowsIsDocumented) {
       {"kProviderKeys", "provider."},
       {"kScaleUpKeys", "scaleUp."},
       {"kBackoffKeys", "scaleUp.backoff."},
+      {"kProvisioningRequestKeys", "scaleUp.provisioningRequests."},
       {"kScaleDownKeys", "scaleDown."},
       {"kConsolidationKeys", "scaleDown.consolidation."},
       {"kPoolKeys", "pools[]."},
