@@ -7,11 +7,6 @@
 #include "autoscaler/warm_planner.h"
 
 namespace tidepool::autoscaler {
-namespace {
-
-double Hours(Duration d) { return std::chrono::duration<double, std::ratio<3600>>(d).count(); }
-
-}  // namespace
 
 void WarmPlanner::PlanPrewarm(StepContext& ctx, const model::Pool& pool, WarmState& ws,
                               double expected, bool scan, bool in_backoff) {

@@ -14,6 +14,11 @@ namespace tidepool {
 using Duration = std::chrono::milliseconds;
 using Time = std::chrono::sys_time<std::chrono::milliseconds>;
 
+// A duration in hours, for prices per hour.
+inline double Hours(Duration d) {
+  return std::chrono::duration<double, std::ratio<3600>>(d).count();
+}
+
 // Parses a Go-style duration as Kubernetes and CA flags write them: "10m", "1h30m", "1.5s",
 // "500ms", "0". A bare number without a unit is rejected (ambiguous).
 Result<Duration> ParseDuration(std::string_view text);

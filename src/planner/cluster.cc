@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace tidepool::planner {
 
 const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input) {
@@ -25,6 +27,16 @@ bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cuto
   return pod.node_name.empty() && !pod.meta.deletion_timestamp && !pod.IsTerminal() &&
          !pod.IsDaemonSetPod() && !pod.IsMirrorPod() &&
          pod.PriorityOrZero() >= expendable_priority_cutoff;
+}
+
+std::optional<int> DeclaredGangSize(const model::Pod& pod) {
+  const std::string* v = pod.meta.Annotation(kGangSizeAnnotation);
+  int n = 0;
+  if (v == nullptr || std::from_chars(v->data(), v->data() + v->size(), n).ec != std::errc{} ||
+      n < 1) {
+    return std::nullopt;
+  }
+  return n;
 }
 
 std::string GangOf(const model::Pod& pod) {

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,10 @@ bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cuto
 // scheduling.x-k8s.io/pod-group, annotation scheduling.k8s.io/group-name (Volcano), label
 // training.kubeflow.org/job-name (Kubeflow), label jobset.sigs.k8s.io/jobset-name (JobSet).
 std::string GangOf(const model::Pod& pod);
+
+// The gang's size its members declare (kGangSizeAnnotation, a positive integer), or nothing
+// when the annotation is missing or not one.
+std::optional<int> DeclaredGangSize(const model::Pod& pod);
 
 // True for pods of training workloads whose progress an eviction throws away: owned by a Job,
 // JobSet, PyTorchJob, TFJob, MPIJob (or another kubeflow.org kind), or a gang member.

@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "planner/cluster.h"
 
 namespace tidepool::planner {
 namespace {
-
-double Hours(Duration d) { return std::chrono::duration<double, std::ratio<3600>>(d).count(); }
 
 double Ratio(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -42,14 +39,7 @@ Result<std::optional<Duration>> DurationAnnotation(const model::Pod& pod, std::s
 }
 
 int GangSize(const model::Pod& pod) {
-  if (GangOf(pod).empty()) return 1;
-  const std::string* v = pod.meta.Annotation(kGangSizeAnnotation);
-  int n = 0;
-  if (v == nullptr || std::from_chars(v->data(), v->data() + v->size(), n).ec != std::errc{} ||
-      n < 1) {
-    return 1;
-  }
-  return n;
+  return GangOf(pod).empty() ? 1 : DeclaredGangSize(pod).value_or(1);
 }
 
 // Unsaved progress and the time to the next checkpoint, from the pod's annotations.
@@ -87,7 +77,7 @@ Result<void> ReadHorizon(const model::Pod& pod, Duration elapsed, const RuntimeH
   TIDEPOOL_ASSIGN_OR_RETURN(std::optional<Duration> expected,
                             DurationAnnotation(pod, kExpectedRuntimeAnnotation));
   out.horizon_basis = HorizonBasis::kAnnotated;
-  if (!expected && hints != nullptr) {
+  if (!expected && hints != nullptr && !hints->by_owner.empty()) {
     auto it = hints->by_owner.find(RuntimeOwnerKey(pod));
     if (it != hints->by_owner.end()) {
       expected = it->second;

@@ -30,8 +30,8 @@ Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
 
 int Pass::AddUncreatedMembers(std::vector<const Pod*>& members, int seen) {
   int size = seen;
-  if (const std::string* s = members.front()->meta.Annotation(kGangSizeAnnotation)) {
-    int declared = std::atoi(s->c_str());
+  if (std::optional<int> d = DeclaredGangSize(*members.front())) {
+    int declared = *d;
     // Members not created yet are planned as copies of a pending one.
     for (int i = size; i < declared; ++i) {
       phantom_pods_.push_back(*members.front());

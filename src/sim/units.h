@@ -1,5 +1,5 @@
-// Small helpers every room of the simulator uses: hours of a duration, the GPU resources (whole
-// GPUs, or GPU shares with GPU sharing) and a node's allocatable resources.
+// Small helpers every room of the simulator uses: the GPU resources (whole GPUs, or GPU shares
+// with GPU sharing) and a node's allocatable resources (hours of a duration: base/time.h).
 #pragma once
 
 #include <chrono>
@@ -10,10 +10,6 @@
 #include "sim/trace.h"
 
 namespace tidepool::sim {
-
-inline double Hours(Duration d) {
-  return std::chrono::duration<double, std::ratio<3600>>(d).count();
-}
 
 inline const model::ResourceId& GpuId() {
   static const model::ResourceId id = model::InternResource(model::kNvidiaGpu);
