@@ -118,10 +118,7 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
     if (n == kNoNode) {
       std::string reason = fmt::format("pod {} cannot be moved: {}", facts_[f].pod->Key(),
                                        placer_.Diagnose(facts_[f]));
-      snapshot_.Revert();
-      SetUsable(c, was_usable);
-      for (auto it = touched_.rbegin(); it != touched_.rend(); ++it) moved_in_[*it].pop_back();
-      if (moves) moves->resize(recorded);
+      UndoSimulate(c, was_usable, moves, recorded);
       return reason;
     }
     TIDEPOOL_CHECK(snapshot_.AddPod(facts_[f].pod, n).has_value());
@@ -130,10 +127,7 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
     if (moves) moves->emplace_back(facts_[f].pod->Key(), entries_[n].node->name());
   }
   if (std::string reason = WeighExtension(c); !reason.empty()) {
-    snapshot_.Revert();
-    SetUsable(c, was_usable);
-    for (auto it = touched_.rbegin(); it != touched_.rend(); ++it) moved_in_[*it].pop_back();
-    if (moves) moves->resize(recorded);
+    UndoSimulate(c, was_usable, moves, recorded);
     return reason;
   }
   snapshot_.Commit();
@@ -152,42 +146,73 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
   return "";
 }
 
+void ScaleDownRun::UndoSimulate(NodeIndex c, bool was_usable,
+                                std::vector<std::pair<std::string, std::string>>* moves,
+                                size_t recorded) {
+  snapshot_.Revert();
+  SetUsable(c, was_usable);
+  for (auto it = touched_.rbegin(); it != touched_.rend(); ++it) moved_in_[*it].pop_back();
+  if (moves) moves->resize(recorded);
+}
+
+Duration ScaleDownRun::PassHorizon(NodeIndex n) {
+  if (horizon_[n] != kUnknown) return horizon_[n];
+  const NodeEntry& e = entries_[n];
+  const model::ConsolidationConfig& c = config_.consolidation;
+  Duration h{};
+  for (const model::Pod* pod : e.own) {
+    if (pod->phase != model::PodPhase::kRunning || !IsTrainingPod(*pod) ||
+        DeclaresRestartable(*pod)) {
+      h = c.max_horizon;
+      break;
+    }
+    Result<PodDisruption> d = DisruptionOf(*pod, *e.node, e.pool->price_per_hour, c,
+                                           input_.runtime_hints, WeighTime(input_.now));
+    h = std::max(h, d ? d->remaining : c.max_horizon);
+  }
+  return horizon_[n] = h;
+}
+
 std::string ScaleDownRun::WeighExtension(NodeIndex c) {
   const NodeEntry& e = entries_[c];
   if (!e.verdict) return "";
   // The longest-running pod each destination takes, against how long it runs anyway.
-  double extension = 0;
   std::vector<std::pair<NodeIndex, Duration>> longest;
   for (size_t i = 0; i < touched_.size(); ++i) {
-    Duration r = RemainingOf(e, *facts_[to_move_[i]].pod);
+    Duration r = FactRemaining(to_move_[i]);
     auto it = std::find_if(longest.begin(), longest.end(),
                            [&](const auto& l) { return l.first == touched_[i]; });
     if (it == longest.end()) it = longest.insert(longest.end(), {touched_[i], r});
     it->second = std::max(it->second, r);
   }
+  double extension = 0;
   for (const auto& [n, r] : longest) {
     const model::Pool* pool = entries_[n].pool;
-    if (pool == nullptr || r <= horizon_[n]) continue;
-    extension += pool->price_per_hour *
-                 std::chrono::duration<double, std::ratio<3600>>(r - horizon_[n]).count();
-  }
-  ConsolidationVerdict v = *e.verdict;
-  v.extension = extension;
-  if (!Pays(v)) {
-    v.decision = ConsolidationDecision::kDoesNotPay;
-    return DescribeVerdict(v);
+    if (pool == nullptr || r <= PassHorizon(n)) continue;
+    extension += pool->price_per_hour * Hours(r - PassHorizon(n));
   }
   extension_[c] = extension;
-  for (const auto& [n, r] : longest) horizon_[n] = std::max(horizon_[n], r);
+  std::optional<ConsolidationVerdict> v = PassVerdict(c);
+  if (v->decision != ConsolidationDecision::kPays) return DescribeVerdict(*v);
+  for (const auto& [n, r] : longest) {
+    if (entries_[n].pool != nullptr) horizon_[n] = std::max(PassHorizon(n), r);
+  }
   return "";
+}
+
+std::optional<ConsolidationVerdict> ScaleDownRun::PassVerdict(NodeIndex c) const {
+  std::optional<ConsolidationVerdict> v = entries_[c].verdict;
+  if (!v || extension_[c] == 0) return v;
+  v->extension = extension_[c];
+  if (!Pays(*v)) v->decision = ConsolidationDecision::kDoesNotPay;
+  return v;
 }
 
 void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   for (NodeIndex n : destinations_) usable_[n] = 1;
   usable_count_ = destinations_.size();
   for (NodeIndex i = 0; i < entries_.size(); ++i) moved_in_[i] = base_moved_in_[i];
-  horizon_.resize(entries_.size());
-  for (NodeIndex i = 0; i < entries_.size(); ++i) horizon_[i] = entries_[i].horizon;
+  horizon_.assign(entries_.size(), kUnknown);
   extension_.assign(entries_.size(), 0);
   placer_.Reset();
   for (NodeIndex n : destinations_) {
@@ -250,11 +275,8 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))
     std::sort(sd.evict.begin(), sd.evict.end());
   sd.detail = DescribeUtilization(e.util, Threshold(e));
-  sd.consolidation = e.verdict;
-  if (sd.consolidation) {
-    sd.consolidation->extension = extension_[index];
-    sd.detail += "; " + DescribeVerdict(*sd.consolidation);
-  }
+  sd.consolidation = PassVerdict(index);
+  if (sd.consolidation) sd.detail += "; " + DescribeVerdict(*sd.consolidation);
   return sd;
 }
 
@@ -270,7 +292,7 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     std::string r = Blocker(e, options, budget);
     if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
     if (!r.empty()) {
-      out.plan.keep.push_back({e.node->name(), std::move(r), e.verdict});
+      out.plan.keep.push_back({e.node->name(), std::move(r), PassVerdict(c)});
       continue;
     }
     out.plan.scale_downs.push_back(Remove(c, budget));

@@ -146,7 +146,6 @@ void ScaleDownRun::AddPods() {
     if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
     e.own.push_back(pod);
     requested[i] += pod->requests;
-    if (e.pool != nullptr && weigh_training_) e.horizon = std::max(e.horizon, RemainingOf(e, *pod));
     if (!maybe[i] && !e.being_deleted) continue;
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
     facts_.emplace_back(pod);
@@ -207,18 +206,15 @@ std::string ScaleDownRun::PodBlocker(NodeEntry& e, const model::Pod& pod) {
       DisruptionOf(pod, *e.node, e.pool->price_per_hour, config_.consolidation,
                    input_.runtime_hints, WeighTime(input_.now));
   if (!d) return fmt::format("pod {} is not evictable: {}", pod.Key(), d.error().message());
+  // The pod's facts were added just before (AddPods).
+  fact_remaining_.resize(facts_.size(), config_.consolidation.max_horizon);
+  fact_remaining_.back() = d->remaining;
   e.training.push_back(std::move(*d));
   return "";
 }
 
-Duration ScaleDownRun::RemainingOf(const NodeEntry& e, const model::Pod& pod) const {
-  const model::ConsolidationConfig& c = config_.consolidation;
-  if (pod.phase != model::PodPhase::kRunning || !IsTrainingPod(pod) || DeclaresRestartable(pod)) {
-    return c.max_horizon;
-  }
-  Result<PodDisruption> d = DisruptionOf(pod, *e.node, e.pool->price_per_hour, c,
-                                         input_.runtime_hints, WeighTime(input_.now));
-  return d ? d->remaining : c.max_horizon;
+Duration ScaleDownRun::FactRemaining(uint32_t f) const {
+  return f < fact_remaining_.size() ? fact_remaining_[f] : config_.consolidation.max_horizon;
 }
 
 void ScaleDownRun::WeighConsolidation(NodeEntry& e) const {

@@ -59,9 +59,6 @@ struct NodeEntry {
   std::vector<PodDisruption> training;
   bool other_pods = false;
   std::optional<ConsolidationVerdict> verdict;
-  // Managed nodes: how long the node runs anyway, as long as its longest pod is expected to
-  // (maxHorizon for pods that are not weighed training pods).
-  Duration horizon{};
 };
 
 struct PdbState {
@@ -117,12 +114,18 @@ class ScaleDownRun {
   // that consolidation weighs goes into e.training instead.
   std::string PodBlocker(NodeEntry& e, const model::Pod& pod);
   void WeighConsolidation(NodeEntry& e) const;
-  // Expected remaining runtime of kMove pod `pod` of managed node `e` (maxHorizon unless it is a
-  // weighed training pod).
-  Duration RemainingOf(const NodeEntry& e, const model::Pod& pod) const;
+  // Expected remaining runtime of a pod that moves (facts index): its PodDisruption's when it is
+  // a weighed training pod, else maxHorizon.
+  Duration FactRemaining(uint32_t f) const;
+  // How long managed node `n` runs anyway in this pass: its longest pod's expected remaining
+  // runtime (maxHorizon for pods that are not weighed training pods), raised by the training pods
+  // the pass moved onto it. Computed when first asked: only removals that evict training ask.
+  Duration PassHorizon(NodeIndex n);
   // Candidate `c`'s pods were placed (touched_, to_move_): what their destinations cost for
   // running longer, recorded in extension_[c]; "" when the removal still pays.
   std::string WeighExtension(NodeIndex c);
+  // e.verdict of candidate `c` with this pass's extension applied.
+  std::optional<ConsolidationVerdict> PassVerdict(NodeIndex c) const;
   void ComputePdbBudgets();
   // Covering PDB indices of a pod (PDBs of its namespace that select it).
   void CoveringPdbs(const model::Pod& pod, std::vector<uint32_t>& out) const;
@@ -146,6 +149,9 @@ class ScaleDownRun {
   // when all of them found a place, else reverts and returns the reason.
   std::string Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves,
                        Amounts& free, std::vector<Amounts>& contrib);
+  // Takes back a Simulate of `c` that placed touched_ (and recorded moves from `recorded` on).
+  void UndoSimulate(NodeIndex c, bool was_usable,
+                    std::vector<std::pair<std::string, std::string>>* moves, size_t recorded);
   void SetUsable(NodeIndex n, bool usable) {
     if ((usable_[n] != 0) == usable) return;
     usable_[n] = usable ? 1 : 0;
@@ -180,7 +186,11 @@ class ScaleDownRun {
   std::vector<PdbState> pdbs_;
   std::unordered_map<std::string_view, std::vector<uint32_t>> pdbs_by_namespace_;
   std::vector<NodeIndex> order_;  // candidates: empty first, then utilization, then name
-  // Per pass: each node's horizon as pods move in, and the extension cost of each removal.
+  // Remaining runtimes of the weighed training pods among facts_ (by facts index; shorter than
+  // facts_ when the last ones are not).
+  std::vector<Duration> fact_remaining_;
+  // Per pass: each node's horizon once asked (kUnknown before), and each removal's extension.
+  static constexpr Duration kUnknown{-1};
   std::vector<Duration> horizon_;
   std::vector<double> extension_;
   // Scratch buffers reused across candidates.

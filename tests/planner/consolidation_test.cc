@@ -153,6 +153,11 @@ TEST(Consolidation, ChargesTheDestinationForRunningLonger) {
                         "lost"));
   EXPECT_THAT(KeepReason(plan, "n1"),
               HasSubstr("less $94.67 for the nodes its pods move to running longer"));
+  // The kept verdict is the one applied: with the extension, and not paying because of it.
+  std::optional<ConsolidationVerdict> v = KeptVerdict(plan, "n1");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->decision, ConsolidationDecision::kDoesNotPay);
+  EXPECT_NEAR(v->extension, 94.67, 0.01);
 }
 
 // A runtime learned for the pod's owner sets the horizon when nothing is annotated.
