@@ -1,5 +1,7 @@
 #include "model/provisioning_request.h"
 
+#include <algorithm>
+
 namespace tidepool::model {
 namespace {
 
@@ -76,6 +78,18 @@ const Condition* ProvisioningRequest::Find(ProvisioningCondition type) const {
   for (const Condition& c : conditions)
     if (c.type == type) return &c;
   return nullptr;
+}
+
+void ProvisioningRequest::SetCondition(Condition c, Time now) {
+  auto it = std::find_if(conditions.begin(), conditions.end(),
+                         [&](const Condition& x) { return x.type == c.type; });
+  const bool same_status = it != conditions.end() && it->status == c.status;
+  c.last_transition = same_status ? it->last_transition : std::optional(now);
+  if (it == conditions.end()) {
+    conditions.push_back(std::move(c));
+  } else {
+    *it = std::move(c);
+  }
 }
 
 }  // namespace tidepool::model

@@ -88,6 +88,10 @@ struct ProvisioningRequest {
 
   std::string Key() const { return meta.Key(); }
   const Condition* Find(ProvisioningCondition type) const;
+  // Sets `c` in place of the condition of its type (appended when there is none), as the status
+  // subresource does (kube/codec ApplyCondition on the JSON): the transition time moves to `now`
+  // only when the status changes. For the simulated API server and tests.
+  void SetCondition(Condition c, Time now);
   bool Is(ProvisioningCondition type) const {  // the condition is there and True
     const Condition* c = Find(type);
     return c != nullptr && c->status == ConditionStatus::kTrue;

@@ -54,14 +54,7 @@ void KueueQueue::SetConditions(std::string_view ns, std::string_view name,
   if (it == open_.end() || it->second.retired) return;
   model::ProvisioningRequest& r = it->second.request;
   const Time now = clock_.Now();
-  for (const model::Condition& c : conditions) {
-    model::Condition written = c;
-    const model::Condition* old = r.Find(c.type);
-    written.last_transition =
-        old != nullptr && old->status == c.status ? old->last_transition : std::optional(now);
-    std::erase_if(r.conditions, [&](const model::Condition& x) { return x.type == c.type; });
-    r.conditions.push_back(std::move(written));
-  }
+  for (const model::Condition& c : conditions) r.SetCondition(c, now);
   changes_.Changed();
   const int j = it->second.job;
   if (r.Is(ProvisioningCondition::kFailed)) {

@@ -185,14 +185,7 @@ class ProvWorld {
       loop->OnDecreaseResult(down->pool, down->count, {}, now);
     } else if (const auto* u = std::get_if<UpdateProvisioningRequest>(&a)) {
       model::ProvisioningRequest& r = requests.at(u->name);
-      for (const model::Condition& c : u->conditions) {
-        model::Condition written = c;
-        const model::Condition* old = r.Find(c.type);
-        written.last_transition =
-            old != nullptr && old->status == c.status ? old->last_transition : now;
-        std::erase_if(r.conditions, [&](const model::Condition& x) { return x.type == c.type; });
-        r.conditions.push_back(written);
-      }
+      for (const model::Condition& c : u->conditions) r.SetCondition(c, now);
     }
   }
 };
