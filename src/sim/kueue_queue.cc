@@ -8,12 +8,10 @@
 
 namespace tidepool::sim {
 
-using model::ConditionStatus;
 using model::ProvisioningCondition;
 
 bool KueueQueue::Holds(int j, bool queue_gangs) const {
-  const JobSpec& spec = *workload_.job(j).spec;
-  return queue_gangs && spec.gang && spec.replicas > 1;
+  return queue_gangs && workload_.job(j).spec->MultiPodGang();
 }
 
 void KueueQueue::Request(int j) {

@@ -113,7 +113,7 @@ void Ledger::SummarizeWaits(Summary& s) const {
       ++s.jobs_unfinished;
     }
     if (job.spec->never_ran) ++s.jobs_never_ran_in_trace;
-    const bool gang = job.spec->gang && job.spec->replicas > 1;
+    const bool gang = job.spec->MultiPodGang();
     if (gang) ++s.gang_jobs;
     if (job.all_running_at) {
       waits.push_back(std::chrono::duration<double>(*job.all_running_at - job.submit).count());

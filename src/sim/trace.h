@@ -42,6 +42,9 @@ struct JobSpec {
   bool spot = false;
   int line = 0;            // line in the trace file (0 for generated jobs)
   bool never_ran = false;  // Alibaba: the pod was never scheduled in the original cluster
+
+  // A gang of two pods or more: what SimConfig::queue_gangs holds and Summary's gang counts cover.
+  bool MultiPodGang() const { return gang && replicas > 1; }
 };
 
 // Which format a trace is in, from its header line.
