@@ -9,19 +9,27 @@ namespace tidepool::autoscaler {
 
 namespace {
 
-// `keys` with the stand-in pods of each ProvisioningRequest (`request_of`) replaced by the
-// request, once, where its first pod was.
-std::vector<std::string> Shown(const std::vector<std::string>& keys,
-                               const std::map<std::string, std::string, std::less<>>& request_of) {
+using RequestOf = std::map<std::string, std::string, std::less<>>;
+
+// How the status names pending pod `key`: by its own key, or, when it stands in for a
+// ProvisioningRequest (`request_of`), by the request, the first time only (`shown`: the requests
+// named already); nullopt when its request is named already.
+std::optional<std::string> ShownName(const std::string& key, const RequestOf& request_of,
+                                     std::set<std::string, std::less<>>& shown) {
+  auto r = request_of.find(key);
+  if (r == request_of.end()) return key;
+  if (!shown.insert(r->second).second) return std::nullopt;
+  return ShownRequest(r->second);
+}
+
+// `keys` with the stand-in pods of each ProvisioningRequest replaced by the request, once, where
+// its first pod was.
+template <typename Keys>
+std::vector<std::string> Shown(const Keys& keys, const RequestOf& request_of) {
   std::vector<std::string> out;
   std::set<std::string, std::less<>> shown;
   for (const std::string& key : keys) {
-    auto r = request_of.find(key);
-    if (r == request_of.end()) {
-      out.push_back(key);
-    } else if (shown.insert(r->second).second) {
-      out.push_back(ShownRequest(r->second));
-    }
+    if (auto name = ShownName(key, request_of, shown)) out.push_back(std::move(*name));
   }
   return out;
 }
@@ -181,16 +189,12 @@ void ScaleUpTracker::FillStatus(Status& s) const {
   s.batch_open_since = batch_start_;
   std::set<std::string, std::less<>> shown;  // requests listed already
   for (const auto& [pod, u] : unschedulable_) {
-    auto r = request_of_.find(pod);
-    if (r == request_of_.end()) {
+    if (auto name = ShownName(pod, request_of_, shown)) {
       s.unschedulable.push_back(u);
-    } else if (shown.insert(r->second).second) {
-      s.unschedulable.push_back(u);
-      s.unschedulable.back().pod = ShownRequest(r->second);
+      s.unschedulable.back().pod = std::move(*name);
     }
   }
-  std::vector<std::string> waiting(waiting_for_capacity_.begin(), waiting_for_capacity_.end());
-  s.waiting_for_capacity = Shown(waiting, request_of_);
+  s.waiting_for_capacity = Shown(waiting_for_capacity_, request_of_);
 }
 
 }  // namespace tidepool::autoscaler
