@@ -220,11 +220,10 @@ bool PoolTracker::HandleBrokenNodes(StepContext& ctx) {
 }
 
 void PoolTracker::Backoff(PoolState& ps, std::string reason, Time now, bool refused) {
-  ps.last_failure = PoolFailure{now, reason, refused};
   if (InBackoff(ps, now)) return;  // one failure, one backoff
   ps.backoff_until = now + DoublingDelay(config_.scale_up.backoff_initial,
                                          config_.scale_up.backoff_max, ps.backoff_level);
-  ps.backoff_reason = std::move(reason);
+  ps.backoff_cause = PoolFailure{now, std::move(reason), refused};
   ++ps.backoff_level;
 }
 
@@ -299,10 +298,10 @@ void PoolTracker::OnDeleteReported(const std::string& pool, bool ok, Time now) {
 
 std::optional<PoolFailure> PoolTracker::FailureSince(std::string_view pool, Time since) const {
   auto it = pools_.find(pool);
-  if (it == pools_.end() || !it->second.last_failure || it->second.last_failure->at < since) {
+  if (it == pools_.end() || !it->second.backoff_until || it->second.backoff_cause.at < since) {
     return std::nullopt;
   }
-  return it->second.last_failure;
+  return it->second.backoff_cause;
 }
 
 int PoolTracker::GiveBack(StepContext& ctx, const std::string& pool, int count,
@@ -371,12 +370,9 @@ void PoolTracker::AddDigest(Digest& d) const {
       d.Add(r.requested_at);
     }
     d.Add(ps.backoff_until);
-    d.Add(ps.backoff_reason);
-    if (ps.last_failure) {
-      d.Add(ps.last_failure->at);
-      d.Add(ps.last_failure->reason);
-      d.AddInt(int{ps.last_failure->refused});
-    }
+    d.Add(ps.backoff_cause.at);
+    d.Add(ps.backoff_cause.reason);
+    d.AddInt(int{ps.backoff_cause.refused});
   }
   d.Add(nodes_.size());
   for (const auto& [name, mem] : nodes_) {
@@ -420,7 +416,7 @@ PoolStatus PoolTracker::Status(const model::Pool& pool, Time now) const {
   p.upcoming = ps.upcoming();
   if (InBackoff(ps, now)) {
     p.backoff_until = ps.backoff_until;
-    p.backoff_reason = ps.backoff_reason;
+    p.backoff_reason = ps.backoff_cause.reason;
   }
   p.stockout = ps.stockout;
   return p;

@@ -56,7 +56,8 @@ class PoolTracker {
   void OnDecreaseResult(const std::string& pool, int count, const Result<void>& result, Time now);
   void OnDeleteReported(const std::string& pool, bool ok, Time now);
 
-  // The pool's last failure when it came at or after `since` (a scale-up made then failed).
+  // The failure that began the pool's last backoff, when it came at or after `since`: a scale-up
+  // made then failed (a pool grows only out of backoff, so its first failure after begins one).
   std::optional<PoolFailure> FailureSince(std::string_view pool, Time since) const;
   // Cancels up to `count` requested nodes of `pool` that have not registered (a DecreaseTarget
   // with `reason`), the newest first; returns how many.
@@ -93,8 +94,8 @@ class PoolTracker {
   void SyncRequests(PoolState& ps, Time now);
   // Forgets the `count` most recently requested nodes (cancelled or refused).
   void DropNewestRequests(PoolState& ps, int count);
-  // Records a failure and puts the pool in backoff (unless it is in backoff already) with the
-  // doubling duration; `refused`: an increase the provider refused.
+  // Puts the pool in backoff (unless it is in backoff already) with the doubling duration, and
+  // records the failure as its cause; `refused`: an increase the provider refused.
   void Backoff(PoolState& ps, std::string reason, Time now, bool refused = false);
   // Records a target change the loop asked for, until the provider's target shows it.
   void ExpectTargetChange(PoolState& ps, int delta, Time now);

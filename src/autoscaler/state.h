@@ -19,7 +19,7 @@ struct ScaleUpRequest {
   Time requested_at{};
 };
 
-// The last failure of a pool's scale-up (it puts the pool in backoff unless it is in backoff).
+// A failure of a pool's scale-up that put the pool in backoff.
 struct PoolFailure {
   Time at{};
   std::string reason;    // in words, e.g. "increasing the pool by 2 failed: ..."
@@ -45,8 +45,7 @@ struct PoolState {
 
   int backoff_level = 0;  // failures since the last successful registration
   std::optional<Time> backoff_until;
-  std::string backoff_reason;
-  std::optional<PoolFailure> last_failure;
+  PoolFailure backoff_cause;  // the failure that began the last backoff (set with backoff_until)
 
   // Counts at the last Step (see PoolStatus).
   int registered = 0;
