@@ -201,6 +201,25 @@ Verdict FitChecker::Precomputed::InterPodVerdict(const Target& t) const {
   return {};
 }
 
+namespace {
+
+// DynamicResources, the last filter: the fast answer when the claims can be allocated, the
+// diagnosis otherwise. `claims` is null when there is no DraState (then no node has devices).
+FitResult ClaimsResult(const PodClaims* claims, const DraState* dra, const Node& node) {
+  if (claims != nullptr && dra->CanAllocate(*claims, node)) return FitResult::Fit();
+  FitResult r = MakeFailure(Reject(FitCode::kDynamicResources));
+  if (claims == nullptr) {
+    r.reason += ": no devices are known (no ResourceSlices were read)";
+    return r;
+  }
+  r.claims_unresolvable = !claims->error.empty();
+  r.reason += ": ";
+  r.reason += dra->Diagnose(*claims, node);
+  return r;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 
 FitChecker::FitChecker(const Pod& pod, const ClusterSnapshot& snapshot)
@@ -267,6 +286,20 @@ FitChecker::~FitChecker() = default;
 FitChecker::FitChecker(FitChecker&&) noexcept = default;
 FitChecker& FitChecker::operator=(FitChecker&&) noexcept = default;
 
+// Inlined into Check and CheckTemplate: the path of a pod that fits stays free of calls.
+[[gnu::always_inline]] inline FitResult FitChecker::CheckLast(const Node& node,
+                                                              NodeIndex index) const {
+  if (pre_) {
+    const Target t{&node, index};
+    const Verdict spread = pre_->SpreadVerdict(t);
+    if (!spread.fits()) return MakeFailure(spread);
+    const Verdict inter_pod = pre_->InterPodVerdict(t);
+    if (!inter_pod.fits()) return MakeFailure(inter_pod);
+  }
+  if (pod_->resource_claims.empty()) return FitResult::Fit();
+  return ClaimsResult(claims_, snapshot_->dra(), node);
+}
+
 FitResult FitChecker::Check(NodeIndex index) const {
   TIDEPOOL_CHECK(index < snapshot_->NodeSlots());
   const NodeInfo& info = snapshot_->Get(index);
@@ -282,30 +315,7 @@ FitResult FitChecker::Check(NodeIndex index) const {
   const Verdict resources =
       ResourcesVerdict(*pod_, info.allocatable, info.requested, info.requested.pods());
   if (!resources.fits()) return MakeFailure(resources);
-  if (pre_) {
-    const Target t{&node, index};
-    const Verdict spread = pre_->SpreadVerdict(t);
-    if (!spread.fits()) return MakeFailure(spread);
-    const Verdict inter_pod = pre_->InterPodVerdict(t);
-    if (!inter_pod.fits()) return MakeFailure(inter_pod);
-  }
-  if (pod_->resource_claims.empty()) return FitResult::Fit();
-  return DraFailure(node);
-}
-
-// DynamicResources: the fast answer when the claims can be allocated, the diagnosis otherwise.
-FitResult FitChecker::DraFailure(const Node& node) const {
-  const DraState* dra = snapshot_->dra();
-  if (claims_ != nullptr && dra->CanAllocate(*claims_, node)) return FitResult::Fit();
-  FitResult r = MakeFailure(Reject(FitCode::kDynamicResources));
-  if (claims_ == nullptr) {
-    r.reason += ": no devices are known (no ResourceSlices were read)";
-    return r;
-  }
-  r.claims_unresolvable = !claims_->error.empty();
-  r.reason += ": ";
-  r.reason += dra->Diagnose(*claims_, node);
-  return r;
+  return CheckLast(node, index);
 }
 
 FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_requests,
@@ -316,20 +326,13 @@ FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_
   const Verdict resources =
       ResourcesVerdict(*pod_, node.allocatable, existing_requests, existing_pods);
   if (!resources.fits()) return MakeFailure(resources);
-  if (pre_) {
-    const Target t{&node, kNoNode};
-    const Verdict spread = pre_->SpreadVerdict(t);
-    if (!spread.fits()) return MakeFailure(spread);
-    const Verdict inter_pod = pre_->InterPodVerdict(t);
-    if (!inter_pod.fits()) return MakeFailure(inter_pod);
-  }
-  if (pod_->resource_claims.empty()) return FitResult::Fit();
-  return DraFailure(node);
+  return CheckLast(node, kNoNode);
 }
 
 FitResult CheckClaims(const Pod& pod, const Node& node, const ClusterSnapshot& snapshot) {
   if (pod.resource_claims.empty()) return FitResult::Fit();
-  return FitChecker(pod, snapshot).DraFailure(node);
+  const DraState* dra = snapshot.dra();
+  return ClaimsResult(dra != nullptr ? &dra->ClaimsOf(pod) : nullptr, dra, node);
 }
 
 FitResult Fits(const Pod& pod, NodeIndex node, const ClusterSnapshot& snapshot) {

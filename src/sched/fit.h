@@ -105,8 +105,9 @@ class FitChecker {
  private:
   struct Precomputed;
 
-  friend FitResult CheckClaims(const model::Pod&, const model::Node&, const ClusterSnapshot&);
-  FitResult DraFailure(const model::Node& node) const;
+  // The filters after NodeResourcesFit: PodTopologySpread, InterPodAffinity, DynamicResources.
+  // `index` is kNoNode for a template node.
+  FitResult CheckLast(const model::Node& node, NodeIndex index) const;
 
   const model::Pod* pod_;
   const ClusterSnapshot* snapshot_;
