@@ -33,12 +33,15 @@ ProvisioningStage StageOf(const model::ProvisioningRequest& request, Time now, D
   return ProvisioningStage::kPending;
 }
 
+const std::string* ValidUntilSeconds(const model::ProvisioningRequest& request) {
+  return request.provisioning_class == model::ProvisioningClass::kBestEffortAtomic
+             ? request.Parameter(model::kValidUntilSecondsParameter)
+             : nullptr;
+}
+
 Result<Duration> RetryWindow(const model::ProvisioningRequest& request) {
-  const std::string* text = request.Parameter(model::kValidUntilSecondsParameter);
-  if (text == nullptr ||
-      request.provisioning_class != model::ProvisioningClass::kBestEffortAtomic) {
-    return kRequestExpiry;
-  }
+  const std::string* text = ValidUntilSeconds(request);
+  if (text == nullptr) return kRequestExpiry;
   int64_t seconds = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), seconds);
   // Up to ten years: beyond that it means "forever" and would overflow the clock.

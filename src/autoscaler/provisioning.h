@@ -31,9 +31,12 @@ std::optional<Time> BookingEnd(const model::ProvisioningRequest& request, Durati
 // The Cluster Autoscaler fails a request that is not Provisioned a week after its creation
 // (reason Expired), whatever its class.
 inline constexpr Duration kRequestExpiry = std::chrono::hours(24 * 7);
-// How long after its creation a request that is not Provisioned is still retried: the
-// ValidUntilSeconds parameter of a best-effort-atomic request that sets it, kRequestExpiry
-// otherwise. Error (kInvalidArgument): a ValidUntilSeconds that is not a whole number of seconds.
+// The ValidUntilSeconds parameter when it applies (the request is best-effort-atomic and sets
+// it; check-capacity ignores it, as the Cluster Autoscaler does), else nullptr.
+const std::string* ValidUntilSeconds(const model::ProvisioningRequest& request);
+// How long after its creation a request that is not Provisioned is still retried: its
+// ValidUntilSeconds when that applies, kRequestExpiry otherwise. Error (kInvalidArgument): a
+// ValidUntilSeconds that is not a whole number of seconds.
 Result<Duration> RetryWindow(const model::ProvisioningRequest& request);
 
 // The annotation on the pods a request stands for: the request's "namespace/name".

@@ -229,13 +229,12 @@ bool ProvisioningTracker::Expired(const StepContext& ctx, const model::Provision
     Deadline(until);
     return false;
   }
-  const bool parameter = r.Parameter(model::kValidUntilSecondsParameter) != nullptr &&
-                         r.provisioning_class == ProvisioningClass::kBestEffortAtomic;
   std::string words =
       fmt::format("not provisioned within {} of its creation ({}); not retried any more",
                   FormatDuration(*window),
-                  parameter ? fmt::format("spec.parameters.{}", model::kValidUntilSecondsParameter)
-                            : std::string("the longest a request is retried"));
+                  ValidUntilSeconds(r) != nullptr
+                      ? fmt::format("spec.parameters.{}", model::kValidUntilSecondsParameter)
+                      : std::string("the longest a request is retried"));
   Want(r, Cond(ProvisioningCondition::kFailed, true, kExpired, words),
        RequestEvent(r, EventReason::kProvisioningFailed, words, true));
   return true;
