@@ -36,13 +36,16 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
   });
   pod_templates_->SetChangeCallback(
       [this](kube::ChangeType, const std::string&) { Changed(false); });
-  // A new slice or a freed claim can make a pending pod fit: worth a pass soon.
-  device_classes_->SetChangeCallback(
-      [this](kube::ChangeType, const std::string&) { Changed(false); });
-  claims_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
-  claim_templates_->SetChangeCallback(
-      [this](kube::ChangeType, const std::string&) { Changed(false); });
-  slices_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
+  // A new slice or a freed claim can make a pending pod fit: worth a pass soon. The next
+  // Snapshot copies the DRA objects again.
+  auto dra_changed = [this](kube::ChangeType, const std::string&) {
+    dra_changes_.fetch_add(1);
+    Changed(false);
+  };
+  device_classes_->SetChangeCallback(dra_changed);
+  claims_->SetChangeCallback(dra_changed);
+  claim_templates_->SetChangeCallback(dra_changed);
+  slices_->SetChangeCallback(dra_changed);
 }
 
 InformerClusterReader::~InformerClusterReader() { Stop(); }
@@ -88,13 +91,24 @@ ClusterView InformerClusterReader::Snapshot() const {
   v.daemon_sets = daemon_sets_->Snapshot();
   v.provisioning_requests = provisioning_requests_->Snapshot();
   v.pod_templates = pod_templates_->Snapshot();
+  v.dra = DraSnapshot();
+  return v;
+}
+
+std::shared_ptr<const model::DraObjects> InformerClusterReader::DraSnapshot() const {
+  // The counter is read before the caches: a change applied after this read bumps it again, so
+  // a copy that may have missed the change is not reused.
+  uint64_t version = dra_changes_.load();
+  std::lock_guard lock(dra_mu_);
+  if (dra_version_ == version) return dra_;
   auto dra = std::make_shared<model::DraObjects>();
   for (const auto& x : device_classes_->Snapshot()) dra->device_classes.push_back(*x);
   for (const auto& x : claims_->Snapshot()) dra->claims.push_back(*x);
   for (const auto& x : claim_templates_->Snapshot()) dra->claim_templates.push_back(*x);
   for (const auto& x : slices_->Snapshot()) dra->slices.push_back(*x);
-  if (!dra->empty()) v.dra = std::move(dra);
-  return v;
+  dra_ = dra->empty() ? nullptr : std::move(dra);
+  dra_version_ = version;
+  return dra_;
 }
 
 void InformerClusterReader::SetOnChange(std::function<void(bool)> on_change) {

@@ -2,6 +2,8 @@
 // ClusterWriter backed by kube/client writes, Events and the status ConfigMap.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,9 +16,10 @@
 namespace tidepool::controller {
 
 // Pods, Nodes, PodDisruptionBudgets, DaemonSets, ProvisioningRequests (optional: absent without
-// the CRD) and PodTemplates. A change is urgent when a pod without a node (not finished)
-// appears or changes, a node is added or deleted, or a ProvisioningRequest is added or changed;
-// node status updates (heartbeats) and pod deletions are not. Thread-safe.
+// the CRD), PodTemplates and the DRA objects (optional: absent without resource.k8s.io/v1). A
+// change is urgent when a pod without a node (not finished) appears or changes, a node is added or
+// deleted, or a ProvisioningRequest is added or changed; node status updates (heartbeats) and pod
+// deletions are not. Thread-safe.
 class InformerClusterReader final : public ClusterReader {
  public:
   InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune = {});
@@ -36,6 +39,7 @@ class InformerClusterReader final : public ClusterReader {
 
  private:
   void Changed(bool urgent);
+  std::shared_ptr<const model::DraObjects> DraSnapshot() const;
 
   std::unique_ptr<kube::PodInformer> pods_;
   std::unique_ptr<kube::NodeInformer> nodes_;
@@ -47,6 +51,12 @@ class InformerClusterReader final : public ClusterReader {
   std::unique_ptr<kube::ResourceClaimInformer> claims_;
   std::unique_ptr<kube::ResourceClaimTemplateInformer> claim_templates_;
   std::unique_ptr<kube::ResourceSliceInformer> slices_;
+  // The DRA objects as one value, copied from their informers only after one of them changed
+  // (dra_changes_ counts the changes); passes in between share the copy.
+  std::atomic<uint64_t> dra_changes_{0};
+  mutable std::mutex dra_mu_;
+  mutable uint64_t dra_version_ = UINT64_MAX;             // guarded by dra_mu_
+  mutable std::shared_ptr<const model::DraObjects> dra_;  // guarded by dra_mu_
   std::mutex mu_;
   std::function<void(bool)> on_change_;
 };

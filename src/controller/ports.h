@@ -27,8 +27,8 @@ struct ClusterView {
   std::vector<std::shared_ptr<const model::DaemonSet>> daemon_sets;
   std::vector<std::shared_ptr<const model::ProvisioningRequest>> provisioning_requests;
   std::vector<std::shared_ptr<const model::PodTemplate>> pod_templates;
-  // Dynamic Resource Allocation objects, copied into one value per read; null when the reader
-  // has none (docs/dra.md).
+  // Dynamic Resource Allocation objects as one value (a reader may share it between reads while
+  // none of them changes); null when the reader has none (docs/dra.md).
   std::shared_ptr<const model::DraObjects> dra;
 };
 
