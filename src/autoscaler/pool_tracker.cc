@@ -165,16 +165,11 @@ void PoolTracker::HandleStockout(StepContext& ctx, const model::Pool& pool, Pool
   }
   int cancel = ps.target() - std::max(ps.registered, ps.provider_registered);
   if (cancel > 0) {
-    ctx.actions.push_back(DecreaseTarget{
-        pool.name, cancel,
-        fmt::format("cancel {} requested node(s): the provider reports no capacity", cancel)});
-    ExpectTargetChange(ps, -cancel, now);
+    CancelNewest(
+        ctx, pool.name, ps, cancel,
+        fmt::format("cancel {} requested node(s): the provider reports no capacity", cancel));
     replan = true;
   }
-  // The cancelled nodes were the newest asked for; instances the provider has keep their
-  // request time (and their timeout).
-  DropNewestRequests(ps, cancel);
-  SyncRequests(ps, now);
 }
 
 bool PoolTracker::HandleTimeout(StepContext& ctx, const model::Pool& pool, PoolState& ps) {
@@ -225,6 +220,16 @@ void PoolTracker::Backoff(PoolState& ps, std::string reason, Time now, bool refu
                                          config_.scale_up.backoff_max, ps.backoff_level);
   ps.backoff_cause = PoolFailure{now, std::move(reason), refused};
   ++ps.backoff_level;
+}
+
+void PoolTracker::CancelNewest(StepContext& ctx, const std::string& pool, PoolState& ps, int count,
+                               std::string reason) {
+  ctx.actions.push_back(DecreaseTarget{pool, count, std::move(reason)});
+  ExpectTargetChange(ps, -count, ctx.now);
+  // The cancelled nodes are the newest asked for; instances the provider has keep their request
+  // time (and their timeout).
+  DropNewestRequests(ps, count);
+  SyncRequests(ps, ctx.now);
 }
 
 void PoolTracker::ExpectTargetChange(PoolState& ps, int delta, Time now) {
@@ -311,10 +316,7 @@ int PoolTracker::GiveBack(StepContext& ctx, const std::string& pool, int count,
   PoolState& ps = it->second;
   const int cancel = std::min(count, ps.not_registered);
   if (cancel <= 0) return 0;
-  ctx.actions.push_back(DecreaseTarget{pool, cancel, std::move(reason)});
-  ExpectTargetChange(ps, -cancel, ctx.now);
-  DropNewestRequests(ps, cancel);
-  SyncRequests(ps, ctx.now);
+  CancelNewest(ctx, pool, ps, cancel, std::move(reason));
   return cancel;
 }
 

@@ -94,6 +94,10 @@ class PoolTracker {
   void SyncRequests(PoolState& ps, Time now);
   // Forgets the `count` most recently requested nodes (cancelled or refused).
   void DropNewestRequests(PoolState& ps, int count);
+  // Cancels the `count` (> 0) most recently requested nodes of `pool`: a DecreaseTarget with
+  // `reason`, expected until the provider shows it.
+  void CancelNewest(StepContext& ctx, const std::string& pool, PoolState& ps, int count,
+                    std::string reason);
   // Puts the pool in backoff (unless it is in backoff already) with the doubling duration, and
   // records the failure as its cause; `refused`: an increase the provider refused.
   void Backoff(PoolState& ps, std::string reason, Time now, bool refused = false);
