@@ -26,6 +26,7 @@ class Actuator::Batch {
  public:
   Batch(Actuator& a, const Observation& view, Autoscaler& loop)
       : provider_(a.provider_),
+        stopper_(a.stopper_),
         writer_(a.writer_),
         clock_(a.clock_),
         listener_(a.listener_),
@@ -81,6 +82,10 @@ class Actuator::Batch {
     Report(a, r);
     loop_.OnDeleteResult(a.node, r, clock_.Now());
   }
+  void operator()(const DeleteStopped& a) {
+    Report(a, stopper_ != nullptr ? stopper_->DeleteStopped(a.pool, a.count, clock_.Now())
+                                  : NoStopper(a.pool));
+  }
   void operator()(const Event& a) {
     EventSpec e;
     e.object_kind = std::string(EventObjectKind(a.object_kind));
@@ -117,7 +122,12 @@ class Actuator::Batch {
   Result<void> Delete(const DeleteNode& a) {
     const model::Node* node = FindNode(a.node);
     if (node == nullptr) return {};  // gone already
-    TIDEPOOL_RETURN_IF_ERROR(provider_.DeleteNode(a.pool, *node, clock_.Now()));
+    if (a.method == RemovalMethod::kStop) {
+      TIDEPOOL_RETURN_IF_ERROR(stopper_ != nullptr ? stopper_->StopNode(a.pool, *node, clock_.Now())
+                                                   : NoStopper(a.pool));
+    } else {
+      TIDEPOOL_RETURN_IF_ERROR(provider_.DeleteNode(a.pool, *node, clock_.Now()));
+    }
     ReachKillPoint(KillPoint::kMachineDeleted);
     auto gone = writer_.DeleteNode(node->name(), node->meta.uid);
     if (!gone) {
@@ -197,7 +207,14 @@ class Actuator::Batch {
     return "";
   }
 
+  Result<void> NoStopper(const std::string& pool) const {
+    return InvalidArgument(
+        "pool {}: provider {} cannot stop machines (scaleDown.mode deallocate needs one that can)",
+        pool, provider_.Name());
+  }
+
   cloud::CloudProvider& provider_;
+  cloud::MachineStopper* stopper_;
   ClusterWriter& writer_;
   const Clock& clock_;
   Listener* listener_;

@@ -33,7 +33,10 @@ class Listener {
 //    again and the removal fails (OnTaintResult) rather than going on with stale data.
 //  - EvictPods: one eviction per pod, each reported (OnEvictResult).
 //  - DeleteNode: the provider deletes the machine (lowering the target), then the Node object
-//    goes; a node already gone from the view is success (OnDeleteResult).
+//    goes; a node already gone from the view is success (OnDeleteResult). With method kStop the
+//    provider stops it instead (cloud::MachineStopper); a provider without that capability
+//    fails the action (kInvalidArgument), so the loop rolls the removal back.
+//  - DeleteStopped: the provider's MachineStopper; fire and forget.
 //  - Mark/UnmarkCandidate, UntaintNode, Event, UpdateProvisioningRequest: fire and forget.
 // `view` is the observation the actions were decided on; its objects must stay valid for the
 // whole call, also when a provider deletes what they describe (the live view holds shared
@@ -43,7 +46,11 @@ class Actuator {
  public:
   Actuator(cloud::CloudProvider& provider, ClusterWriter& writer, const Clock& clock,
            Listener* listener = nullptr)
-      : provider_(provider), writer_(writer), clock_(clock), listener_(listener) {}
+      : provider_(provider),
+        stopper_(dynamic_cast<cloud::MachineStopper*>(&provider)),
+        writer_(writer),
+        clock_(clock),
+        listener_(listener) {}
 
   // Asked before each action; false stops the batch there (the live controller: leadership).
   using Proceed = std::function<bool(const autoscaler::Action&)>;
@@ -56,6 +63,7 @@ class Actuator {
   class Batch;  // one Carry call: the view, the loop and the uid index (actuator.cc)
 
   cloud::CloudProvider& provider_;
+  cloud::MachineStopper* stopper_;  // the provider's capability, or nullptr
   ClusterWriter& writer_;
   const Clock& clock_;
   Listener* listener_;

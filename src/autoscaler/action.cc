@@ -19,6 +19,7 @@ struct Name {
   std::string_view operator()(const UpdateProvisioningRequest&) const {
     return "UpdateProvisioningRequest";
   }
+  std::string_view operator()(const DeleteStopped&) const { return "DeleteStopped"; }
 };
 
 // A node action: "TaintNode n1" or "TaintNode n1 (why)".
@@ -36,6 +37,13 @@ struct Describe {
   }
   std::string operator()(const DecreaseTarget& a) const {
     return fmt::format("{} {} -{} ({})", name, a.pool, a.count, a.reason);
+  }
+  std::string operator()(const DeleteStopped& a) const {
+    return fmt::format("{} {} -{} ({})", name, a.pool, a.count, a.reason);
+  }
+  std::string operator()(const DeleteNode& a) const {
+    std::string_view verb = a.method == RemovalMethod::kStop ? "StopNode" : name;
+    return DescribeNodeAction(verb, a.node, a.reason);
   }
   std::string operator()(const EvictPods& a) const {
     return fmt::format("{} {} [{}]", name, a.node, fmt::join(a.pods, ", "));
@@ -91,6 +99,10 @@ std::string_view EventObjectKind(EventObject object) {
       return "ProvisioningRequest";
   }
   return "?";
+}
+
+std::string_view RemovalMethodName(RemovalMethod method) {
+  return method == RemovalMethod::kStop ? "stop" : "delete";
 }
 
 std::string_view ActionName(const Action& action) { return std::visit(Name{}, action); }

@@ -68,8 +68,15 @@ struct EvictPods {
   std::string reason;
 };
 
-// Delete the instance, lowering the pool's target by one (as NodeGroup.DeleteNodes does), then
-// the Node. Report OnDeleteResult.
+// How a removed node's machine goes (pools[].scaleDown.mode).
+enum class RemovalMethod {
+  kDelete,  // deleted
+  kStop,    // stopped (deallocated) and kept for a fast restart (cloud::MachineStopper)
+};
+std::string_view RemovalMethodName(RemovalMethod method);  // "delete" | "stop"
+
+// Delete (or stop) the instance, lowering the pool's target by one (as NodeGroup.DeleteNodes
+// does), then the Node. Report OnDeleteResult.
 struct DeleteNode {
   std::string node;
   std::string pool;
@@ -77,6 +84,16 @@ struct DeleteNode {
   std::string reason;
   // The removal evicted training pods because it paid (planner/disruption.h): its numbers.
   std::optional<planner::ConsolidationVerdict> consolidation;
+  RemovalMethod method = RemovalMethod::kDelete;
+};
+
+// Delete `count` stopped machines of a deallocate pool, the longest-stopped first
+// (cloud::MachineStopper::DeleteStopped). Fire and forget: the pool's stopped count in a later
+// observation shows the result.
+struct DeleteStopped {
+  std::string pool;
+  int count = 0;
+  std::string reason;
 };
 
 // Set conditions on a ProvisioningRequest's status (through its status subresource, on a fresh
@@ -125,7 +142,8 @@ struct Event {
 // tainted is untainted).
 using Action =
     std::variant<IncreasePool, DecreaseTarget, TaintNode, UntaintNode, MarkCandidate,
-                 UnmarkCandidate, EvictPods, DeleteNode, Event, UpdateProvisioningRequest>;
+                 UnmarkCandidate, EvictPods, DeleteNode, Event, UpdateProvisioningRequest,
+                 DeleteStopped>;
 
 // The action's kind in one word ("IncreasePool", "Event", ...).
 std::string_view ActionName(const Action& action);

@@ -35,6 +35,9 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   if (scan) {
     last_scan_ = now;
     removals_.Adopt(ctx);
+    pools_.TrimStopped(ctx, [this](const model::Pool& pool, Time now) {
+      return warm_.StoppedWorthKeeping(pool, now);
+    });
     RunScaleDown(ctx, /*may_start=*/!scaled_up);
   }
   Cleanup(ctx);

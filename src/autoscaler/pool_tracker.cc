@@ -94,6 +94,7 @@ void PoolTracker::ReadProvider(const model::Pool& pool, PoolState& ps,
     ps.stockout = false;
     ps.stockout_reason.clear();
   }
+  ReadStopped(ps, reported, now);
   if (ps.expected_target) {
     bool shows = ps.observed && ps.observed_target == *ps.expected_target;
     bool lapsed = ps.unreported == 0 && now - ps.expected_touched >= options_.observe_grace;
@@ -240,6 +241,7 @@ void PoolTracker::ExpectTargetChange(PoolState& ps, int delta, Time now) {
 
 void PoolTracker::RecordIncrease(const std::string& pool, int count, Time now) {
   PoolState& ps = pools_[pool];
+  NoteIncrease(ps, count, now);
   ExpectTargetChange(ps, count, now);
   ps.requests.push_back({count, now});
   ps.not_registered += count;
@@ -367,6 +369,10 @@ void PoolTracker::AddDigest(Digest& d) const {
     }
     d.Add(ps.stockout_reason);
     d.Add(ps.expected_touched);
+    d.AddInt(ps.observed_stopped);
+    d.AddInt(ps.expected_stopped.value_or(-1));
+    d.Add(ps.expected_stopped_touched);
+    d.Add(ps.stopped_reason);
     for (const ScaleUpRequest& r : ps.requests) {
       d.AddInt(r.remaining);
       d.Add(r.requested_at);
@@ -421,6 +427,12 @@ PoolStatus PoolTracker::Status(const model::Pool& pool, Time now) const {
     p.backoff_reason = ps.backoff_cause.reason;
   }
   p.stockout = ps.stockout;
+  if (pool.scale_down.Deallocates()) {
+    p.deallocate = true;
+    p.stopped = ps.stopped();
+    p.max_stopped = pool.scale_down.max_stopped;
+    p.stopped_reason = ps.stopped_reason;
+  }
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,26 @@ class PoolTracker {
   // Cancels up to `count` requested nodes of `pool` that have not registered (a DecreaseTarget
   // with `reason`), the newest first; returns how many.
   int GiveBack(StepContext& ctx, const std::string& pool, int count, std::string reason);
+  // Pools with scaleDown.mode deallocate (stopped_machines.cc). Whether a node of `pool`
+  // removed now is stopped or deleted (always deleted in other pools), with the reason in words
+  // ("" for other pools); a stop is counted in the pool's stopped machines at once.
+  struct RemovalChoice {
+    bool stop = false;
+    std::string why;
+  };
+  RemovalChoice ChooseRemoval(const std::string& pool, Time now);
+  // A stop's result (a failed stop is taken back from the count).
+  void OnStopReported(const std::string& pool, bool ok, Time now);
+  // How many of a pool's stopped machines are worth keeping now, and why; nullopt: nothing
+  // known beyond maxStopped.
+  struct StoppedKeep {
+    int keep = 0;
+    std::string why;
+  };
+  using KeepStopped = std::function<std::optional<StoppedKeep>(const model::Pool&, Time)>;
+  // DeleteStopped actions for the stopped machines beyond maxStopped, or beyond what
+  // `worth_keeping` says (WarmPlanner::StoppedWorthKeeping).
+  void TrimStopped(StepContext& ctx, const KeepStopped& worth_keeping);
 
   int Upcoming(std::string_view pool) const;
   int Target(std::string_view pool) const;
@@ -103,6 +124,11 @@ class PoolTracker {
   void Backoff(PoolState& ps, std::string reason, Time now, bool refused = false);
   // Records a target change the loop asked for, until the provider's target shows it.
   void ExpectTargetChange(PoolState& ps, int delta, Time now);
+  // The same for the stopped count; and the provider's stopped count read into `ps`.
+  void ExpectStoppedChange(PoolState& ps, int delta, Time now);
+  void ReadStopped(PoolState& ps, const PoolObservation* reported, Time now);
+  // An increase starts stopped machines first: the expected stopped count drops with it.
+  void NoteIncrease(PoolState& ps, int count, Time now);
   static bool InBackoff(const PoolState& ps, Time now) {
     return ps.backoff_until && *ps.backoff_until > now;
   }

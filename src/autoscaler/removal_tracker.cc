@@ -124,10 +124,14 @@ void RemovalTracker::Drain(StepContext& ctx, Removal& r) {
   if (all_evicted) {
     if (!r.all_evicted_at) r.all_evicted_at = now;
     if (present.empty()) {
-      ctx.actions.push_back(
-          DeleteNode{r.node, r.pool, r.kind,
-                     fmt::format("scale-down: {}, {}", planner::RemovalKindName(r.kind), r.detail),
-                     r.consolidation});
+      PoolTracker::RemovalChoice how = pools_.ChooseRemoval(r.pool, now);
+      r.stop = how.stop;
+      r.method_reason = std::move(how.why);
+      std::string reason =
+          fmt::format("scale-down: {}, {}", planner::RemovalKindName(r.kind), r.detail);
+      if (!r.method_reason.empty()) reason += "; " + r.method_reason;
+      ctx.actions.push_back(DeleteNode{r.node, r.pool, r.kind, std::move(reason), r.consolidation,
+                                       r.stop ? RemovalMethod::kStop : RemovalMethod::kDelete});
       r.phase = Removal::Phase::kDeleting;
       pools_.RecordDeletion(r.pool, now);
     } else if (now >= *r.all_evicted_at + options_.pod_termination_wait) {
@@ -239,11 +243,14 @@ std::optional<Time> RemovalTracker::OnDeleteResult(const std::string& node,
   Removal& r = it->second;
   bool ok = result || result.error().code() == Error::Code::kNotFound;
   pools_.OnDeleteReported(r.pool, ok, now);
+  if (r.stop) pools_.OnStopReported(r.pool, ok, now);
   if (ok) {
     std::string why = fmt::format("{}, {}", planner::RemovalKindName(r.kind), r.detail);
+    if (!r.method_reason.empty()) why += "; " + r.method_reason;
     out.push_back(Event{EventObject::kNode, node, EventReason::kScaleDown,
-                        fmt::format("node removed by tidepool: {}", why), false, r.pool});
-    last_scale_down_ = ScaleDownRecord{now, node, r.pool, "deleted", why};
+                        fmt::format("node {} by tidepool: {}", r.stop ? "stopped" : "removed", why),
+                        false, r.pool});
+    last_scale_down_ = ScaleDownRecord{now, node, r.pool, r.stop ? "stopped" : "deleted", why};
     deleted_[node] = now;
     removals_.erase(it);
   } else {

@@ -33,6 +33,7 @@ struct PoolState {
   int provider_registered = 0;
   bool stockout = false;
   std::string stockout_reason;
+  int observed_stopped = 0;
 
   // A target the loop asked for (increase, cancellation, deletion) that the observed target
   // does not show yet; it wins over observed_target until it shows, or until its results are
@@ -42,6 +43,12 @@ struct PoolState {
   Time expected_touched{};
 
   std::deque<ScaleUpRequest> requests;  // oldest first
+
+  // Like expected_target, for the stopped count: what the loop's stops and DeleteStopped make
+  // it, until the provider shows it or LoopOptions::observe_grace passes without a change.
+  std::optional<int> expected_stopped;
+  Time expected_stopped_touched{};
+  std::string stopped_reason;  // the last decision about stopped machines, in words
 
   int backoff_level = 0;  // failures since the last successful registration
   std::optional<Time> backoff_until;
@@ -54,6 +61,7 @@ struct PoolState {
   int not_registered = 0;
 
   int target() const { return expected_target.value_or(observed_target); }
+  int stopped() const { return expected_stopped.value_or(observed_stopped); }
   int upcoming() const { return not_registered + starting; }
 };
 
@@ -79,6 +87,8 @@ struct Removal {
   planner::RemovalKind kind = planner::RemovalKind::kEmpty;
   std::string detail;  // the planner's words, e.g. "utilization 0.10 < 0.5 (cpu)"
   std::optional<planner::ConsolidationVerdict> consolidation;  // training pods weighed
+  bool stop = false;          // kDeleting: the machine is being stopped, not deleted
+  std::string method_reason;  // why it is stopped or deleted (deallocate pools), else ""
   Phase phase = Phase::kTainting;
   Time started{};                     // taint requested (or adopted after a restart)
   bool taint_confirmed = false;       // OnTaintResult ok, or the taint observed

@@ -43,6 +43,10 @@ std::string FormatStatus(const Status& s) {
           fmt::format(" backoff until {} ({})", FormatRfc3339(*p.backoff_until), p.backoff_reason);
     }
     out += "\n";
+    if (p.deallocate) {
+      out += fmt::format("    stopped: {} of maxStopped {}{}\n", p.stopped, p.max_stopped,
+                         p.stopped_reason.empty() ? "" : "; last: " + p.stopped_reason);
+    }
     if (p.warm) out += "    warm: " + FormatWarm(p) + "\n";
   }
   if (s.last_scale_up) {

@@ -26,6 +26,11 @@ struct PoolStatus {
   std::optional<Time> backoff_until;  // set while the pool may not grow
   std::string backoff_reason;
   bool stockout = false;  // the provider reported no capacity at the last step
+  // Stopped machines (pools[].scaleDown.mode deallocate; zero and empty for other pools).
+  bool deallocate = false;
+  int stopped = 0;
+  int max_stopped = 0;
+  std::string stopped_reason;  // the last stop / delete / trim decision in words
   // Warm capacity (pools[].warm); zero and empty when the pool has none.
   bool warm = false;
   int warm_spare_nodes = 0;   // warm.spareNodes
@@ -58,7 +63,7 @@ struct ScaleDownRecord {
   Time time{};
   std::string node;
   std::string pool;
-  std::string outcome;  // "started", "deleted" or "failed"
+  std::string outcome;  // "started", "deleted", "stopped" or "failed"
   std::string reason;   // why the node went (or why it failed)
 };
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,11 @@ class WarmPlanner {
   void AddDigest(Digest& d) const;
   void AddTimers(Timers& t) const;
   void FillStatus(PoolStatus& p, const model::Pool& pool, Time now) const;
+  // Pools with scaleDown.mode deallocate and warm.predictive, once a day of demand is learned:
+  // the stopped machines worth keeping, those the profile expects to be needed before their
+  // disks cost more than the boot time a restart saves (warm_stopped.cc). Else nullopt.
+  std::optional<PoolTracker::StoppedKeep> StoppedWorthKeeping(const model::Pool& pool,
+                                                              Time now) const;
 
  private:
   void ComputeLoads(StepContext& ctx, const PlannedPools& planned,
@@ -81,6 +87,11 @@ class WarmPlanner {
   const model::AutoscalerConfig& config_;
   std::map<std::string, WarmState, std::less<>> warm_;  // pools with pools[].warm
 };
+
+// What a stopped (deallocated) machine costs per hour, as a share of the pool's pricePerHour:
+// its disks. Managed disks of a GPU VM cost well under 2% of the VM; the simulator bills stopped
+// machines at this unless simulation.pools.<name>.stoppedPricePerHour says otherwise.
+inline constexpr double kStoppedPriceShare = 0.02;
 
 // The resource a pool's demand is counted in: GPUs when its nodes have them, else CPU cores.
 model::ResourceId PrimaryResource(const model::Pool& pool);

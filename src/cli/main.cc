@@ -126,6 +126,12 @@ int ExplainPool(const Inputs& in, const std::string& pool_name,
     if (p.name != pool_name) continue;
     std::cout << fmt::format("pool {}: min {} max {}, {} registered, {} ready\n", p.name, p.min,
                              p.max, p.registered, p.ready);
+    if (p.deallocate) {
+      std::cout << fmt::format(
+          "scale-down: deallocate; a removed node is stopped while fewer than maxStopped {} are "
+          "(the state file does not say how many are stopped now: {} assumed)\n",
+          p.max_stopped, p.stopped);
+    }
     if (!p.warm) {
       std::cout << "no warm capacity configured (pools[].warm: spareNodes, headroom, "
                    "predictive)\n";

@@ -17,6 +17,9 @@ struct PoolSize {
   std::string pool;
   int target = 0;         // the desired size the provider is working towards
   int instances = 0;      // machines that exist (joined the cluster or not), failed ones excluded
+  // Stopped (deallocated) machines kept for a fast restart (pools[].scaleDown.mode deallocate),
+  // counted in neither `target` nor `instances`. Always 0 for other pools.
+  int stopped = 0;
   bool stockout = false;  // the provider cannot add capacity to this pool now
   std::string stockout_reason;  // e.g. "SkuNotAvailable: ...", shown in status and events
 };
@@ -53,6 +56,30 @@ class CloudProvider {
   virtual Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) = 0;
   virtual Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) = 0;
   virtual std::string PoolOf(const model::Node& node) const = 0;
+};
+
+// An optional capability (its own interface; a provider that has it derives from both): pools
+// whose machines can be stopped instead of deleted and started again, for pools with
+// scaleDown.mode deallocate (docs/configuration.md). The config loader allows that mode only
+// with provider types that implement this.
+// Contract, for a deallocate pool (other pools behave as CloudProvider says):
+//  - StopNode stops (deallocates) the node's machine instead of deleting it: compute is
+//    released, the disk kept. Like DeleteNode it lowers the target by one; the pool's stopped
+//    count (PoolSize::stopped) rises by one. The caller then deletes the Node object, as after
+//    DeleteNode; a restarted machine registers again. A machine already stopped is success.
+//  - IncreaseSize starts stopped machines first (up to `delta`, the most recently stopped
+//    first) and creates only the rest. A stopped machine that fails to start is deleted (at a
+//    later Refresh) and the target keeps it, so the provider creates a replacement.
+//  - DeleteStopped deletes up to `count` > 0 stopped machines, the longest-stopped first,
+//    lowering the stopped count; fewer stopped than `count` deletes them all (success).
+//  - `max` bounds target (running and requested machines); stopped machines do not count against
+//    it. How many may be stopped is the caller's decision (pools[].scaleDown.maxStopped).
+class MachineStopper {
+ public:
+  virtual ~MachineStopper() = default;
+
+  virtual Result<void> StopNode(const std::string& pool, const model::Node& node, Time now) = 0;
+  virtual Result<void> DeleteStopped(const std::string& pool, int count, Time now) = 0;
 };
 
 }  // namespace tidepool::cloud

@@ -33,4 +33,8 @@ std::string_view CapacityTypeName(CapacityType t) {
   return t == CapacityType::kSpot ? "spot" : "on-demand";
 }
 
+std::string_view ScaleDownModeName(ScaleDownMode mode) {
+  return mode == ScaleDownMode::kDeallocate ? "deallocate" : "delete";
+}
+
 }  // namespace tidepool::model

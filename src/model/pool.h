@@ -52,6 +52,21 @@ struct TemplateDevices {
 std::vector<ResourceSlice> TemplateSlices(std::string_view pool_name, std::string_view node_name,
                                           const std::vector<TemplateDevices>& devices);
 
+// What scale-down does with a pool's machines (`pools[].scaleDown`, docs/configuration.md).
+enum class ScaleDownMode {
+  kDelete,      // delete the machine (the default)
+  kDeallocate,  // stop (deallocate) it and keep it for a fast restart, up to max_stopped
+};
+std::string_view ScaleDownModeName(ScaleDownMode mode);  // "delete" | "deallocate"
+
+struct PoolScaleDown {
+  ScaleDownMode mode = ScaleDownMode::kDelete;
+  // kDeallocate: at most this many stopped machines are kept; a node removed beyond them is
+  // deleted. Defaults to the pool's max.
+  int32_t max_stopped = 0;
+  bool Deallocates() const { return mode == ScaleDownMode::kDeallocate; }
+};
+
 struct Pool {
   std::string name;
   int32_t min = 0;
@@ -62,6 +77,7 @@ struct Pool {
   std::string instance_type;
   std::optional<Duration> provision_timeout;  // overrides scaleUp.provisionTimeout
   std::optional<Duration> boot_delay;         // kwok / simulation
+  std::optional<Duration> restart_delay;      // kwok: a stopped node coming back (deallocate)
   // The node this pool creates: labels (including tidepool.dev/pool), taints, capacity and
   // allocatable (equal to capacity unless the config says otherwise), ready.
   Node template_node;
@@ -69,6 +85,7 @@ struct Pool {
   // TemplateSlices(name, template_node's name, devices): what the planner gives template nodes.
   std::vector<ResourceSlice> device_slices;
   WarmConfig warm;
+  PoolScaleDown scale_down;
 };
 
 struct ProviderConfig {

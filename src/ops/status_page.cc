@@ -187,6 +187,10 @@ void PoolStateCell(std::string& out, const PoolStatus& p, Time now) {
       out += "<span class=\"badge ok\">ok</span>";
     }
   }
+  if (p.deallocate) {
+    out += fmt::format(" <span class=\"muted\" title=\"{}\">{} stopped of {}</span>",
+                       HtmlEscape(p.stopped_reason), p.stopped, p.max_stopped);
+  }
   out += "</td>";
 }
 

@@ -98,6 +98,10 @@ void TidepoolMetrics::AddPoolGauges(Registry& r) {
                               "1 when the provider reported no capacity for the pool at the last "
                               "step, else 0.",
                               {"pool"});
+  pool_stopped_ = r.AddGauge("tidepool_pool_stopped_nodes",
+                             "Stopped (deallocated) machines kept for a fast restart, per pool with "
+                             "scaleDown.mode deallocate.",
+                             {"pool"});
   pool_cost_ = r.AddGauge("tidepool_pool_estimated_cost_per_hour",
                           "Estimated cost per hour of the pool's nodes: max(target, registered + "
                           "removing) times the configured pricePerHour.",
@@ -185,7 +189,8 @@ void TidepoolMetrics::Update(const autoscaler::Status& status,
   std::map<std::string, int> removing;
   for (const autoscaler::RemovalStatus& r : status.removals) ++removing[r.pool];
 
-  std::map<LabelValues, double> nodes, min, max, target, backoff, backoff_until, stockout, cost;
+  std::map<LabelValues, double> nodes, min, max, target, backoff, backoff_until, stockout, cost,
+      stopped;
   for (const autoscaler::PoolStatus& p : status.pools) {
     int rm = removing.contains(p.name) ? removing[p.name] : 0;
     nodes[{p.name, "ready"}] = p.ready;
@@ -198,6 +203,7 @@ void TidepoolMetrics::Update(const autoscaler::Status& status,
     backoff[{p.name}] = p.backoff_until ? 1 : 0;
     if (p.backoff_until) backoff_until[{p.name}] = ToSeconds(*p.backoff_until);
     stockout[{p.name}] = p.stockout ? 1 : 0;
+    if (p.deallocate) stopped[{p.name}] = p.stopped;
     const model::Pool* pool = config.FindPool(p.name);
     double price = pool ? pool->price_per_hour : 0;
     cost[{p.name}] = std::max(p.target, p.registered + rm) * price;
@@ -209,6 +215,7 @@ void TidepoolMetrics::Update(const autoscaler::Status& status,
   pool_backoff_->Replace(std::move(backoff));
   pool_backoff_until_->Replace(std::move(backoff_until));
   pool_stockout_->Replace(std::move(stockout));
+  pool_stopped_->Replace(std::move(stopped));
   pool_cost_->Replace(std::move(cost));
 }
 

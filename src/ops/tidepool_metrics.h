@@ -46,6 +46,7 @@ EvictionResult EvictionResultOf(const Result<void>& result);
 //   tidepool_pool_backoff{pool}                               gauge 0/1
 //   tidepool_pool_backoff_until_timestamp_seconds{pool}       gauge, pools in backoff only
 //   tidepool_pool_stockout{pool}                              gauge 0/1
+//   tidepool_pool_stopped_nodes{pool}                         gauge (scaleDown.mode deallocate)
 //   tidepool_pool_estimated_cost_per_hour{pool}               gauge, in the config's price unit
 //   tidepool_scale_ups_total{pool,reason}, tidepool_scale_up_nodes_total{pool}
 //   tidepool_scale_downs_total{pool,reason}, tidepool_scale_down_failures_total{pool}
@@ -129,6 +130,7 @@ class TidepoolMetrics {
   Gauge* pool_backoff_;
   Gauge* pool_backoff_until_;
   Gauge* pool_stockout_;
+  Gauge* pool_stopped_;
   Gauge* pool_cost_;
   Counter* scale_ups_;
   Counter* scale_up_nodes_;

@@ -207,3 +207,49 @@ TEST_F(ActuatorTest, AFailedIncreaseIsReportedToTheLoop) {
 
 }  // namespace
 }  // namespace tidepool::actuator
+
+// --- Stopped machines (pools[].scaleDown.mode deallocate) -----------------------------------
+
+namespace tidepool::actuator {
+namespace {
+
+class FakeStoppingProvider : public FakeProvider, public cloud::MachineStopper {
+ public:
+  explicit FakeStoppingProvider(Calls& c) : FakeProvider(c), c_(c) {}
+  Result<void> StopNode(const std::string& pool, const model::Node& node, Time) override {
+    c_.log.push_back(fmt::format("stop machine {} {}", pool, node.name()));
+    return {};
+  }
+  Result<void> DeleteStopped(const std::string& pool, int count, Time) override {
+    c_.log.push_back(fmt::format("delete stopped {} {}", pool, count));
+    return {};
+  }
+
+ private:
+  Calls& c_;
+};
+
+TEST_F(ActuatorTest, AStopGoesToTheProvidersStopperThenTheNodeObjectGoes) {
+  FakeStoppingProvider stopping(calls_);
+  Actuator a(stopping, writer_, clock_, &outcomes_);
+  std::vector<Action> actions = {
+      autoscaler::DeleteNode{"n1", "cpu", planner::RemovalKind::kEmpty, "empty", std::nullopt,
+                             autoscaler::RemovalMethod::kStop},
+      autoscaler::DeleteStopped{"cpu", 2, "over maxStopped"}};
+  a.Carry(actions, view_, *loop_);
+  EXPECT_THAT(calls_.log, ElementsAre("stop machine cpu n1", "delete node n1 uid uid-n1",
+                                      "delete stopped cpu 2"));
+  EXPECT_THAT(outcomes_.seen, ElementsAre("DeleteNode", "DeleteStopped"));
+}
+
+TEST_F(ActuatorTest, AStopOnAProviderThatCannotStopFailsAndDeletesNothing) {
+  Carry({autoscaler::DeleteNode{"n1", "cpu", planner::RemovalKind::kEmpty, "empty",
+                                std::nullopt, autoscaler::RemovalMethod::kStop}});
+  EXPECT_TRUE(calls_.log.empty()) << calls_.log.front();
+  ASSERT_EQ(outcomes_.seen.size(), 1u);
+  EXPECT_THAT(outcomes_.seen[0], HasSubstr("DeleteNode failed: pool cpu: provider fake cannot "
+                                           "stop machines"));
+}
+
+}  // namespace
+}  // namespace tidepool::actuator

@@ -156,6 +156,7 @@ class World {
         if (pool != nullptr && *pool == name) ++po.registered;
       }
       if (auto it = instances.find(name); it != instances.end()) po.registered = it->second;
+      if (auto it = stopped.find(name); it != stopped.end()) po.stopped = it->second;
       po.stockout = stockout.contains(name);
       po.stockout_reason = po.stockout ? "SkuNotAvailable" : "";
       obs.pools.push_back(po);
@@ -174,13 +175,17 @@ class World {
 
   // The world's cloud as an obliging provider: increases raise the target (or fail with
   // `increase_error`), deletions take the Node (or fail with `delete_error`).
-  struct Cloud : cloud::CloudProvider {
+  // Stopping (MachineStopper) moves a node's machine to `stopped`; an increase of a deallocate
+  // pool takes stopped machines first.
+  struct Cloud : cloud::CloudProvider, cloud::MachineStopper {
     explicit Cloud(World& w) : w(w) {}
     std::string_view Name() const override { return "world"; }
     Result<std::vector<cloud::PoolSize>> Refresh(Time) override { return {}; }
     Result<void> IncreaseSize(const std::string& pool, int delta, Time) override {
       if (w.increase_error) return std::unexpected(*w.increase_error);
       w.target[pool] += delta;
+      int& stopped = w.stopped[pool];
+      stopped -= std::min(stopped, delta);
       return {};
     }
     Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time) override {
@@ -191,6 +196,15 @@ class World {
       if (w.delete_error) return std::unexpected(*w.delete_error);
       w.deleted.push_back(node.name());  // gone at the next Step: the view still points at it
       --w.target[pool];
+      return {};
+    }
+    Result<void> StopNode(const std::string& pool, const model::Node& node, Time now) override {
+      TIDEPOOL_RETURN_IF_ERROR(DeleteNode(pool, node, now));
+      ++w.stopped[pool];
+      return {};
+    }
+    Result<void> DeleteStopped(const std::string& pool, int count, Time) override {
+      w.stopped[pool] = std::max(0, w.stopped[pool] - count);
       return {};
     }
     std::string PoolOf(const model::Node&) const override { return ""; }
@@ -282,6 +296,7 @@ class World {
   std::map<std::string, int> target;
   std::set<std::string> stockout;
   std::map<std::string, int> instances;  // PoolObservation::registered overrides
+  std::map<std::string, int> stopped;    // PoolObservation::stopped
   std::optional<Error> increase_error;
   std::optional<Error> delete_error;
   Result<void> evict_result;
@@ -1474,6 +1489,133 @@ TEST(DemandProfileTest, LearnsTheDailyPeakWithDecay) {
   auto back = DemandProfile::FromJson(p.ToJson(), "p");
   ASSERT_TRUE(back.has_value());
   EXPECT_TRUE(*back == p);
+}
+
+}  // namespace
+}  // namespace tidepool::autoscaler
+
+// --- Stopped machines (pools[].scaleDown.mode deallocate) -------------------------------------
+
+namespace tidepool::autoscaler {
+namespace {
+
+void DeallocatingCpuPool(World& w, int max_stopped) {
+  TwoCpuNodes(w);
+  w.pods.erase("small");  // n1 is empty
+  model::Pool& p = w.config.pools.back();
+  p.scale_down.mode = model::ScaleDownMode::kDeallocate;
+  p.scale_down.max_stopped = max_stopped;
+}
+
+TEST(LoopStoppedTest, ARemovedNodeIsStoppedWhileBelowMaxStopped) {
+  World w;
+  DeallocatingCpuPool(w, 1);
+  w.Start();
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(10) + seconds(30));
+  auto deletes = OfKind<DeleteNode>(actions);
+  ASSERT_EQ(deletes.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(deletes[0].method, RemovalMethod::kStop);
+  EXPECT_THAT(deletes[0].reason, HasSubstr("stopped for a fast restart (1 of maxStopped 1"));
+  EXPECT_EQ(w.stopped["cpu"], 1);
+  bool evented = false;
+  for (const Event& e : OfKind<Event>(actions)) {
+    evented |= e.object == "n1" && e.message.find("node stopped by tidepool") != std::string::npos;
+  }
+  EXPECT_TRUE(evented) << ::testing::PrintToString(Describe(actions));
+  w.Step();
+  const PoolStatus& p = w.PoolStat("cpu");
+  EXPECT_TRUE(p.deallocate);
+  EXPECT_EQ(p.stopped, 1);
+  EXPECT_EQ(p.max_stopped, 1);
+  ASSERT_TRUE(w.loop->GetStatus().last_scale_down);
+  EXPECT_EQ(w.loop->GetStatus().last_scale_down->outcome, "stopped");
+}
+
+TEST(LoopStoppedTest, AtMaxStoppedTheNodeIsDeletedAndTheStatusSaysWhy) {
+  World w;
+  DeallocatingCpuPool(w, 1);
+  w.stopped["cpu"] = 1;
+  w.Start();
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(10) + seconds(30));
+  auto deletes = OfKind<DeleteNode>(actions);
+  ASSERT_EQ(deletes.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(deletes[0].method, RemovalMethod::kDelete);
+  EXPECT_THAT(deletes[0].reason, HasSubstr("deleted, not stopped: 1 stopped already (maxStopped 1)"));
+  EXPECT_EQ(w.stopped["cpu"], 1);
+  EXPECT_THAT(w.PoolStat("cpu").stopped_reason, HasSubstr("maxStopped 1"));
+}
+
+TEST(LoopStoppedTest, StoppedMachinesBeyondMaxStoppedAreDeletedOnce) {
+  World w;
+  DeallocatingCpuPool(w, 1);
+  w.stopped["cpu"] = 3;
+  w.Start();
+  std::vector<Action> actions = w.StepAndCarry();
+  auto trims = OfKind<DeleteStopped>(actions);
+  ASSERT_EQ(trims.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(trims[0].count, 2);
+  EXPECT_EQ(w.stopped["cpu"], 1);
+  w.now += w.config.scan_interval;
+  EXPECT_TRUE(OfKind<DeleteStopped>(w.StepAndCarry()).empty());
+}
+
+TEST(LoopStoppedTest, AFailedStopIsTakenBackFromTheCount) {
+  World w;
+  DeallocatingCpuPool(w, 2);
+  w.delete_error = Error(Error::Code::kUnavailable, "ARM said 503");
+  w.Start();
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(10) + seconds(30));
+  auto deletes = OfKind<DeleteNode>(actions);
+  ASSERT_EQ(deletes.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(deletes[0].method, RemovalMethod::kStop);
+  EXPECT_EQ(w.PoolStat("cpu").stopped, 0);
+}
+
+TEST(LoopStoppedTest, ADeletePoolNeverStops) {
+  World w;
+  TwoCpuNodes(w);
+  w.pods.erase("small");
+  w.Start();
+  auto deletes = OfKind<DeleteNode>(w.RunUntil(w.now + minutes(10) + seconds(30)));
+  ASSERT_EQ(deletes.size(), 1u);
+  EXPECT_EQ(deletes[0].method, RemovalMethod::kDelete);
+  EXPECT_THAT(deletes[0].reason, ::testing::Not(HasSubstr("stopped")));
+  EXPECT_FALSE(w.PoolStat("cpu").deallocate);
+}
+
+}  // namespace
+}  // namespace tidepool::autoscaler
+
+// --- Stopped machines worth their disks (deallocate + warm.predictive) ------------------------
+
+namespace tidepool::autoscaler {
+namespace {
+
+// A deallocate pool with predictive warm capacity that saw no demand for a day: its profile
+// expects nothing, so stopped machines are not worth their disks and are deleted, saying why.
+// Without a day learned, only maxStopped applies.
+TEST(LoopStoppedTest, StoppedMachinesTheProfileDoesNotExpectAreDeleted) {
+  WarmWorld w;
+  model::Pool& p = w.AddGpuPool();
+  p.scale_down.mode = model::ScaleDownMode::kDeallocate;
+  p.scale_down.max_stopped = 4;
+  p.warm.predictive.enabled = true;
+  p.warm.predictive.max_cost_per_day = 10;
+  p.warm.predictive.wait_value_per_gpu_hour = 6;
+  w.stopped["gpu"] = 3;
+  w.Start();
+  EXPECT_TRUE(OfKind<DeleteStopped>(w.Tick()).empty()) << "nothing learned yet";
+  std::vector<Action> all;
+  for (int i = 0; i < 4 * 25; ++i) {
+    w.now += minutes(15);
+    for (Action& a : w.Tick()) all.push_back(std::move(a));
+  }
+  auto trims = OfKind<DeleteStopped>(all);
+  ASSERT_EQ(trims.size(), 1u) << ::testing::PrintToString(Describe(all));
+  EXPECT_EQ(trims[0].count, 3);
+  EXPECT_THAT(trims[0].reason, HasSubstr("the demand profile expects at most 0 more node(s)"));
+  EXPECT_EQ(w.stopped["gpu"], 0);
+  EXPECT_THAT(w.PoolStat("gpu").stopped_reason, HasSubstr("deleted 3 of 3 stopped machine(s)"));
 }
 
 }  // namespace

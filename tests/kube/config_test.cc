@@ -849,6 +849,48 @@ TEST(WarmConfigTest, ErrorsNameTheKey) {
 
 #undef GPU_POOL_WITH
 
+// --- Stopped machines (pools[].scaleDown) ------------------------------------------------------
+
+#define POOL_ON(provider, scale_down)                   \
+  HEADER "provider: {type: " provider "}\n"             \
+         "pools:\n"                                     \
+         "  - name: gpu\n"                              \
+         "    max: 4\n"                                 \
+         "    template:\n"                              \
+         "      capacity: {cpu: \"8\", memory: 64Gi}\n" \
+         "    scaleDown: " scale_down "\n"
+
+TEST(PoolScaleDownConfigTest, DeallocateWithAndWithoutMaxStopped) {
+  auto c = ParseAutoscalerConfig(POOL_ON("kwok", "{mode: deallocate, maxStopped: 2}"), "c.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->pools[0].scale_down.mode, model::ScaleDownMode::kDeallocate);
+  EXPECT_EQ(c->pools[0].scale_down.max_stopped, 2);
+  auto d = ParseAutoscalerConfig(POOL_ON("kwok", "{mode: deallocate}"), "c.yaml");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  EXPECT_EQ(d->pools[0].scale_down.max_stopped, 4) << "defaults to the pool's max";
+  auto e = ParseAutoscalerConfig(HEADER ONE_POOL, "c.yaml");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_FALSE(e->pools[0].scale_down.Deallocates());
+}
+
+TEST(PoolScaleDownConfigTest, ErrorsNameTheKeyAndWhatWasExpected) {
+  EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: hibernate}")),
+              HasSubstr("pools[0].scaleDown.mode: expected one of \"delete\", \"deallocate\", "
+                        "got \"hibernate\""));
+  EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: deallocate, maxStopped: -1}")),
+              HasSubstr("pools[0].scaleDown.maxStopped: expected a non-negative integer"));
+  EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{maxStopped: 2}")),
+              HasSubstr("pools[0].scaleDown.maxStopped: maxStopped applies to mode deallocate "
+                        "only"));
+  EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: deallocate, max: 2}")),
+              HasSubstr("pools[0].scaleDown.max: unknown key"));
+  EXPECT_THAT(ErrorOf(POOL_ON("aks", "{mode: deallocate}")),
+              HasSubstr("pools[0].scaleDown.mode: provider.type aks cannot stop machines (mode "
+                        "deallocate works with kwok, azure-vmss; expected mode delete)"));
+}
+
+#undef POOL_ON
+
 // Cluster API: the pools are node groups; `pools:` only adds settings to them by name.
 TEST(AutoscalerConfig, ClusterApiPoolsAreOptionalAndAddSettingsByName) {
   auto none = Parse(R"(apiVersion: tidepool.dev/v1alpha1
@@ -969,6 +1011,22 @@ pools:
               HasSubstr("pools[0].template.devices[0].capacity.memory"));
   EXPECT_THAT(with("[{driver: g.example.com, attributes: {v: {semver: 1}}}]"),
               HasSubstr("pools[0].template.devices[0].attributes.v.semver"));
+}
+
+TEST(PoolScaleDownConfigTest, RestartDelayNeedsADeallocatePool) {
+  const std::string pool =
+      "pools:\n"
+      "  - name: gpu\n"
+      "    max: 4\n"
+      "    template:\n"
+      "      capacity: {cpu: \"8\", memory: 64Gi}\n";
+  auto c = ParseAutoscalerConfig(
+      HEADER + pool + "    scaleDown: {mode: deallocate}\n    restartDelay: 20s\n", "c.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->pools[0].restart_delay, std::chrono::seconds(20));
+  EXPECT_THAT(ErrorOf(HEADER + pool + "    restartDelay: 20s\n"),
+              HasSubstr("pools[0].restartDelay: restartDelay applies to pools with scaleDown.mode "
+                        "deallocate"));
 }
 
 }  // namespace

@@ -114,16 +114,19 @@ bool Documented(const std::vector<DocKey>& keys, const std::string& path) {
   return false;
 }
 
-// A minimal valid config with `path` set to the YAML `example`.
-std::string ConfigWith(const std::string& path, const std::string& example) {
-  YAML::Node root = YAML::Load(
-      "apiVersion: tidepool.dev/v1alpha1\n"
-      "kind: AutoscalerConfig\n"
-      "pools:\n"
-      "  - name: cpu\n"
-      "    max: 3\n"
-      "    template:\n"
-      "      capacity: {cpu: \"4\", memory: 8Gi, nvidia.com/gpu: \"4\"}\n");
+constexpr const char* kMinimalConfig =
+    "apiVersion: tidepool.dev/v1alpha1\n"
+    "kind: AutoscalerConfig\n"
+    "pools:\n"
+    "  - name: cpu\n"
+    "    max: 3\n"
+    "    template:\n"
+    "      capacity: {cpu: \"4\", memory: 8Gi, nvidia.com/gpu: \"4\"}\n";
+
+// A minimal valid config (or `base`) with `path` set to the YAML `example`.
+std::string ConfigWith(const std::string& path, const std::string& example,
+                       const std::string& base = kMinimalConfig) {
+  YAML::Node root = YAML::Load(base);
   std::vector<std::string> segments;
   std::string seg;
   for (char c : path) {
@@ -175,7 +178,13 @@ TEST(ConfigReferenceTest, EveryDocumentedKeyIsAcceptedWithItsExample) {
   int checked = 0;
   for (const DocKey& k : keys) {
     if (k.azure || k.clusterapi) continue;  // validated by the providers; see the tests below
-    std::string yaml = ConfigWith(k.path, k.example);
+    // Keys that apply only beside another are tried with it.
+    const bool needs_deallocate =
+        k.path == "pools[].scaleDown.maxStopped" || k.path == "pools[].restartDelay";
+    std::string yaml =
+        needs_deallocate
+            ? ConfigWith(k.path, k.example, ConfigWith("pools[].scaleDown.mode", "deallocate"))
+            : ConfigWith(k.path, k.example);
     auto parsed = kube::config::ParseAutoscalerConfig(yaml, "configuration.md");
     EXPECT_TRUE(parsed.has_value())
         << k.path << " = " << k.example << ": " << (parsed ? "" : parsed.error().message()) << "\n"
@@ -219,11 +228,13 @@ TEST(ConfigReferenceTest, EveryKeyTheLoaderKnowsIsDocumented) {
       {"kDeviceKeys", "pools[].template.devices[]."},
       {"kWarmKeys", "pools[].warm."},
       {"kPredictiveKeys", "pools[].warm.predictive."},
+      {"kPoolScaleDownKeys", "pools[].scaleDown."},
       {"kOtherKeys", "limits."},  // the non-resource keys of limits (typo hints)
   };
   // Lists of values rather than keys: each value must appear in the doc.
   const std::set<std::string> value_lists = {"kProviderTypes", "kExpanders", "kCapacityTypes",
-                                             "kTaintEffects"};
+                                             "kTaintEffects", "kScaleDownModes",
+                                             "kStoppingProviders"};
   ASSERT_FALSE(arrays.empty()) << "no key lists found in the loader source";
   int found = 0;
   for (const auto& [name, literals] : arrays) {

@@ -226,5 +226,19 @@ TEST(TidepoolMetricsTest, CountersAndHistograms) {
   EXPECT_EQ(p.Value("tidepool_invalid_objects_skipped_total", {{"kind", "Pod"}}), 1);
 }
 
+TEST(TidepoolMetricsTest, StoppedNodesOnlyForDeallocatePools) {
+  Registry r;
+  TidepoolMetrics m(r, "dev");
+  autoscaler::Status s = SampleStatus();
+  s.pools[0].deallocate = true;
+  s.pools[0].stopped = 3;
+  s.pools[0].max_stopped = 4;
+  m.Update(s, TwoPools());
+  auto p = ParseExposition(r.Render());
+  ASSERT_EQ(p.error, "");
+  EXPECT_EQ(p.Value("tidepool_pool_stopped_nodes", {{"pool", "gpu-spot"}}), 3);
+  EXPECT_FALSE(p.Value("tidepool_pool_stopped_nodes", {{"pool", "cpu"}}));
+}
+
 }  // namespace
 }  // namespace tidepool::ops

@@ -68,7 +68,8 @@ namespace config_detail {
 constexpr std::string_view kPoolKeys[] = {
     "name",         "min",      "max",          "capacityType",
     "pricePerHour", "priority", "instanceType", "provisionTimeout",
-    "bootDelay",    "template", "warm"};
+    "bootDelay",    "template", "warm",         "scaleDown",
+    "restartDelay"};
 constexpr std::string_view kWarmKeys[] = {"spareNodes", "headroom", "predictive"};
 constexpr std::string_view kPredictiveKeys[] = {"enabled", "horizon", "maxCostPerDay",
                                                 "waitValuePerGpuHour"};
@@ -78,6 +79,9 @@ constexpr std::string_view kTaintKeys[] = {"key", "value", "effect"};
 constexpr std::string_view kDeviceKeys[] = {"driver", "count", "attributes", "capacity"};
 constexpr std::string_view kCapacityTypes[] = {"on-demand", "spot"};
 constexpr std::string_view kTaintEffects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+constexpr std::string_view kPoolScaleDownKeys[] = {"mode", "maxStopped"};
+constexpr std::string_view kScaleDownModes[] = {"delete", "deallocate"};
+constexpr std::string_view kStoppingProviders[] = {"kwok", "azure-vmss"};
 
 }  // namespace config_detail
 
@@ -306,7 +310,7 @@ Result<AutoscalerConfig> ParseConfig(const YamlValue& root, std::optional<RawSec
       node_groups ? config_detail::PoolSource::kNodeGroup : config_detail::PoolSource::kConfig;
   for (size_t i = 0; i < pools.size(); ++i) {
     Pool pool;
-    TIDEPOOL_RETURN_IF_ERROR(ParsePool(pools[i], pool, source));
+    TIDEPOOL_RETURN_IF_ERROR(ParsePool(pools[i], pool, source, config.provider.type));
     for (size_t j = 0; j < config.pools.size(); ++j) {
       if (config.pools[j].name == pool.name) {
         // ParsePool succeeded, so the item is a map with a name.

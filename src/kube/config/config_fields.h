@@ -61,7 +61,7 @@ Result<void> ParseResourceList(const YamlMap& m, F&& set) {
 
 // The key and value lists of `pools:`, defined with the loader's other lists in
 // autoscaler_config.cc, where the configuration reference test reads them all.
-extern const std::string_view kPoolKeys[11];
+extern const std::string_view kPoolKeys[13];
 extern const std::string_view kWarmKeys[3];
 extern const std::string_view kPredictiveKeys[4];
 extern const std::string_view kTemplateKeys[5];
@@ -69,11 +69,17 @@ extern const std::string_view kTaintKeys[3];
 extern const std::string_view kDeviceKeys[4];
 extern const std::string_view kCapacityTypes[2];
 extern const std::string_view kTaintEffects[3];
+extern const std::string_view kPoolScaleDownKeys[2];
+extern const std::string_view kScaleDownModes[2];
+// The provider types that can stop machines (scaleDown.mode deallocate).
+extern const std::string_view kStoppingProviders[2];
 
 // One item of `pools:`.
 // kConfig: the config defines the pool whole. kNodeGroup (provider type clusterapi): the pool is a
 // node group whose size and template come from the cluster; min, max and template are refused.
 enum class PoolSource { kConfig, kNodeGroup };
-Result<void> ParsePool(const YamlValue& v, model::Pool& pool, PoolSource source);
+// `provider_type` is provider.type, against which pools[].scaleDown.mode is checked.
+Result<void> ParsePool(const YamlValue& v, model::Pool& pool, PoolSource source,
+                       std::string_view provider_type);
 
 }  // namespace tidepool::kube::config::config_detail

@@ -1,6 +1,7 @@
 // `pools:` of the config file: each pool's settings, its node template (labels, taints,
 // capacity) and its warm capacity.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -308,9 +309,41 @@ Result<void> ParseWarm(const YamlValue& v, Pool& pool, bool shape_known) {
   return {};
 }
 
+// `pools[i].scaleDown`. Runs after max is known (maxStopped defaults to it).
+Result<void> ParsePoolScaleDown(const YamlValue& v, Pool& pool, std::string_view provider_type) {
+  TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(v, "a map {mode, maxStopped}"));
+  TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kPoolScaleDownKeys));
+  model::PoolScaleDown& sd = pool.scale_down;
+  if (const YamlValue* mode = m.Find("mode")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(size_t i, mode->ReadEnum(kScaleDownModes));
+    sd.mode = i == 1 ? model::ScaleDownMode::kDeallocate : model::ScaleDownMode::kDelete;
+    auto& stopping = kStoppingProviders;
+    if (sd.Deallocates() && std::find(std::begin(stopping), std::end(stopping), provider_type) ==
+                                std::end(stopping)) {
+      return std::unexpected(mode->MakeError(fmt::format(
+          "provider.type {} cannot stop machines (mode deallocate works with {}; expected mode "
+          "delete)",
+          provider_type, fmt::join(stopping, ", "))));
+    }
+  }
+  sd.max_stopped = pool.max;
+  if (const YamlValue* max_stopped = m.Find("maxStopped")) {
+    if (!sd.Deallocates()) {
+      return std::unexpected(max_stopped->MakeError(
+          "maxStopped applies to mode deallocate only (expected it left out, or mode: "
+          "deallocate)"));
+    }
+    TIDEPOOL_ASSIGN_OR_RETURN(int64_t n,
+                              max_stopped->ReadInt(0, kInt32Max, "a non-negative integer"));
+    sd.max_stopped = static_cast<int32_t>(n);
+  }
+  return {};
+}
+
 }  // namespace
 
-Result<void> ParsePool(const YamlValue& v, Pool& pool, PoolSource source) {
+Result<void> ParsePool(const YamlValue& v, Pool& pool, PoolSource source,
+                       std::string_view provider_type) {
   const bool node_group = source == PoolSource::kNodeGroup;
   constexpr std::string_view kExpected = "a pool (a map with name, min, max, template, ...)";
   if (v.IsNull()) return std::unexpected(v.Expected(kExpected));
@@ -379,6 +412,16 @@ Result<void> ParsePool(const YamlValue& v, Pool& pool, PoolSource source) {
   }
   if (const YamlValue* warm = m.Find("warm")) {
     TIDEPOOL_RETURN_IF_ERROR(ParseWarm(*warm, pool, /*shape_known=*/!node_group));
+  }
+  if (const YamlValue* scale_down = m.Find("scaleDown")) {
+    TIDEPOOL_RETURN_IF_ERROR(ParsePoolScaleDown(*scale_down, pool, provider_type));
+  }
+  TIDEPOOL_RETURN_IF_ERROR(
+      ReadDurationField(m, "restartDelay", /*allow_zero=*/true, pool.restart_delay));
+  if (pool.restart_delay && !pool.scale_down.Deallocates()) {
+    return std::unexpected(m.Find("restartDelay")
+                               ->MakeError("restartDelay applies to pools with scaleDown.mode "
+                                           "deallocate (expected it left out, or that mode)"));
   }
   return {};
 }
