@@ -3,7 +3,8 @@
 # against tidepool-fake-arm: ARM + Azure AD on 127.0.0.1, whose scale sets register and remove
 # Node objects as real VMs would (kwok runs them). Scenarios: scale from zero, spot -> on-demand
 # fallback on AllocationFailed, half of a scale-up failing, a spot eviction, scale down by
-# instance id, and no credential in anything tidepool shows or writes.
+# instance id, a deallocate pool (stop, start before create, the cap, a failed start), and no
+# credential in anything tidepool shows or writes.
 # Usage: azure_e2e_test.sh TIDEPOOL FAKE_ARM SHARED_DIR [SCENARIO...]   (no scenario: all)
 #
 # Each scenario starts from an empty cluster and a fresh fake (scale sets at capacity 0), runs
@@ -149,11 +150,16 @@ pools:
     template:
       capacity: {cpu: "6", memory: 56Gi, nvidia.com/gpu: "1", pods: "110"}
 EOF
+  # GPU_SCALE_DOWN (e.g. "{mode: deallocate, maxStopped: 1}"): the gpu pool's scaleDown.
+  [[ -z ${GPU_SCALE_DOWN:-} ]] || echo "    scaleDown: $GPU_SCALE_DOWN" >>"$WORK/config.yaml"
   echo "$WORK/config.yaml"
 }
 
 
 
+
+power_of() { fake_get scale-sets | jq -r --arg s "$1" --arg i "$2" '.[$s].instances[] | select(.id == $i) | .power'; }
+has_power() { [[ $(power_of "$1" "$2") == "$3" ]]; }
 
 # Nodes of a pool by the agentpool label the fake's VMs register with (as aks-engine's do).
 nodes_of() { k get nodes -l "agentpool=$1" -o name | wc -l; }
@@ -448,6 +454,64 @@ scenario_scale_down_by_instance_id() {
   pass
 }
 
+# A gpu pool with scaleDown {mode: deallocate, maxStopped: 1}. Two nodes go idle: one is
+# deallocated (POST .../deallocate), the other deleted because one is stopped already (the cap).
+# One pod then starts the stopped instance (POST .../start, no capacity PATCH: no create) and runs
+# on the same node name. That node goes idle and is stopped again; its next start fails
+# (scripted), the failed instance is deleted and the pod gets a new VM by a capacity PATCH.
+scenario_deallocate() {
+  GPU_SCALE_DOWN="{mode: deallocate, maxStopped: 1}" start_both || return 1
+  gpu_pod a 1 | k apply -f - >/dev/null
+  gpu_pod b 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running a || { fail "pod a not Running"; return 1; }
+  wait_until 30 pod_running b || { fail "pod b not Running"; return 1; }
+  wait_until 10 has_capacity "$SS_GPU" 2 || { fail "expected capacity 2: $(fake_get scale-sets)"; return 1; }
+  k -n "$NS" delete pod a b --wait=false >/dev/null
+  wait_until 60 has_nodes gpu 0 || { fail "the two idle gpu nodes were not removed within 60 s"; return 1; }
+  wait_until 10 has_capacity "$SS_GPU" 1 || { fail "capacity should keep the stopped instance only: $(fake_get scale-sets)"; return 1; }
+  local dealloc stopped
+  dealloc=$(requests_to POST "/virtualMachineScaleSets/$SS_GPU/deallocate")
+  [[ $(grep -c . <<<"$dealloc") -eq 1 ]] || { fail "expected one POST .../deallocate, got: $dealloc"; return 1; }
+  [[ $(count_requests POST "/virtualMachineScaleSets/$SS_GPU/delete") -eq 1 ]] ||
+    { fail "expected one POST .../delete: $(requests_to POST "/$SS_GPU/delete")"; return 1; }
+  stopped=$(jq -r '.body | fromjson | .instanceIds[0]' <<<"$dealloc")
+  wait_until 10 has_power "$SS_GPU" "$stopped" deallocated || { fail "instance $stopped not deallocated: $(fake_get scale-sets)"; return 1; }
+  grep -q "deleted, not stopped: 1 stopped already (maxStopped 1)" "$WORK/tp.log" ||
+    { fail "no removal said why it deleted rather than stopped"; return 1; }
+
+  # A burst of one: the stopped instance starts; nothing is created.
+  local patches t0=$SECONDS
+  patches=$(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU")
+  gpu_pod c 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running c || { fail "pod c not Running"; return 1; }
+  log "deallocate: pod c Running $((SECONDS - t0)) s after it was created, on a restarted VM"
+  [[ $(count_requests POST "/virtualMachineScaleSets/$SS_GPU/start") -eq 1 ]] ||
+    { fail "expected one POST .../start: $(requests_to POST "/$SS_GPU/start")"; return 1; }
+  jq -e --arg id "$stopped" '.body | fromjson | .instanceIds == [$id]' \
+    <<<"$(requests_to POST "/$SS_GPU/start")" >/dev/null || { fail "the start did not name instance $stopped"; return 1; }
+  [[ $(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU") -eq $patches ]] ||
+    { fail "capacity was PATCHed (a create) although a stopped instance was there"; return 1; }
+  [[ $(pod_node c) == "${SS_GPU}$(printf '%06d' "$stopped")" ]] ||
+    { fail "pod c runs on $(pod_node c), not the restarted VM"; return 1; }
+
+  # Idle again: stopped again. Its next start fails; the pod gets a new VM.
+  k -n "$NS" delete pod c --wait=false >/dev/null
+  wait_until 60 has_power "$SS_GPU" "$stopped" deallocated || { fail "instance $stopped not deallocated again"; return 1; }
+  wait_until 30 has_nodes gpu 0 || { fail "the stopped node's Node object is still there"; return 1; }
+  fake_post "fail-next-start?code=VMStartTimedOut" >/dev/null
+  patches=$(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU")
+  gpu_pod d 1 | k apply -f - >/dev/null
+  wait_until 90 pod_running d || { fail "pod d not Running after the failed start"; return 1; }
+  [[ $(count_requests POST "/virtualMachineScaleSets/$SS_GPU/start") -eq 2 ]] ||
+    { fail "expected a second POST .../start"; return 1; }
+  [[ $(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU") -gt $patches ]] ||
+    { fail "no capacity PATCH (create) after the failed start"; return 1; }
+  [[ $(pod_node d) != "${SS_GPU}$(printf '%06d' "$stopped")" ]] ||
+    { fail "pod d runs on the VM that failed to start"; return 1; }
+  secret_not_logged || return 1
+  pass
+}
+
 # Every credential tidepool holds stays out of everything it shows or writes, through a
 # scale-up and a scale-down at --log-level trace: the client secret (read from its file), the
 # ARM access tokens the fake issued (all "fake-token-N"), and the kubeconfig's client key.
@@ -497,7 +561,7 @@ scenario_credentials_hidden() {
 }
 
 ALL=(scale_from_zero spot_fallback partial_scale_up spot_eviction scale_down_by_instance_id
-     credentials_hidden)
+     deallocate credentials_hidden)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster

@@ -51,6 +51,11 @@ std::string DiscoveredPoolName(const json& scale_set) {
 
 bool VmssInstance::failed() const { return EqualsIgnoreCase(provisioning, "Failed"); }
 bool VmssInstance::deleting() const { return EqualsIgnoreCase(provisioning, "Deleting"); }
+long long VmssInstance::number() const { return NumericId(id); }
+bool VmssInstance::stopped() const {
+  return !failed() && !deleting() &&
+         (EqualsIgnoreCase(power, "deallocated") || EqualsIgnoreCase(power, "deallocating"));
+}
 
 VmssProvider::VmssProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps)
     : AzureProvider(std::move(settings), std::move(pools), std::move(deps)) {
@@ -288,8 +293,13 @@ Result<std::optional<PoolSize>> VmssProvider::RefreshPool(const model::Pool& poo
       continue;
     }
     if (inst.deleting()) continue;
+    if (pool.scale_down.Deallocates() && inst.stopped()) {
+      ++size.stopped;
+      continue;
+    }
     ++size.instances;
   }
+  size.target = std::max(0, size.target - size.stopped);
   if (stockout != nullptr) {
     NoteStockout(pool.name,
                  fmt::format("{}: {} (instance {} of {})", stockout->error_code,
@@ -310,6 +320,7 @@ Result<std::optional<PoolSize>> VmssProvider::RefreshPool(const model::Pool& poo
 
 Result<void> VmssProvider::Grow(const model::Pool& p, int delta, Time now) {
   TIDEPOOL_ASSIGN_OR_RETURN(std::string scale_set, Bound(p.name));
+  if (p.scale_down.Deallocates()) return GrowFromStopped(p, scale_set, delta, now);
   return SetCapacity(
       p.name, scale_set, [&](int capacity) { return WithinMax(p, capacity, delta); }, now);
 }
@@ -321,9 +332,14 @@ Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
   TIDEPOOL_ASSIGN_OR_RETURN(std::vector<VmssInstance> instances, ListInstances(scale_set));
   std::vector<const VmssInstance*> candidates;
   int listed = 0;
+  int stopped = 0;
   for (const VmssInstance& inst : instances) {
     if (inst.deleting()) continue;
     ++listed;
+    if (p.scale_down.Deallocates() && inst.stopped()) {
+      ++stopped;  // in the capacity, but neither upcoming nor joined
+      continue;
+    }
     if (!Joined(inst)) candidates.push_back(&inst);
   }
   auto rank = [](const VmssInstance* i) {
@@ -354,7 +370,7 @@ Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
   TIDEPOOL_RETURN_IF_ERROR(DeleteInstances(pool, scale_set, ids, now));
   // With no joined instance left, the rest cannot have joined: they are gone already (failed
   // instances Refresh deleted, evicted spot VMs), and the target is as low as it goes.
-  bool any_joined = listed > static_cast<int>(candidates.size());
+  bool any_joined = listed - stopped > static_cast<int>(candidates.size());
   if (remaining > 0 && !any_joined) {
     spdlog::info("azure-vmss: pool {}: {} of {} instance(s) to cancel are gone already", pool,
                  remaining, delta);
@@ -373,6 +389,12 @@ Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
 Result<void> VmssProvider::DeleteNode(const std::string& pool, const model::Node& node, Time now) {
   TIDEPOOL_RETURN_IF_ERROR(RequirePool(pool));
   TIDEPOOL_ASSIGN_OR_RETURN(std::string scale_set, Bound(pool));
+  TIDEPOOL_ASSIGN_OR_RETURN(std::string id, InstanceOf(pool, scale_set, node));
+  return DeleteInstances(pool, scale_set, {id}, now);
+}
+
+Result<std::string> VmssProvider::InstanceOf(const std::string& pool, const std::string& scale_set,
+                                             const model::Node& node) const {
   auto ref = ParseVmssInstanceId(node.provider_id);
   if (!ref) {
     return InvalidArgument(
@@ -390,7 +412,7 @@ Result<void> VmssProvider::DeleteNode(const std::string& pool, const model::Node
         node.name(), ref->scale_set, ref->resource_group, pool, scale_set,
         settings_.resource_group);
   }
-  return DeleteInstances(pool, scale_set, {ref->instance_id}, now);
+  return ref->instance_id;
 }
 
 std::string VmssProvider::PoolOf(const model::Node& node) const {

@@ -25,6 +25,8 @@ struct VmssInstance {
   std::string error_message;
   bool failed() const;
   bool deleting() const;
+  bool stopped() const;  // deallocated or deallocating (and neither failed nor deleting)
+  long long number() const;  // the instance id as a number (-1 when it is not one)
 };
 
 // Per pool (CloudProvider and AzureProvider contracts, plus):
@@ -50,7 +52,21 @@ struct VmssInstance {
 //    given back with a PATCH. If fewer than `delta` could be cancelled, the rest is a
 //    kConflict error naming how many (they may have joined: remove them with DeleteNode).
 //  - PoolOf: the pool bound to the scale set in the node's providerID (case-insensitive).
-class VmssProvider final : public AzureProvider {
+// Pools with scaleDown.mode deallocate (MachineStopper; vmss_stopped.cc). A deallocated instance
+// stays in the scale set and in sku.capacity, so for these pools:
+//  - Refresh: instances whose power state is deallocated or deallocating are `stopped`; target is
+//    sku.capacity minus them (and minus the failed ones deleted).
+//  - IncreaseSize: lists the instances, checks running + delta against the pool's max, POSTs
+//    .../start {"instanceIds": [...]} for up to `delta` stopped ones (highest instance id
+//    first), and PATCHes the capacity for the rest only. A start that ARM refuses at once is
+//    logged and its instances are created instead; a start whose operation fails leaves the
+//    instance Failed, which Refresh deletes like any failed instance (the target drops, the
+//    pods are planned again and the next increase creates).
+//  - StopNode: POST .../deallocate {"instanceIds": [id]} (the providerID checked as for
+//    DeleteNode); 404 is success.
+//  - DeleteStopped: POST .../delete for the `count` stopped instances with the lowest ids.
+//  - DecreaseTargetSize never cancels a stopped instance (it has no Node, but is not upcoming).
+class VmssProvider final : public AzureProvider, public MachineStopper {
  public:
   VmssProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
 
@@ -58,6 +74,9 @@ class VmssProvider final : public AzureProvider {
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node& node) const override;
   Result<std::vector<model::Pool>> DiscoverPools(Time now) override;
+  // MachineStopper.
+  Result<void> StopNode(const std::string& pool, const model::Node& node, Time now) override;
+  Result<void> DeleteStopped(const std::string& pool, int count, Time now) override;
 
   // The scale set bound to `pool`, or nullopt.
   std::optional<std::string> ScaleSetOf(const std::string& pool) const;
@@ -87,6 +106,17 @@ class VmssProvider final : public AzureProvider {
   Result<void> SetCapacity(const std::string& pool, const std::string& scale_set,
                            const std::function<Result<int>(int)>& compute, Time now);
   bool Joined(const VmssInstance& instance) const;
+  // The node's instance id, after checking that its providerID names this pool's scale set.
+  Result<std::string> InstanceOf(const std::string& pool, const std::string& scale_set,
+                                 const model::Node& node) const;
+  // POST .../<action> ("start", "deallocate") {"instanceIds": ids}; tracks the operation.
+  // 404: nothing to do.
+  Result<void> PostInstances(const std::string& pool, const std::string& scale_set,
+                             std::string_view action, const std::vector<std::string>& ids,
+                             Time now);
+  // Deallocate pools: starts up to `delta` stopped instances, then creates the rest.
+  Result<void> GrowFromStopped(const model::Pool& pool, const std::string& scale_set, int delta,
+                               Time now);
 
   std::map<std::string, std::string> bound_;  // pool -> scale set
   std::vector<nlohmann::json> discovered_;    // scale sets matching the discovery tags

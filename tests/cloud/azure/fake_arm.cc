@@ -137,6 +137,11 @@ void FakeArm::FailNextScaleUp(const std::string& code, const std::string& messag
   fail_next_scale_up_instances_ = instances;
 }
 
+void FakeArm::FailNextStart(const std::string& code, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_next_start_ = {code, message};
+}
+
 void FakeArm::FailNextVmCreate(const std::string& code, const std::string& message) {
   std::lock_guard<std::mutex> lock(mu_);
   fail_next_vm_create_ = {code, message};

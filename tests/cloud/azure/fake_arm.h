@@ -120,7 +120,10 @@ struct AgentPoolSpec {
 //    valid for token_lifetime on the injected clock. ARM calls need a live token: unknown -> 401
 //    InvalidAuthenticationToken, expired -> 401 ExpiredAuthenticationToken.
 //  - Scale sets: GET (with an etag), PATCH sku.capacity (If-Match checked: 412 on mismatch),
-//    list, VM list with instance view, POST /delete with instanceIds. Instances come up at once
+//    list, VM list with instance view, POST /delete with instanceIds. POST /deallocate and
+//    /start with instanceIds (VirtualMachineScaleSets_Deallocate / _Start: 202 + Location) move
+//    instances to power state deallocating -> deallocated (OnInstanceDeleted fires: the kubelet
+//    is gone) and starting -> running (OnInstanceCreated fires again); the capacity keeps them. Instances come up at once
 //    as Succeeded unless a scale-up was scripted to fail; writes answer 200 + Azure-AsyncOperation
 //    (PATCH) or 202 + Location (delete) whose status resources report InProgress
 //    `operation_polls` times, then the outcome.
@@ -201,6 +204,11 @@ class FakeArm {
   // The next VM PUT is accepted (201) but its operation ends Failed with this code, and the VM
   // is left provisioningState Failed with a ProvisioningState/failed/<code> status.
   void FailNextVmCreate(const std::string& code, const std::string& message);
+  // The next scale set start's operation ends Failed with this code; its instances are left
+  // provisioningState Failed (ProvisioningState/failed/<code>) and deallocated.
+  void FailNextStart(const std::string& code, const std::string& message);
+  // An instance's power state ("running", "deallocated", ...; "" when absent).
+  std::string InstancePower(const std::string& scale_set, const std::string& id) const;
   // The next DELETE whose path contains `path_part` answers `status` (500: InternalServerError).
   void FailNextDelete(const std::string& path_part, int status = 500);
   void SetOperationPolls(int polls);  // status answers InProgress this many times first
@@ -232,6 +240,7 @@ class FakeArm {
     std::string error_code;
     std::string error_message;
     bool announced = false;  // OnInstanceCreated fired
+    std::string power = "running";  // PowerState/<power> once Succeeded
   };
   struct ScaleSet {
     ScaleSetSpec spec;
@@ -265,6 +274,8 @@ class FakeArm {
     std::string scale_set;
     std::vector<std::string> creating;  // instance ids to finish when the op ends
     std::vector<std::string> deleting;
+    std::vector<std::string> deallocating;  // instance ids: deallocated when the op ends
+    std::vector<std::string> starting;      // instance ids: running (or Failed) when it ends
     std::string vm_create;  // azure-vms: lower-case names of what finishes with the op
     std::string vm_delete;
     std::string nic_create;
@@ -318,6 +329,10 @@ class FakeArm {
   std::string StartOp(Op op, Events& events);
   void FinishOp(Op& op, Events& events);
   void RemoveInstances(ScaleSet& ss, const std::vector<std::string>& ids, Events& events);
+  // POST /deallocate or /start of a scale set's instances (fake_arm_vmss.cc).
+  void PowerAction(ScaleSet& ss, bool start, const httplib::Request& req, httplib::Response& res,
+                   Events& events);
+  void FinishPower(ScaleSet& ss, Op& op, Events& events);
   InstanceEvent EventFor(const ScaleSet& ss, const Instance& in) const;
   void Announce(const Events& events);
   std::string ResourceGroupPath() const;
@@ -339,6 +354,7 @@ class FakeArm {
   std::map<std::string, nlohmann::json> disks_;  // by lower-case name
   std::map<std::string, nlohmann::json> availability_sets_;
   std::optional<std::pair<std::string, std::string>> fail_next_vm_create_;
+  std::optional<std::pair<std::string, std::string>> fail_next_start_;
   std::optional<std::pair<std::string, int>> fail_next_delete_;
   int next_vm_id_ = 1;
   std::map<std::string, Op> ops_;

@@ -7,12 +7,14 @@
 // The first stdout line is "listening http://127.0.0.1:PORT". Control routes (no token needed;
 // a POST needs a Content-Length, e.g. curl -d ""):
 //   GET  /_fake/scale-sets                 {"<name>": {"capacity": n,
-//                                           "instances": [{"id": "0", "state": "Succeeded"}]}}
+//                                           "instances": [{"id": "0", "state": "Succeeded",
+//                                                          "power": "running"}]}}
 //   GET  /_fake/requests?method=M&path=P   the requests received (method, path, query, body; a
 //                                          client_secret redacted), oldest first; only those
 //                                          matching M / containing P
 //   POST /_fake/fail-next-scale-up?code=C&message=M[&instances=N]   (N: only the first N fail)
 //   POST /_fake/evict?scaleSet=S&instanceId=I   a spot eviction (the VM and its Node go)
+//   POST /_fake/fail-next-start?code=C&message=M   the next scale set start's operation fails
 //   POST /_fake/throttle?requests=N&retryAfter=S
 // SIGTERM or SIGINT stops it (Nodes it created are left as they are).
 
@@ -343,7 +345,9 @@ void HandleControl(FakeArm& fake, const std::vector<std::string>& scale_sets,
     for (const std::string& name : scale_sets) {
       json instances = json::array();
       for (const std::string& id : fake.InstanceIds(name)) {
-        instances.push_back({{"id", id}, {"state", fake.InstanceState(name, id)}});
+        instances.push_back({{"id", id},
+                             {"state", fake.InstanceState(name, id)},
+                             {"power", fake.InstancePower(name, id)}});
       }
       out[name] = {{"capacity", fake.Capacity(name)}, {"instances", instances}};
     }
@@ -383,6 +387,15 @@ void HandleControl(FakeArm& fake, const std::vector<std::string>& scale_sets,
     fake.FailNextScaleUp(code, message, instances);
     spdlog::info("control: the next scale-up fails with {} ({} instance(s); 0: all)", code,
                  instances);
+    return SendJson(res, {{"ok", true}});
+  }
+  if (req.path == "/_fake/fail-next-start" && req.method == "POST") {
+    std::string code = req.get_param_value("code");
+    if (code.empty()) return SendJson(res, {{"error", "code is required"}}, 400);
+    std::string message = req.get_param_value("message");
+    if (message.empty()) message = "The VM could not be started.";
+    fake.FailNextStart(code, message);
+    spdlog::info("control: the next start fails with {}", code);
     return SendJson(res, {{"ok", true}});
   }
   if (req.path == "/_fake/evict" && req.method == "POST") {

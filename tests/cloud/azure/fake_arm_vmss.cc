@@ -60,6 +60,15 @@ std::string FakeArm::InstanceState(const std::string& scale_set, const std::stri
   return "";
 }
 
+std::string FakeArm::InstancePower(const std::string& scale_set, const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = scale_sets_.find(Lower(scale_set));
+  if (it == scale_sets_.end()) return "";
+  for (const auto& in : it->second.instances)
+    if (in.id == id) return in.power;
+  return "";
+}
+
 void FakeArm::EvictSpotInstance(const std::string& scale_set, const std::string& instance_id) {
   Events events;
   {
@@ -203,6 +212,7 @@ void FakeArm::FinishOp(Op& op, Events& events) {
     }
   }
   op.creating.clear();
+  FinishPower(ss, op, events);
   if (!op.deleting.empty()) {
     std::vector<std::string> ids = std::move(op.deleting);
     op.deleting.clear();
@@ -233,6 +243,70 @@ void FakeArm::Announce(const Events& events) {
     if (is_created && created) created(e);
     if (!is_created && deleted) deleted(e);
   }
+}
+
+void FakeArm::FinishPower(ScaleSet& ss, Op& op, Events& events) {
+  for (auto& in : ss.instances) {
+    bool deallocating = std::find(op.deallocating.begin(), op.deallocating.end(), in.id) !=
+                        op.deallocating.end();
+    bool starting =
+        std::find(op.starting.begin(), op.starting.end(), in.id) != op.starting.end();
+    if (deallocating && in.power == "deallocating") {
+      in.power = "deallocated";
+      if (in.announced) events.emplace_back(false, EventFor(ss, in));
+      in.announced = false;
+    } else if (starting && in.power == "starting") {
+      if (op.failed) {
+        in.power = "deallocated";
+        in.provisioning = "Failed";
+        in.error_code = op.code;
+        in.error_message = op.message;
+      } else {
+        in.power = "running";
+        in.announced = true;
+        events.emplace_back(true, EventFor(ss, in));
+      }
+    }
+  }
+  op.deallocating.clear();
+  op.starting.clear();
+}
+
+void FakeArm::PowerAction(ScaleSet& ss, bool start, const httplib::Request& req,
+                          httplib::Response& res, Events& events) {
+  // As VirtualMachineScaleSet_Deallocate_* / _Start_* of the REST specs: body
+  // {"instanceIds": [...]}, answer 202 with a location header (ours pointing at this server).
+  json body = json::parse(req.body, nullptr, false);
+  if (!body.is_object() || !body.contains("instanceIds") || !body["instanceIds"].is_array()) {
+    return SendError(res, 400, "InvalidParameter", "instanceIds is required.");
+  }
+  Op op;
+  op.scale_set = Lower(ss.spec.name);
+  for (const auto& id : body["instanceIds"]) {
+    std::string s = id.get<std::string>();
+    auto in = std::find_if(ss.instances.begin(), ss.instances.end(),
+                           [&](const Instance& i) { return i.id == s; });
+    if (in == ss.instances.end() || in->provisioning == "Deleting") {
+      return SendError(res, 404, "NotFound",
+                       "The entity was not found in this Azure location: instance " + s);
+    }
+    if (start && in->power != "running") {
+      in->power = "starting";
+      op.starting.push_back(s);
+    } else if (!start && in->power != "deallocated") {
+      in->power = "deallocating";
+      op.deallocating.push_back(s);
+    }
+  }
+  if (start && fail_next_start_) {
+    op.failed = true;
+    op.code = fail_next_start_->first;
+    op.message = fail_next_start_->second;
+    fail_next_start_.reset();
+  }
+  std::string id = StartOp(std::move(op), events);
+  res.status = 202;
+  AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kLocation);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,7 +366,9 @@ json FakeArm::VmJson(const ScaleSet& ss, const Instance& in) const {
     prov["code"] = "ProvisioningState/" + Lower(in.provisioning);
     statuses.push_back(prov);
     json power = view["statuses"][1];
-    if (in.provisioning != "Succeeded") power["code"] = "PowerState/starting";
+    std::string state = in.provisioning != "Succeeded" ? "starting" : in.power;
+    power["code"] = "PowerState/" + state;
+    power["displayStatus"] = "VM " + state;
     statuses.push_back(power);
   }
   view["statuses"] = statuses;
@@ -387,6 +463,10 @@ void FakeArm::RouteCompute(const std::vector<std::string>& seg, const httplib::R
     res.status = 202;
     AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kLocation);
     return;
+  }
+  if (seg.size() == 9 && (Eq(seg[8], "deallocate") || Eq(seg[8], "start")) &&
+      req.method == "POST") {
+    return PowerAction(ss, Eq(seg[8], "start"), req, res, events);
   }
   SendError(res, 405, "MethodNotAllowed", "The requested method is not supported by the fake.");
 }
