@@ -23,10 +23,12 @@ enum class KillPoint {
   kNodeTainted,          // scale-down: the ToBeDeleted taint is on, nothing evicted yet
   kMachineDeleted,       // scale-down: the provider deleted the machine, the Node object left
   kCapiMachineMarked,    // clusterapi: the Machine marked for deletion, replicas not yet lowered
+  kKwokStopSaved,        // kwok: a stopped node recorded in the state, its Node not yet deleted
 };
-inline constexpr std::array<std::string_view, 8> kKillPointNames = {
-    "scale-up-decided",  "kwok-before-save", "kwok-saved",      "scale-up-acknowledged",
-    "kwok-node-created", "node-tainted",     "machine-deleted", "capi-machine-marked",
+inline constexpr std::array<std::string_view, 9> kKillPointNames = {
+    "scale-up-decided",  "kwok-before-save", "kwok-saved",          "scale-up-acknowledged",
+    "kwok-node-created", "node-tainted",     "machine-deleted",     "capi-machine-marked",
+    "kwok-stop-saved",
 };
 
 // What TIDEPOOL_KILL_AT asks for: "NAME" (the first time the point is reached) or "NAME:N"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of `tidepool run` on the real control plane (testenv/): scale from zero,
-# spot fallback, gangs, drain with PDBs, Job pods, crash in the middle of a scale-up, leader
-# election. Usage: e2e_test.sh TIDEPOOL_BINARY [SCENARIO...]   (no scenario: all of them)
+# spot fallback, gangs, drain with PDBs, Job pods, a deallocate pool (stop, restart faster than a
+# boot), crash in the middle of a scale-up, leader election. Usage: e2e_test.sh TIDEPOOL_BINARY [SCENARIO...]   (no scenario: all of them)
 #
 # Each scenario starts from an empty cluster (no nodes, no test pods, no tidepool state) and
 # runs tidepool as a separate process, as users do. Prints "PASS name" / "FAIL name: why" and
@@ -496,8 +496,47 @@ scenario_dra() {
   pass
 }
 
+# A gpu pool with scaleDown {mode: deallocate, maxStopped: 1}, boot 8 s, restart 1 s: of two
+# idle nodes one is stopped (its Node deleted, kept in the kwok provider's state ConfigMap), the
+# other deleted. A new pod gets the stopped node back under its old name, in less than the boot
+# delay, and the status shows the stopped count.
+status_says() { grep -qF -- "$1" <<<"$(k -n "$NS" get configmap tidepool-status -o jsonpath='{.data.status}')"; }
+scenario_deallocate() {
+  local cfg
+  cfg=$(config_with 's/^  bootDelay: 2s/  bootDelay: 8s/' \
+    '/^  - name: gpu$/a\    scaleDown: {mode: deallocate, maxStopped: 1}\n    restartDelay: 1s')
+  start_tidepool tp "$cfg"
+  gpu_pod a 1 | k apply -f - >/dev/null
+  gpu_pod b 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running a || { fail "pod a not Running"; return 1; }
+  wait_until 30 pod_running b || { fail "pod b not Running"; return 1; }
+  local na nb
+  na=$(k -n "$NS" get pod a -o jsonpath='{.spec.nodeName}')
+  nb=$(k -n "$NS" get pod b -o jsonpath='{.spec.nodeName}')
+  k -n "$NS" delete pod a b --wait=false >/dev/null
+  wait_until 60 has_nodes gpu 0 || { fail "the idle gpu nodes were not removed within 60 s"; return 1; }
+  local state stopped
+  state=$(k -n kube-system get configmap tidepool-kwok-provider -o jsonpath='{.data.state}')
+  stopped=$(jq -r '.stopped.gpu[0].name // empty' <<<"$state")
+  [[ $(jq '.stopped.gpu | length' <<<"$state") -eq 1 && ($stopped == "$na" || $stopped == "$nb") ]] ||
+    { fail "expected one of $na, $nb stopped in the kwok state: $state"; return 1; }
+  grep -q "deleted, not stopped: 1 stopped already (maxStopped 1)" "$WORK/tp.log" ||
+    { fail "no removal said why it deleted rather than stopped"; return 1; }
+  wait_until 10 status_says "stopped: 1 of maxStopped 1" ||
+    { fail "the status does not show the stopped node"; return 1; }
+  local t0=$SECONDS
+  gpu_pod c 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running c || { fail "pod c not Running"; return 1; }
+  local took=$((SECONDS - t0)) on
+  on=$(k -n "$NS" get pod c -o jsonpath='{.spec.nodeName}')
+  [[ $on == "$stopped" ]] || { fail "pod c runs on $on, not the restarted node $stopped"; return 1; }
+  ((took < 8)) || { fail "the restart took $took s, not less than the 8 s boot"; return 1; }
+  log "deallocate: pod c Running $took s after it was created, on restarted node $on"
+  pass
+}
+
 ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node consolidation
-  crash_during_scale_up leader_election dra)
+  deallocate crash_during_scale_up leader_election dra)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster

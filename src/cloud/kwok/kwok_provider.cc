@@ -54,6 +54,10 @@ Duration KwokProvider::BootDelay(const model::Pool& pool) const {
   return pool.boot_delay.value_or(config_.provider.boot_delay.value_or(kDefaultBootDelay));
 }
 
+Duration KwokProvider::RestartDelay(const model::Pool& pool) const {
+  return pool.restart_delay.value_or(BootDelay(pool) / 5);
+}
+
 bool KwokProvider::Unavailable(const std::string& pool) const {
   const auto& u = config_.provider.unavailable_pools;
   return std::find(u.begin(), u.end(), pool) != u.end();
@@ -82,13 +86,13 @@ Result<void> KwokProvider::Load() {
   if (!stored) return std::unexpected(stored.error());
   std::lock_guard lock(mu_);
   state_rv_ = cm->value("/metadata/resourceVersion"_json_pointer, std::string());
-  booting_ = std::move(*stored);
+  booting_ = std::move(stored->booting);
+  stopped_ = std::move(stored->stopped);
   return {};
 }
 
-Result<std::map<std::string, std::vector<KwokProvider::Booting>>> KwokProvider::ParseState(
-    const json& cm) const {
-  std::map<std::string, std::vector<Booting>> out;
+Result<KwokProvider::Stored> KwokProvider::ParseState(const json& cm) const {
+  Stored out;
   auto data = cm.value("/data/state"_json_pointer, std::string());
   if (data.empty()) return out;
   json state = json::parse(data, nullptr, /*allow_exceptions=*/false);
@@ -112,7 +116,25 @@ Result<std::map<std::string, std::vector<KwokProvider::Booting>>> KwokProvider::
       }
       auto due = ParseRfc3339(item["due"].get<std::string>());
       if (!due) return std::unexpected(due.error().Wrap(where));
-      out[pool].push_back({item["name"].get<std::string>(), *due});
+      out.booting[pool].push_back({item["name"].get<std::string>(), *due});
+    }
+  }
+  if (!state.contains("stopped")) return out;  // written before stopped nodes existed
+  if (!state["stopped"].is_object()) {
+    return InvalidArgument("{}: expected \"stopped\" to be an object, got {}", where,
+                           state["stopped"].dump());
+  }
+  for (const auto& [pool, items] : state["stopped"].items()) {
+    if (config_.FindPool(pool) == nullptr) continue;  // warned above, or had nothing booting
+    for (const auto& item : items) {
+      if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
+          !item.contains("at") || !item["at"].is_string()) {
+        return InvalidArgument("{}: stopped pool {}: expected {{\"name\": ..., \"at\": ...}}, got {}",
+                               where, pool, item.dump());
+      }
+      auto at = ParseRfc3339(item["at"].get<std::string>());
+      if (!at) return std::unexpected(at.error().Wrap(where));
+      out.stopped[pool].push_back({item["name"].get<std::string>(), *at});
     }
   }
   return out;
@@ -133,7 +155,14 @@ void KwokProvider::AfterFailedSaveLocked(const Error& error) {
     return;
   }
   state_rv_ = cm->value("/metadata/resourceVersion"_json_pointer, std::string());
-  for (auto& [pool, items] : *stored) {
+  for (auto& [pool, items] : stored->stopped) {
+    auto& ours = stopped_[pool];
+    for (auto& st : items) {
+      auto same = [&](const Stopped& o) { return o.name == st.name; };
+      if (std::find_if(ours.begin(), ours.end(), same) == ours.end()) ours.push_back(std::move(st));
+    }
+  }
+  for (auto& [pool, items] : stored->booting) {
     auto& ours = booting_[pool];
     for (auto& b : items) {
       auto same = [&](const Booting& o) { return o.name == b.name; };
@@ -156,13 +185,20 @@ Result<void> KwokProvider::PersistLocked() {
     for (const auto& b : items) arr.push_back({{"name", b.name}, {"due", FormatRfc3339(b.due)}});
     pools[pool] = std::move(arr);
   }
+  json stopped = json::object();
+  for (const auto& [pool, items] : stopped_) {
+    if (items.empty()) continue;
+    json arr = json::array();
+    for (const auto& st : items) arr.push_back({{"name", st.name}, {"at", FormatRfc3339(st.at)}});
+    stopped[pool] = std::move(arr);
+  }
   json cm = {{"apiVersion", "v1"},
              {"kind", "ConfigMap"},
              {"metadata",
               {{"name", options_.state_configmap},
                {"namespace", options_.state_namespace},
                {"labels", {{"app.kubernetes.io/managed-by", "tidepool"}}}}},
-             {"data", {{"state", json{{"pools", pools}}.dump()}}}};
+             {"data", {{"state", json{{"pools", pools}, {"stopped", stopped}}.dump()}}}};
   Result<json> written;
   if (state_rv_.empty()) {
     // A 409 (created since our Load) is a conflict like a stale resourceVersion.
@@ -257,6 +293,9 @@ Result<std::vector<PoolSize>> KwokProvider::Refresh(Time now) {
     int booting = it == booting_.end() ? 0 : static_cast<int>(it->second.size());
     s.instances = nodes[pool.name] + booting;
     s.target = s.instances;
+    for (const Stopped& st : stopped_[pool.name]) {
+      if (!seen.contains(st.name)) ++s.stopped;  // else its stop did not finish
+    }
     if (Unavailable(pool.name)) {
       s.stockout = true;
       s.stockout_reason = "no capacity: the pool is in provider.unavailablePools";
@@ -276,15 +315,19 @@ Result<void> KwokProvider::IncreaseSize(const std::string& pool, int delta, Time
   }
   std::unique_lock lock(mu_);
   auto& items = booting_[pool];
+  const size_t before = items.size();
+  auto stopped_before = stopped_[pool];
+  int restarted = p->scale_down.Deallocates() ? RestartLocked(pool, delta, now + RestartDelay(*p)) : 0;
   Time due = now + BootDelay(*p);
-  for (int i = 0; i < delta; ++i) {
+  for (int i = restarted; i < delta; ++i) {
     std::string name = pool + "-";
     for (int k = 0; k < 5; ++k) name.push_back(kNameAlphabet[rng_() % kNameAlphabet.size()]);
     items.push_back({std::move(name), due});
   }
   ReachKillPoint(KillPoint::kKwokBeforeSave);
   if (auto r = PersistLocked(); !r) {
-    items.resize(items.size() - delta);
+    items.resize(before);
+    stopped_[pool] = std::move(stopped_before);
     AfterFailedSaveLocked(r.error());
     return r;
   }
@@ -319,13 +362,20 @@ Result<void> KwokProvider::DeleteNode(const std::string& pool, const model::Node
   {
     std::lock_guard lock(mu_);
     auto& items = booting_[pool];
-    auto it = std::find_if(items.begin(), items.end(),
-                           [&](const Booting& b) { return b.name == node.name(); });
-    if (it != items.end()) {
-      Booting removed = *it;
-      items.erase(it);
+    auto& stopped = stopped_[pool];
+    auto booting = std::find_if(items.begin(), items.end(),
+                                [&](const Booting& b) { return b.name == node.name(); });
+    // A stop a restart interrupted (kwok-stop-saved) that is now a deletion: forget it too.
+    auto was_stopped = std::find_if(stopped.begin(), stopped.end(),
+                                    [&](const Stopped& st) { return st.name == node.name(); });
+    if (booting != items.end() || was_stopped != stopped.end()) {
+      auto saved_items = items;
+      auto saved_stopped = stopped;
+      if (booting != items.end()) items.erase(booting);
+      if (was_stopped != stopped.end()) stopped.erase(was_stopped);
       if (auto r = PersistLocked(); !r) {
-        items.push_back(std::move(removed));
+        items = std::move(saved_items);
+        stopped = std::move(saved_stopped);
         AfterFailedSaveLocked(r.error());
         return r;
       }
@@ -335,6 +385,67 @@ Result<void> KwokProvider::DeleteNode(const std::string& pool, const model::Node
   auto r = api_.Delete(kube::ObjectPath("v1", "nodes", "", node.name()), node.meta.uid);
   if (!r && r.error().code() != Error::Code::kNotFound) {
     return std::unexpected(r.error().Wrap("kwok provider: deleting node " + node.name()));
+  }
+  return {};
+}
+
+int KwokProvider::RestartLocked(const std::string& pool, int delta, Time due) {
+  auto& stopped = stopped_[pool];
+  int n = std::min(delta, static_cast<int>(stopped.size()));
+  for (int i = 0; i < n; ++i) {
+    booting_[pool].push_back({std::move(stopped.back().name), due});  // most recently stopped
+    stopped.pop_back();
+  }
+  return n;
+}
+
+Result<void> KwokProvider::StopNode(const std::string& pool, const model::Node& node, Time now) {
+  const model::Pool* p = config_.FindPool(pool);
+  if (p == nullptr) return Fail(Error::Code::kNotFound, "kwok provider: no pool {}", pool);
+  if (!p->scale_down.Deallocates()) {
+    return InvalidArgument("kwok provider: pool {}: scaleDown.mode is delete; not stopping node {}",
+                           pool, node.name());
+  }
+  {
+    std::lock_guard lock(mu_);
+    auto& stopped = stopped_[pool];
+    auto same = [&](const Stopped& st) { return st.name == node.name(); };
+    if (std::find_if(stopped.begin(), stopped.end(), same) == stopped.end()) {
+      // Recorded before the Node goes: a restart in between finds it stopped, not lost.
+      stopped.push_back({node.name(), now});
+      if (auto r = PersistLocked(); !r) {
+        stopped.pop_back();
+        AfterFailedSaveLocked(r.error());
+        return r;
+      }
+    }
+    unseen_.erase(node.name());
+  }
+  ReachKillPoint(KillPoint::kKwokStopSaved);
+  auto r = api_.Delete(kube::ObjectPath("v1", "nodes", "", node.name()), node.meta.uid);
+  if (!r && r.error().code() != Error::Code::kNotFound) {
+    return std::unexpected(r.error().Wrap("kwok provider: stopping node " + node.name()));
+  }
+  spdlog::info("kwok provider: node {} of pool {} stopped", node.name(), pool);
+  return {};
+}
+
+Result<void> KwokProvider::DeleteStopped(const std::string& pool, int count, Time) {
+  if (config_.FindPool(pool) == nullptr) {
+    return Fail(Error::Code::kNotFound, "kwok provider: no pool {}", pool);
+  }
+  if (count <= 0) {
+    return InvalidArgument("kwok provider: pool {}: delete {} stopped nodes (expected > 0)", pool,
+                           count);
+  }
+  std::lock_guard lock(mu_);
+  auto& stopped = stopped_[pool];
+  auto saved = stopped;
+  stopped.erase(stopped.begin(), stopped.begin() + std::min<size_t>(count, stopped.size()));
+  if (auto r = PersistLocked(); !r) {
+    stopped = std::move(saved);
+    AfterFailedSaveLocked(r.error());
+    return r;
   }
   return {};
 }

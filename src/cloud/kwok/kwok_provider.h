@@ -47,10 +47,17 @@ struct KwokOptions {
 //  - Pools in provider.unavailablePools are out of stock: IncreaseSize fails with kUnavailable
 //    and Refresh reports the stockout.
 //  - DeleteNode deletes the Node object; DecreaseTargetSize drops the newest booting machines.
+//  - Pools with scaleDown.mode deallocate (MachineStopper): StopNode records the node as stopped
+//    (persisted) and then deletes its Node object; IncreaseSize restarts stopped nodes first
+//    (the most recently stopped first): each becomes a booting machine of the same name, due
+//    after the pool's restartDelay (default a fifth of its boot delay), and only the rest are
+//    new. DeleteStopped forgets the longest-stopped ones. A stopped node whose Node object still
+//    exists (a restart between the save and the delete) is not counted as stopped; stopping it
+//    again completes the stop.
 //  - target = booting machines + the pool's Nodes (providerID kwok://, label tidepool.dev/pool),
 //    plus Nodes just created that options.list_nodes does not show yet.
 // Thread-safe; the background thread stops in Stop() or the destructor.
-class KwokProvider final : public CloudProvider {
+class KwokProvider final : public CloudProvider, public MachineStopper {
  public:
   // Reads the persisted booting machines (a missing ConfigMap is an empty state) and starts
   // the background thread.
@@ -66,6 +73,8 @@ class KwokProvider final : public CloudProvider {
   Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node& node) const override;
+  Result<void> StopNode(const std::string& pool, const model::Node& node, Time now) override;
+  Result<void> DeleteStopped(const std::string& pool, int count, Time now) override;
 
   // The Node object the provider creates for `pool` under `name` (exposed for tests).
   Result<nlohmann::json> NodeObject(const std::string& pool, const std::string& name) const;
@@ -79,12 +88,21 @@ class KwokProvider final : public CloudProvider {
     std::string name;
     Time due{};
   };
+  struct Stopped {
+    std::string name;
+    Time at{};  // when it was stopped
+  };
+  // What the state ConfigMap holds, per pool.
+  struct Stored {
+    std::map<std::string, std::vector<Booting>> booting;
+    std::map<std::string, std::vector<Stopped>> stopped;  // oldest first
+  };
 
   KwokProvider(const model::AutoscalerConfig& config, kube::ApiClient& api, const Clock& clock,
                KwokOptions options);
   Result<void> Load();
   // The machines in a state ConfigMap, per pool (pools no longer configured are dropped).
-  Result<std::map<std::string, std::vector<Booting>>> ParseState(const nlohmann::json& cm) const;
+  Result<Stored> ParseState(const nlohmann::json& cm) const;
   // Writes booting_ to the ConfigMap (create, or update with the last resourceVersion); a
   // kConflict when someone else wrote it since (see AfterFailedSaveLocked).
   Result<void> PersistLocked();
@@ -96,6 +114,10 @@ class KwokProvider final : public CloudProvider {
   void AfterFailedSaveLocked(const Error& error);
   void Run();
   Duration BootDelay(const model::Pool& pool) const;
+  Duration RestartDelay(const model::Pool& pool) const;
+  // Deallocate pools: moves up to `delta` stopped nodes to booting (due at `due`); returns how
+  // many.
+  int RestartLocked(const std::string& pool, int delta, Time due);
   bool Unavailable(const std::string& pool) const;
 
   model::AutoscalerConfig config_;
@@ -106,6 +128,7 @@ class KwokProvider final : public CloudProvider {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::vector<Booting>> booting_;  // pool -> oldest first
+  std::map<std::string, std::vector<Stopped>> stopped_;  // pool -> oldest first
   // Nodes created, not yet seen through options_.list_nodes: name -> (pool, created at).
   std::map<std::string, std::pair<std::string, Time>> unseen_;
   std::string state_rv_;  // resourceVersion of the state ConfigMap ("" when absent)
