@@ -85,7 +85,10 @@ bool WarmTarget(const model::Pool& p) {
 
 SimInput WarmOffPolicy(const SimInput& base) {
   SimInput in = base;
-  for (model::Pool& p : in.config.pools) p.warm = model::WarmConfig{};
+  for (model::Pool& p : in.config.pools) {
+    p.warm = model::WarmConfig{};
+    p.scale_down = model::PoolScaleDown{};
+  }
   return in;
 }
 
@@ -138,6 +141,16 @@ Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
                                "the same with maxCostPerDay 50% of the pool's daily cost (a point "
                                "further along the frontier)",
                                predictive(0.5)));
+  SimInput stopped = off;
+  for (model::Pool& p : stopped.config.pools) {
+    if (p.template_node.allocatable.gpus() <= 0) continue;
+    p.scale_down.mode = model::ScaleDownMode::kDeallocate;
+    p.scale_down.max_stopped = p.max;
+  }
+  TIDEPOOL_RETURN_IF_ERROR(run("deallocate",
+                               "scaleDown.mode deallocate, maxStopped = max, on each GPU pool "
+                               "(restart and stopped price: simulation.pools)",
+                               stopped));
   return runs;
 }
 

@@ -40,13 +40,16 @@ Result<std::vector<PolicyRun>> RunComparison(const SimInput& base);
 
 // `simulate --warm-eval`: the warm-capacity policies (pools[].warm) on the same trace, applied
 // to every on-demand pool whose nodes have GPUs (spot capacity may not be there to keep warm):
-//  - off: the config as written with every pool's warm settings removed (tidepool's default);
+//  - off: the config as written with every pool's warm settings removed and scale-down deleting
+//    (tidepool's default);
 //  - spare: warm.spareNodes 1;
 //  - headroom: warm.headroom nvidia.com/gpu 4;
 //  - predictive: warm.predictive with horizon 1h, waitValuePerGpuHour 4x the pool's price per
 //    GPU-hour and maxCostPerDay 10% of the pool's daily cost in the `off` run (so pre-warming
 //    can add at most ~10% to what the pool cost);
-//  - predict-50: the same with maxCostPerDay 50% (a point further along the cost-wait frontier).
+//  - predict-50: the same with maxCostPerDay 50% (a point further along the cost-wait frontier);
+//  - deallocate: no warm capacity, but scaleDown.mode deallocate with maxStopped = max on every
+//    pool whose nodes have GPUs (spot ones too): removed nodes are stopped and restarted.
 // Every run stops when the trace's jobs are done (SimInput::stop_when_jobs_done), so the idle
 // tail after the trace is billed to none. Runs them in that order. Errors: the first failed run.
 Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base);

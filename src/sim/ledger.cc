@@ -59,7 +59,8 @@ void Ledger::RecordTimeline(Time now, uint64_t version, bool last) {
 double Ledger::CostAt(Time t) const {
   double cost = 0;
   for (const SimInstance& n : cloud_.instances()) {
-    cost += n.BilledHours(t) * cloud_.pools()[n.pool].pool->price_per_hour;
+    const SimPool& p = cloud_.pools()[n.pool];
+    cost += n.BilledHours(t) * p.pool->price_per_hour + n.StoppedHours(t) * p.stopped_price_per_hour;
   }
   return cost;
 }
@@ -69,8 +70,9 @@ Summary Ledger::Summarize(Time now, Summary s) {
     const SimPool& p = cloud_.pools()[n.pool];
     double h = n.BilledHours(now);
     s.node_hours[p.pool->name] += h;
-    s.pool_cost[p.pool->name] += h * p.pool->price_per_hour;
-    s.cost += h * p.pool->price_per_hour;
+    const double c = h * p.pool->price_per_hour + n.StoppedHours(now) * p.stopped_price_per_hour;
+    s.pool_cost[p.pool->name] += c;
+    s.cost += c;
     s.gpu_hours_paid += h * static_cast<double>(p.gpus);
   }
   for (const SimPool& p : cloud_.pools()) {

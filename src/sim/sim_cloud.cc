@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "autoscaler/warm_planner.h"
 #include "sim/simulator.h"
 #include "sim/units.h"
 
@@ -23,6 +24,10 @@ SimCloud::SimCloud(const SimInput& in, const model::AutoscalerConfig& config, co
     p.gpus = Allocatable(pool.template_node).gpus();
     p.boot = p.gpus > 0 ? in_.sim.gpu_boot_delay : in_.sim.cpu_boot_delay;
     if (p.sim && p.sim->boot_delay) p.boot = *p.sim->boot_delay;
+    p.restart = p.sim && p.sim->restart_delay ? *p.sim->restart_delay : kDefaultRestartDelay;
+    p.stopped_price_per_hour = p.sim && p.sim->stopped_price_per_hour
+                                   ? *p.sim->stopped_price_per_hour
+                                   : autoscaler::kStoppedPriceShare * pool.price_per_hour;
     pool_index_.emplace(pool.name, static_cast<int>(pools_.size()));
     pools_.push_back(std::move(p));
   }
@@ -125,7 +130,7 @@ void SimCloud::OnSpotNotice(int instance) {
 
 void SimCloud::OnSpotKill(int instance) {
   SimInstance& n = instances_[instance];
-  if (!n.alive()) return;
+  if (!n.alive() || !n.joined) return;  // gone, or stopped since the notice
   workload_.EvictAllOn(instance, /*spot=*/true);
   --pools_[n.pool].target;
   EndInstance(instance);
@@ -134,7 +139,8 @@ void SimCloud::OnSpotKill(int instance) {
 void SimCloud::OnStockoutEnd(int pool) {
   SimPool& p = pools_[pool];
   if (InStockout(p, clock_.Now())) return;
-  for (; p.waiting > 0; --p.waiting) CreateInstance(pool, /*ready_now=*/false);
+  Grow(pool, p.waiting);
+  p.waiting = 0;
   changes_.step_needed = true;
 }
 
@@ -148,8 +154,14 @@ Result<std::vector<cloud::PoolSize>> SimCloud::Refresh(Time now) {
   sizes.reserve(pools_.size());
   for (const SimPool& p : pools_) {
     bool stockout = InStockout(p, now);
-    sizes.push_back({p.pool->name, p.target, static_cast<int>(p.nodes.size()), stockout,
-                     stockout ? std::string(kStockoutReason) : ""});
+    cloud::PoolSize size;
+    size.pool = p.pool->name;
+    size.target = p.target;
+    size.instances = static_cast<int>(p.nodes.size());
+    size.stopped = static_cast<int>(p.stopped.size());
+    size.stockout = stockout;
+    if (stockout) size.stockout_reason = std::string(kStockoutReason);
+    sizes.push_back(std::move(size));
   }
   return sizes;
 }
@@ -172,7 +184,7 @@ Result<void> SimCloud::IncreaseSize(const std::string& pool, int delta, Time now
   if (InStockout(p, now)) {
     p.waiting += delta;
   } else {
-    for (int i = 0; i < delta; ++i) CreateInstance(it->second, /*ready_now=*/false);
+    Grow(it->second, delta);
   }
   return {};
 }
@@ -203,6 +215,64 @@ Result<void> SimCloud::DeleteNode(const std::string&, const model::Node& node, T
   --pools_[instances_[idx].pool].target;
   EndInstance(idx);
   ++scale_downs_;
+  return {};
+}
+
+}  // namespace tidepool::sim
+
+namespace tidepool::sim {
+
+void SimCloud::Grow(int pool, int count) {
+  SimPool& p = pools_[pool];
+  const Time now = clock_.Now();
+  for (; count > 0 && !p.stopped.empty(); --count) {
+    int idx = p.stopped.back();  // the most recently stopped
+    p.stopped.pop_back();
+    SimInstance& n = instances_[idx];
+    n.stopped_for += now - *n.stopped_since;
+    n.stopped_since.reset();
+    p.nodes.push_back(idx);
+    std::uniform_int_distribution<int64_t> d(p.restart.lo.count(), p.restart.hi.count());
+    queue_.Push(now + Duration(d(rng_)), EventKind::kNodeBoot, idx);
+    changes_.Changed();
+  }
+  for (; count > 0; --count) CreateInstance(pool, /*ready_now=*/false);
+  int& peak = peak_nodes_[p.pool->name];
+  peak = std::max(peak, static_cast<int>(p.nodes.size()));
+}
+
+Result<void> SimCloud::StopNode(const std::string& pool, const model::Node& node, Time now) {
+  auto it = joined_.find(node.name());
+  if (it == joined_.end()) return Fail(Error::Code::kNotFound, "node {} not found", node.name());
+  const int idx = it->second;
+  SimInstance& n = instances_[idx];
+  SimPool& p = pools_[n.pool];
+  if (!p.pool->scale_down.Deallocates()) {
+    return InvalidArgument("pool {}: scaleDown.mode is delete; not stopping node {}", pool,
+                           node.name());
+  }
+  workload_.EvictAllOn(idx, /*spot=*/false);
+  std::erase(p.nodes, idx);
+  joined_.erase(it);
+  n.joined = false;
+  if (n.node) ended_.push_back(std::move(n.node));
+  n.stopped_since = now;
+  p.stopped.push_back(idx);
+  --p.target;
+  ++scale_downs_;
+  changes_.Changed();
+  changes_.bind_dirty = changes_.step_needed = true;
+  return {};
+}
+
+Result<void> SimCloud::DeleteStopped(const std::string& pool, int count, Time now) {
+  auto it = pool_index_.find(pool);
+  if (it == pool_index_.end()) return Fail(Error::Code::kNotFound, "no pool {}", pool);
+  SimPool& p = pools_[it->second];
+  int n = std::min(count, static_cast<int>(p.stopped.size()));
+  for (int i = 0; i < n; ++i) instances_[p.stopped[i]].end = now;
+  p.stopped.erase(p.stopped.begin(), p.stopped.begin() + n);
+  changes_.Changed();
   return {};
 }
 

@@ -29,18 +29,31 @@ struct SimInstance {
   std::optional<Time> end;  // deleted / cancelled / reclaimed
   bool joined = false;
   std::unique_ptr<model::Node> node;  // once joined
+  // Stopped (scaleDown.mode deallocate): since when, and for how long in earlier stops.
+  std::optional<Time> stopped_since;
+  Duration stopped_for{};
   bool alive() const { return !end.has_value(); }
-  // Hours billed by `t`: from the request to the end, or to `t` while alive.
-  double BilledHours(Time t) const { return Hours(end.value_or(t) - requested); }
+  // Hours stopped by `t` (billed at the pool's stopped price).
+  double StoppedHours(Time t) const {
+    Duration d = stopped_for;
+    if (stopped_since) d += end.value_or(t) - *stopped_since;
+    return Hours(d);
+  }
+  // Hours billed at the pool's price by `t`: from the request to the end, or to `t` while alive,
+  // less the hours stopped.
+  double BilledHours(Time t) const { return Hours(end.value_or(t) - requested) - StoppedHours(t); }
 };
 
 struct SimPool {
   const model::Pool* pool = nullptr;
   const PoolSimConfig* sim = nullptr;
   DurationRange boot;
+  DurationRange restart;  // a stopped instance's start to joined
+  double stopped_price_per_hour = 0;
   int target = 0;
   int waiting = 0;         // target raised during a stockout: no instance yet
-  std::vector<int> nodes;  // alive instances
+  std::vector<int> nodes;    // alive instances, not stopped
+  std::vector<int> stopped;  // stopped instances, oldest stop first
   int next_id = 0;
   int64_t gpus = 0;
 };
@@ -48,7 +61,11 @@ struct SimPool {
 // Pools are the config's, in its order. Instances are never forgotten (the ledger bills them);
 // a Node object of an ended instance lives until the next observation is built (ReleaseEnded),
 // as the live API server's objects outlive a read. Time is the simulator's clock.
-class SimCloud final : public cloud::CloudProvider {
+// Pools with scaleDown.mode deallocate: StopNode ends the node (its pods evicted) but keeps the
+// instance, billed at the stopped price; growing restarts stopped instances (the most recently
+// stopped first, after the pool's restart delay) before creating new ones, also when a
+// stockout ends; DeleteStopped ends the longest-stopped ones.
+class SimCloud final : public cloud::CloudProvider, public cloud::MachineStopper {
  public:
   SimCloud(const SimInput& in, const model::AutoscalerConfig& config, const Clock& clock,
            EventQueue& queue, WorldChanges& changes, Workload& workload);
@@ -63,6 +80,8 @@ class SimCloud final : public cloud::CloudProvider {
   Result<void> DecreaseTargetSize(const std::string& pool, int delta, Time now) override;
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node&) const override { return ""; }  // nodes carry the label
+  Result<void> StopNode(const std::string& pool, const model::Node& node, Time now) override;
+  Result<void> DeleteStopped(const std::string& pool, int count, Time now) override;
 
   // Event handlers.
   void OnBoot(int instance);
@@ -88,6 +107,9 @@ class SimCloud final : public cloud::CloudProvider {
 
  private:
   int CreateInstance(int pool, bool ready_now);
+  // Brings `count` instances to the pool: restarts stopped ones first (deallocate pools), then
+  // creates.
+  void Grow(int pool, int count);
   void JoinNode(int instance);
   void EndInstance(int instance);
 

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "kube/config/yaml_reader.h"
@@ -24,8 +25,8 @@ Result<DurationRange> ReadRange(const YamlValue& v) {
 
 Result<PoolSimConfig> ReadPool(const YamlValue& v) {
   TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m, YamlMap::Read(v, "a map of pool simulation settings"));
-  static constexpr std::array<std::string_view, 3> kKeys = {"bootDelay", "stockouts",
-                                                            "evictionsPerNodeHour"};
+  static constexpr std::array<std::string_view, 5> kKeys = {
+      "bootDelay", "stockouts", "evictionsPerNodeHour", "restartDelay", "stoppedPricePerHour"};
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kKeys));
   PoolSimConfig p;
   if (const YamlValue* b = m.Find("bootDelay")) {
@@ -41,6 +42,14 @@ Result<PoolSimConfig> ReadPool(const YamlValue& v) {
   if (const YamlValue* e = m.Find("evictionsPerNodeHour")) {
     TIDEPOOL_ASSIGN_OR_RETURN(p.evictions_per_node_hour,
                               e->ReadNumber(0, 1000, "a non-negative rate per node-hour"));
+  }
+  if (const YamlValue* r = m.Find("restartDelay")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(p.restart_delay, ReadRange(*r));
+  }
+  if (const YamlValue* c = m.Find("stoppedPricePerHour")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(
+        p.stopped_price_per_hour,
+        c->ReadNumber(0, std::numeric_limits<double>::max(), "a non-negative price per hour"));
   }
   return p;
 }

@@ -27,7 +27,15 @@ struct PoolSimConfig {
   std::optional<DurationRange> boot_delay;               // unset: the cpu/gpu default
   std::vector<std::pair<Duration, Duration>> stockouts;  // [start, end) offsets from the start
   double evictions_per_node_hour = 0;                    // spot evictions (Poisson rate)
+  // Pools with scaleDown.mode deallocate: how long a stopped machine takes from start to a
+  // joined node (unset: kDefaultRestartDelay), and what it costs per hour while stopped (its
+  // disks; unset: autoscaler::kStoppedPriceShare of the pool's pricePerHour).
+  std::optional<DurationRange> restart_delay;
+  std::optional<double> stopped_price_per_hour;
 };
+
+inline constexpr DurationRange kDefaultRestartDelay{std::chrono::minutes(1),
+                                                    std::chrono::minutes(2)};
 
 enum class ScoringPolicy { kLeastAllocated, kMostAllocated };
 
@@ -50,7 +58,8 @@ struct SimConfig {
 };
 
 // Parses the settings map at `section`. Keys: seed, bootDelay: {cpu: [3m, 4m], gpu: [8m, 15m]},
-// pools: {<name>: {bootDelay: [a, b], stockouts: [[start, end], ...], evictionsPerNodeHour: x}},
+// pools: {<name>: {bootDelay: [a, b], stockouts: [[start, end], ...], evictionsPerNodeHour: x,
+//   restartDelay: [a, b], stoppedPricePerHour: y}},
 // scheduler: least-allocated | most-allocated, checkpointEvery: <duration>, gpuSharing: bool.
 // Unknown keys and wrong types are errors "file:line: key.path: expected ..." with the key path
 // from the document root (e.g. "simulation.bootDelay.cpu" for the config file's section). Pool

@@ -917,10 +917,14 @@ TEST(WarmEvaluationTest, PoliciesRunAndPredictiveHelpsWithinBudget) {
   in.jobs = PeriodicGpuScenario(1);
   auto runs = RunWarmEvaluation(in);
   ASSERT_TRUE(runs.has_value()) << runs.error().message();
-  ASSERT_EQ(runs->size(), 5u);
+  ASSERT_EQ(runs->size(), 6u);
   EXPECT_EQ((*runs)[0].name, "off");
   EXPECT_EQ((*runs)[3].name, "predictive");
+  EXPECT_EQ((*runs)[5].name, "deallocate");
   const Summary& off = (*runs)[0].summary;
+  const Summary& stopped = (*runs)[5].summary;
+  EXPECT_EQ(stopped.jobs_completed, stopped.jobs);
+  EXPECT_LT(stopped.wait_p95_gpu, off.wait_p95_gpu) << "restarts are faster than boots";
   const Summary& spare = (*runs)[1].summary;
   const Summary& predictive = (*runs)[3].summary;
   EXPECT_EQ(off.gpu_jobs, 417);  // 28 days
@@ -930,6 +934,92 @@ TEST(WarmEvaluationTest, PoliciesRunAndPredictiveHelpsWithinBudget) {
   // maxCostPerDay is 10% of each warm pool's daily cost in `off`.
   EXPECT_LE(predictive.cost, off.cost * 1.10 + 1e-6);
   EXPECT_THAT(WarmEvaluationToText(*runs), HasSubstr("GPU wait p95"));
+}
+
+}  // namespace
+}  // namespace tidepool::sim
+
+// --- Stopped machines (pools[].scaleDown.mode deallocate) -------------------------------------
+
+namespace tidepool::sim {
+namespace {
+
+// Two one-replica jobs an hour apart on an empty pool (boot 3 min, restart 1 min): with mode
+// delete the second waits for a new node (181 s); with mode deallocate the first node was
+// stopped and restarts for it (61 s), and its stopped hours are billed at the stopped price.
+Result<Summary> TwoJobsAnHourApart(bool deallocate) {
+  SimInput in;
+  in.config = OneCpuPool();
+  if (deallocate) {
+    in.config.pools[0].scale_down.mode = model::ScaleDownMode::kDeallocate;
+    in.config.pools[0].scale_down.max_stopped = 1;
+  }
+  auto sc = ParseSimConfig(
+      "bootDelay: {cpu: [3m, 3m]}\n"
+      "pools: {cpu: {restartDelay: [1m, 1m], stoppedPricePerHour: 0.06}}\n",
+      "fixed.yaml");
+  if (!sc) return std::unexpected(sc.error());
+  in.sim = *sc;
+  in.sim.check_invariants = true;
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu\n"
+      "job-a,0,600,1,1,2Gi,0\n"
+      "job-b,3600,600,1,1,2Gi,0\n",
+      "two.csv");
+  if (!jobs) return std::unexpected(jobs.error());
+  in.jobs = *jobs;
+  return RunSimulation(in);
+}
+
+TEST(StoppedPoolSimTest, ARestartIsFasterAndTheStoppedHoursCostTheDiskPrice) {
+  auto del = TwoJobsAnHourApart(false);
+  ASSERT_TRUE(del.has_value()) << del.error().message();
+  EXPECT_DOUBLE_EQ(del->wait_max, 181);
+  EXPECT_DOUBLE_EQ(del->wait_p50, 181);
+  EXPECT_NEAR(del->cost, del->node_hours.at("cpu") * 0.6, 1e-9);
+
+  auto dealloc = TwoJobsAnHourApart(true);
+  ASSERT_TRUE(dealloc.has_value()) << dealloc.error().message();
+  EXPECT_DOUBLE_EQ(dealloc->wait_max, 181);  // job-a: nothing stopped yet
+  EXPECT_DOUBLE_EQ(dealloc->wait_p50, 61);   // job-b: the stopped node restarted
+  EXPECT_EQ(dealloc->scale_ups, 2);
+  EXPECT_EQ(dealloc->scale_downs, 2);
+  const double stopped_cost = dealloc->cost - dealloc->node_hours.at("cpu") * 0.6;
+  // Stopped from the first removal (~1390 s) to the restart (3601 s), and again from the second
+  // removal to the end of the run.
+  EXPECT_GT(stopped_cost, 0.06 * (3601 - 1400) / 3600.0);
+  EXPECT_LT(stopped_cost, 0.06 * dealloc->simulated_hours);
+  EXPECT_LT(dealloc->node_hours.at("cpu"), del->node_hours.at("cpu"))
+      << "the restart saves two minutes of boot";
+}
+
+TEST(StoppedPoolSimTest, MaxStoppedZeroBehavesAsDelete) {
+  SimInput in;
+  in.sim.check_invariants = true;
+  in.jobs = BuiltinScenario(1);
+  in.config = LoadSeedConfig();
+  for (model::Pool& p : in.config.pools) {
+    p.scale_down.mode = model::ScaleDownMode::kDeallocate;
+    p.scale_down.max_stopped = 0;
+  }
+  auto zero = RunSimulation(in);
+  ASSERT_TRUE(zero.has_value()) << zero.error().message();
+  in.config = LoadSeedConfig();
+  auto plain = RunSimulation(in);
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_DOUBLE_EQ(zero->cost, plain->cost);
+  EXPECT_DOUBLE_EQ(zero->wait_p95, plain->wait_p95);
+}
+
+TEST(SimConfigTest, RestartDelayAndStoppedPrice) {
+  auto c = ParseSimConfig("pools: {gpu: {restartDelay: [1m, 2m], stoppedPricePerHour: 0.1}}\n",
+                          "s.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->pools.at("gpu").restart_delay->hi, std::chrono::minutes(2));
+  EXPECT_DOUBLE_EQ(*c->pools.at("gpu").stopped_price_per_hour, 0.1);
+  auto bad = ParseSimConfig("pools: {gpu: {stoppedPricePerHour: -1}}\n", "s.yaml");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_THAT(bad.error().message(), HasSubstr("pools.gpu.stoppedPricePerHour"));
 }
 
 }  // namespace
