@@ -140,10 +140,9 @@ struct Event {
 // reported back through the Autoscaler's On*Result methods; the others are fire-and-forget
 // (their failures show up in a later observation and the loop corrects them, e.g. a node left
 // tainted is untainted).
-using Action =
-    std::variant<IncreasePool, DecreaseTarget, TaintNode, UntaintNode, MarkCandidate,
-                 UnmarkCandidate, EvictPods, DeleteNode, Event, UpdateProvisioningRequest,
-                 DeleteStopped>;
+using Action = std::variant<IncreasePool, DecreaseTarget, TaintNode, UntaintNode, MarkCandidate,
+                            UnmarkCandidate, EvictPods, DeleteNode, Event,
+                            UpdateProvisioningRequest, DeleteStopped>;
 
 // The action's kind in one word ("IncreasePool", "Event", ...).
 std::string_view ActionName(const Action& action);

@@ -23,10 +23,10 @@ struct PoolObservation {
   // Instances the provider has, including ones not joined yet. On a stockout only requested
   // nodes beyond these (and beyond the joined Nodes) are cancelled; they may still join.
   int registered = 0;
-  // Stopped machines kept for a fast restart (pools[].scaleDown.mode deallocate); not in target.
-  int stopped = 0;
   bool stockout = false;  // the provider says it has no capacity for this pool now
   std::string stockout_reason;
+  // Stopped machines kept for a fast restart (pools[].scaleDown.mode deallocate); not in target.
+  int stopped = 0;
 };
 
 // The cluster as read at one moment (informer cache or simulator state). All pointers are

@@ -29,13 +29,13 @@ PoolTracker::RemovalChoice PoolTracker::ChooseRemoval(const std::string& pool, T
   const int max = p->scale_down.max_stopped;
   RemovalChoice c;
   if (ps.stopped() >= max) {
-    c.why = fmt::format("deleted, not stopped: {} stopped already (maxStopped {})", ps.stopped(),
-                        max);
+    c.why =
+        fmt::format("deleted, not stopped: {} stopped already (maxStopped {})", ps.stopped(), max);
   } else {
     c.stop = true;
     ExpectStoppedChange(ps, +1, now);
-    c.why = fmt::format("stopped for a fast restart ({} of maxStopped {} stopped)", ps.stopped(),
-                        max);
+    c.why =
+        fmt::format("stopped for a fast restart ({} of maxStopped {} stopped)", ps.stopped(), max);
   }
   ps.stopped_reason = c.why;
   return c;

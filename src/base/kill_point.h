@@ -26,9 +26,9 @@ enum class KillPoint {
   kKwokStopSaved,        // kwok: a stopped node recorded in the state, its Node not yet deleted
 };
 inline constexpr std::array<std::string_view, 9> kKillPointNames = {
-    "scale-up-decided",  "kwok-before-save", "kwok-saved",          "scale-up-acknowledged",
-    "kwok-node-created", "node-tainted",     "machine-deleted",     "capi-machine-marked",
-    "kwok-stop-saved",
+    "scale-up-decided",      "kwok-before-save",    "kwok-saved",
+    "scale-up-acknowledged", "kwok-node-created",   "node-tainted",
+    "machine-deleted",       "capi-machine-marked", "kwok-stop-saved",
 };
 
 // What TIDEPOOL_KILL_AT asks for: "NAME" (the first time the point is reached) or "NAME:N"

@@ -17,11 +17,11 @@ struct PoolSize {
   std::string pool;
   int target = 0;         // the desired size the provider is working towards
   int instances = 0;      // machines that exist (joined the cluster or not), failed ones excluded
+  bool stockout = false;  // the provider cannot add capacity to this pool now
+  std::string stockout_reason;  // e.g. "SkuNotAvailable: ...", shown in status and events
   // Stopped (deallocated) machines kept for a fast restart (pools[].scaleDown.mode deallocate),
   // counted in neither `target` nor `instances`. Always 0 for other pools.
   int stopped = 0;
-  bool stockout = false;  // the provider cannot add capacity to this pool now
-  std::string stockout_reason;  // e.g. "SkuNotAvailable: ...", shown in status and events
 };
 
 // Contract:
@@ -68,8 +68,8 @@ class CloudProvider {
 //    count (PoolSize::stopped) rises by one. The caller then deletes the Node object, as after
 //    DeleteNode; a restarted machine registers again. A machine already stopped is success.
 //  - IncreaseSize starts stopped machines first (up to `delta`, the most recently stopped
-//    first) and creates only the rest. A stopped machine that fails to start is deleted (at a
-//    later Refresh) and the target keeps it, so the provider creates a replacement.
+//    first) and creates only the rest. A stopped machine that fails to start is handled like a
+//    failed create (deleted, the target lowered); the pods are planned again and get new ones.
 //  - DeleteStopped deletes up to `count` > 0 stopped machines, the longest-stopped first,
 //    lowering the stopped count; fewer stopped than `count` deletes them all (success).
 //  - `max` bounds target (running and requested machines); stopped machines do not count against

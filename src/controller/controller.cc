@@ -177,7 +177,7 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
   for (const auto& t : view.pod_templates) obs.pod_templates.push_back(t.get());
   obs.dra = view.dra.get();
   for (const auto& s : sizes) {
-    obs.pools.push_back({s.pool, s.target, s.instances, s.stopped, s.stockout, s.stockout_reason});
+    obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason, s.stopped});
   }
   obs.provider_pool_of = [this](const model::Node& n) { return provider_.PoolOf(n); };
   return obs;

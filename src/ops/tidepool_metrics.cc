@@ -98,10 +98,11 @@ void TidepoolMetrics::AddPoolGauges(Registry& r) {
                               "1 when the provider reported no capacity for the pool at the last "
                               "step, else 0.",
                               {"pool"});
-  pool_stopped_ = r.AddGauge("tidepool_pool_stopped_nodes",
-                             "Stopped (deallocated) machines kept for a fast restart, per pool with "
-                             "scaleDown.mode deallocate.",
-                             {"pool"});
+  pool_stopped_ =
+      r.AddGauge("tidepool_pool_stopped_nodes",
+                 "Stopped (deallocated) machines kept for a fast restart, per pool with "
+                 "scaleDown.mode deallocate.",
+                 {"pool"});
   pool_cost_ = r.AddGauge("tidepool_pool_estimated_cost_per_hour",
                           "Estimated cost per hour of the pool's nodes: max(target, registered + "
                           "removing) times the configured pricePerHour.",

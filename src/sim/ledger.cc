@@ -60,7 +60,8 @@ double Ledger::CostAt(Time t) const {
   double cost = 0;
   for (const SimInstance& n : cloud_.instances()) {
     const SimPool& p = cloud_.pools()[n.pool];
-    cost += n.BilledHours(t) * p.pool->price_per_hour + n.StoppedHours(t) * p.stopped_price_per_hour;
+    cost +=
+        n.BilledHours(t) * p.pool->price_per_hour + n.StoppedHours(t) * p.stopped_price_per_hour;
   }
   return cost;
 }

@@ -51,7 +51,7 @@ struct SimPool {
   DurationRange restart;  // a stopped instance's start to joined
   double stopped_price_per_hour = 0;
   int target = 0;
-  int waiting = 0;         // target raised during a stockout: no instance yet
+  int waiting = 0;           // target raised during a stockout: no instance yet
   std::vector<int> nodes;    // alive instances, not stopped
   std::vector<int> stopped;  // stopped instances, oldest stop first
   int next_id = 0;

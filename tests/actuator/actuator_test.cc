@@ -243,8 +243,8 @@ TEST_F(ActuatorTest, AStopGoesToTheProvidersStopperThenTheNodeObjectGoes) {
 }
 
 TEST_F(ActuatorTest, AStopOnAProviderThatCannotStopFailsAndDeletesNothing) {
-  Carry({autoscaler::DeleteNode{"n1", "cpu", planner::RemovalKind::kEmpty, "empty",
-                                std::nullopt, autoscaler::RemovalMethod::kStop}});
+  Carry({autoscaler::DeleteNode{"n1", "cpu", planner::RemovalKind::kEmpty, "empty", std::nullopt,
+                                autoscaler::RemovalMethod::kStop}});
   EXPECT_TRUE(calls_.log.empty()) << calls_.log.front();
   ASSERT_EQ(outcomes_.seen.size(), 1u);
   EXPECT_THAT(outcomes_.seen[0], HasSubstr("DeleteNode failed: pool cpu: provider fake cannot "

@@ -1499,12 +1499,15 @@ TEST(DemandProfileTest, LearnsTheDailyPeakWithDecay) {
 namespace tidepool::autoscaler {
 namespace {
 
-void DeallocatingCpuPool(World& w, int max_stopped) {
+// TwoCpuNodes with n1 empty, the pool scaling down as `scale_down` says.
+void EmptyCpuNode(World& w, model::PoolScaleDown scale_down = {}) {
   TwoCpuNodes(w);
-  w.pods.erase("small");  // n1 is empty
-  model::Pool& p = w.config.pools.back();
-  p.scale_down.mode = model::ScaleDownMode::kDeallocate;
-  p.scale_down.max_stopped = max_stopped;
+  w.pods.erase("small");
+  w.config.pools.back().scale_down = scale_down;
+}
+
+void DeallocatingCpuPool(World& w, int max_stopped) {
+  EmptyCpuNode(w, {model::ScaleDownMode::kDeallocate, max_stopped});
 }
 
 TEST(LoopStoppedTest, ARemovedNodeIsStoppedWhileBelowMaxStopped) {
@@ -1540,7 +1543,8 @@ TEST(LoopStoppedTest, AtMaxStoppedTheNodeIsDeletedAndTheStatusSaysWhy) {
   auto deletes = OfKind<DeleteNode>(actions);
   ASSERT_EQ(deletes.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(deletes[0].method, RemovalMethod::kDelete);
-  EXPECT_THAT(deletes[0].reason, HasSubstr("deleted, not stopped: 1 stopped already (maxStopped 1)"));
+  EXPECT_THAT(deletes[0].reason,
+              HasSubstr("deleted, not stopped: 1 stopped already (maxStopped 1)"));
   EXPECT_EQ(w.stopped["cpu"], 1);
   EXPECT_THAT(w.PoolStat("cpu").stopped_reason, HasSubstr("maxStopped 1"));
 }
@@ -1573,8 +1577,7 @@ TEST(LoopStoppedTest, AFailedStopIsTakenBackFromTheCount) {
 
 TEST(LoopStoppedTest, ADeletePoolNeverStops) {
   World w;
-  TwoCpuNodes(w);
-  w.pods.erase("small");
+  EmptyCpuNode(w);
   w.Start();
   auto deletes = OfKind<DeleteNode>(w.RunUntil(w.now + minutes(10) + seconds(30)));
   ASSERT_EQ(deletes.size(), 1u);

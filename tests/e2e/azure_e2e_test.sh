@@ -458,7 +458,8 @@ scenario_scale_down_by_instance_id() {
 # deallocated (POST .../deallocate), the other deleted because one is stopped already (the cap).
 # One pod then starts the stopped instance (POST .../start, no capacity PATCH: no create) and runs
 # on the same node name. That node goes idle and is stopped again; its next start fails
-# (scripted), the failed instance is deleted and the pod gets a new VM by a capacity PATCH.
+# (scripted), the failed instance is deleted and the pod gets a new VM by a capacity PATCH
+# (after the provision timeout and backoff, as for a failed create).
 scenario_deallocate() {
   GPU_SCALE_DOWN="{mode: deallocate, maxStopped: 1}" start_both || return 1
   gpu_pod a 1 | k apply -f - >/dev/null
@@ -501,7 +502,9 @@ scenario_deallocate() {
   fake_post "fail-next-start?code=VMStartTimedOut" >/dev/null
   patches=$(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU")
   gpu_pod d 1 | k apply -f - >/dev/null
-  wait_until 90 pod_running d || { fail "pod d not Running after the failed start"; return 1; }
+  # As after a failed create: the failed instance is deleted, the request runs into the pool's
+  # provisionTimeout (60 s) and backoff (60 s), then the pod's next scale-up creates.
+  wait_until 240 pod_running d || { fail "pod d not Running after the failed start"; return 1; }
   [[ $(count_requests POST "/virtualMachineScaleSets/$SS_GPU/start") -eq 2 ]] ||
     { fail "expected a second POST .../start"; return 1; }
   [[ $(count_requests PATCH "/virtualMachineScaleSets/$SS_GPU") -gt $patches ]] ||

@@ -516,7 +516,7 @@ scenario_deallocate() {
   k -n "$NS" delete pod a b --wait=false >/dev/null
   wait_until 60 has_nodes gpu 0 || { fail "the idle gpu nodes were not removed within 60 s"; return 1; }
   local state stopped
-  state=$(k -n kube-system get configmap tidepool-kwok-provider -o jsonpath='{.data.state}')
+  state=$(k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}')
   stopped=$(jq -r '.stopped.gpu[0].name // empty' <<<"$state")
   [[ $(jq '.stopped.gpu | length' <<<"$state") -eq 1 && ($stopped == "$na" || $stopped == "$nb") ]] ||
     { fail "expected one of $na, $nb stopped in the kwok state: $state"; return 1; }

@@ -852,7 +852,8 @@ TEST(WarmConfigTest, ErrorsNameTheKey) {
 // --- Stopped machines (pools[].scaleDown) ------------------------------------------------------
 
 #define POOL_ON(provider, scale_down)                   \
-  HEADER "provider: {type: " provider "}\n"             \
+  HEADER "provider: {type: " provider                   \
+         "}\n"                                          \
          "pools:\n"                                     \
          "  - name: gpu\n"                              \
          "    max: 4\n"                                 \

@@ -232,9 +232,9 @@ TEST(ConfigReferenceTest, EveryKeyTheLoaderKnowsIsDocumented) {
       {"kOtherKeys", "limits."},  // the non-resource keys of limits (typo hints)
   };
   // Lists of values rather than keys: each value must appear in the doc.
-  const std::set<std::string> value_lists = {"kProviderTypes", "kExpanders", "kCapacityTypes",
-                                             "kTaintEffects", "kScaleDownModes",
-                                             "kStoppingProviders"};
+  const std::set<std::string> value_lists = {"kProviderTypes",  "kExpanders",
+                                             "kCapacityTypes",  "kTaintEffects",
+                                             "kScaleDownModes", "kStoppingProviders"};
   ASSERT_FALSE(arrays.empty()) << "no key lists found in the loader source";
   int found = 0;
   for (const auto& [name, literals] : arrays) {

@@ -25,7 +25,7 @@ struct VmssInstance {
   std::string error_message;
   bool failed() const;
   bool deleting() const;
-  bool stopped() const;  // deallocated or deallocating (and neither failed nor deleting)
+  bool stopped() const;      // deallocated or deallocating (and neither failed nor deleting)
   long long number() const;  // the instance id as a number (-1 when it is not one)
 };
 

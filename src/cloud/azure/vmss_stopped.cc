@@ -31,9 +31,9 @@ Result<void> VmssProvider::PostInstances(const std::string& pool, const std::str
   // VirtualMachineScaleSets_Start / _Deallocate (the REST specs' examples): the body is
   // {"instanceIds": [...]}, the answer 200, or 202 with a location to poll.
   json body = {{"instanceIds", ids}};
-  TIDEPOOL_ASSIGN_OR_RETURN(ArmResponse r,
-                            arm_->Send("POST", fmt::format("{}/{}", ScaleSetPath(scale_set), action),
-                                       settings_.compute_api_version, &body));
+  TIDEPOOL_ASSIGN_OR_RETURN(
+      ArmResponse r, arm_->Send("POST", fmt::format("{}/{}", ScaleSetPath(scale_set), action),
+                                settings_.compute_api_version, &body));
   if (r.status == 404) {
     spdlog::info("azure-vmss: pool {}: instances {} already gone ({})", pool, fmt::join(ids, ","),
                  action);
@@ -62,9 +62,10 @@ Result<void> VmssProvider::GrowFromStopped(const model::Pool& p, const std::stri
   int started = to_start;
   if (auto r = PostInstances(p.name, scale_set, "start", ids, now); !r) {
     if (r.error().code() == Error::Code::kThrottled) return r;
-    spdlog::warn("azure-vmss: pool {}: starting stopped instances failed ({}); creating {} new "
-                 "instance(s) instead",
-                 p.name, r.error().message(), to_start);
+    spdlog::warn(
+        "azure-vmss: pool {}: starting stopped instances failed ({}); creating {} new "
+        "instance(s) instead",
+        p.name, r.error().message(), to_start);
     started = 0;
   }
   const int create = delta - started;

@@ -20,6 +20,20 @@ constexpr std::string_view kNameAlphabet = "bcdfghjklmnpqrstvwxz2456789";
 constexpr Duration kCreateRetry = std::chrono::seconds(2);
 constexpr Duration kUnseenTtl = std::chrono::minutes(1);
 
+// One machine of the state: {"name": ..., "<time_key>": RFC 3339}.
+Result<std::pair<std::string, Time>> ParseStateItem(const json& item, std::string_view time_key,
+                                                    std::string_view where, std::string_view pool) {
+  const std::string key(time_key);
+  if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
+      !item.contains(key) || !item[key].is_string()) {
+    return InvalidArgument("{}: pool {}: expected {{\"name\": ..., \"{}\": ...}}, got {}", where,
+                           pool, key, item.dump());
+  }
+  auto t = ParseRfc3339(item[key].get<std::string>());
+  if (!t) return std::unexpected(t.error().Wrap(std::string(where)));
+  return std::pair{item["name"].get<std::string>(), *t};
+}
+
 }  // namespace
 
 KwokProvider::KwokProvider(const model::AutoscalerConfig& config, kube::ApiClient& api,
@@ -109,14 +123,8 @@ Result<KwokProvider::Stored> KwokProvider::ParseState(const json& cm) const {
       continue;
     }
     for (const auto& item : items) {
-      if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
-          !item.contains("due") || !item["due"].is_string()) {
-        return InvalidArgument("{}: pool {}: expected {{\"name\": ..., \"due\": ...}}, got {}",
-                               where, pool, item.dump());
-      }
-      auto due = ParseRfc3339(item["due"].get<std::string>());
-      if (!due) return std::unexpected(due.error().Wrap(where));
-      out.booting[pool].push_back({item["name"].get<std::string>(), *due});
+      TIDEPOOL_ASSIGN_OR_RETURN(auto b, ParseStateItem(item, "due", where, pool));
+      out.booting[pool].push_back({std::move(b.first), b.second});
     }
   }
   if (!state.contains("stopped")) return out;  // written before stopped nodes existed
@@ -125,16 +133,10 @@ Result<KwokProvider::Stored> KwokProvider::ParseState(const json& cm) const {
                            state["stopped"].dump());
   }
   for (const auto& [pool, items] : state["stopped"].items()) {
-    if (config_.FindPool(pool) == nullptr) continue;  // warned above, or had nothing booting
+    if (config_.FindPool(pool) == nullptr) continue;  // not configured any more
     for (const auto& item : items) {
-      if (!item.is_object() || !item.contains("name") || !item["name"].is_string() ||
-          !item.contains("at") || !item["at"].is_string()) {
-        return InvalidArgument("{}: stopped pool {}: expected {{\"name\": ..., \"at\": ...}}, got {}",
-                               where, pool, item.dump());
-      }
-      auto at = ParseRfc3339(item["at"].get<std::string>());
-      if (!at) return std::unexpected(at.error().Wrap(where));
-      out.stopped[pool].push_back({item["name"].get<std::string>(), *at});
+      TIDEPOOL_ASSIGN_OR_RETURN(auto st, ParseStateItem(item, "at", where, pool));
+      out.stopped[pool].push_back({std::move(st.first), st.second});
     }
   }
   return out;
@@ -317,7 +319,8 @@ Result<void> KwokProvider::IncreaseSize(const std::string& pool, int delta, Time
   auto& items = booting_[pool];
   const size_t before = items.size();
   auto stopped_before = stopped_[pool];
-  int restarted = p->scale_down.Deallocates() ? RestartLocked(pool, delta, now + RestartDelay(*p)) : 0;
+  int restarted =
+      p->scale_down.Deallocates() ? RestartLocked(pool, delta, now + RestartDelay(*p)) : 0;
   Time due = now + BootDelay(*p);
   for (int i = restarted; i < delta; ++i) {
     std::string name = pool + "-";

@@ -318,8 +318,8 @@ Result<void> ParsePoolScaleDown(const YamlValue& v, Pool& pool, std::string_view
     TIDEPOOL_ASSIGN_OR_RETURN(size_t i, mode->ReadEnum(kScaleDownModes));
     sd.mode = i == 1 ? model::ScaleDownMode::kDeallocate : model::ScaleDownMode::kDelete;
     auto& stopping = kStoppingProviders;
-    if (sd.Deallocates() && std::find(std::begin(stopping), std::end(stopping), provider_type) ==
-                                std::end(stopping)) {
+    if (sd.Deallocates() &&
+        std::find(std::begin(stopping), std::end(stopping), provider_type) == std::end(stopping)) {
       return std::unexpected(mode->MakeError(fmt::format(
           "provider.type {} cannot stop machines (mode deallocate works with {}; expected mode "
           "delete)",

@@ -123,10 +123,10 @@ struct AgentPoolSpec {
 //    list, VM list with instance view, POST /delete with instanceIds. POST /deallocate and
 //    /start with instanceIds (VirtualMachineScaleSets_Deallocate / _Start: 202 + Location) move
 //    instances to power state deallocating -> deallocated (OnInstanceDeleted fires: the kubelet
-//    is gone) and starting -> running (OnInstanceCreated fires again); the capacity keeps them. Instances come up at once
-//    as Succeeded unless a scale-up was scripted to fail; writes answer 200 + Azure-AsyncOperation
-//    (PATCH) or 202 + Location (delete) whose status resources report InProgress
-//    `operation_polls` times, then the outcome.
+//    is gone) and starting -> running (OnInstanceCreated fires again); the capacity keeps them.
+//    Instances come up at once as Succeeded unless a scale-up was scripted to fail; writes answer
+//    200 + Azure-AsyncOperation (PATCH) or 202 + Location (delete) whose status resources report
+//    InProgress `operation_polls` times, then the outcome.
 //  - AKS: agent pool GET / list / PUT (count, If-Match on eTag), machines list, deleteMachines.
 //    The agent pool's VMs live in a scale set aks-<pool>-12345678-vmss (machines' resourceId).
 //  - Standalone VMs (azure-vms): virtualMachines list / GET ($expand=instanceView, userData) /
@@ -239,7 +239,7 @@ class FakeArm {
     std::string provisioning;  // Creating, Succeeded, Failed, Deleting
     std::string error_code;
     std::string error_message;
-    bool announced = false;  // OnInstanceCreated fired
+    bool announced = false;         // OnInstanceCreated fired
     std::string power = "running";  // PowerState/<power> once Succeeded
   };
   struct ScaleSet {
@@ -329,6 +329,12 @@ class FakeArm {
   std::string StartOp(Op op, Events& events);
   void FinishOp(Op& op, Events& events);
   void RemoveInstances(ScaleSet& ss, const std::vector<std::string>& ids, Events& events);
+  // The instances a POST body {"instanceIds": [...]} names (a Deleting one only when
+  // `deleting_ok`), or nullopt after answering 400 / 404 (fake_arm_vmss.cc).
+  std::optional<std::vector<Instance*>> RequestedInstances(ScaleSet& ss,
+                                                           const httplib::Request& req,
+                                                           httplib::Response& res,
+                                                           bool deleting_ok);
   // POST /deallocate or /start of a scale set's instances (fake_arm_vmss.cc).
   void PowerAction(ScaleSet& ss, bool start, const httplib::Request& req, httplib::Response& res,
                    Events& events);

@@ -247,10 +247,9 @@ void FakeArm::Announce(const Events& events) {
 
 void FakeArm::FinishPower(ScaleSet& ss, Op& op, Events& events) {
   for (auto& in : ss.instances) {
-    bool deallocating = std::find(op.deallocating.begin(), op.deallocating.end(), in.id) !=
-                        op.deallocating.end();
-    bool starting =
-        std::find(op.starting.begin(), op.starting.end(), in.id) != op.starting.end();
+    bool deallocating =
+        std::find(op.deallocating.begin(), op.deallocating.end(), in.id) != op.deallocating.end();
+    bool starting = std::find(op.starting.begin(), op.starting.end(), in.id) != op.starting.end();
     if (deallocating && in.power == "deallocating") {
       in.power = "deallocated";
       if (in.announced) events.emplace_back(false, EventFor(ss, in));
@@ -272,30 +271,43 @@ void FakeArm::FinishPower(ScaleSet& ss, Op& op, Events& events) {
   op.starting.clear();
 }
 
-void FakeArm::PowerAction(ScaleSet& ss, bool start, const httplib::Request& req,
-                          httplib::Response& res, Events& events) {
-  // As VirtualMachineScaleSet_Deallocate_* / _Start_* of the REST specs: body
-  // {"instanceIds": [...]}, answer 202 with a location header (ours pointing at this server).
+std::optional<std::vector<FakeArm::Instance*>> FakeArm::RequestedInstances(
+    ScaleSet& ss, const httplib::Request& req, httplib::Response& res, bool deleting_ok) {
   json body = json::parse(req.body, nullptr, false);
   if (!body.is_object() || !body.contains("instanceIds") || !body["instanceIds"].is_array()) {
-    return SendError(res, 400, "InvalidParameter", "instanceIds is required.");
+    SendError(res, 400, "InvalidParameter", "instanceIds is required.");
+    return std::nullopt;
   }
-  Op op;
-  op.scale_set = Lower(ss.spec.name);
+  std::vector<Instance*> out;
   for (const auto& id : body["instanceIds"]) {
     std::string s = id.get<std::string>();
     auto in = std::find_if(ss.instances.begin(), ss.instances.end(),
                            [&](const Instance& i) { return i.id == s; });
-    if (in == ss.instances.end() || in->provisioning == "Deleting") {
-      return SendError(res, 404, "NotFound",
-                       "The entity was not found in this Azure location: instance " + s);
+    if (in == ss.instances.end() || (!deleting_ok && in->provisioning == "Deleting")) {
+      SendError(res, 404, "NotFound",
+                "The entity was not found in this Azure location: instance " + s);
+      return std::nullopt;
     }
+    out.push_back(&*in);
+  }
+  return out;
+}
+
+void FakeArm::PowerAction(ScaleSet& ss, bool start, const httplib::Request& req,
+                          httplib::Response& res, Events& events) {
+  // As VirtualMachineScaleSet_Deallocate_* / _Start_* of the REST specs: body
+  // {"instanceIds": [...]}, answer 202 with a location header (ours pointing at this server).
+  auto named = RequestedInstances(ss, req, res, /*deleting_ok=*/false);
+  if (!named) return;
+  Op op;
+  op.scale_set = Lower(ss.spec.name);
+  for (Instance* in : *named) {
     if (start && in->power != "running") {
       in->power = "starting";
-      op.starting.push_back(s);
+      op.starting.push_back(in->id);
     } else if (!start && in->power != "deallocated") {
       in->power = "deallocating";
-      op.deallocating.push_back(s);
+      op.deallocating.push_back(in->id);
     }
   }
   if (start && fail_next_start_) {
@@ -436,25 +448,16 @@ void FakeArm::RouteCompute(const std::vector<std::string>& seg, const httplib::R
   }
   if (seg.size() == 9 && Eq(seg[8], "delete") && req.method == "POST") {
     // As VirtualMachineScaleSet_DeleteInstances_*.json: {"instanceIds": [...]}, 202 + location.
-    json body = json::parse(req.body, nullptr, false);
-    if (!body.is_object() || !body.contains("instanceIds") || !body["instanceIds"].is_array()) {
-      return SendError(res, 400, "InvalidParameter", "instanceIds is required.");
-    }
+    auto named = RequestedInstances(ss, req, res, /*deleting_ok=*/true);
+    if (!named) return;
     Op op;
     op.scale_set = Lower(ss.spec.name);
-    for (const auto& id : body["instanceIds"]) {
-      std::string s = id.get<std::string>();
-      auto in = std::find_if(ss.instances.begin(), ss.instances.end(),
-                             [&](const Instance& i) { return i.id == s; });
-      if (in == ss.instances.end()) {
-        return SendError(res, 404, "NotFound",
-                         "The entity was not found in this Azure location: instance " + s);
-      }
+    for (Instance* in : *named) {
       if (in->provisioning != "Deleting") {
         in->provisioning = "Deleting";
         ss.capacity = std::max(0, ss.capacity - 1);
       }
-      op.deleting.push_back(s);
+      op.deleting.push_back(in->id);
     }
     ++ss.etag;
     std::string id = StartOp(std::move(op), events);

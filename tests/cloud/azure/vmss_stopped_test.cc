@@ -52,8 +52,8 @@ TEST_F(AzureVmssStoppedTest, StopDeallocatesAndRefreshCountsItOutsideTheTarget) 
   auto reqs = fake_->requests();
   const auto& post = reqs.back();
   EXPECT_EQ(post.method, "POST");
-  EXPECT_THAT(post.path, HasSubstr(std::string("/virtualMachineScaleSets/") + kScaleSet +
-                                   "/deallocate"));
+  EXPECT_THAT(post.path,
+              HasSubstr(std::string("/virtualMachineScaleSets/") + kScaleSet + "/deallocate"));
   EXPECT_EQ(nlohmann::json::parse(post.body), nlohmann::json::parse(R"({"instanceIds":["1"]})"));
   EXPECT_EQ(fake_->InstancePower(kScaleSet, "1"), "deallocated");
   EXPECT_EQ(fake_->Capacity(kScaleSet), 3) << "a deallocated instance stays in the capacity";
