@@ -233,9 +233,10 @@ Result<json> KwokProvider::NodeObject(const std::string& pool, const std::string
   return kube::codec::EncodeNode(node);
 }
 
-void KwokProvider::PublishSlices(const model::Pool& pool, const json& node) {
+bool KwokProvider::PublishSlices(const model::Pool& pool, const json& node) {
   std::string name = node.value("/metadata/name"_json_pointer, std::string());
   std::string uid = node.value("/metadata/uid"_json_pointer, std::string());
+  bool ok = true;
   for (model::ResourceSlice slice : pool.device_slices) {
     slice.meta.name = name + "-" + slice.driver;
     slice.pool = name;
@@ -244,25 +245,61 @@ void KwokProvider::PublishSlices(const model::Pool& pool, const json& node) {
     auto r = api_.Create(kube::CollectionPath("resource.k8s.io/v1", "resourceslices"),
                          kube::codec::EncodeResourceSlice(slice));
     if (!r && r.error().code() != Error::Code::kConflict) {
-      spdlog::warn("kwok provider: publishing the {} devices of node {}: {}", slice.driver, name,
-                   r.error().message());
+      spdlog::warn("kwok provider: publishing the {} devices of node {} (retried in {}): {}",
+                   slice.driver, name, FormatDuration(kCreateRetry), r.error().message());
+      ok = false;
     }
   }
+  return ok;
+}
+
+void KwokProvider::AdoptUnpublishedLocked(
+    const std::map<std::string, std::pair<std::string, std::string>>& devices) {
+  std::erase_if(published_, [&](const std::string& name) { return !devices.contains(name); });
+  bool adopted = false;
+  for (const auto& [name, pool_uid] : devices) {
+    if (published_.contains(name) || unpublished_.contains(name)) continue;
+    json node = {{"metadata", {{"name", name}, {"uid", pool_uid.second}}}};
+    unpublished_[name] = {pool_uid.first, std::move(node)};
+    adopted = true;
+  }
+  if (adopted) cv_.notify_all();
+}
+
+bool KwokProvider::PublishDueSlicesLocked(std::unique_lock<std::mutex>& lock) {
+  bool ok = true;
+  auto due = unpublished_;
+  for (const auto& [name, entry] : due) {
+    const model::Pool* p = config_.FindPool(entry.first);
+    lock.unlock();
+    const bool published = p == nullptr || PublishSlices(*p, entry.second);
+    lock.lock();
+    if (published) {
+      unpublished_.erase(name);
+      published_.insert(name);
+    } else {
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 Result<std::vector<PoolSize>> KwokProvider::Refresh(Time now) {
   std::map<std::string, int> nodes;
   std::set<std::string> seen;
+  std::map<std::string, std::pair<std::string, std::string>> devices;  // name -> pool, uid
   auto count = [&](const std::string& name, const std::string* pool, std::string_view pid,
-                   bool deleting) {
+                   bool deleting, const std::string& uid) {
     if (!pid.starts_with(kProviderIdPrefix) || deleting || pool == nullptr) return;
     ++nodes[*pool];
     seen.insert(name);
+    const model::Pool* p = config_.FindPool(*pool);
+    if (p != nullptr && !p->device_slices.empty()) devices[name] = {*pool, uid};
   };
   if (options_.list_nodes) {
     for (const auto& n : options_.list_nodes()) {
       count(n->name(), n->meta.Label(model::kLabelPool), n->provider_id,
-            n->meta.deletion_timestamp.has_value());
+            n->meta.deletion_timestamp.has_value(), n->meta.uid);
     }
   } else {
     TIDEPOOL_ASSIGN_OR_RETURN(auto list,
@@ -273,10 +310,12 @@ Result<std::vector<PoolSize>> KwokProvider::Refresh(Time now) {
       std::string pool = labels.value(std::string(model::kLabelPool), std::string());
       count(n.value("/metadata/name"_json_pointer, std::string()), &pool,
             n.value("/spec/providerID"_json_pointer, std::string()),
-            !n.value("/metadata/deletionTimestamp"_json_pointer, std::string()).empty());
+            !n.value("/metadata/deletionTimestamp"_json_pointer, std::string()).empty(),
+            n.value("/metadata/uid"_json_pointer, std::string()));
     }
   }
   std::lock_guard lock(mu_);
+  AdoptUnpublishedLocked(devices);
   // A node created a moment ago that the cache does not show yet still counts; one the cache
   // never shows (deleted by someone else before it got there) is forgotten after a while.
   for (auto it = unseen_.begin(); it != unseen_.end();) {
@@ -384,6 +423,8 @@ Result<void> KwokProvider::DeleteNode(const std::string& pool, const model::Node
       }
     }
     unseen_.erase(node.name());
+    unpublished_.erase(node.name());
+    published_.erase(node.name());
   }
   auto r = api_.Delete(kube::ObjectPath("v1", "nodes", "", node.name()), node.meta.uid);
   if (!r && r.error().code() != Error::Code::kNotFound) {
@@ -423,6 +464,8 @@ Result<void> KwokProvider::StopNode(const std::string& pool, const model::Node& 
       }
     }
     unseen_.erase(node.name());
+    unpublished_.erase(node.name());
+    published_.erase(node.name());
   }
   ReachKillPoint(KillPoint::kKwokStopSaved);
   auto r = api_.Delete(kube::ObjectPath("v1", "nodes", "", node.name()), node.meta.uid);
@@ -471,6 +514,7 @@ void KwokProvider::Run() {
       }
     }
     Time now = clock_.Now();
+    if (!unpublished_.empty()) next = now;  // retry those slices now (failures wait below)
     if (!next || *next > now) {
       if (next) {
         cv_.wait_for(lock, *next - now);
@@ -500,10 +544,9 @@ void KwokProvider::Run() {
       }
       ReachKillPoint(KillPoint::kKwokNodeCreated);
       spdlog::info("kwok provider: node {} of pool {} is up", name, pool);
-      if (const model::Pool* p = config_.FindPool(pool); p != nullptr && created) {
-        lock.unlock();
-        PublishSlices(*p, *created);
-        lock.lock();
+      if (const model::Pool* p = config_.FindPool(pool);
+          p != nullptr && created && !p->device_slices.empty()) {
+        unpublished_[name] = {pool, *created};
       }
       auto& items = booting_[pool];
       std::erase_if(items, [&](const Booting& b) { return b.name == name; });
@@ -514,6 +557,7 @@ void KwokProvider::Run() {
       AfterFailedSaveLocked(r.error());
       failed = true;
     }
+    if (!PublishDueSlicesLocked(lock)) failed = true;
     if (failed && !stop_) cv_.wait_for(lock, kCreateRetry);
   }
 }

@@ -80,8 +80,9 @@ class KwokProvider final : public CloudProvider, public MachineStopper {
   Result<nlohmann::json> NodeObject(const std::string& pool, const std::string& name) const;
   // Publishes the ResourceSlices of the pool's template.devices for a node just created (`node`
   // is the API server's answer), as the node's DRA drivers would: one per driver, pool named
-  // after the node, owned by the Node so they go with it. Failures are logged; called unlocked.
-  void PublishSlices(const model::Pool& pool, const nlohmann::json& node);
+  // after the node, owned by the Node so they go with it. A slice that exists already counts as
+  // published. False when one could not be written (logged); called unlocked.
+  bool PublishSlices(const model::Pool& pool, const nlohmann::json& node);
 
  private:
   struct Booting {
@@ -113,6 +114,12 @@ class KwokProvider final : public CloudProvider, public MachineStopper {
   // them), so the caller's retry does not ask for them twice.
   void AfterFailedSaveLocked(const Error& error);
   void Run();
+  // Publishes the slices of unpublished_ (unlocking around each node); false when one failed.
+  // AdoptUnpublishedLocked: the listed nodes of pools with devices (name -> pool, uid) that are
+  // not known to have their slices go to unpublished_.
+  void AdoptUnpublishedLocked(
+      const std::map<std::string, std::pair<std::string, std::string>>& devices);
+  bool PublishDueSlicesLocked(std::unique_lock<std::mutex>& lock);
   Duration BootDelay(const model::Pool& pool) const;
   Duration RestartDelay(const model::Pool& pool) const;
   // Deallocate pools: moves up to `delta` stopped nodes to booting (due at `due`); returns how
@@ -129,6 +136,14 @@ class KwokProvider final : public CloudProvider, public MachineStopper {
   std::condition_variable cv_;
   std::map<std::string, std::vector<Booting>> booting_;  // pool -> oldest first
   std::map<std::string, std::vector<Stopped>> stopped_;  // pool -> oldest first
+  // Nodes whose ResourceSlices could not be published yet, retried by Run like a failed create
+  // (a driver keeps publishing until it can): name -> (pool, the Node as created). Dropped when
+  // the node is deleted or stopped.
+  std::map<std::string, std::pair<std::string, nlohmann::json>> unpublished_;
+  // Nodes whose slices this process published (or found there). A node of a pool with devices
+  // that Refresh lists and that is in neither set, say one created before a restart that came
+  // between the Node and its slices, is added to unpublished_.
+  std::set<std::string> published_;
   // Nodes created, not yet seen through options_.list_nodes: name -> (pool, created at).
   std::map<std::string, std::pair<std::string, Time>> unseen_;
   std::string state_rv_;  // resourceVersion of the state ConfigMap ("" when absent)
