@@ -66,8 +66,9 @@ class Autoscaler {
   //    at once after a pool failed (stockout, provision timeout, increase error) or when a
   //    pool's backoff ran out while pods wait.
   //  - Upcoming: per pool, target - registered nodes, plus registered nodes still starting
-  //    (not Ready, or no GPUs allocatable yet while the template has GPUs) within the pool's
-  //    provision timeout of their creation; these are passed to the planner as upcoming, so
+  //    (not Ready, no GPUs allocatable yet while the template has GPUs, or no ResourceSlices
+  //    yet while the template has devices) within the pool's provision timeout of their
+  //    creation; these are passed to the planner as upcoming, so
   //    the same pods never cause a second scale-up. The target counted is the provider's, or
   //    the one the loop asked for until the provider shows it (see LoopOptions::observe_grace).
   //  - Failures: requested nodes not registered within the provision timeout, a stockout, a

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "autoscaler/backoff.h"
 
@@ -49,7 +50,38 @@ void PoolTracker::Remember(StepContext& ctx) {
   }
 }
 
+namespace {
+
+using SlicesOf = std::set<std::pair<std::string_view, std::string_view>>;  // (node, driver)
+
+// The node-local ResourceSlices in `dra`.
+SlicesOf PublishedSlices(const model::DraObjects* dra) {
+  SlicesOf out;
+  if (dra == nullptr) return out;
+  for (const model::ResourceSlice& s : dra->slices) {
+    if (!s.node_name.empty()) out.emplace(s.node_name, s.driver);
+  }
+  return out;
+}
+
+// Whether `node` of `pool` publishes a ResourceSlice for every driver of the pool's
+// template.devices (true without them): until it does, its devices are not usable and it counts
+// as starting, as a GPU node without allocatable GPUs does. `published` is computed when first
+// needed.
+bool DevicesPublished(const StepContext& ctx, std::optional<SlicesOf>& published,
+                      const model::Pool& pool, const model::Node& node) {
+  if (pool.device_slices.empty()) return true;
+  if (!published) published = PublishedSlices(ctx.obs.dra);
+  return std::all_of(pool.device_slices.begin(), pool.device_slices.end(),
+                     [&](const model::ResourceSlice& s) {
+                       return published->contains({node.name(), s.driver});
+                     });
+}
+
+}  // namespace
+
 void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone) {
+  std::optional<SlicesOf> published;
   for (const auto& [name, pool] : ctx.pool_of) {
     if (gone(name)) {
       ctx.node_class[name] = NodeClass::kGone;
@@ -60,7 +92,8 @@ void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::strin
     const model::Node& node = *ctx.nodes.at(name);
     NodeMemory& mem = nodes_.find(name)->second;
     bool usable = node.ready && !HasStartupTaint(node) &&
-                  !(pool->template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0);
+                  !(pool->template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0) &&
+                  DevicesPublished(ctx, published, *pool, node);
     Time created = node.meta.creation_timestamp.value_or(mem.first_seen);
     Time deadline = created + ProvisionTimeout(*pool);
     if (usable) {

@@ -18,6 +18,7 @@
 #include "actuator/actuator.h"
 #include "autoscaler/demand_profile.h"
 #include "base/check.h"
+#include "kube/codec/objects.h"
 #include "model/quantity.h"
 #include "planner/cluster.h"
 #include "tests/testing/values.h"
@@ -144,6 +145,7 @@ class World {
 
   Observation Observe() const {
     Observation obs;
+    if (!dra.empty()) obs.dra = &dra;
     for (const auto& [name, n] : nodes) obs.nodes.push_back(&n);
     for (const auto& [name, p] : pods) obs.pods.push_back(&p);
     for (const auto& [name, t] : target) {
@@ -292,6 +294,7 @@ class World {
   model::AutoscalerConfig config;
   Time now;
   std::map<std::string, model::Node> nodes;
+  model::DraObjects dra;  // observed when not empty
   std::map<std::string, model::Pod> pods;
   std::map<std::string, int> target;
   std::set<std::string> stockout;
@@ -734,6 +737,54 @@ TEST(LoopScaleUpTest, GpuNodeWithoutAllocatableGpusIsUpcoming) {
   EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   EXPECT_EQ(w.PoolStat("gpu-spot").ready, 1);
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 0);
+}
+
+// A node of a pool with template.devices is not capacity until its DRA driver publishes its
+// ResourceSlice: until then it is upcoming, as a GPU node without allocatable GPUs is.
+TEST(LoopScaleUpTest, DeviceNodeWithoutItsSlicesIsUpcoming) {
+  World w;
+  auto state = kube::codec::DecodeState(R"yaml(
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: device.driver == 'gpu.example.com'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: default}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]
+)yaml",
+                                        "dra.yaml");
+  ASSERT_TRUE(state.has_value()) << state.error().message();
+  w.dra = state->dra;
+  model::Pool& pool = w.AddPool("dra", 10, {{"cpu", "8"}, {"memory", "32Gi"}, {"pods", "110"}});
+  pool.devices = {{.driver = "gpu.example.com", .count = 1}};
+  pool.device_slices = model::TemplateSlices(pool.name, pool.template_node.meta.name, pool.devices);
+  w.Start();
+  model::Pod& p = w.AddPod("p1", {{"cpu", "1"}});
+  p.resource_claims.push_back({.name = "gpu", .template_name = "one-gpu"});
+  p.Finalize();
+  w.RunUntil(w.now + seconds(1));
+  ASSERT_EQ(w.target["dra"], 1);
+
+  w.now += minutes(1);
+  w.AddNode("dra-a", "dra", /*count_in_target=*/false, w.now);
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(2));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty()) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(w.PoolStat("dra").ready, 0);
+  EXPECT_EQ(w.PoolStat("dra").upcoming, 1);
+
+  // The driver publishes the node's devices: it is capacity now.
+  std::vector<model::ResourceSlice> slices = model::TemplateSlices("dra-a", "dra-a", pool.devices);
+  w.dra.slices.insert(w.dra.slices.end(), slices.begin(), slices.end());
+  actions = w.RunUntil(w.now + seconds(30));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
+  EXPECT_EQ(w.PoolStat("dra").ready, 1);
+  EXPECT_EQ(w.PoolStat("dra").upcoming, 0);
 }
 
 // A node reports Ready before the node lifecycle controller lifts its not-ready taint: pods
