@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "cloud/azure/sku.h"
+#include "cloud/azure/sku_devices.h"
 #include "cloud/azure/url.h"
 #include "cloud/json_fields.h"
 #include "model/quantity.h"
@@ -68,6 +69,33 @@ Result<void> ApplySku(const std::string& sku, int max_pods, model::Node& node,
   from_tags.ForEach([&](model::ResourceId id, int64_t amount) { node.capacity.Set(id, amount); });
   node.allocatable = node.capacity;
   node.meta.labels[std::string(model::kLabelInstanceType)] = sku;
+  return {};
+}
+
+// With the kTagDraDriver tag, the size's GPUs become devices of that driver in place of
+// nvidia.com/gpu: nodes that run a DRA driver instead of the device plugin.
+Result<void> ApplyDraDriver(const json& tags, model::Pool& pool) {
+  if (!tags.is_object() || !tags.contains(kTagDraDriver)) return {};
+  const json& v = tags[std::string(kTagDraDriver)];
+  const std::string driver = v.is_string() ? v.get<std::string>() : "";
+  if (driver.empty() || driver.find('.') == std::string::npos ||
+      driver.find_first_of(" /") != std::string::npos) {
+    return InvalidArgument("tag {}: expected a DRA driver name such as gpu.nvidia.com, got {}",
+                           kTagDraDriver, v.dump());
+  }
+  const VmSize* size = FindVmSize(pool.instance_type);
+  if (size == nullptr || GpuSpecOf(*size) == nullptr) {
+    return InvalidArgument(
+        "tag {}: VM size \"{}\" has no GPUs in tidepool's size table (expected an N-series "
+        "size, or a pool named in the config with template.devices)",
+        kTagDraDriver, pool.instance_type);
+  }
+  pool.devices = {GpuDevicesOf(*size, driver)};
+  model::Node& node = pool.template_node;
+  const model::ResourceId gpu = model::InternResource(model::kNvidiaGpu);
+  node.capacity.Set(gpu, 0);
+  node.allocatable.Set(gpu, 0);
+  pool.device_slices = model::TemplateSlices(pool.name, node.meta.name, pool.devices);
   return {};
 }
 
@@ -155,6 +183,7 @@ Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const json& s
   }
   if (spot) node.meta.labels[std::string(kLabelScaleSetPriority)] = "spot";
   node.meta.labels[std::string(model::kLabelPool)] = pool_name;
+  if (auto r = ApplyDraDriver(tags, pool); !r) return std::unexpected(where(r.error()));
   return pool;
 }
 
@@ -220,6 +249,7 @@ Result<model::Pool> PoolFromAgentPool(const std::string& pool_name, const json& 
                                 model::TaintEffect::kNoSchedule});
   }
   node.meta.labels[std::string(model::kLabelPool)] = pool_name;
+  if (auto r = ApplyDraDriver(tags, pool); !r) return std::unexpected(where(r.error()));
   return pool;
 }
 

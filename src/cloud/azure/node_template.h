@@ -25,6 +25,10 @@ inline constexpr std::string_view kTagMin = "min";
 inline constexpr std::string_view kTagMax = "max";
 inline constexpr std::string_view kTagPoolName = "poolName";                 // aks-engine, old AKS
 inline constexpr std::string_view kTagAksPoolName = "aks-managed-poolName";  // AKS
+// tidepool's own: the DRA driver the pool's nodes publish their GPUs with ("gpu.nvidia.com"). The
+// template then has the size's GPUs as devices of that driver (sku_devices.h), not as
+// nvidia.com/gpu.
+inline constexpr std::string_view kTagDraDriver = "tidepool-dra-driver";
 
 // Labels Azure puts on nodes, which templates predict.
 inline constexpr std::string_view kLabelAgentPool = "kubernetes.azure.com/agentpool";
@@ -43,14 +47,14 @@ std::string DecodeTagKey(std::string_view encoded);
 // capacity type from properties.priority (Spot/Low -> spot), instance type and capacity from the
 // SKU table (a size it does not know is kNotFound unless the resources tags give cpu and
 // memory), labels (tidepool.dev/pool, instance type, agentpool from poolName, spot and GPU
-// labels) and taints from the node-template tags.
+// labels) and taints from the node-template tags; GPUs as devices with the kTagDraDriver tag.
 Result<model::Pool> PoolFromScaleSet(const std::string& pool_name, const nlohmann::json& scale_set);
 
 // A pool built from an AKS agent pool (ARM JSON of managedClusters/agentPools): vmSize via the
 // SKU table, maxPods, nodeLabels, nodeTaints ("key=value:Effect"), Spot priority (label and
 // AKS's kubernetes.azure.com/scalesetpriority=spot:NoSchedule taint), spotMaxPrice as the price
 // when positive; min/max from minCount/maxCount, else the agent pool's `min`/`max` tags (max
-// required).
+// required); GPUs as devices with the kTagDraDriver tag.
 Result<model::Pool> PoolFromAgentPool(const std::string& pool_name,
                                       const nlohmann::json& agent_pool);
 
