@@ -34,7 +34,11 @@ nodes_of() { k get nodes -l "tidepool.dev/pool=$1" -o name | wc -l; }
 has_nodes() { [[ $(nodes_of "$1") -eq $2 ]]; }
 pods_running() { [[ $(k -n "$NS" get pods -l "$1" --field-selector=status.phase=Running -o name | wc -l) -eq $2 ]]; }
 
-reset_cluster() { e2e_reset_cluster; }
+# A fresh namespace and no nodes, and no slice policy a failed scenario_dra_match left behind.
+reset_cluster() {
+  e2e_reset_cluster
+  k delete validatingadmissionpolicybinding,validatingadmissionpolicy e2e-no-slices --ignore-not-found >/dev/null
+}
 
 # config_with KEY_SED...: a copy of the e2e config edited by sed expressions.
 config_with() {
@@ -476,10 +480,11 @@ dra_pools() {
 EOF
 }
 scenario_dra() {
-  local cfg node
+  local cfg node port
   cfg=$(mktemp "$WORK/config.XXXX.yaml")
   { cat "$HERE/config.yaml"; dra_pools; } >"$cfg"
-  start_tidepool tp "$cfg"
+  port=$(free_port)
+  LISTEN=127.0.0.1:$port start_tidepool tp "$cfg"
   dra_objects | k apply -f - >/dev/null || { fail "could not create the DRA objects"; return 1; }
   wait_until 90 pods_running app=dra-train 1 || { fail "the DRA pod is not Running within 90 s"; return 1; }
   [[ $(nodes_of dra-a100) -eq 1 ]] || { fail "expected 1 node in pool dra-a100, got $(nodes_of dra-a100)"; return 1; }
@@ -489,9 +494,146 @@ scenario_dra() {
     { fail "no ResourceSlice with the node's two devices"; return 1; }
   [[ -n $(k -n "$NS" get resourceclaims -o jsonpath='{.items[0].status.allocation.devices.results[0].device}') ]] ||
     { fail "the pod's claim is not allocated"; return 1; }
-  # The workload goes: its devices are free, the node is idle and goes too.
+  # Three replicas: two share the node's two devices, the third opens a second node. Back to two,
+  # the ReplicaSet deletes one of the pair (pods on the node with more of them go first), so each
+  # node keeps one pod and one allocated device of two. One CPU of eight would make either node
+  # removable; the allocated device keeps both (GPU utilization 1/2, threshold 0.5).
+  k -n "$NS" scale deployment dra-train --replicas=3 >/dev/null
+  wait_until 90 pods_running app=dra-train 3 || { fail "3 DRA pods not Running within 90 s"; return 1; }
+  [[ $(nodes_of dra-a100) -eq 2 ]] || { fail "expected 2 dra-a100 nodes, got $(nodes_of dra-a100)"; return 1; }
+  k -n "$NS" scale deployment dra-train --replicas=2 >/dev/null
+  wait_until 30 bash -c "[[ \$(kubectl -n $NS get pods -l app=dra-train -o name | wc -l) -eq 2 ]]" ||
+    { fail "the third replica did not go"; return 1; }
+  [[ $(k -n "$NS" get pods -l app=dra-train -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | wc -l) -eq 2 ]] ||
+    { fail "the two replicas left do not run on two nodes"; return 1; }
+  wait_until 30 bash -c "curl -s http://127.0.0.1:$port/status | grep -q 'gpu utilization 1/2 &gt;= threshold 0.5'" ||
+    { fail "the status page does not say the devices keep the nodes"; return 1; }
+  sleep 10  # unneededTime 6 s and delayAfterAdd 4 s have passed
+  [[ $(nodes_of dra-a100) -eq 2 ]] || { fail "a node with an allocated device was removed"; return 1; }
+  # The workload goes: its devices are free, the nodes are idle and go too.
   k -n "$NS" delete deployment dra-train --wait=true --timeout=30s >/dev/null
-  wait_until 60 has_nodes dra-a100 0 || { fail "the idle node was not removed"; return 1; }
+  wait_until 60 has_nodes dra-a100 0 || { fail "the idle nodes were not removed"; return 1; }
+  k delete deviceclass gpu.example.com >/dev/null
+  pass
+}
+
+# A claim for two devices on one PCIe root (constraints[].matchAttribute). dra-split is preferred
+# and has two devices, but on two roots; only dra-paired can hold the pair. A ValidatingAdmission-
+# Policy refuses ResourceSlices at first: the new node counts as starting (no second node) and the
+# kwok provider keeps publishing until the policy goes; then the scheduler allocates.
+dra_match_pools() {
+  cat <<'EOF'
+  - name: dra-split
+    min: 0
+    max: 2
+    priority: 100
+    pricePerHour: 1
+    template:
+      labels: {pool-kind: dra}
+      capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+      devices:
+      - {driver: gpu.example.com, attributes: {productName: A100, pcieRoot: pci0}}
+      - {driver: gpu.example.com, attributes: {productName: A100, pcieRoot: pci1}}
+  - name: dra-paired
+    min: 0
+    max: 2
+    priority: 10
+    pricePerHour: 2
+    template:
+      labels: {pool-kind: dra}
+      capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+      devices: [{driver: gpu.example.com, count: 2, attributes: {productName: A100, pcieRoot: pci0}}]
+EOF
+}
+dra_match_objects() {
+  cat <<EOF
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: pair, namespace: $NS}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpus, exactly: {deviceClassName: gpu.example.com, count: 2}}]
+      constraints: [{matchAttribute: gpu.example.com/pcieRoot}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: dra-pair, namespace: $NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: dra-pair}}
+  template:
+    metadata: {labels: {app: dra-pair}}
+    spec:
+      containers:
+      - name: train
+        image: busybox
+        resources:
+          requests: {cpu: "1", memory: 1Gi}
+          claims: [{name: gpus}]
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: pair}]
+EOF
+}
+no_slices_policy() {
+  cat <<'EOF'
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: e2e-no-slices}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [resource.k8s.io], apiVersions: [v1], operations: [CREATE], resources: [resourceslices]}
+  validations: [{expression: "false", message: "e2e: no ResourceSlices for now"}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: e2e-no-slices}
+spec: {policyName: e2e-no-slices, validationActions: [Deny]}
+EOF
+}
+slices_refused() {  # (kubectl fails when refused: its words, not its status, tell why)
+  local said
+  said=$(kubectl --request-timeout=20s create --dry-run=server -f - 2>&1 <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: e2e-probe}
+spec: {driver: gpu.example.com, pool: {name: probe, generation: 1, resourceSliceCount: 1}, nodeName: probe}
+EOF
+  )
+  grep -q "no ResourceSlices for now" <<<"$said"
+}
+scenario_dra_match() {
+  local cfg node
+  cfg=$(mktemp "$WORK/config.XXXX.yaml")
+  { cat "$HERE/config.yaml"; dra_match_pools; } >"$cfg"
+  no_slices_policy | k apply -f - >/dev/null || { fail "could not create the policy"; return 1; }
+  wait_until 20 slices_refused || { fail "the policy never refused a ResourceSlice"; return 1; }
+  start_tidepool tp "$cfg"
+  dra_match_objects | k apply -f - >/dev/null || { fail "could not create the DRA objects"; return 1; }
+  wait_until 60 has_nodes dra-paired 1 || { fail "pool dra-paired did not grow"; return 1; }
+  node=$(k get nodes -l tidepool.dev/pool=dra-paired -o jsonpath='{.items[0].metadata.name}')
+  wait_until 30 grep -q "publishing the gpu.example.com devices of node $node" "$WORK/tp.log" ||
+    { fail "no refused publication logged"; return 1; }
+  sleep 8  # several passes while the node has no slices: it is starting, not a reason to grow
+  [[ $(nodes_of dra-paired) -eq 1 ]] || { fail "a second dra-paired node while the first had no slices"; return 1; }
+  k delete validatingadmissionpolicybinding e2e-no-slices >/dev/null
+  k delete validatingadmissionpolicy e2e-no-slices >/dev/null
+  wait_until 60 pods_running app=dra-pair 1 || { fail "the pair's pod is not Running"; return 1; }
+  [[ $(k -n "$NS" get pods -l app=dra-pair -o jsonpath='{.items[0].spec.nodeName}') == "$node" ]] ||
+    { fail "the pod does not run on $node"; return 1; }
+  [[ $(k -n "$NS" get resourceclaims -o jsonpath='{.items[0].status.allocation.devices.results[*].device}') == "gpu-0 gpu-1" ]] ||
+    { fail "the claim is not allocated both devices of $node"; return 1; }
+  [[ $(nodes_of dra-split) -eq 0 ]] || { fail "pool dra-split grew"; return 1; }
+  [[ $(nodes_of dra-paired) -eq 1 ]] || { fail "expected 1 dra-paired node, got $(nodes_of dra-paired)"; return 1; }
+  k -n "$NS" delete deployment dra-pair --wait=true --timeout=30s >/dev/null
+  wait_until 60 has_nodes dra-paired 0 || { fail "the idle node was not removed"; return 1; }
   k delete deviceclass gpu.example.com >/dev/null
   pass
 }
@@ -536,7 +678,7 @@ scenario_deallocate() {
 }
 
 ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node consolidation
-  deallocate crash_during_scale_up leader_election dra)
+  deallocate crash_during_scale_up leader_election dra dra_match)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster
