@@ -418,13 +418,41 @@ scenario_leader_election() {
 # ResourceClaimTemplate. The A100 pool grows from zero, the kwok provider publishes its node's
 # ResourceSlice, kube-scheduler allocates the claim and the pod runs; the preferred T4 pool never
 # grows. The Deployment deleted, the idle node goes.
-dra_objects() {
-  cat <<EOF
+# The DeviceClass of the DRA scenes' devices.
+device_class() {
+  cat <<'EOF'
 apiVersion: resource.k8s.io/v1
 kind: DeviceClass
 metadata: {name: gpu.example.com}
 spec:
   selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+EOF
+}
+# claim_deployment NAME TEMPLATE: a one-replica Deployment (label app=NAME) whose pods take one
+# CPU and a claim from ResourceClaimTemplate TEMPLATE.
+claim_deployment() {
+  cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $1, namespace: $NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: $1}}
+  template:
+    metadata: {labels: {app: $1}}
+    spec:
+      containers:
+      - name: train
+        image: busybox
+        resources:
+          requests: {cpu: "1", memory: 1Gi}
+          claims: [{name: devices}]
+      resourceClaims: [{name: devices, resourceClaimTemplateName: $2}]
+EOF
+}
+dra_objects() {
+  device_class
+  cat <<EOF
 ---
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
@@ -439,23 +467,8 @@ spec:
           selectors:
           - cel: {expression: 'device.attributes["gpu.example.com"].productName == "A100"'}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: dra-train, namespace: $NS}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: dra-train}}
-  template:
-    metadata: {labels: {app: dra-train}}
-    spec:
-      containers:
-      - name: train
-        image: tensorflow/tensorflow:latest-gpu
-        resources:
-          requests: {cpu: "1", memory: 1Gi}
-          claims: [{name: gpu}]
-      resourceClaims: [{name: gpu, resourceClaimTemplateName: a100}]
 EOF
+  claim_deployment dra-train a100
 }
 dra_pools() {
   cat <<'EOF'
@@ -546,12 +559,8 @@ dra_match_pools() {
 EOF
 }
 dra_match_objects() {
+  device_class
   cat <<EOF
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu.example.com}
-spec:
-  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
 ---
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaimTemplate
@@ -562,23 +571,8 @@ spec:
       requests: [{name: gpus, exactly: {deviceClassName: gpu.example.com, count: 2}}]
       constraints: [{matchAttribute: gpu.example.com/pcieRoot}]
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: dra-pair, namespace: $NS}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: dra-pair}}
-  template:
-    metadata: {labels: {app: dra-pair}}
-    spec:
-      containers:
-      - name: train
-        image: busybox
-        resources:
-          requests: {cpu: "1", memory: 1Gi}
-          claims: [{name: gpus}]
-      resourceClaims: [{name: gpus, resourceClaimTemplateName: pair}]
 EOF
+  claim_deployment dra-pair pair
 }
 no_slices_policy() {
   cat <<'EOF'
