@@ -1,10 +1,13 @@
 #include "cli/simulate_command.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 
+#include "cli/sim_progress.h"
 #include "kube/config/autoscaler_config.h"
 #include "sim/compare.h"
 #include "sim/report.h"
@@ -47,6 +50,11 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
       ->check(CLI::IsMember({"builtin", "periodic"}));
   cmd->add_option("--report", flags.report,
                   "Write a self-contained HTML report (charts and summary) to this file");
+  cmd->add_option("--progress", flags.progress,
+                  "A progress line on stderr (jobs done, simulated day, ETA): auto shows it when "
+                  "stderr is a terminal")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
   return cmd;
 }
 
@@ -81,6 +89,11 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     auto jobs = sim::LoadTrace(flags.trace, sim::TraceOptions{.gpu_sharing = in.sim.gpu_sharing});
     if (!jobs) return fail(jobs.error());
     in.jobs = std::move(*jobs);
+  }
+
+  ProgressLine progress(stderr);
+  if (flags.progress == "always" || (flags.progress == "auto" && isatty(STDERR_FILENO))) {
+    in.on_progress = [&progress](const sim::Progress& p) { progress.Show(p); };
   }
 
   std::vector<sim::PolicyRun> runs;

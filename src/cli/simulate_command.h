@@ -21,6 +21,7 @@ struct SimulateFlags {
   bool warm_eval = false;   // run the warm-capacity policies (off, spare, headroom, predictive)
   std::string scenario = "builtin";  // without --trace: builtin | periodic
   std::string report;                // write the HTML report here when set
+  std::string progress = "auto";     // auto (when stderr is a terminal) | always | never
 };
 
 // Registers the subcommand and its flags on `app`; the flags are written into `flags`.

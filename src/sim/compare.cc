@@ -31,7 +31,7 @@ namespace {
 // Runs `in` as the policy `name` and appends its summary to `runs`.
 Result<void> RunPolicy(std::vector<PolicyRun>& runs, std::string name, std::string description,
                        const SimInput& in) {
-  auto s = RunSimulation(in);
+  auto s = RunSimulation(in, name);
   if (!s) return std::unexpected(s.error().Wrap(fmt::format("policy {}", name)));
   runs.push_back({std::move(name), std::move(description), std::move(*s)});
   return {};

@@ -15,6 +15,9 @@
 namespace tidepool::sim {
 namespace {
 
+// SimInput::on_progress is called every this many rounds of the event loop.
+constexpr uint64_t kProgressRounds = 4096;
+
 // The config the simulated world runs: with GPU sharing, every GPU pool's template advertises
 // kGpuMilliResource (1000 per GPU), as a sharing device plugin would.
 model::AutoscalerConfig WorldConfig(const SimInput& in) {
@@ -39,7 +42,8 @@ void MixDigest(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h <<
 // loop, whose actions are carried out by the shipped actuator.
 class Simulator {
  public:
-  explicit Simulator(const SimInput& in) : in_(in), config_(WorldConfig(in)) {}
+  Simulator(const SimInput& in, std::string_view run_name)
+      : in_(in), run_name_(run_name), config_(WorldConfig(in)) {}
 
   Result<Summary> Run();
 
@@ -49,10 +53,12 @@ class Simulator {
   void Bind();
   void StepLoop();
   bool Finished() const;
+  void ReportProgress(Time last_submit, bool finished) const;
   // The first invariant violated (SimConfig::check_invariants), or "".
   std::string Violation();
 
   const SimInput& in_;
+  const std::string_view run_name_;
   const model::AutoscalerConfig config_;  // WorldConfig(in_)
   ManualClock clock_{in_.start};
   EventQueue queue_;
@@ -153,12 +159,24 @@ std::string Simulator::Violation() {
   return CheckInvariants(clock_.Now(), cloud_, workload_, ledger_.CostAt(clock_.Now()), last_cost_);
 }
 
+void Simulator::ReportProgress(Time last_submit, bool finished) const {
+  if (!in_.on_progress) return;
+  in_.on_progress(Progress{.run = run_name_,
+                           .jobs_done = workload_.jobs_done(),
+                           .jobs = static_cast<int64_t>(in_.jobs.size()),
+                           .simulated = clock_.Now() - in_.start,
+                           .trace_span = last_submit - in_.start,
+                           .finished = finished});
+}
+
 Result<Summary> Simulator::Run() {
   TIDEPOOL_RETURN_IF_ERROR(CheckPoolNames());
   cloud_.Start();
-  const Time horizon = workload_.Load() + in_.horizon_after_last_submit;
+  const Time last_submit = workload_.Load();
+  const Time horizon = last_submit + in_.horizon_after_last_submit;
   changes_.step_needed = true;
-  while (true) {
+  for (uint64_t round = 1;; ++round) {
+    if (round % kProgressRounds == 0) ReportProgress(last_submit, false);
     const Time now = clock_.Now();
     Time next_event = queue_.Empty() ? Time::max() : queue_.NextAt();
     Time wake = std::max(loop_.NextWakeup(), now);
@@ -181,6 +199,7 @@ Result<Summary> Simulator::Run() {
     if (Finished()) break;
   }
   ledger_.RecordTimeline(clock_.Now(), changes_.version, /*last=*/true);
+  ReportProgress(last_submit, true);
   workload_.StopAll();  // accounts GPU time up to the end
   s_.loop_events = cluster_.events();
   s_.provisioning_requests = kueue_.requests();
@@ -196,8 +215,8 @@ Time SimInput::DefaultStart() {
   return time_point_cast<milliseconds>(sys_days{year{2026} / January / 1});
 }
 
-Result<Summary> RunSimulation(const SimInput& input) {
-  Simulator sim(input);
+Result<Summary> RunSimulation(const SimInput& input, std::string_view run_name) {
+  Simulator sim(input, run_name);
   return sim.Run();
 }
 

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "autoscaler/loop.h"
@@ -15,6 +17,16 @@
 #include "sim/trace.h"
 
 namespace tidepool::sim {
+
+// How far a run has come, for a progress display (SimInput::on_progress).
+struct Progress {
+  std::string_view run;  // the run's name in an evaluation ("tidepool", "ca-like", ...), or ""
+  int64_t jobs_done = 0;
+  int64_t jobs = 0;
+  Duration simulated{};   // since SimInput::start
+  Duration trace_span{};  // from SimInput::start to the last submit
+  bool finished = false;  // the run's last call
+};
 
 // What one run is made of. The simulation starts at `start`; trace offsets are added to it.
 struct SimInput {
@@ -32,6 +44,9 @@ struct SimInput {
   // purpose (warm nodes, pre-warming for bursts the trace no longer has), so the tail after the
   // trace counts for none of them.
   bool stop_when_jobs_done = false;
+  // Called every few thousand simulated moments and once at the end of each run; results do not
+  // depend on it (it sees the run, it does not change it).
+  std::function<void(const Progress&)> on_progress;
 
   static Time DefaultStart();  // 2026-01-01T00:00:00Z
 };
@@ -105,7 +120,7 @@ double LowerBoundCost(const model::AutoscalerConfig& config, const std::vector<J
 // Runs the simulation to the end (all jobs done and the cluster back at its minimum) or to the
 // horizon. Errors: a sim config naming unknown pools; with SimConfig::check_invariants, the first
 // invariant violated (pool above max, a pod on a node that is not ready, a gang partly running,
-// cost going down), naming the time and the object.
-Result<Summary> RunSimulation(const SimInput& input);
+// cost going down), naming the time and the object. `run_name` names the run in Progress.
+Result<Summary> RunSimulation(const SimInput& input, std::string_view run_name = {});
 
 }  // namespace tidepool::sim

@@ -197,6 +197,19 @@ for x in p["policies"]:
 run simulate --config "$seed_cfg" --compare --warm-eval
 check "simulate --compare with --warm-eval exits 2" test "$rc" -eq 2
 
+# The progress line: on a terminal by default (stderr is a file here: none), always on request.
+# The Alibaba trace runs for seconds, long enough for the line to appear.
+alibaba=$src/../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv
+run simulate --config "$src/examples/alibaba/config.yaml" --trace "$alibaba" -o json
+check "simulate on the Alibaba trace exits 0" test "$rc" -eq 0
+check "simulate without a terminal writes no progress" test -z "$err"
+run simulate --config "$src/examples/alibaba/config.yaml" --trace "$alibaba" -o json --progress always
+check "simulate --progress always exits 0" test "$rc" -eq 0
+check "simulate --progress always shows jobs done and an ETA" grep -q "simulate: [0-9]*/8152 jobs done, day [0-9.]* of [0-9.]*, ETA " "$tmp/err"
+check "the progress line is erased at the end" bash -c 'tail -c 4 "$1" | od -c | grep -q "033   \[   K"' _ "$tmp/err"
+run simulate --config "$seed_cfg" --progress sometimes
+check "simulate --progress sometimes exits 2" test "$rc" -ne 0
+
 sed -e '$a simulation:\n  bootDelay: {cpu: [1m, 1m], gpu: [1m, 1m]}' "$seed_cfg" >"$tmp/with-sim.yaml"
 run simulate --config "$tmp/with-sim.yaml" -o json
 check "simulation: section is read" python3 -c '

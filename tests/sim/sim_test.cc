@@ -119,6 +119,32 @@ TEST(SimulatorTest, SkippingUnchangedPassesOnTheAlibabaTrace) {
   ExpectSameWithAndWithoutSkip(in, "alibaba head");
 }
 
+// SimInput::on_progress sees the run without changing it: the calls count jobs up to all of
+// them, simulated time only grows, the last call says finished, and the decisions are the same.
+TEST(SimulatorTest, ProgressIsReportedWithoutChangingTheRun) {
+  SimInput in;
+  in.config = LoadSeedConfig();
+  in.jobs = BuiltinScenario(1);
+  auto quiet = RunSimulation(in);
+  ASSERT_TRUE(quiet.has_value()) << quiet.error().message();
+  std::vector<Progress> seen;
+  in.on_progress = [&](const Progress& p) { seen.push_back(p); };
+  auto watched = RunSimulation(in, "tidepool");
+  ASSERT_TRUE(watched.has_value()) << watched.error().message();
+  EXPECT_EQ(watched->action_digest, quiet->action_digest);
+  ASSERT_GE(seen.size(), 2u);  // the built-in scenario runs for more than 4096 rounds
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].run, "tidepool");
+    EXPECT_EQ(seen[i].jobs, static_cast<int64_t>(in.jobs.size()));
+    EXPECT_EQ(seen[i].finished, i + 1 == seen.size());
+    if (i == 0) continue;
+    EXPECT_GE(seen[i].jobs_done, seen[i - 1].jobs_done);
+    EXPECT_GE(seen[i].simulated, seen[i - 1].simulated);
+  }
+  EXPECT_EQ(seen.back().jobs_done, seen.back().jobs);
+  EXPECT_GT(seen.back().trace_span, Duration{0});
+}
+
 TEST(SimulatorTest, BuiltinScenarioFinishesEveryJob) {
   SimInput in;
   in.config = LoadSeedConfig();

@@ -1,0 +1,33 @@
+// `tidepool simulate` on a terminal: one progress line on stderr, rewritten in place, so a run of
+// minutes says how far it is and how long it has left.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "sim/simulator.h"
+
+namespace tidepool::cli {
+
+class ProgressLine {
+ public:
+  explicit ProgressLine(std::FILE* out) : out_(out) {}
+
+  // Shows `p` ("simulate ca-like: 4512/8152 jobs done, day 12.3 of 39.9, ETA 3s") once its run
+  // has taken half a second, then at most five times a second; a run's last call erases it.
+  void Show(const sim::Progress& p);
+
+  // The line for `p`, `elapsed` after its run began (for tests).
+  static std::string Format(const sim::Progress& p, std::chrono::steady_clock::duration elapsed);
+
+ private:
+  std::FILE* out_;
+  std::string run_;                                             // the run being shown
+  std::optional<std::chrono::steady_clock::time_point> began_;  // when it began
+  std::chrono::steady_clock::time_point last_{};                // the line was last drawn
+  bool shown_ = false;
+};
+
+}  // namespace tidepool::cli
