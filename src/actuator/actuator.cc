@@ -101,6 +101,9 @@ class Actuator::Batch {
   void operator()(const UpdateProvisioningRequest& a) {
     Report(a, writer_.SetProvisioningConditions(a.ns, a.name, a.conditions));
   }
+  void operator()(const UpdateCapacityBuffer& a) {
+    Report(a, writer_.SetCapacityBufferStatus(a.ns, a.name, a.status));
+  }
 
  private:
   void Report(const Action& a, const Result<void>& r, const std::string* pod = nullptr) {
@@ -192,6 +195,11 @@ class Actuator::Batch {
     if (kind == EventObject::kProvisioningRequest) {
       for (const model::ProvisioningRequest* r : view_.provisioning_requests)
         if (r->Key() == object) return r->meta.uid;
+      return "";
+    }
+    if (kind == EventObject::kCapacityBuffer) {
+      for (const model::CapacityBuffer* b : view_.capacity_buffers)
+        if (b->Key() == object) return b->meta.uid;
       return "";
     }
     if (kind != EventObject::kPod) return "";

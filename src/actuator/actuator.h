@@ -37,7 +37,8 @@ class Listener {
 //    provider stops it instead (cloud::MachineStopper); a provider without that capability
 //    fails the action (kInvalidArgument), so the loop rolls the removal back.
 //  - DeleteStopped: the provider's MachineStopper; fire and forget.
-//  - Mark/UnmarkCandidate, UntaintNode, Event, UpdateProvisioningRequest: fire and forget.
+//  - Mark/UnmarkCandidate, UntaintNode, Event, UpdateProvisioningRequest, UpdateCapacityBuffer:
+//    fire and forget.
 // `view` is the observation the actions were decided on; its objects must stay valid for the
 // whole call, also when a provider deletes what they describe (the live view holds shared
 // pointers; the simulator keeps an ended node until its next observation). Each action is

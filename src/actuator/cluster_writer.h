@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "model/capacity_buffer.h"
 #include "model/node.h"
 #include "model/provisioning_request.h"
 
@@ -44,6 +45,10 @@ class ClusterWriter {
   virtual Result<void> SetProvisioningConditions(
       const std::string& ns, const std::string& name,
       const std::vector<model::Condition>& conditions) = 0;
+  // Sets the CapacityBuffer ns/name's status (kube/codec ApplyBufferStatus; read fresh, written
+  // through the status subresource); a buffer that is gone is success.
+  virtual Result<void> SetCapacityBufferStatus(const std::string& ns, const std::string& name,
+                                               const model::BufferStatus& status) = 0;
 };
 
 }  // namespace tidepool::actuator

@@ -20,6 +20,7 @@ struct Name {
     return "UpdateProvisioningRequest";
   }
   std::string_view operator()(const DeleteStopped&) const { return "DeleteStopped"; }
+  std::string_view operator()(const UpdateCapacityBuffer&) const { return "UpdateCapacityBuffer"; }
 };
 
 // A node action: "TaintNode n1" or "TaintNode n1 (why)".
@@ -60,6 +61,16 @@ struct Describe {
     }
     return fmt::format("{} {}/{} [{}]", name, a.ns, a.name, fmt::join(conditions, "; "));
   }
+  std::string operator()(const UpdateCapacityBuffer& a) const {
+    std::vector<std::string> conditions;
+    for (const model::BufferCondition& c : a.status.conditions) {
+      conditions.push_back(fmt::format("{}={} {}: {}", model::BufferConditionName(c.type),
+                                       model::ConditionStatusName(c.status), c.reason, c.message));
+    }
+    return fmt::format("{} {}/{} replicas {} [{}]", name, a.ns, a.name,
+                       a.status.replicas ? fmt::format("{}", *a.status.replicas) : "-",
+                       fmt::join(conditions, "; "));
+  }
   std::string operator()(const auto& a) const {  // the node actions
     return DescribeNodeAction(name, a.node, a.reason);
   }
@@ -83,6 +94,8 @@ std::string_view EventReasonName(EventReason reason) {
       return "Provisioned";
     case EventReason::kProvisioningFailed:
       return "ProvisioningFailed";
+    case EventReason::kBufferNotReady:
+      return "BufferNotReady";
   }
   return "?";
 }
@@ -97,6 +110,8 @@ std::string_view EventObjectKind(EventObject object) {
       return "ConfigMap";
     case EventObject::kProvisioningRequest:
       return "ProvisioningRequest";
+    case EventObject::kCapacityBuffer:
+      return "CapacityBuffer";
   }
   return "?";
 }

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "model/capacity_buffer.h"
 #include "model/provisioning_request.h"
 #include "planner/decision.h"
 
@@ -106,6 +107,16 @@ struct UpdateProvisioningRequest {
   std::vector<model::Condition> conditions;
 };
 
+// Write a CapacityBuffer's status (podTemplateRef, replicas, podTemplateGeneration and the
+// conditions given; through its status subresource, on a fresh read; docs/capacity-buffers.md).
+// Fire and forget: the loop compares what it wants with the status it observes, so a write that
+// failed is made again at a later Step.
+struct UpdateCapacityBuffer {
+  std::string ns;
+  std::string name;
+  model::BufferStatus status;
+};
+
 // The Kubernetes Event reasons the loop records (the Cluster Autoscaler's, plus WarmScaleUp).
 enum class EventReason {
   kTriggeredScaleUp,
@@ -115,6 +126,7 @@ enum class EventReason {
   kWarmScaleUp,
   kProvisioned,         // a ProvisioningRequest's capacity is there
   kProvisioningFailed,  // a ProvisioningRequest cannot be served
+  kBufferNotReady,      // a CapacityBuffer does not resolve to a pod and a number of copies
 };
 std::string_view EventReasonName(EventReason reason);
 
@@ -124,6 +136,7 @@ enum class EventObject {
   kNode,                 // object: the node's name
   kStatus,               // the tidepool-status ConfigMap; object: ""
   kProvisioningRequest,  // object: "namespace/name"
+  kCapacityBuffer,       // object: "namespace/name"
 };
 std::string_view EventObjectKind(EventObject object);  // "Pod", "Node", "ConfigMap", ...
 
@@ -142,7 +155,7 @@ struct Event {
 // tainted is untainted).
 using Action = std::variant<IncreasePool, DecreaseTarget, TaintNode, UntaintNode, MarkCandidate,
                             UnmarkCandidate, EvictPods, DeleteNode, Event,
-                            UpdateProvisioningRequest, DeleteStopped>;
+                            UpdateProvisioningRequest, DeleteStopped, UpdateCapacityBuffer>;
 
 // The action's kind in one word ("IncreasePool", "Event", ...).
 std::string_view ActionName(const Action& action);

@@ -25,12 +25,14 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   provisioning_.RollBack(ctx);
   const bool scan = !last_scan_ || now >= *last_scan_ + config_.scan_interval;
   PrepareProvisioning(ctx);
+  buffers_.Prepare(ctx);
   scale_up_.ObservePending(ctx);
   warm_.Update(ctx, scan, scale_up_.planned_pools(), pools_, removing_);
   bool scaled_up = false;
   if (scale_up_.ShouldPlan(ctx, scan, pools_)) scaled_up = RunScaleUp(ctx);
   scale_up_.ClearReplan(now);
   provisioning_.Conclude(ctx);
+  buffers_.Conclude(ctx);
   removals_.Advance(ctx);
   if (scan) {
     last_scan_ = now;
@@ -151,6 +153,7 @@ uint64_t Autoscaler::StateDigest() const {
   scale_up_.AddDigest(d);
   warm_.AddDigest(d);
   provisioning_.AddDigest(d);
+  buffers_.AddDigest(d);
   return d.value();
 }
 
@@ -197,6 +200,7 @@ Status Autoscaler::GetStatus() const {
   scale_up_.FillStatus(s);
   removals_.FillStatus(s);
   unneeded_.FillStatus(s);
+  buffers_.FillStatus(s);
   return s;
 }
 

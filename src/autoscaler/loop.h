@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autoscaler/action.h"
+#include "autoscaler/buffer_tracker.h"
 #include "autoscaler/observation.h"
 #include "autoscaler/options.h"
 #include "autoscaler/pool_tracker.h"
@@ -156,6 +157,7 @@ class Autoscaler {
   WarmPlanner warm_{config_};
   ScaleUpTracker scale_up_{config_, options_};
   ProvisioningTracker provisioning_{config_, options_, pools_};
+  BufferTracker buffers_;
   // Whether the loop is removing a node: what the trackers and the planner input ask.
   const std::function<bool(std::string_view)> removing_ = [this](std::string_view n) {
     return removals_.Removing(n);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/capacity_buffer.h"
 #include "model/daemonset.h"
 #include "model/dra.h"
 #include "model/node.h"
@@ -42,6 +43,10 @@ struct Observation {
   // (docs/kueue.md); empty when the driver has none.
   std::vector<const model::ProvisioningRequest*> provisioning_requests;
   std::vector<const model::PodTemplate*> pod_templates;
+  // CapacityBuffers (autoscaling.x-k8s.io/v1beta1) and the apps/v1 Deployments their
+  // scalableRefs may name (docs/capacity-buffers.md); empty when the driver has none.
+  std::vector<const model::CapacityBuffer*> capacity_buffers;
+  std::vector<const model::Deployment*> deployments;
   // One per configured pool, from the provider. A configured pool missing here is taken to have
   // exactly its registered nodes (nothing upcoming) and no stockout.
   std::vector<PoolObservation> pools;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "autoscaler/buffers.h"
 #include "autoscaler/provisioning.h"
 #include "planner/scale_up.h"
 
@@ -12,18 +13,19 @@ namespace {
 using RequestOf = std::map<std::string, std::string, std::less<>>;
 
 // How the status names pending pod `key`: by its own key, or, when it stands in for a
-// ProvisioningRequest (`request_of`), by the request, the first time only (`shown`: the requests
-// named already); nullopt when its request is named already.
+// ProvisioningRequest or a CapacityBuffer (`request_of`: pod key -> the object's shown name), by
+// the object, the first time only (`shown`: the objects named already); nullopt when its object
+// is named already.
 std::optional<std::string> ShownName(const std::string& key, const RequestOf& request_of,
                                      std::set<std::string, std::less<>>& shown) {
   auto r = request_of.find(key);
   if (r == request_of.end()) return key;
   if (!shown.insert(r->second).second) return std::nullopt;
-  return ShownRequest(r->second);
+  return r->second;
 }
 
-// `keys` with the stand-in pods of each ProvisioningRequest replaced by the request, once, where
-// its first pod was.
+// `keys` with the stand-in pods of each ProvisioningRequest or CapacityBuffer replaced by the
+// object, once, where its first pod was.
 template <typename Keys>
 std::vector<std::string> Shown(const Keys& keys, const RequestOf& request_of) {
   std::vector<std::string> out;
@@ -32,6 +34,18 @@ std::vector<std::string> Shown(const Keys& keys, const RequestOf& request_of) {
     if (auto name = ShownName(key, request_of, shown)) out.push_back(std::move(*name));
   }
   return out;
+}
+
+// The pods of this Step that stand in for an object, by key, with the object's shown name.
+RequestOf StandIns(const StepContext& ctx) {
+  RequestOf out;
+  for (const auto& [pod, request] : ctx.provisioning_keys) out.emplace(pod, ShownRequest(request));
+  for (const auto& [pod, buffer] : ctx.buffer_keys) out.emplace(pod, ShownBuffer(buffer));
+  return out;
+}
+
+bool IsStandIn(const StepContext& ctx, const std::string& pod) {
+  return ctx.provisioning_keys.contains(pod) || ctx.buffer_keys.contains(pod);
 }
 
 }  // namespace
@@ -104,12 +118,12 @@ bool ScaleUpTracker::Increase(StepContext& ctx, const model::Pool& pool, planner
   const int to = from + su.add;
   ctx.actions.push_back(IncreasePool{su.pool, su.add, su.pods, su.warm_add, reason});
   pools.RecordIncrease(su.pool, su.add, ctx.now);
-  last_scale_up_ =
-      ScaleUpRecord{ctx.now, su.pool, from, to, Shown(su.pods, ctx.provisioning_keys), reason};
+  last_scale_up_ = ScaleUpRecord{ctx.now, su.pool, from, to, Shown(su.pods, StandIns(ctx)), reason};
   std::string message =
       fmt::format("pod triggered scale-up: [{{{} {}->{} (max: {})}}]", su.pool, from, to, pool.max);
   for (const std::string& pod : su.pods) {
-    if (ctx.provisioning_keys.contains(pod)) continue;  // ProvisioningTracker tells the request
+    // ProvisioningTracker tells the request, BufferTracker the buffer.
+    if (IsStandIn(ctx, pod)) continue;
     if (warm.IsWarm(su.pool)) planned_pool_[pod] = su.pool;
     ctx.actions.push_back(
         Event{EventObject::kPod, pod, EventReason::kTriggeredScaleUp, message, false, su.pool});
@@ -121,13 +135,13 @@ bool ScaleUpTracker::Increase(StepContext& ctx, const model::Pool& pool, planner
 void ScaleUpTracker::RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan& plan) {
   unschedulable_.clear();
   waiting_for_capacity_.clear();
-  request_of_ = ctx.provisioning_keys;
+  request_of_ = StandIns(ctx);
   waiting_for_capacity_.insert(plan.fits_existing.begin(), plan.fits_existing.end());
   for (const planner::ScaleUp& su : plan.scale_ups)
     waiting_for_capacity_.insert(su.pods.begin(), su.pods.end());
   for (const planner::Unschedulable& u : plan.unschedulable) {
     unschedulable_[u.pod] = u;
-    if (ctx.provisioning_keys.contains(u.pod)) continue;
+    if (IsStandIn(ctx, u.pod)) continue;
     std::string message = "pod didn't trigger scale-up: ";
     std::string_view sep;
     for (const auto& [pool, reason] : u.reasons) {

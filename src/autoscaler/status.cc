@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "autoscaler/buffers.h"
+
 namespace tidepool::autoscaler {
 
 std::string FormatWarm(const PoolStatus& p) {
@@ -23,6 +25,15 @@ std::string FormatWarm(const PoolStatus& p) {
   }
   std::string out = fmt::format("{}", fmt::join(parts, "; "));
   if (!p.warm_reason.empty()) out += fmt::format(" — {}", p.warm_reason);
+  return out;
+}
+
+std::string FormatBuffer(const BufferStatusLine& b) {
+  std::string out = ShownBuffer(b.buffer) + ": ";
+  out += b.replicas ? fmt::format("{} pod(s) of {}", *b.replicas, b.source)
+                    : std::string("not resolved");
+  out += "; ReadyForProvisioning " + b.ready;
+  if (!b.provisioning.empty()) out += "; Provisioning " + b.provisioning;
   return out;
 }
 
@@ -66,6 +77,7 @@ std::string FormatStatus(const Status& s) {
   for (const UnneededNode& u : s.unneeded) {
     out += fmt::format("unneeded: {} since {}\n", u.node, FormatRfc3339(u.since));
   }
+  for (const BufferStatusLine& b : s.buffers) out += "capacity " + FormatBuffer(b) + "\n";
   return out;
 }
 

@@ -81,6 +81,16 @@ struct RemovalStatus {
   int pods_left = 0;  // pods not evicted yet
 };
 
+// A CapacityBuffer as the loop served it at the last Step (docs/capacity-buffers.md).
+struct BufferStatusLine {
+  std::string buffer;  // namespace/name
+  std::string source;  // "PodTemplate ns/name" or "Deployment ns/name"; "" when not resolved
+  std::optional<int32_t> replicas;
+  std::string ready;               // ReadyForProvisioning: "True Resolved: ..." or "False ...: why"
+  std::string provisioning;        // Provisioning likewise; "" before a plan decided it
+  std::vector<std::string> pools;  // pools a scale-up grew for its copies at the last plan
+};
+
 struct Status {
   std::optional<Time> last_step;  // unset before the first Step
   std::vector<PoolStatus> pools;  // in config order
@@ -98,10 +108,15 @@ struct Status {
   // "provreq/namespace/name" (the name `tidepool explain` takes).
   std::vector<planner::Unschedulable> unschedulable;
   std::vector<std::string> waiting_for_capacity;
+  std::vector<BufferStatusLine> buffers;  // CapacityBuffers served, in key order
 };
 
 // One line about a pool's warm capacity (spare, headroom, prediction, spend, last reason).
 std::string FormatWarm(const PoolStatus& pool);
+
+// One line about a CapacityBuffer: "buffer/ns/name: 2 pod(s) of PodTemplate ns/t; ready: ...;
+// provisioning: ...".
+std::string FormatBuffer(const BufferStatusLine& buffer);
 
 // A readable multi-line rendering (the body of the tidepool-status ConfigMap).
 std::string FormatStatus(const Status& status);

@@ -90,6 +90,11 @@ struct StepContext {
   std::deque<model::Pod> provisioning_pods;
   std::map<std::string, std::string, std::less<>> provisioning_keys;
   std::optional<planner::ScaleUpPlan> plan;
+
+  // CapacityBuffers (BufferTracker): the pending copies of each buffer's pod in this Step (stable
+  // addresses; in base.pods), by key, with the key of the buffer each stands for.
+  std::deque<model::Pod> buffer_pods;
+  std::map<std::string, std::string, std::less<>> buffer_keys;
 };
 
 // Node taints the loop reads.

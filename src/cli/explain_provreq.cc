@@ -27,6 +27,8 @@ autoscaler::Observation ObservationOf(const kube::codec::ClusterState& state) {
   for (const auto& x : state.daemon_sets) obs.daemon_sets.push_back(&x);
   for (const auto& x : state.provisioning_requests) obs.provisioning_requests.push_back(&x);
   for (const auto& x : state.pod_templates) obs.pod_templates.push_back(&x);
+  for (const auto& x : state.capacity_buffers) obs.capacity_buffers.push_back(&x);
+  for (const auto& x : state.deployments) obs.deployments.push_back(&x);
   return obs;
 }
 

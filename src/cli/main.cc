@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -95,8 +96,34 @@ Result<void> LoadInputs(const std::string& config_path, const std::string& state
   return {};
 }
 
+// `explain --pool`, CapacityBuffers: each served buffer as the pass resolved it, and the nodes
+// of the pool a scale-up would add for its copies.
+void ExplainBuffers(const autoscaler::Status& status,
+                    const std::vector<autoscaler::Action>& actions, const std::string& pool_name) {
+  if (status.buffers.empty()) {
+    std::cout << "no capacity buffers served\n";
+    return;
+  }
+  for (const autoscaler::BufferStatusLine& b : status.buffers) {
+    std::cout << "capacity " << autoscaler::FormatBuffer(b) << "\n";
+    // Its copies are named "<buffer>:buffer-<i>" in the buffer's namespace.
+    const std::string prefix = b.buffer + ":buffer-";
+    for (const autoscaler::Action& action : actions) {
+      const auto* a = std::get_if<autoscaler::IncreasePool>(&action);
+      if (a == nullptr || a->pool != pool_name) continue;
+      long n = std::count_if(a->pods.begin(), a->pods.end(),
+                             [&](const std::string& p) { return p.starts_with(prefix); });
+      if (n > 0) {
+        std::cout << fmt::format(
+            "  would add {} node(s) of pool {} ({} of its pod(s) among them)\n", a->count,
+            pool_name, n);
+      }
+    }
+  }
+}
+
 // `explain --pool`: one decision pass of the loop on the state (with the learned warm state when
-// given) and what it says about the pool's warm capacity.
+// given) and what it says about the pool's warm capacity and the CapacityBuffers.
 int ExplainPool(const Inputs& in, const std::string& pool_name,
                 const std::string& warm_state_path) {
   const model::Pool* pool = in.config.FindPool(pool_name);
@@ -132,6 +159,7 @@ int ExplainPool(const Inputs& in, const std::string& pool_name,
           "(the state file does not say how many are stopped now: {} assumed)\n",
           p.max_stopped, p.stopped);
     }
+    ExplainBuffers(status, actions, pool_name);
     if (!p.warm) {
       std::cout << "no warm capacity configured (pools[].warm: spareNodes, headroom, "
                    "predictive)\n";
@@ -189,8 +217,10 @@ CLI::App* AddExplainCommand(CLI::App& app, PlanFlags& f) {
                       "The pod, as namespace/name (or name in default), or a "
                       "ProvisioningRequest as provreq/namespace/name");
   explain->add_option("--node", f.node_name, "Explain this node's scale-down instead");
-  explain->add_option("--pool", f.pool_name,
-                      "Explain this pool's warm capacity (spare nodes, headroom, pre-warming)");
+  explain->add_option(
+      "--pool", f.pool_name,
+      "Explain this pool's warm capacity (spare nodes, headroom, pre-warming) and the "
+      "CapacityBuffers");
   explain->add_option("--warm-state", f.warm_state_path,
                       "With --pool: the learned state, i.e. the data.state of the "
                       "tidepool-warm-state ConfigMap");

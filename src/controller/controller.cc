@@ -58,7 +58,7 @@ Result<void> Controller::Run(const std::atomic<bool>& stop) {
       return Fail(Error::Code::kUnavailable,
                   "the cluster caches did not finish listing within {}; is the API server "
                   "reachable and may tidepool list pods, nodes, PDBs, DaemonSets and "
-                  "PodTemplates?",
+                  "PodTemplates and Deployments?",
                   FormatDuration(options_.sync_timeout));
     }
     std::unique_lock lock(mu_);
@@ -175,6 +175,8 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
   for (const auto& d : view.daemon_sets) obs.daemon_sets.push_back(d.get());
   for (const auto& r : view.provisioning_requests) obs.provisioning_requests.push_back(r.get());
   for (const auto& t : view.pod_templates) obs.pod_templates.push_back(t.get());
+  for (const auto& b : view.capacity_buffers) obs.capacity_buffers.push_back(b.get());
+  for (const auto& d : view.deployments) obs.deployments.push_back(d.get());
   obs.dra = view.dra.get();
   for (const auto& s : sizes) {
     obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason, s.stopped});

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "kube/codec/capacity_buffer.h"
 #include "kube/codec/objects.h"
 #include "kube/codec/provisioning.h"
 
@@ -14,6 +15,8 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
       daemon_sets_(kube::MakeDaemonSetInformer(client, tune)),
       provisioning_requests_(kube::MakeProvisioningRequestInformer(client, tune)),
       pod_templates_(kube::MakePodTemplateInformer(client, tune)),
+      capacity_buffers_(kube::MakeCapacityBufferInformer(client, tune)),
+      deployments_(kube::MakeDeploymentInformer(client, tune)),
       device_classes_(kube::MakeDeviceClassInformer(client, tune)),
       claims_(kube::MakeResourceClaimInformer(client, tune)),
       claim_templates_(kube::MakeResourceClaimTemplateInformer(client, tune)),
@@ -36,6 +39,10 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
   });
   pod_templates_->SetChangeCallback(
       [this](kube::ChangeType, const std::string&) { Changed(false); });
+  capacity_buffers_->SetChangeCallback([this](kube::ChangeType type, const std::string&) {
+    Changed(type != kube::ChangeType::kDeleted);
+  });
+  deployments_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
   // A new slice or a freed claim can make a pending pod fit: worth a pass soon. The next
   // Snapshot copies the DRA objects again.
   auto dra_changed = [this](kube::ChangeType, const std::string&) {
@@ -57,6 +64,8 @@ void InformerClusterReader::Start() {
   daemon_sets_->Start();
   provisioning_requests_->Start();
   pod_templates_->Start();
+  capacity_buffers_->Start();
+  deployments_->Start();
   device_classes_->Start();
   claims_->Start();
   claim_templates_->Start();
@@ -70,6 +79,8 @@ void InformerClusterReader::Stop() {
   daemon_sets_->Stop();
   provisioning_requests_->Stop();
   pod_templates_->Stop();
+  capacity_buffers_->Stop();
+  deployments_->Stop();
   device_classes_->Stop();
   claims_->Stop();
   claim_templates_->Stop();
@@ -79,7 +90,8 @@ void InformerClusterReader::Stop() {
 bool InformerClusterReader::HasSynced() const {
   return pods_->HasSynced() && nodes_->HasSynced() && pdbs_->HasSynced() &&
          daemon_sets_->HasSynced() && provisioning_requests_->HasSynced() &&
-         pod_templates_->HasSynced() && device_classes_->HasSynced() && claims_->HasSynced() &&
+         pod_templates_->HasSynced() && capacity_buffers_->HasSynced() &&
+         deployments_->HasSynced() && device_classes_->HasSynced() && claims_->HasSynced() &&
          claim_templates_->HasSynced() && slices_->HasSynced();
 }
 
@@ -91,6 +103,8 @@ ClusterView InformerClusterReader::Snapshot() const {
   v.daemon_sets = daemon_sets_->Snapshot();
   v.provisioning_requests = provisioning_requests_->Snapshot();
   v.pod_templates = pod_templates_->Snapshot();
+  v.capacity_buffers = capacity_buffers_->Snapshot();
+  v.deployments = deployments_->Snapshot();
   v.dra = DraSnapshot();
   return v;
 }
@@ -129,6 +143,7 @@ uint64_t InformerClusterReader::DecodeErrors() const {
   return pods_->Stats().decode_errors + nodes_->Stats().decode_errors +
          pdbs_->Stats().decode_errors + daemon_sets_->Stats().decode_errors +
          provisioning_requests_->Stats().decode_errors + pod_templates_->Stats().decode_errors +
+         capacity_buffers_->Stats().decode_errors + deployments_->Stats().decode_errors +
          device_classes_->Stats().decode_errors + claims_->Stats().decode_errors +
          claim_templates_->Stats().decode_errors + slices_->Stats().decode_errors;
 }
@@ -163,6 +178,7 @@ Result<void> ApiClusterWriter::DeleteNode(const std::string& name, const std::st
 Result<void> ApiClusterWriter::RecordEvent(const EventSpec& e) {
   kube::ObjectRef ref{e.object_kind, e.ns, e.name, e.uid};
   if (e.object_kind == "ProvisioningRequest") ref.api_version = "autoscaling.x-k8s.io/v1";
+  if (e.object_kind == "CapacityBuffer") ref.api_version = "autoscaling.x-k8s.io/v1beta1";
   // The loop's events about itself (warm scale-ups) go on the status ConfigMap.
   if (e.object_kind == "ConfigMap" && e.name.empty()) {
     ref.namespace_ = options_.status_namespace;
@@ -205,6 +221,21 @@ Result<void> ApiClusterWriter::SetProvisioningConditions(
   });
   if (!r && r.error().code() != Error::Code::kNotFound) {
     return std::unexpected(r.error().Wrap(fmt::format("ProvisioningRequest {}/{}", ns, name)));
+  }
+  return {};
+}
+
+Result<void> ApiClusterWriter::SetCapacityBufferStatus(const std::string& ns,
+                                                       const std::string& name,
+                                                       const model::BufferStatus& status) {
+  std::string path =
+      kube::ObjectPath("autoscaling.x-k8s.io/v1beta1", "capacitybuffers", ns, name) + "/status";
+  Time now = clock_.Now();
+  auto r = kube::UpdateWithRetry(client_, path, [&](nlohmann::json& obj) -> Result<bool> {
+    return kube::codec::ApplyBufferStatus(obj, status, now);
+  });
+  if (!r && r.error().code() != Error::Code::kNotFound) {
+    return std::unexpected(r.error().Wrap(fmt::format("CapacityBuffer {}/{}", ns, name)));
   }
   return {};
 }

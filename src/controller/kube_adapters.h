@@ -15,11 +15,11 @@
 
 namespace tidepool::controller {
 
-// Pods, Nodes, PodDisruptionBudgets, DaemonSets, ProvisioningRequests (optional: absent without
-// the CRD), PodTemplates and the DRA objects (optional: absent without resource.k8s.io/v1). A
-// change is urgent when a pod without a node (not finished) appears or changes, a node is added or
-// deleted, or a ProvisioningRequest is added or changed; node status updates (heartbeats) and pod
-// deletions are not. Thread-safe.
+// Pods, Nodes, PodDisruptionBudgets, DaemonSets, ProvisioningRequests and CapacityBuffers
+// (optional: absent without their CRDs), PodTemplates, Deployments and the DRA objects (optional:
+// absent without resource.k8s.io/v1). A change is urgent when a pod without a node (not finished)
+// appears or changes, a node is added or deleted, or a ProvisioningRequest or CapacityBuffer is
+// added or changed; node status updates (heartbeats) and pod deletions are not. Thread-safe.
 class InformerClusterReader final : public ClusterReader {
  public:
   InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune = {});
@@ -47,6 +47,8 @@ class InformerClusterReader final : public ClusterReader {
   std::unique_ptr<kube::DaemonSetInformer> daemon_sets_;
   std::unique_ptr<kube::ProvisioningRequestInformer> provisioning_requests_;
   std::unique_ptr<kube::PodTemplateInformer> pod_templates_;
+  std::unique_ptr<kube::CapacityBufferInformer> capacity_buffers_;
+  std::unique_ptr<kube::DeploymentInformer> deployments_;
   std::unique_ptr<kube::DeviceClassInformer> device_classes_;
   std::unique_ptr<kube::ResourceClaimInformer> claims_;
   std::unique_ptr<kube::ResourceClaimTemplateInformer> claim_templates_;
@@ -80,6 +82,8 @@ class ApiClusterWriter final : public ClusterWriter {
   Result<std::vector<std::string>> PodsOnNode(const std::string& node) override;
   Result<void> SetProvisioningConditions(const std::string& ns, const std::string& name,
                                          const std::vector<model::Condition>& conditions) override;
+  Result<void> SetCapacityBufferStatus(const std::string& ns, const std::string& name,
+                                       const model::BufferStatus& status) override;
   Result<void> WriteStatus(const std::string& text) override;
   Result<std::optional<std::string>> ReadWarmState() override;
   Result<void> WriteWarmState(const std::string& text) override;

@@ -10,6 +10,7 @@
 
 #include "actuator/cluster_writer.h"
 #include "base/error.h"
+#include "model/capacity_buffer.h"
 #include "model/daemonset.h"
 #include "model/dra.h"
 #include "model/node.h"
@@ -27,6 +28,8 @@ struct ClusterView {
   std::vector<std::shared_ptr<const model::DaemonSet>> daemon_sets;
   std::vector<std::shared_ptr<const model::ProvisioningRequest>> provisioning_requests;
   std::vector<std::shared_ptr<const model::PodTemplate>> pod_templates;
+  std::vector<std::shared_ptr<const model::CapacityBuffer>> capacity_buffers;
+  std::vector<std::shared_ptr<const model::Deployment>> deployments;
   // Dynamic Resource Allocation objects as one value (a reader may share it between reads while
   // none of them changes); null when the reader has none (docs/dra.md).
   std::shared_ptr<const model::DraObjects> dra;

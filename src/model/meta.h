@@ -2,6 +2,7 @@
 // Labels and annotations are ordered maps so output and hashing are deterministic.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -27,6 +28,8 @@ struct ObjectMeta {
   std::string namespace_;  // empty for cluster-scoped objects
   std::string uid;
   std::string resource_version;
+  // metadata.generation (0 when the object has none).
+  int64_t generation = 0;
   Labels labels;
   Annotations annotations;
   std::vector<OwnerReference> owner_references;

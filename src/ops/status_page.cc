@@ -6,6 +6,8 @@
 #include <chrono>
 #include <map>
 
+#include "autoscaler/buffers.h"
+
 namespace tidepool::ops {
 namespace {
 
@@ -312,6 +314,29 @@ void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
   out += "</section>\n";
 }
 
+// CapacityBuffers served (docs/capacity-buffers.md): each one only when there are any.
+void Buffers(std::string& out, const Status& s, const StatusPageExtras& x) {
+  if (s.buffers.empty()) return;
+  OpenSection(out, "buffers", "Capacity buffers", s.buffers.size());
+  out +=
+      "<table id=\"buffer-table\"><thead><tr><th>Buffer</th><th>Pod</th>"
+      "<th class=\"num\">Replicas</th><th>ReadyForProvisioning</th><th>Provisioning</th>"
+      "</tr></thead><tbody>\n";
+  size_t n = std::min(s.buffers.size(), x.max_rows);
+  for (size_t i = 0; i < n; ++i) {
+    const autoscaler::BufferStatusLine& b = s.buffers[i];
+    out += fmt::format(
+        "<tr><td class=\"name narrow\">{}</td><td class=\"name\">{}</td><td class=\"num\">{}"
+        "</td><td>{}</td><td>{}</td></tr>\n",
+        HtmlEscape(autoscaler::ShownBuffer(b.buffer)), HtmlEscape(b.source),
+        b.replicas ? fmt::format("{}", *b.replicas) : std::string("-"), HtmlEscape(b.ready),
+        HtmlEscape(b.provisioning));
+  }
+  out += "</tbody></table>\n";
+  More(out, n, s.buffers.size());
+  out += "</section>\n";
+}
+
 void Removals(std::string& out, const Status& s, const StatusPageExtras& x) {
   OpenSection(out, "removals", "Nodes being removed", s.removals.size());
   if (s.removals.empty()) {
@@ -469,6 +494,7 @@ std::string RenderStatusPage(const Status& s, const StatusPageExtras& x) {
   Summary(out, s, x);
   Pools(out, s, x);
   Pending(out, s, x);
+  Buffers(out, s, x);
   Removals(out, s, x);
   Unneeded(out, s, x);
   Decisions(out, s, x);

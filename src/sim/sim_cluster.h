@@ -39,6 +39,11 @@ class SimCluster final : public actuator::ClusterWriter {
     kueue_.SetConditions(ns, name, c);
     return {};
   }
+  // The simulated world has no CapacityBuffers.
+  Result<void> SetCapacityBufferStatus(const std::string&, const std::string&,
+                                       const model::BufferStatus&) override {
+    return {};
+  }
 
   int64_t events() const { return events_; }
 

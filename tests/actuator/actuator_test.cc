@@ -82,6 +82,11 @@ class FakeWriter : public ClusterWriter {
     c_.log.push_back(fmt::format("conditions {}/{} {}", ns, name, cs.size()));
     return {};
   }
+  Result<void> SetCapacityBufferStatus(const std::string& ns, const std::string& name,
+                                       const model::BufferStatus& s) override {
+    c_.log.push_back(fmt::format("buffer status {}/{} {}", ns, name, s.conditions.size()));
+    return {};
+  }
   std::map<std::string, std::vector<std::string>> fresh;
 
  private:

@@ -240,6 +240,10 @@ class World {
                                            const std::vector<model::Condition>&) override {
       return {};
     }
+    Result<void> SetCapacityBufferStatus(const std::string&, const std::string&,
+                                         const model::BufferStatus&) override {
+      return {};
+    }
     Result<std::vector<std::string>> PodsOnNode(const std::string& node) override {
       std::vector<std::string> keys;
       for (const auto& [name, p] : w.pods) {

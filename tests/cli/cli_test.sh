@@ -70,6 +70,32 @@ check "explain --pool shows the spare target" grep -q '^warm: spareNodes 1' "$tm
 check "explain --pool says what it would add and why" grep -q '^would add 1 node(s): warm: spareNodes 1$' "$tmp/out"
 run explain --pool gpupool --config "$seed_cfg" --state "$seed_state"
 check "explain --pool of a pool without warm says so" grep -q 'no warm capacity configured' "$tmp/out"
+# explain --pool with a CapacityBuffer in the state (docs/capacity-buffers.md): the buffer as the
+# pass resolved it and the nodes of the pool its copies grow.
+mkdir -p "$tmp/buffer-state"
+cp "$seed_state" "$tmp/buffer-state/state.yaml"
+cat >"$tmp/buffer-state/buffer.yaml" <<'EOF'
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: gpu-trainer, namespace: default}
+template:
+  spec:
+    containers:
+    - name: train
+      image: busybox
+      resources: {requests: {cpu: "1", nvidia.com/gpu: "1"}}
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: gpu-room, namespace: default}
+spec:
+  podTemplateRef: {name: gpu-trainer}
+  replicas: 2
+EOF
+run explain --pool gpupool --config "$seed_cfg" --state "$tmp/buffer-state"
+check "explain --pool with a buffer exits 0" test "$rc" -eq 0
+check "explain --pool shows the buffer resolved" grep -q '^capacity buffer/default/gpu-room: 2 pod(s) of PodTemplate default/gpu-trainer; ReadyForProvisioning True Resolved' "$tmp/out"
+check "explain --pool shows the nodes its copies grow" grep -q '^  would add 3 node(s) of pool gpupool (2 of its pod(s) among them)$' "$tmp/out"
 run explain --pool nope --config "$seed_cfg" --state "$seed_state"
 check "explain --pool of an unknown pool exits 2" test "$rc" -eq 2
 check "explain --pool of an unknown pool names it" grep -q 'explain --pool nope: not a pool of the config' "$tmp/err"

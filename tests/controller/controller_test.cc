@@ -80,6 +80,13 @@ class FakeWriter : public ClusterWriter {
     for (const model::Condition& x : c) conditions[ns + "/" + name].push_back(x);
     return {};
   }
+  Result<void> SetCapacityBufferStatus(const std::string& ns, const std::string& name,
+                                       const model::BufferStatus& s) override {
+    calls.push_back("buffer status " + ns + "/" + name);
+    buffer_status[ns + "/" + name] = s;
+    return {};
+  }
+  std::map<std::string, model::BufferStatus> buffer_status;
   Result<void> WriteStatus(const std::string& text) override {
     status = text;
     return {};

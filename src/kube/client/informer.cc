@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <random>
 
+#include "kube/codec/capacity_buffer.h"
 #include "kube/codec/dra.h"
 #include "kube/codec/objects.h"
 #include "kube/codec/provisioning.h"
@@ -384,6 +385,22 @@ std::unique_ptr<PodTemplateInformer> MakePodTemplateInformer(ApiClient& client,
   return std::make_unique<PodTemplateInformer>(
       client, Tuned(std::move(tune), "/api/v1/podtemplates", "podtemplates"),
       [](const Json& j) { return codec::DecodePodTemplateOrInvalid(j); });
+}
+
+std::unique_ptr<CapacityBufferInformer> MakeCapacityBufferInformer(ApiClient& client,
+                                                                   InformerOptions tune) {
+  return std::make_unique<CapacityBufferInformer>(
+      client,
+      Tuned(std::move(tune), "/apis/autoscaling.x-k8s.io/v1beta1/capacitybuffers",
+            "capacitybuffers", /*optional=*/true),
+      [](const Json& j) { return codec::DecodeCapacityBuffer(j); });
+}
+
+std::unique_ptr<DeploymentInformer> MakeDeploymentInformer(ApiClient& client,
+                                                           InformerOptions tune) {
+  return std::make_unique<DeploymentInformer>(
+      client, Tuned(std::move(tune), "/apis/apps/v1/deployments", "deployments"),
+      [](const Json& j) { return codec::DecodeDeploymentOrInvalid(j); });
 }
 
 std::unique_ptr<DeviceClassInformer> MakeDeviceClassInformer(ApiClient& client,

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "kube/client/api_client.h"
+#include "model/capacity_buffer.h"
 #include "model/daemonset.h"
 #include "model/dra.h"
 #include "model/node.h"
@@ -183,6 +184,8 @@ using DaemonSetInformer = Informer<model::DaemonSet>;
 using RawInformer = Informer<nlohmann::json>;
 using ProvisioningRequestInformer = Informer<model::ProvisioningRequest>;
 using PodTemplateInformer = Informer<model::PodTemplate>;
+using CapacityBufferInformer = Informer<model::CapacityBuffer>;
+using DeploymentInformer = Informer<model::Deployment>;
 using DeviceClassInformer = Informer<model::DeviceClass>;
 using ResourceClaimInformer = Informer<model::ResourceClaim>;
 using ResourceClaimTemplateInformer = Informer<model::ResourceClaimTemplate>;
@@ -204,6 +207,12 @@ std::unique_ptr<ProvisioningRequestInformer> MakeProvisioningRequestInformer(
     ApiClient& client, InformerOptions tune = {});
 std::unique_ptr<PodTemplateInformer> MakePodTemplateInformer(ApiClient& client,
                                                              InformerOptions tune = {});
+// autoscaling.x-k8s.io/v1beta1 CapacityBuffers; optional (absent when the CRD is not installed).
+// apps/v1 Deployments, which their scalableRefs may name (only their replicas and templates).
+std::unique_ptr<CapacityBufferInformer> MakeCapacityBufferInformer(ApiClient& client,
+                                                                   InformerOptions tune = {});
+std::unique_ptr<DeploymentInformer> MakeDeploymentInformer(ApiClient& client,
+                                                           InformerOptions tune = {});
 // Dynamic Resource Allocation (resource.k8s.io/v1, docs/dra.md); optional (absent on clusters
 // that do not serve the API).
 std::unique_ptr<DeviceClassInformer> MakeDeviceClassInformer(ApiClient& client,

@@ -60,6 +60,9 @@ Result<void> DecodeMeta(const Json& obj, const FieldPath& root, model::ObjectMet
   TIDEPOOL_RETURN_IF_ERROR(ReadString(*md, "namespace", path, meta.namespace_));
   TIDEPOOL_RETURN_IF_ERROR(ReadString(*md, "uid", path, meta.uid));
   TIDEPOOL_RETURN_IF_ERROR(ReadString(*md, "resourceVersion", path, meta.resource_version));
+  std::optional<int64_t> generation;
+  TIDEPOOL_RETURN_IF_ERROR(ReadInt64(*md, "generation", path, generation));
+  meta.generation = generation.value_or(0);
   TIDEPOOL_RETURN_IF_ERROR(ReadStringMap(*md, "labels", path, meta.labels));
   TIDEPOOL_RETURN_IF_ERROR(ReadStringMap(*md, "annotations", path, meta.annotations));
   TIDEPOOL_RETURN_IF_ERROR(

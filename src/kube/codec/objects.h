@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "model/capacity_buffer.h"
 #include "model/daemonset.h"
 #include "model/dra.h"
 #include "model/node.h"
@@ -32,6 +33,8 @@ struct ClusterState {
   std::vector<model::DaemonSet> daemon_sets;
   std::vector<model::ProvisioningRequest> provisioning_requests;
   std::vector<model::PodTemplate> pod_templates;
+  std::vector<model::CapacityBuffer> capacity_buffers;
+  std::vector<model::Deployment> deployments;
   model::DraObjects dra;  // resource.k8s.io/v1 (kube/codec/dra.h)
   std::map<std::string, int> ignored;
 };
@@ -70,7 +73,9 @@ Result<std::vector<nlohmann::json>> ParseDocuments(std::string_view text, std::s
 // a name, and a document without `kind`, are also located ("document 2, items[5]"). Decoded:
 // v1 Pod and Node (apiVersion v1 or absent), PodDisruptionBudget of policy/v1 and
 // policy/v1beta1, DaemonSet of apps/* and extensions/*, ProvisioningRequest of
-// autoscaling.x-k8s.io/v1 and v1 PodTemplate (kube/codec/provisioning.h), DeviceClass,
+// autoscaling.x-k8s.io/v1 and v1 PodTemplate (kube/codec/provisioning.h), CapacityBuffer of
+// autoscaling.x-k8s.io/v1beta1 and Deployment of apps/v1 (kube/codec/capacity_buffer.h; a
+// Deployment whose template does not decode is kept with its error), DeviceClass,
 // ResourceClaim, ResourceClaimTemplate and ResourceSlice of resource.k8s.io/v1
 // (kube/codec/dra.h); anything else is counted in `ignored`
 // (a known kind of another apiVersion as "Kind (apiVersion)"). Empty input is an empty state.

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kube/codec/conditions.h"
 #include "kube/codec/decode_common.h"
 
 namespace tidepool::kube::codec {
@@ -15,12 +16,6 @@ using decode_detail::ForEachItem;
 
 // The API server's limit on spec.podSets.
 constexpr size_t kMaxPodSets = 32;
-
-constexpr EnumName<model::ConditionStatus> kStatusNames[] = {
-    {"True", model::ConditionStatus::kTrue},
-    {"False", model::ConditionStatus::kFalse},
-    {"Unknown", model::ConditionStatus::kUnknown},
-};
 
 Result<void> DecodePodSet(const Json& item, const FieldPath& path, model::PodSet& out) {
   TIDEPOOL_RETURN_IF_ERROR(ExpectObject(item, path));
@@ -61,23 +56,6 @@ Result<void> DecodeSpec(const Json& spec, const FieldPath& path, model::Provisio
   return {};
 }
 
-Result<void> DecodeCondition(const Json& item, const FieldPath& path,
-                             model::ProvisioningRequest& pr) {
-  TIDEPOOL_RETURN_IF_ERROR(ExpectObject(item, path));
-  std::string type;
-  TIDEPOOL_RETURN_IF_ERROR(ReadString(item, "type", path, type));
-  std::optional<model::ProvisioningCondition> known = model::ProvisioningConditionFrom(type);
-  if (!known) return {};  // another controller's condition
-  model::Condition c;
-  c.type = *known;
-  TIDEPOOL_RETURN_IF_ERROR(ReadEnum(item, "status", path, kStatusNames, c.status));
-  TIDEPOOL_RETURN_IF_ERROR(ReadString(item, "reason", path, c.reason));
-  TIDEPOOL_RETURN_IF_ERROR(ReadString(item, "message", path, c.message));
-  TIDEPOOL_RETURN_IF_ERROR(ReadTime(item, "lastTransitionTime", path, c.last_transition));
-  pr.conditions.push_back(std::move(c));
-  return {};
-}
-
 }  // namespace
 
 Result<model::ProvisioningRequest> DecodeProvisioningRequest(const nlohmann::json& obj) {
@@ -89,9 +67,11 @@ Result<model::ProvisioningRequest> DecodeProvisioningRequest(const nlohmann::jso
         TIDEPOOL_RETURN_IF_ERROR(DecodeSpec(*spec, root.Key("spec"), pr));
         TIDEPOOL_ASSIGN_OR_RETURN(const Json* status, ReadObject(obj, "status", root));
         FieldPath status_path = root.Key("status");
-        return ForEachItem(
-            *status, "conditions", status_path,
-            [&](const Json& c, const FieldPath& p) { return DecodeCondition(c, p, pr); });
+        return ForEachItem(*status, "conditions", status_path,
+                           [&](const Json& c, const FieldPath& p) {
+                             return decode_detail::DecodeCondition(
+                                 c, p, model::ProvisioningConditionFrom, pr.conditions);
+                           });
       });
 }
 
@@ -110,45 +90,17 @@ Result<model::PodTemplate> DecodePodTemplate(const nlohmann::json& obj) {
 }
 
 Result<model::PodTemplate> DecodePodTemplateOrInvalid(const nlohmann::json& obj) {
-  auto pt = DecodePodTemplate(obj);
-  if (pt || !decode_detail::HasName(obj)) return pt;
-  model::PodTemplate invalid;
-  const Json& md = *Find(obj, "metadata");
-  invalid.meta.name = md["name"].get<std::string>();
-  if (const Json* ns = Find(md, "namespace"); ns != nullptr && ns->is_string()) {
-    invalid.meta.namespace_ = ns->get<std::string>();
-  }
-  invalid.error = pt.error().message();
-  return invalid;
+  return decode_detail::KeepInvalid(DecodePodTemplate(obj), obj);
 }
 
 bool ApplyCondition(nlohmann::json& obj, const model::Condition& c, Time now) {
-  Json& conditions = obj["status"]["conditions"];
-  if (!conditions.is_array()) conditions = Json::array();
-  const std::string type(model::ProvisioningConditionName(c.type));
-  const std::string status(model::ConditionStatusName(c.status));
-  Json* found = nullptr;
-  for (Json& existing : conditions)
-    if (existing.is_object() && existing.value("type", "") == type) found = &existing;
-  Json generation = obj["metadata"].value("generation", Json(0));
-  if (found == nullptr) {
-    found = &conditions.emplace_back(Json::object());
-    (*found)["type"] = type;
-  } else if (found->value("status", "") == status && found->value("reason", "") == c.reason &&
-             found->value("message", "") == c.message &&
-             found->value("observedGeneration", Json(0)) == generation) {
-    return false;
-  }
-  if (found->value("status", "") != status) {
-    // metav1.Time has second precision.
-    (*found)["lastTransitionTime"] =
-        FormatRfc3339(std::chrono::floor<std::chrono::seconds>(c.last_transition.value_or(now)));
-  }
-  (*found)["status"] = status;
-  (*found)["reason"] = c.reason;
-  (*found)["message"] = c.message;
-  (*found)["observedGeneration"] = generation;
-  return true;
+  return decode_detail::SetCondition(obj["status"]["conditions"],
+                                     model::ProvisioningConditionName(c.type),
+                                     {.status = c.status,
+                                      .reason = c.reason,
+                                      .message = c.message,
+                                      .last_transition = c.last_transition},
+                                     obj["metadata"].value("generation", Json(0)), now);
 }
 
 }  // namespace tidepool::kube::codec

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <utility>
 
+#include "kube/codec/capacity_buffer.h"
 #include "kube/codec/decode_common.h"
 #include "kube/codec/documents.h"
 #include "kube/codec/dra.h"
@@ -28,6 +29,8 @@ void Append(ClusterState& into, ClusterState&& from) {
   move_all(into.daemon_sets, from.daemon_sets);
   move_all(into.provisioning_requests, from.provisioning_requests);
   move_all(into.pod_templates, from.pod_templates);
+  move_all(into.capacity_buffers, from.capacity_buffers);
+  move_all(into.deployments, from.deployments);
   move_all(into.dra.device_classes, from.dra.device_classes);
   move_all(into.dra.claims, from.dra.claims);
   move_all(into.dra.claim_templates, from.dra.claim_templates);
@@ -112,11 +115,19 @@ Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_vie
       auto pt = DecodePodTemplate(obj);
       if (!pt) return fail(pt.error());
       state.pod_templates.push_back(std::move(*pt));
+    } else if (kind == "CapacityBuffer" && api_version == "autoscaling.x-k8s.io/v1beta1") {
+      auto b = DecodeCapacityBuffer(obj);
+      if (!b) return fail(b.error());
+      state.capacity_buffers.push_back(std::move(*b));
+    } else if (kind == "Deployment" && api_version == "apps/v1") {
+      auto d = DecodeDeploymentOrInvalid(obj);
+      if (!d) return fail(d.error());
+      state.deployments.push_back(std::move(*d));
     } else if (api_version == kDraApiVersion && IsDraKind(kind)) {
       if (auto r = DecodeDraObject(kind, obj, state.dra); !r) return fail(r.error());
     } else if (kind == "Pod" || kind == "Node" || kind == "PodDisruptionBudget" ||
                kind == "DaemonSet" || kind == "ProvisioningRequest" || kind == "PodTemplate" ||
-               IsDraKind(kind)) {
+               kind == "CapacityBuffer" || IsDraKind(kind)) {
       // A known kind of an API version tidepool does not read (e.g. a CRD named "Node").
       ++state.ignored[fmt::format("{} ({})", kind, api_version)];
     } else {
