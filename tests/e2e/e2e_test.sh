@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of `tidepool run` on the real control plane (testenv/): scale from zero,
 # spot fallback, gangs, drain with PDBs, Job pods, a deallocate pool (stop, restart faster than a
-# boot), crash in the middle of a scale-up, leader election. Usage: e2e_test.sh TIDEPOOL_BINARY [SCENARIO...]   (no scenario: all of them)
+# boot), crash in the middle of a scale-up, leader election, a CapacityBuffer. Usage: e2e_test.sh TIDEPOOL_BINARY [SCENARIO...]   (no scenario: all of them)
 #
 # Each scenario starts from an empty cluster (no nodes, no test pods, no tidepool state) and
 # runs tidepool as a separate process, as users do. Prints "PASS name" / "FAIL name: why" and
@@ -671,8 +671,72 @@ scenario_deallocate() {
   pass
 }
 
+# A CapacityBuffer (autoscaling.x-k8s.io/v1beta1, docs/capacity-buffers.md) of 2 pods of 1 GPU:
+# pool gpu grows to 2 idle nodes and keeps them past unneededTime; the buffer's status says so and
+# an Event on it tells the scale-up. A real pod taking one node's room makes the pool grow again;
+# deleting the buffer (and the pod) lets every node go. The CRD comes from its upstream module
+# (deploy/helm/capacitybuffer-crd.sh) and is installed before tidepool starts.
+buffer_field() { k -n "$NS" get capacitybuffer gpu-room -o jsonpath="$1"; }
+buffer_condition() {  # buffer_condition TYPE: "Status Reason"
+  buffer_field "{range .status.conditions[?(@.type==\"$1\")]}{.status} {.reason}{end}"
+}
+buffer_condition_is() { [[ $(buffer_condition "$1") == "$2" ]]; }
+buffer_replicas_are() { [[ $(buffer_field '{.status.replicas}') == "$1" ]]; }
+scenario_capacity_buffer() {
+  local crd
+  crd=$("$ROOT/deploy/helm/capacitybuffer-crd.sh" "$WORK/capacitybuffer-crd.yaml" 2>"$WORK/crd.log" | tail -1) ||
+    { fail "could not copy the CapacityBuffer CRD: $(cat "$WORK/crd.log")"; return 1; }
+  k apply -f "$crd" >/dev/null || { fail "could not install the CapacityBuffer CRD"; return 1; }
+  kubectl wait --for=condition=Established --timeout=30s crd/capacitybuffers.autoscaling.x-k8s.io \
+    >/dev/null 2>&1 || { fail "the CapacityBuffer CRD is not established"; return 1; }
+  start_tidepool tp "$(config_with)"
+  cat <<EOF | k apply -f - >/dev/null || { fail "could not create the PodTemplate and the buffer"; return 1; }
+apiVersion: v1
+kind: PodTemplate
+metadata: {name: gpu-trainer, namespace: $NS}
+template:
+  spec:
+    nodeSelector: {pool-kind: gpu}
+    containers:
+    - name: train
+      image: busybox
+      resources: {requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+---
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: gpu-room, namespace: $NS}
+spec:
+  podTemplateRef: {name: gpu-trainer}
+  replicas: 2
+EOF
+  wait_until 60 has_nodes gpu 2 || { fail "pool gpu did not grow to 2 nodes for the buffer: $(nodes_of gpu)"; return 1; }
+  wait_until 20 buffer_replicas_are 2 || { fail "status.replicas is not 2: $(buffer_field '{.status}')"; return 1; }
+  [[ $(buffer_field '{.status.podTemplateRef.name}') == gpu-trainer ]] ||
+    { fail "status.podTemplateRef is not gpu-trainer: $(buffer_field '{.status}')"; return 1; }
+  buffer_condition_is ReadyForProvisioning "True Resolved" ||
+    { fail "ReadyForProvisioning is not True Resolved: $(buffer_field '{.status.conditions}')"; return 1; }
+  wait_until 20 buffer_condition_is Provisioning "True FitsExistingCapacity" ||
+    { fail "Provisioning is not True FitsExistingCapacity: $(buffer_field '{.status.conditions}')"; return 1; }
+  wait_until 10 event_for TriggeredScaleUp gpu-room || { fail "no TriggeredScaleUp Event on the buffer"; return 1; }
+  wait_until 10 status_says "buffer/$NS/gpu-room" || { fail "the status does not show the buffer"; return 1; }
+  # Idle past unneededTime (6 s) and delayAfterAdd (4 s): kept, and nothing more added.
+  sleep 15
+  [[ $(nodes_of gpu) -eq 2 && $(node_count) -eq 2 ]] ||
+    { fail "the buffer's room was not kept: $(nodes_of gpu) gpu nodes, $(node_count) in all"; return 1; }
+  [[ $(tainted_nodes) -eq 0 ]] || { fail "a node of the buffer's room is being removed"; return 1; }
+  # A real pod takes one node's room: the buffer grows the pool for its copy again.
+  gpu_pod job 1 | k apply -f - >/dev/null
+  wait_until 30 pod_running job || { fail "pod job not Running"; return 1; }
+  wait_until 60 has_nodes gpu 3 || { fail "the buffer did not make its room again: $(nodes_of gpu) gpu nodes"; return 1; }
+  # Deleted, with the pod: every node goes.
+  k -n "$NS" delete capacitybuffer gpu-room >/dev/null || { fail "could not delete the buffer"; return 1; }
+  k -n "$NS" delete pod job --wait=false >/dev/null
+  wait_until 90 has_nodes gpu 0 || { fail "the nodes were not removed after the buffer was deleted: $(nodes_of gpu)"; return 1; }
+  pass
+}
+
 ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node consolidation
-  deallocate crash_during_scale_up leader_election dra dra_match)
+  deallocate crash_during_scale_up leader_election dra dra_match capacity_buffer)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster

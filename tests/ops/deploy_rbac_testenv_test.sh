@@ -2,8 +2,8 @@
 # The committed manifests (deploy/manifests/) against a real API server (testenv/): every object
 # passes `kubectl apply --dry-run=server`; then the RBAC objects are applied for real and
 # `kubectl auth can-i --as=system:serviceaccount:kube-system:tidepool` must allow every verb the
-# controller uses and refuse what it must not have (Secrets, pod deletion, Deployments, node
-# creation unless the provider is kwok).
+# controller uses and refuse what it must not have (Secrets, pod deletion, changing or reading
+# single Deployments, node creation unless the provider is kwok).
 # Usage: deploy_rbac_testenv_test.sh SOURCE_DIR
 # Uses $TESTENV_DIR when set (else a fresh directory of its own) and always tears its cluster down.
 set -euo pipefail
@@ -92,6 +92,13 @@ check_common() {
   for v in get update; do
     can "$v" provisioningrequests.autoscaling.x-k8s.io --subresource=status -n ml-team
   done
+  for v in list watch; do
+    can "$v" capacitybuffers.autoscaling.x-k8s.io --all-namespaces
+    can "$v" deployments.apps --all-namespaces
+  done
+  for v in get update; do
+    can "$v" capacitybuffers.autoscaling.x-k8s.io --subresource=status -n ml-team
+  done
 
   # Must be refused.
   cannot get secrets --all-namespaces
@@ -116,11 +123,13 @@ check_common() {
   cannot delete events -n default
   cannot update provisioningrequests.autoscaling.x-k8s.io -n ml-team
   cannot create podtemplates -n ml-team
+  cannot update capacitybuffers.autoscaling.x-k8s.io -n ml-team
+  cannot update deployments.apps --subresource=scale -n ml-team
 }
 
 # kubectl auth can-i resolves a resource through discovery; without the scheduler-plugins
 # PodGroup CRD it would ask about resource "podgroups.scheduling.x-k8s.io" in the core group.
-# Minimal CRDs (PodGroup, ProvisioningRequest) make the names resolve as the controller's
+# Minimal CRDs (PodGroup, ProvisioningRequest, CapacityBuffer) make the names resolve as the controller's
 # requests will.
 # minimal_crd GROUP VERSION KIND PLURAL: a namespaced CRD of any content, with a status subresource.
 minimal_crd() {
@@ -146,10 +155,12 @@ CRD
 {
   minimal_crd scheduling.x-k8s.io v1alpha1 PodGroup podgroups
   minimal_crd autoscaling.x-k8s.io v1 ProvisioningRequest provisioningrequests
+  minimal_crd autoscaling.x-k8s.io v1beta1 CapacityBuffer capacitybuffers
 } >"$work/podgroup-crd.yaml"
 if out=$(kubectl apply -f "$work/podgroup-crd.yaml" 2>&1) &&
    kubectl wait --for=condition=Established --timeout=60s \
      crd/podgroups.scheduling.x-k8s.io crd/provisioningrequests.autoscaling.x-k8s.io \
+     crd/capacitybuffers.autoscaling.x-k8s.io \
      >/dev/null 2>&1; then
   ok
 else
