@@ -104,7 +104,8 @@ ClusterView InformerClusterReader::Snapshot() const {
   v.provisioning_requests = provisioning_requests_->Snapshot();
   v.pod_templates = pod_templates_->Snapshot();
   v.capacity_buffers = capacity_buffers_->Snapshot();
-  v.deployments = deployments_->Snapshot();
+  // Deployments matter only to a buffer's scalableRef: no copy of every one on every pass.
+  if (!v.capacity_buffers.empty()) v.deployments = deployments_->Snapshot();
   v.dra = DraSnapshot();
   return v;
 }

@@ -29,6 +29,7 @@ struct ClusterView {
   std::vector<std::shared_ptr<const model::ProvisioningRequest>> provisioning_requests;
   std::vector<std::shared_ptr<const model::PodTemplate>> pod_templates;
   std::vector<std::shared_ptr<const model::CapacityBuffer>> capacity_buffers;
+  // Read for CapacityBuffers' scalableRefs; a reader may leave it empty when there are none.
   std::vector<std::shared_ptr<const model::Deployment>> deployments;
   // Dynamic Resource Allocation objects as one value (a reader may share it between reads while
   // none of them changes); null when the reader has none (docs/dra.md).
