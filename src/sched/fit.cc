@@ -282,6 +282,12 @@ void FitChecker::OnPodAdded(const Pod& placed, NodeIndex node) {
   }
 }
 
+bool FitChecker::OfferDomain(const Node& template_node) {
+  if (!pre_ || pre_->spread.empty() || !pre_->OfferDomain(template_node)) return false;
+  pre_->RecomputeSpreadMin();
+  return true;
+}
+
 FitChecker::~FitChecker() = default;
 FitChecker::FitChecker(FitChecker&&) noexcept = default;
 FitChecker& FitChecker::operator=(FitChecker&&) noexcept = default;

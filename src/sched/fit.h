@@ -102,6 +102,17 @@ class FitChecker {
   void OnNodeAdded(NodeIndex node);
   void OnPodAdded(const model::Pod& placed, NodeIndex node);
 
+  // Scale-up only: a node like `template_node` (a pool template) can be created, so for every
+  // DoNotSchedule spread constraint of the pod on a key other than kubernetes.io/hostname, whose
+  // key the template has and whose nodeAffinityPolicy / nodeTaintsPolicy let the template count,
+  // the template's domain counts as an eligible domain, with the matching pods already placed
+  // there (none when no node of the snapshot is in it yet). The global minimum is then 0 until
+  // every offered domain has matching pods, as Karpenter counts the zones its pools offer; a
+  // constraint whose key has no node yet is enforced instead of skipped. Without offers the
+  // checker is kube-scheduler's Filter over the snapshot's nodes. Offers persist through
+  // OnNodeAdded / OnPodAdded. Returns true when the template offered a domain not offered before.
+  bool OfferDomain(const model::Node& template_node);
+
  private:
   struct Precomputed;
 

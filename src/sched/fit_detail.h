@@ -135,8 +135,11 @@ struct Spread {
   int64_t min_domains;
   std::vector<int32_t> counts;    // matching pods per domain id (eligible nodes only)
   std::vector<uint8_t> eligible;  // domain has an eligible node
-  int64_t domains = 0;            // eligible domains
-  int64_t min_count = 0;          // over eligible domains
+  // Domains a pool template offers (FitChecker::OfferDomain), by label value: eligible with 0
+  // matching pods while no eligible node of the snapshot is in them.
+  std::vector<std::string> offered;
+  int64_t domains = 0;    // eligible domains, offered ones included
+  int64_t min_count = 0;  // over eligible domains
 };
 
 }  // namespace tidepool::sched::fit_detail
@@ -183,6 +186,8 @@ struct FitChecker::Precomputed {
   void AccountSpreadNode(NodeIndex i);
   void AccountSpreadPod(const Pod& existing, NodeIndex i);
   void RecomputeSpreadMin();
+  // Adds the node's domains to the constraints' offered ones; true when any was new.
+  bool OfferDomain(const model::Node& node);
 
   bool PortsConflict(const NodeInfo& info) const;
   Verdict SpreadVerdict(const Target& t) const;

@@ -164,7 +164,42 @@ void FitChecker::Precomputed::RecomputeSpreadMin() {
       if (s.domains == 0 || s.counts[d] < s.min_count) s.min_count = s.counts[d];
       ++s.domains;
     }
+    // An offered domain without an eligible node is one more domain, with no matching pods.
+    for (const std::string& value : s.offered) {
+      uint32_t d = s.topo->Find(value);
+      if (d != kNoDomain && d < s.eligible.size() && s.eligible[d]) continue;
+      s.min_count = 0;
+      ++s.domains;
+    }
   }
+}
+
+bool FitChecker::Precomputed::OfferDomain(const Node& node) {
+  // kube-scheduler counts a node only when it has every constraint's key.
+  for (const Spread& s : spread) {
+    if (s.topo->key() != model::kLabelHostname &&
+        FindLabel(node.labels(), s.topo->key()) == nullptr)
+      return false;
+  }
+  bool affinity_ok = !spread_needs_affinity || MatchesAffinity(*pod, node);
+  bool taints_ok =
+      !spread_needs_taints || model::FindUntoleratedTaint(node.taints, pod->tolerations) == nullptr;
+  bool changed = false;
+  for (Spread& s : spread) {
+    // A new node is a new hostname domain anyway (fit_detail::Resolve).
+    if (s.topo->key() == model::kLabelHostname) continue;
+    if (s.constraint->node_affinity_policy == model::InclusionPolicy::kHonor && !affinity_ok) {
+      continue;
+    }
+    if (s.constraint->node_taints_policy == model::InclusionPolicy::kHonor && !taints_ok) {
+      continue;
+    }
+    const std::string& value = *FindLabel(node.labels(), s.topo->key());
+    if (std::find(s.offered.begin(), s.offered.end(), value) != s.offered.end()) continue;
+    s.offered.push_back(value);
+    changed = true;
+  }
+  return changed;
 }
 
 void FitChecker::Precomputed::ComputeSpread() {

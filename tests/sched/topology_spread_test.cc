@@ -227,5 +227,56 @@ TEST_F(SpreadTest, TemplatesSeeTheirZoneCountsAndAreANewHost) {
   EXPECT_EQ(min_checker.Check(c_.Index("b1")).code, FitCode::kTopologySpread);
 }
 
+// Scale-up's offered domains (FitChecker::OfferDomain): a zone a pool template offers counts with
+// no pods, so the minimum is 0 until it has some; templates the policies exclude, zones that
+// already count, and hostname constraints are unaffected.
+TEST(SpreadOffers, AnOfferedZoneHoldsTheMinimumAtZero) {
+  TestCluster c;
+  c.AddNode(NodeBuilder("a1").Zone("a").Build());
+  c.AddPod(Web("w1"), "a1");
+  auto pod = PodBuilder("new")
+                 .Label("app", "web")
+                 .Spread(SpreadOn(kZone, 1, {{"app", "web"}}))
+                 .NodeAffinityTerm({testing::Req(kZone, model::SelectorOp::kIn, {"a", "b"})})
+                 .Build();
+  FitChecker checker(pod, c.snapshot());
+  EXPECT_TRUE(checker.Check(c.Index("a1")).fits());  // zone a is the only domain: 1 + 1 - 1
+  checker.OfferDomain(NodeBuilder("t-a").Zone("a").Build());  // already counted: no change
+  EXPECT_TRUE(checker.Check(c.Index("a1")).fits());
+  checker.OfferDomain(NodeBuilder("t-c").Zone("c").Build());  // node affinity excludes zone c
+  checker.OfferDomain(NodeBuilder("t-none").NoLabel(kZone).Build());
+  EXPECT_TRUE(checker.Check(c.Index("a1")).fits());
+  checker.OfferDomain(NodeBuilder("t-b").Zone("b").Build());
+  EXPECT_EQ(checker.Check(c.Index("a1")).code, FitCode::kTopologySpread);  // 1 + 1 - 0
+  EXPECT_TRUE(checker.CheckTemplate(NodeBuilder("t-b").Zone("b").Build(), {}, 0).fits());
+  // Once zone b has a node with a matching pod the minimum is 1 again.
+  c.AddNode(NodeBuilder("b1").Zone("b").Build());
+  checker.OnNodeAdded(c.Index("b1"));
+  checker.OnPodAdded(*c.AddPod(Web("w2"), "b1"), c.Index("b1"));
+  EXPECT_TRUE(checker.Check(c.Index("a1")).fits());
+
+  auto host =
+      PodBuilder("h").Label("app", "web").Spread(SpreadOn(kHost, 1, {{"app", "web"}})).Build();
+  FitChecker host_checker(host, c.snapshot());
+  host_checker.OfferDomain(NodeBuilder("t-c").Zone("c").Build());
+  EXPECT_TRUE(host_checker.Check(c.Index("a1")).fits());  // every host has 1
+}
+
+// With no node in the zones at all, kube-scheduler skips the constraint; offered zones make it
+// count from the first pod.
+TEST(SpreadOffers, FromZeroTheConstraintIsEnforced) {
+  TestCluster c;
+  auto pod =
+      PodBuilder("new").Label("app", "web").Spread(SpreadOn(kZone, 1, {{"app", "web"}})).Build();
+  FitChecker checker(pod, c.snapshot());
+  checker.OfferDomain(NodeBuilder("t-a").Zone("a").Build());
+  checker.OfferDomain(NodeBuilder("t-b").Zone("b").Build());
+  c.AddNode(NodeBuilder("a1").Zone("a").Build());
+  checker.OnNodeAdded(c.Index("a1"));
+  EXPECT_TRUE(checker.Check(c.Index("a1")).fits());  // 0 + 1 - 0
+  checker.OnPodAdded(*c.AddPod(Web("w1"), "a1"), c.Index("a1"));
+  EXPECT_EQ(checker.Check(c.Index("a1")).code, FitCode::kTopologySpread);  // 1 + 1 - 0
+}
+
 }  // namespace
 }  // namespace tidepool::sched
