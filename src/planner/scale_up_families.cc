@@ -301,6 +301,10 @@ void Pass::DropNodes(Estimate& e, const std::vector<bool>& dropped) {
   }
   for (size_t n = e.new_nodes.size(); n-- > 0;)
     if (dropped[n]) (void)snap_.RemoveNode(snap_.Get(e.new_nodes[n].index).node->name());
+  // Pods placed outside the estimate may have needed the dropped nodes: they wait for a later
+  // round.
+  for (const auto& [p, node] : e.outside) (void)snap_.RemovePod(p, node);
+  e.outside.clear();
   e.pods = std::move(pods);
   e.pod_node = std::move(pod_node);
   e.new_nodes = std::move(kept);

@@ -49,6 +49,7 @@ Accounting Pass::SaveAccounting() const {
   for (const Family& f : families_) a.family_used.push_back(f.used);
   a.cluster_nodes = cluster_nodes_;
   a.cluster_capacity = cluster_capacity_;
+  a.pass_nodes = pass_nodes_.size();
   return a;
 }
 
@@ -57,6 +58,8 @@ void Pass::RestoreAccounting(const Accounting& a) {
   for (size_t i = 0; i < families_.size(); ++i) families_[i].used = a.family_used[i];
   cluster_nodes_ = a.cluster_nodes;
   cluster_capacity_ = a.cluster_capacity;
+  pass_nodes_.resize(a.pass_nodes);
+  retried_at_ = std::min(retried_at_, a.pass_nodes);
 }
 
 void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
@@ -113,6 +116,7 @@ void Pass::RejectGang(const std::string& g, int size, const std::vector<const Po
       if (!r.text.empty() && !why.contains(pool)) why[pool] = r;
   const PoolReason part{ReasonKind::kScaleUpLimit, "room for only part of the gang"};
   for (const Pod* m : members) {
+    family_note_.erase(m);
     pool_for_.erase(m->Key());
     if (m->meta.name.empty()) continue;
     for (const PoolState& ps : pools_) {

@@ -104,6 +104,11 @@ struct Estimate {
   Resources requested;       // of the placed pods plus DaemonSets on the new nodes
   Resources allocatable;
   double cost_per_hour = 0;
+  // Spread pods placed on nodes outside the estimate (registered, upcoming or added by an
+  // earlier round), which take them once the estimate's nodes raise the global minimum; not in
+  // `pods`. Node slots below `first_slot` are outside the estimate.
+  std::vector<std::pair<const Pod*, NodeIndex>> outside;
+  NodeIndex first_slot = 0;
 };
 
 // The gangs among the pending pods, and the pods in none.
@@ -120,6 +125,7 @@ struct Accounting {
   std::vector<int> family_used;  // per family
   int cluster_nodes = 0;
   Resources cluster_capacity;
+  size_t pass_nodes = 0;
 };
 
 // Stable-sorts `pods` by key(pod), computed once per pod, ordered by `less` on the keys.
@@ -228,6 +234,23 @@ class Pass {
   bool PackOne(const Pod& pod, sched::FitChecker& checker, size_t& ptr, Estimate& e,
                const std::vector<size_t>& shapes, const Solo& solo);
   // Packs the pod onto a node already in the estimate, if one takes it.
+  // Spread from zero: the checker of a pod with a DoNotSchedule spread constraint on a key other
+  // than the hostname counts the domains of every family that may grow now and whose template
+  // the constraint's policies let count (FitChecker::OfferDomain).
+  void OfferSpreadDomains(const Pod& pod, sched::FitChecker& checker);
+  // Which families may take a node this round (no shape in backoff or at a limit), for the above.
+  void RefreshOpenFamilies();
+  // A spread pod that no node of the estimate takes: the first node outside it that does, now
+  // that the estimate's nodes and pods moved the global minimum (Estimate::outside).
+  bool PlaceOutsideEstimate(const Pod& pod, sched::FitChecker& checker, Estimate& e);
+  // At the start of a round after nodes were committed: spread pods the new nodes let onto any
+  // node of the snapshot go there, with no node of their own.
+  void PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
+                            std::map<std::string, ScaleUp>& ups);
+  // A pod placed on `node` without a node of its own is listed under the pool of that node when
+  // this pass added it, else under `fallback` (a pool whose new nodes make room for it).
+  void AccountRetroPod(const Pod& pod, NodeIndex node, size_t fallback,
+                       std::map<std::string, ScaleUp>& ups);
   bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, size_t& ptr, Estimate& e,
                        const Solo& solo);
   void Place(const Pod& pod, sched::FitChecker& checker, Estimate& e, size_t node);
@@ -278,8 +301,13 @@ class Pass {
   // Reasons (scale_up_reasons.cc).
   void RecordStaticReasons(const std::vector<const Pod*>& pods);
   void NoteReason(const Pod& pod, const std::string& pool, PoolReason reason) {
+    family_note_.erase(&pod);
     reasons_[pod.Key()][pool] = std::move(reason);
   }
+  // The same reason for every pool of the family. Estimates repeat the same verdict on a pod
+  // round after round (a spread pod its zone cannot take yet), so a note equal to the pod's last
+  // one for the family, with no other note on the pod since, writes nothing.
+  void NoteFamilyReason(const Pod& pod, const Family& family, const PoolReason& why);
 
   // The equivalence group of a pod, computed once per pod per pass.
   uint32_t GroupOf(const Pod* pod) {
@@ -317,10 +345,16 @@ class Pass {
   std::deque<Pod> phantom_pods_;
   std::vector<PoolState> pools_;  // sorted by pool name
   std::vector<Family> families_;
-  std::vector<size_t> family_of_;                  // per pool
-  int cluster_nodes_ = 0;                          // registered + upcoming + added in this pass
-  int base_cluster_nodes_ = 0;                     // cluster_nodes_ before this pass added any
-  Resources cluster_capacity_;                     // of the same nodes
+  std::vector<size_t> family_of_;     // per pool
+  std::vector<uint8_t> family_open_;  // per family, RefreshOpenFamilies
+  // Per equivalence group, the open families whose templates offer it a domain (this round).
+  std::unordered_map<uint32_t, std::vector<size_t>> offering_families_;
+  // Nodes committed in this pass with their shape (pool index), in order.
+  std::vector<std::pair<NodeIndex, size_t>> pass_nodes_;
+  size_t retried_at_ = 0;       // pass_nodes_.size() at the last PlaceSpreadPodsAgain
+  int cluster_nodes_ = 0;       // registered + upcoming + added in this pass
+  int base_cluster_nodes_ = 0;  // cluster_nodes_ before this pass added any
+  Resources cluster_capacity_;  // of the same nodes
   std::unordered_map<uint32_t, NodeIndex> hints_;  // group -> last node a member fit
   // Groups that fit no node of the snapshot as it had no_fit_node_slots_ node slots. Valid
   // while only pods are added: more pods never make room. New nodes clear it.
@@ -330,6 +364,8 @@ class Pass {
   std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
   std::unordered_map<const Pod*, uint32_t> group_of_;
   std::map<std::string, std::map<std::string, PoolReason>> reasons_;  // pod -> pool -> why
+  // Per pod, the last NoteFamilyReason per family, while no other note on the pod followed.
+  std::unordered_map<const Pod*, std::vector<std::pair<const Family*, PoolReason>>> family_note_;
   std::map<std::string, std::string> fits_node_;
   std::map<std::string, std::string> pool_for_;
   int round_ = 0;

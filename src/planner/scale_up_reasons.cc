@@ -2,6 +2,8 @@
 // view of one pod.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "planner/explain.h"
 #include "planner/scale_up_pass.h"
 
@@ -15,6 +17,7 @@ PoolReason PoolState::BackoffReason() const {
 
 void Pass::RecordStaticReasons(const std::vector<const Pod*>& pods) {
   for (const Pod* pod : pods) {
+    family_note_.erase(pod);
     for (const PoolState& ps : pools_) {
       PoolReason& slot = reasons_[pod->Key()][ps.pool->name];
       if (ps.backoff_until) {
@@ -24,6 +27,20 @@ void Pass::RecordStaticReasons(const std::vector<const Pod*>& pods) {
       sched::FitResult r = TemplateFit(*pod, ps);
       if (!r.fits()) slot = FromFit(r);
     }
+  }
+}
+
+void Pass::NoteFamilyReason(const Pod& pod, const Family& family, const PoolReason& why) {
+  auto& notes = family_note_[&pod];
+  auto last =
+      std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == &family; });
+  if (last != notes.end() && last->second == why) return;
+  auto& per_pool = reasons_[pod.Key()];
+  for (size_t i : family.members) per_pool[pools_[i].pool->name] = why;
+  if (last == notes.end()) {
+    notes.emplace_back(&family, why);
+  } else {
+    last->second = why;
   }
 }
 

@@ -33,6 +33,22 @@ ExpanderOption FluidOption(const PoolState& ps, const std::vector<const Pod*>& p
   return o;
 }
 
+// The pod has a DoNotSchedule spread constraint.
+bool HasSpread(const Pod& pod) {
+  return std::any_of(pod.topology_spread_constraints.begin(), pod.topology_spread_constraints.end(),
+                     [](const auto& c) {
+                       return c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule;
+                     });
+}
+// The pod has a DoNotSchedule spread constraint on a key other than the hostname.
+bool HasDomainSpread(const Pod& pod) {
+  return std::any_of(pod.topology_spread_constraints.begin(), pod.topology_spread_constraints.end(),
+                     [](const auto& c) {
+                       return c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule &&
+                              c.topology_key != model::kLabelHostname;
+                     });
+}
+
 }  // namespace
 
 sched::FitResult Pass::TemplateFit(const Pod& pod, const PoolState& ps) const {
@@ -87,6 +103,7 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
   Estimate e;
   e.family = &family;
   e.claimed.assign(pools_.size(), 0);
+  e.first_slot = static_cast<NodeIndex>(snap_.NodeSlots());
   // Pods arrive grouped and sorted bigger-first. One checker per equivalence group, kept up to
   // date as nodes and pods are added. `ptr` is the first new node not known to be full for the
   // group: packing only adds pods, so a node a member did not fit stays unfit for the group,
@@ -103,9 +120,13 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
       ptr = 0;
       group = key;
       checker.emplace(*pod, snap_);
+      OfferSpreadDomains(*pod, *checker);
       solo = SoloShape(*pod, shapes);
     }
-    if (PackOne(*pod, *checker, ptr, e, shapes, solo)) e.pods.push_back(pod);
+    size_t outside = e.outside.size();
+    if (PackOne(*pod, *checker, ptr, e, shapes, solo) && e.outside.size() == outside) {
+      e.pods.push_back(pod);
+    }
   }
   Close(e);
   return e;
@@ -114,10 +135,9 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
 bool Pass::PackOne(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e,
                    const std::vector<size_t>& shapes, const Solo& solo) {
   if (PlaceOnEstimate(pod, checker, ptr, e, solo)) return true;
+  if (HasSpread(pod) && PlaceOutsideEstimate(pod, checker, e)) return true;
   Family& family = *e.family;
-  auto note = [&](const PoolReason& why) {
-    for (size_t i : family.members) NoteReason(pod, pools_[i].pool->name, why);
-  };
+  auto note = [&](const PoolReason& why) { NoteFamilyReason(pod, family, why); };
   if (auto limit =
           FamilyLimitReason(family, shapes, static_cast<int>(e.new_nodes.size()), Resources())) {
     note(*limit);
@@ -171,6 +191,100 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, size_t& ptr, Est
   return false;
 }
 
+void Pass::RefreshOpenFamilies() {
+  offering_families_.clear();
+  family_open_.assign(families_.size(), 0);
+  for (size_t f = 0; f < families_.size(); ++f) {
+    for (size_t i : families_[f].members) {
+      const PoolState& ps = pools_[i];
+      if (!ps.backoff_until && !LimitReason(ps, 0, Resources())) {
+        family_open_[f] = 1;
+        break;
+      }
+    }
+  }
+}
+
+// Karpenter counts the zones its pools can create nodes in; kube-scheduler only those with nodes,
+// so from zero it would put every pod of a zone spread in the first zone that gets a node. The
+// offered domains keep the global minimum at 0 until each of them has a node with matching pods,
+// so a family's estimate takes only what maxSkew allows in its zone and the rounds open the other
+// zones. Once the planned nodes exist, kube-scheduler's Filter lets each pod onto the node
+// planned for it, in the order the plan placed them: its PreFilter counts the same pods per zone
+// (every planned node is eligible, as the pods' policies let its pool offer its zone), and its
+// global minimum is never below the plan's, because the plan's domains are the real ones plus
+// offered zones that had no pods (0). So count + 1 - minimum <= maxSkew, checked with the plan's
+// minimum, holds with the real one; minDomains too: when the real domains are fewer than the
+// plan's, an offered zone is still empty and the plan's minimum was 0 already.
+void Pass::OfferSpreadDomains(const Pod& pod, FitChecker& checker) {
+  if (!HasDomainSpread(pod)) return;
+  if (family_open_.size() != families_.size()) RefreshOpenFamilies();
+  auto offer = [&](size_t f) {
+    return checker.OfferDomain(pools_[families_[f].members.front()].pool->template_node);
+  };
+  // The families that offer the group a new domain, found once per round (with many pools packed
+  // alone there are as many families as pools, and a few zones).
+  auto [cached, first] = offering_families_.try_emplace(GroupOf(&pod));
+  if (!first) {
+    for (size_t f : cached->second) offer(f);
+    return;
+  }
+  for (size_t f = 0; f < families_.size(); ++f)
+    if (family_open_[f] && offer(f)) cached->second.push_back(f);
+}
+
+bool Pass::PlaceOutsideEstimate(const Pod& pod, FitChecker& checker, Estimate& e) {
+  // Before the estimate changed anything the pod fit no node outside it.
+  if (e.new_nodes.empty() && e.outside.empty()) return false;
+  for (NodeIndex i = 0; i < e.first_slot; ++i) {
+    if (snap_.Get(i).removed || !checker.Check(i).fits()) continue;
+    (void)snap_.AddPod(&pod, i);
+    checker.OnPodAdded(pod, i);
+    e.outside.emplace_back(&pod, i);
+    return true;
+  }
+  return false;
+}
+
+void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
+                                std::map<std::string, ScaleUp>& ups) {
+  if (pass_nodes_.size() == retried_at_) return;
+  retried_at_ = pass_nodes_.size();
+  size_t fallback = pass_nodes_.back().second;
+  for (bool placed = true; placed;) {
+    placed = false;
+    std::unordered_set<uint32_t> failed;  // groups no node takes in this sweep
+    std::erase_if(remaining, [&](const Pod* p) {
+      if (!HasSpread(*p) || failed.contains(GroupOf(p))) return false;
+      FitChecker checker(*p, snap_);
+      OfferSpreadDomains(*p, checker);
+      for (NodeIndex i = 0; i < snap_.NodeSlots(); ++i) {
+        if (snap_.Get(i).removed || !checker.Check(i).fits()) continue;
+        (void)snap_.AddPod(p, i);
+        AccountRetroPod(*p, i, fallback, ups);
+        placed = true;
+        return true;
+      }
+      failed.insert(GroupOf(p));
+      return false;
+    });
+  }
+}
+
+void Pass::AccountRetroPod(const Pod& pod, NodeIndex node, size_t fallback,
+                           std::map<std::string, ScaleUp>& ups) {
+  if (pod.meta.name.empty()) return;                                // a gang member not created yet
+  if (pod.meta.Annotation(kWarmPoolAnnotation) != nullptr) return;  // a warm placeholder
+  size_t pool = fallback;
+  for (const auto& [index, shape] : pass_nodes_)
+    if (index == node) pool = shape;
+  const std::string& name = pools_[pool].pool->name;
+  ScaleUp& up = ups[name];
+  up.pool = name;
+  up.pods.push_back(pod.Key());
+  if (!explain_pod_.empty() && up.pods.back() == explain_pod_) pool_for_[explain_pod_] = name;
+}
+
 void Pass::Place(const Pod& pod, FitChecker& checker, Estimate& e, size_t node) {
   (void)snap_.AddPod(&pod, e.new_nodes[node].index);
   checker.OnPodAdded(pod, e.new_nodes[node].index);
@@ -204,6 +318,9 @@ NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
 
 bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups) {
   ++round_;
+  RefreshOpenFamilies();
+  PlaceSpreadPodsAgain(remaining, ups);
+  if (remaining.empty()) return true;
   std::vector<Candidate> candidates = Candidates(remaining);
   if (candidates.empty()) {
     NoteLimits(remaining);
@@ -226,9 +343,11 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
   snap_.Fork();
   Estimate e = Pack(*best.family, candidates[c].shapes, candidates[c].pods);
   snap_.Commit();
-  TIDEPOOL_CHECK(e.pods == best.pods && e.new_nodes.size() == best.new_nodes.size());
+  TIDEPOOL_CHECK(e.pods == best.pods && e.new_nodes.size() == best.new_nodes.size() &&
+                 e.outside == best.outside);
   AccountCommitted(e, ups, choice.reason);
   std::unordered_set<const Pod*> placed(e.pods.begin(), e.pods.end());
+  for (const auto& [p, node] : e.outside) placed.insert(p);
   std::erase_if(remaining, [&](const Pod* p) { return placed.contains(p); });
   return true;
 }
@@ -242,7 +361,7 @@ ExpanderOption Pass::OptionOf(const Estimate& e) const {
   for (const auto& [p, k] : count)
     if (k > most) std::tie(pool, most) = std::pair(p, k);
   ExpanderOption o{pools_[pool].pool, static_cast<int>(e.new_nodes.size()),
-                   static_cast<int>(e.pods.size()), e.requested, e.allocatable};
+                   static_cast<int>(e.pods.size() + e.outside.size()), e.requested, e.allocatable};
   if (count.size() > 1) o.cost_per_hour = e.cost_per_hour;
   return o;
 }
@@ -313,7 +432,9 @@ void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& u
     up.pool = ps.pool->name;
     ++up.add;
     if (up.reason.empty()) up.reason = why;
+    pass_nodes_.emplace_back(n.index, n.pool);
   }
+  for (const auto& [p, node] : e.outside) AccountRetroPod(*p, node, e.new_nodes.front().pool, ups);
   for (size_t k = 0; k < e.pods.size(); ++k) {
     const Pod* p = e.pods[k];
     if (p->meta.name.empty()) continue;  // a gang member not created yet
