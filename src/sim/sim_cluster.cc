@@ -9,8 +9,9 @@ const autoscaler::Observation& SimCluster::Observe() {
   obs_pools_.resize(pools.size());
   for (size_t i = 0; i < pools.size(); ++i) {
     const SimPool& p = pools[i];
-    std::tuple<int, int, bool> now{p.target, static_cast<int>(p.nodes.size()),
-                                   cloud_.InStockout(p, clock_.Now())};
+    std::tuple<int, int, bool, int> now{p.target, static_cast<int>(p.nodes.size()),
+                                        cloud_.InStockout(p, clock_.Now()),
+                                        static_cast<int>(p.stopped.size())};
     if (obs_pools_[i] != now) {
       obs_pools_[i] = now;
       pools_changed = true;
@@ -35,7 +36,7 @@ const autoscaler::Observation& SimCluster::Observe() {
   for (size_t i = 0; i < pools.size(); ++i) {
     autoscaler::PoolObservation po;
     po.pool = pools[i].pool->name;
-    std::tie(po.target, po.registered, po.stockout) = obs_pools_[i];
+    std::tie(po.target, po.registered, po.stockout, po.stopped) = obs_pools_[i];
     if (po.stockout) po.stockout_reason = std::string(kStockoutReason);
     obs.pools.push_back(std::move(po));
   }

@@ -55,7 +55,8 @@ class SimCluster final : public actuator::ClusterWriter {
   KueueQueue& kueue_;
   autoscaler::Observation obs_;
   uint64_t obs_version_ = 0;
-  std::vector<std::tuple<int, int, bool>> obs_pools_;  // target, registered, stockout per pool
+  // target, registered, stockout, stopped per pool
+  std::vector<std::tuple<int, int, bool, int>> obs_pools_;
   int64_t events_ = 0;  // Kubernetes Events the loop emitted (counted, not kept)
 };
 
