@@ -30,6 +30,7 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   warm_.Update(ctx, scan, scale_up_.planned_pools(), pools_, removing_);
   bool scaled_up = false;
   if (scale_up_.ShouldPlan(ctx, scan, pools_)) scaled_up = RunScaleUp(ctx);
+  if (scan) warm_.StockStopped(ctx, pools_);
   scale_up_.ClearReplan(now);
   provisioning_.Conclude(ctx);
   buffers_.Conclude(ctx);

@@ -360,6 +360,11 @@ int PoolTracker::Upcoming(std::string_view pool) const {
   return it == pools_.end() ? 0 : it->second.upcoming();
 }
 
+int PoolTracker::Stopped(std::string_view pool) const {
+  auto it = pools_.find(pool);
+  return it == pools_.end() ? 0 : it->second.stopped();
+}
+
 int PoolTracker::Target(std::string_view pool) const {
   auto it = pools_.find(pool);
   return it == pools_.end() ? 0 : it->second.target();

@@ -85,6 +85,7 @@ class PoolTracker {
   void TrimStopped(StepContext& ctx, const KeepStopped& worth_keeping);
 
   int Upcoming(std::string_view pool) const;
+  int Stopped(std::string_view pool) const;  // stopped machines, counting stops just asked for
   int Target(std::string_view pool) const;
   bool InBackoff(std::string_view pool, Time now) const;
   // Upcoming nodes (and with `backoffs`, the pools in backoff) for the planner.

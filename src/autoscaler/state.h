@@ -119,6 +119,7 @@ struct WarmState {
   std::optional<Time> next_prewarm;  // when the value/cost rule would next say yes
   std::string reason;                // the last warm decision in words
   std::string unmet;                 // why the last plan could not place all placeholders
+  std::string stock_reason;          // warm.stoppedNodes: the last shortfall seen, in words
 };
 
 }  // namespace tidepool::autoscaler

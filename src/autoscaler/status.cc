@@ -12,6 +12,9 @@ namespace tidepool::autoscaler {
 std::string FormatWarm(const PoolStatus& p) {
   std::vector<std::string> parts;
   if (p.warm_spare_nodes > 0) parts.push_back(fmt::format("spareNodes {}", p.warm_spare_nodes));
+  if (p.warm_stopped_nodes > 0) {
+    parts.push_back(fmt::format("stoppedNodes {}", p.warm_stopped_nodes));
+  }
   if (!p.warm_headroom.empty()) parts.push_back(fmt::format("headroom {}", p.warm_headroom));
   if (p.warm_predictive) {
     std::string predicted =

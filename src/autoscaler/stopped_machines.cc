@@ -65,6 +65,10 @@ void PoolTracker::TrimStopped(StepContext& ctx, const KeepStopped& worth_keeping
       keep = worth->keep;
       why = std::move(worth->why);
     }
+    if (keep < pool.warm.stopped_nodes) {  // the stock is kept whatever the profile says
+      keep = pool.warm.stopped_nodes;
+      why = fmt::format("warm.stoppedNodes {}", keep);
+    }
     const int excess = stopped - keep;
     if (excess <= 0) continue;
     ps.stopped_reason =

@@ -67,6 +67,11 @@ class WarmPlanner {
   // disks cost more than the boot time a restart saves (warm_stopped.cc). Else nullopt.
   std::optional<PoolTracker::StoppedKeep> StoppedWorthKeeping(const model::Pool& pool,
                                                               Time now) const;
+  // Pools with warm.stoppedNodes (warm_stock.cc): when the pool's machines (up, coming or
+  // stopped) fall short of it and none is stopped, creates nodes for the shortfall (an
+  // IncreasePool with a WarmScaleUp Event). They come up idle, and scale-down stops them after
+  // unneededTime like any idle node of the pool. Runs at periodic passes.
+  void StockStopped(StepContext& ctx, PoolTracker& pools);
 
  private:
   void ComputeLoads(StepContext& ctx, const PlannedPools& planned,

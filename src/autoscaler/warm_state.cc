@@ -135,6 +135,7 @@ void WarmPlanner::FillStatus(PoolStatus& p, const model::Pool& pool, Time now) c
   const WarmState& ws = it->second;
   p.warm = true;
   p.warm_spare_nodes = pool.warm.spare_nodes;
+  p.warm_stopped_nodes = pool.warm.stopped_nodes;
   std::vector<std::string> headroom;
   for (model::ResourceId id : pool.warm.headroom_set) {
     headroom.push_back(fmt::format("{} {}", model::ResourceName(id),
@@ -155,6 +156,9 @@ void WarmPlanner::FillStatus(PoolStatus& p, const model::Pool& pool, Time now) c
   p.warm_reason = ws.unmet.empty()
                       ? ws.reason
                       : fmt::format("{} (warm room not all made: {})", ws.reason, ws.unmet);
+  if (!ws.stock_reason.empty()) {
+    p.warm_reason += fmt::format("{}{}", p.warm_reason.empty() ? "" : "; ", ws.stock_reason);
+  }
 }
 
 }  // namespace tidepool::autoscaler

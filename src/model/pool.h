@@ -24,6 +24,9 @@ std::string_view CapacityTypeName(CapacityType t);
 // does not wait for nodes to boot. The decision loop turns it into placeholder demand.
 struct WarmConfig {
   int32_t spare_nodes = 0;               // idle ready nodes kept beyond demand
+  // Machines kept created and stopped for a fast restart (scaleDown.mode deallocate): tidepool
+  // creates nodes for the shortfall and scale-down stops them once they are idle.
+  int32_t stopped_nodes = 0;
   Resources headroom;                    // free room kept for this much extra request
   std::vector<ResourceId> headroom_set;  // which ids in `headroom` are set
   // Pre-warming ahead of the bursts the loop has learned (autoscaler/demand_profile.h).
@@ -34,7 +37,9 @@ struct WarmConfig {
     double wait_value_per_gpu_hour = 0;        // what an hour of a GPU waiting is worth
   } predictive;
 
-  bool Any() const { return spare_nodes > 0 || !headroom_set.empty() || predictive.enabled; }
+  bool Any() const {
+    return spare_nodes > 0 || stopped_nodes > 0 || !headroom_set.empty() || predictive.enabled;
+  }
 };
 
 // `template.devices[]`: devices each new node of a pool has, as its DRA driver will publish them

@@ -151,6 +151,17 @@ Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
                                "scaleDown.mode deallocate, maxStopped = max, on each GPU pool "
                                "(restart and stopped price: simulation.pools)",
                                stopped));
+  SimInput stocked = stopped;
+  for (model::Pool& p : stocked.config.pools) {
+    auto peak = o.peak_nodes.find(p.name);
+    if (p.scale_down.Deallocates() && peak != o.peak_nodes.end()) {
+      p.warm.stopped_nodes = std::min(p.max, peak->second);
+    }
+  }
+  TIDEPOOL_RETURN_IF_ERROR(run("stocked",
+                               "the same with warm.stoppedNodes = the pool's peak nodes in the "
+                               "off run: machines created ahead and kept stopped",
+                               stocked));
   return runs;
 }
 

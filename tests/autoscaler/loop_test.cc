@@ -1652,14 +1652,16 @@ namespace {
 // A deallocate pool with predictive warm capacity that saw no demand for a day: its profile
 // expects nothing, so stopped machines are not worth their disks and are deleted, saying why.
 // Without a day learned, only maxStopped applies.
-TEST(LoopStoppedTest, StoppedMachinesTheProfileDoesNotExpectAreDeleted) {
-  WarmWorld w;
+// A deallocate pool with predictive warm capacity and 3 stopped machines, `stock` of them kept
+// by warm.stoppedNodes, run for 25 hours without demand; returns the DeleteStopped actions.
+std::vector<DeleteStopped> TrimUnexpected(WarmWorld& w, int stock) {
   model::Pool& p = w.AddGpuPool();
   p.scale_down.mode = model::ScaleDownMode::kDeallocate;
   p.scale_down.max_stopped = 4;
   p.warm.predictive.enabled = true;
   p.warm.predictive.max_cost_per_day = 10;
   p.warm.predictive.wait_value_per_gpu_hour = 6;
+  p.warm.stopped_nodes = stock;
   w.stopped["gpu"] = 3;
   w.Start();
   EXPECT_TRUE(OfKind<DeleteStopped>(w.Tick()).empty()) << "nothing learned yet";
@@ -1668,12 +1670,96 @@ TEST(LoopStoppedTest, StoppedMachinesTheProfileDoesNotExpectAreDeleted) {
     w.now += minutes(15);
     for (Action& a : w.Tick()) all.push_back(std::move(a));
   }
-  auto trims = OfKind<DeleteStopped>(all);
-  ASSERT_EQ(trims.size(), 1u) << ::testing::PrintToString(Describe(all));
+  EXPECT_TRUE(OfKind<IncreasePool>(all).empty()) << ::testing::PrintToString(Describe(all));
+  return OfKind<DeleteStopped>(all);
+}
+
+TEST(LoopStoppedTest, StoppedMachinesTheProfileDoesNotExpectAreDeleted) {
+  WarmWorld w;
+  auto trims = TrimUnexpected(w, /*stock=*/0);
+  ASSERT_EQ(trims.size(), 1u);
   EXPECT_EQ(trims[0].count, 3);
   EXPECT_THAT(trims[0].reason, HasSubstr("the demand profile expects at most 0 more node(s)"));
   EXPECT_EQ(w.stopped["gpu"], 0);
   EXPECT_THAT(w.PoolStat("gpu").stopped_reason, HasSubstr("deleted 3 of 3 stopped machine(s)"));
+}
+
+// warm.stoppedNodes is kept whatever the profile says.
+TEST(LoopStoppedTest, TheStoppedStockIsKeptAgainstTheProfile) {
+  WarmWorld w;
+  auto trims = TrimUnexpected(w, /*stock=*/2);
+  ASSERT_EQ(trims.size(), 1u);
+  EXPECT_EQ(trims[0].count, 1);
+  EXPECT_THAT(trims[0].reason, HasSubstr("warm.stoppedNodes 2"));
+  EXPECT_EQ(w.stopped["gpu"], 2);
+}
+
+// --- A stock of stopped machines (warm.stoppedNodes) ------------------------------------------
+
+model::Pool& StockedGpuPool(WarmWorld& w, int stock) {
+  model::Pool& p = w.AddGpuPool();
+  p.scale_down.mode = model::ScaleDownMode::kDeallocate;
+  p.scale_down.max_stopped = 4;
+  p.warm.stopped_nodes = stock;
+  return p;
+}
+
+// An empty pool creates its stock once; the nodes come up idle and scale-down stops them; a pod
+// then restarts one of them, and the pool is not topped up while it runs.
+TEST(LoopStoppedStockTest, TheStockIsCreatedOnceThenStoppedWhenIdle) {
+  WarmWorld w;
+  StockedGpuPool(w, 2);
+  w.Start();
+  std::vector<Action> first = w.Tick();
+  auto adds = OfKind<IncreasePool>(first);
+  ASSERT_EQ(adds.size(), 1u) << ::testing::PrintToString(Describe(first));
+  EXPECT_EQ(adds[0].count, 2);
+  EXPECT_EQ(adds[0].warm, 2);
+  EXPECT_THAT(adds[0].reason, HasSubstr("warm: stoppedNodes 2 (0 stopped, 0 up, 0 coming)"));
+  bool evented = false;
+  for (const Event& e : OfKind<Event>(first))
+    evented |= e.reason == EventReason::kWarmScaleUp && e.message.find("to stop") != e.message.npos;
+  EXPECT_TRUE(evented) << ::testing::PrintToString(Describe(first));
+
+  std::vector<Action> later = w.TickUntil(w.now + minutes(45));
+  EXPECT_TRUE(OfKind<IncreasePool>(later).empty()) << ::testing::PrintToString(Describe(later));
+  auto removals = OfKind<DeleteNode>(later);
+  ASSERT_EQ(removals.size(), 2u) << ::testing::PrintToString(Describe(later));
+  for (const DeleteNode& d : removals) EXPECT_EQ(d.method, RemovalMethod::kStop);
+  EXPECT_EQ(w.stopped["gpu"], 2);
+  EXPECT_THAT(w.PoolStat("gpu").warm_reason, HasSubstr("stoppedNodes 2 (2 stopped, 0 up"));
+
+  w.AddGpuPod("p1");
+  std::vector<Action> burst = w.TickUntil(w.now + minutes(30));
+  adds = OfKind<IncreasePool>(burst);
+  ASSERT_EQ(adds.size(), 1u) << ::testing::PrintToString(Describe(burst));
+  EXPECT_EQ(adds[0].warm, 0) << "for the pod, restarting a stopped machine";
+  EXPECT_EQ(w.stopped["gpu"], 1);
+}
+
+// With a machine stopped, a short stock waits: an increase would restart it.
+TEST(LoopStoppedStockTest, AShortStockWaitsWhileAMachineIsStopped) {
+  WarmWorld w;
+  StockedGpuPool(w, 3);
+  w.stopped["gpu"] = 1;
+  w.Start();
+  EXPECT_TRUE(OfKind<IncreasePool>(w.Tick()).empty());
+  EXPECT_THAT(w.PoolStat("gpu").warm_reason,
+              HasSubstr("2 short; adding waits until no machine is stopped"));
+}
+
+// The stock never takes the pool past its max.
+TEST(LoopStoppedStockTest, TheStockStopsAtThePoolsMax) {
+  WarmWorld w;
+  model::Pool& p = StockedGpuPool(w, 3);
+  p.max = 2;
+  w.Start();
+  auto adds = OfKind<IncreasePool>(w.Tick());
+  ASSERT_EQ(adds.size(), 1u);
+  EXPECT_EQ(adds[0].count, 2);
+  w.now += w.config.scan_interval;
+  EXPECT_TRUE(OfKind<IncreasePool>(w.Tick()).empty());
+  EXPECT_THAT(w.PoolStat("gpu").warm_reason, HasSubstr("the pool is at its max 2"));
 }
 
 }  // namespace

@@ -890,6 +890,24 @@ TEST(PoolScaleDownConfigTest, ErrorsNameTheKeyAndWhatWasExpected) {
                         "deallocate works with kwok, azure-vmss; expected mode delete)"));
 }
 
+// warm.stoppedNodes: a stock of stopped machines, within maxStopped, in a deallocate pool.
+TEST(PoolScaleDownConfigTest, StoppedNodesNeedDeallocateAndFitMaxStopped) {
+  auto c = ParseAutoscalerConfig(
+      POOL_ON("kwok", "{mode: deallocate, maxStopped: 3}\n    warm: {stoppedNodes: 2}"), "c.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->pools[0].warm.stopped_nodes, 2);
+  EXPECT_TRUE(c->pools[0].warm.Any());
+  EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: delete}\n    warm: {stoppedNodes: 1}")),
+              HasSubstr("pools[0].warm.stoppedNodes: stoppedNodes keeps stopped machines, which "
+                        "needs the pool's scaleDown.mode deallocate"));
+  EXPECT_THAT(
+      ErrorOf(POOL_ON("kwok", "{mode: deallocate, maxStopped: 1}\n    warm: {stoppedNodes: 2}")),
+      HasSubstr("pools[0].warm.stoppedNodes: 2 stopped nodes is more than scaleDown.maxStopped 1 "
+                "(expected at most maxStopped)"));
+  EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: deallocate}\n    warm: {stoppedNodes: -2}")),
+              HasSubstr("pools[0].warm.stoppedNodes: expected a non-negative integer"));
+}
+
 #undef POOL_ON
 
 // Cluster API: the pools are node groups; `pools:` only adds settings to them by name.

@@ -62,7 +62,7 @@ Result<void> ParseResourceList(const YamlMap& m, F&& set) {
 // The key and value lists of `pools:`, defined with the loader's other lists in
 // autoscaler_config.cc, where the configuration reference test reads them all.
 extern const std::string_view kPoolKeys[13];
-extern const std::string_view kWarmKeys[3];
+extern const std::string_view kWarmKeys[4];
 extern const std::string_view kPredictiveKeys[4];
 extern const std::string_view kTemplateKeys[5];
 extern const std::string_view kTaintKeys[3];

@@ -238,12 +238,31 @@ Result<void> ParseTemplate(const YamlValue& v, Pool& pool) {
   return {};
 }
 
-// `pools[i].warm`. Runs after the template is parsed: headroom must fit the pool's node shape.
-// For a node group (`shape_known` false) the shape and max come from the provider, which checks
-// them then (cloud/clusterapi).
+// `warm.stoppedNodes` against `scaleDown` (parsed before `warm`): the stopped machines it keeps
+// need mode deallocate, and may not be more than maxStopped lets stop.
+Result<void> CheckStoppedNodes(const YamlMap& m, const Pool& pool) {
+  const int32_t n = pool.warm.stopped_nodes;
+  if (n == 0) return {};
+  const YamlValue* at = m.Find("stoppedNodes");
+  if (!pool.scale_down.Deallocates()) {
+    return std::unexpected(at->MakeError(
+        "stoppedNodes keeps stopped machines, which needs the pool's scaleDown.mode deallocate "
+        "(expected scaleDown: {mode: deallocate}, or stoppedNodes left out)"));
+  }
+  if (n > pool.scale_down.max_stopped) {
+    return std::unexpected(at->MakeError(fmt::format(
+        "{} stopped nodes is more than scaleDown.maxStopped {} (expected at most maxStopped)", n,
+        pool.scale_down.max_stopped)));
+  }
+  return {};
+}
+
+// `pools[i].warm`. Runs after the template and `scaleDown` are parsed: headroom must fit the
+// pool's node shape. For a node group (`shape_known` false) the shape and max come from the
+// provider, which checks them then (cloud/clusterapi).
 Result<void> ParseWarm(const YamlValue& v, Pool& pool, bool shape_known) {
   TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m,
-                            YamlMap::Read(v, "a map {spareNodes, headroom, predictive}"));
+                            YamlMap::Read(v, "a map {spareNodes, stoppedNodes, headroom, predictive}"));
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kWarmKeys));
   model::WarmConfig& warm = pool.warm;
   TIDEPOOL_RETURN_IF_ERROR(
@@ -255,6 +274,9 @@ Result<void> ParseWarm(const YamlValue& v, Pool& pool, bool shape_known) {
                 fmt::format("{} spare nodes is more than the pool's max {} (expected at most max)",
                             warm.spare_nodes, pool.max)));
   }
+  TIDEPOOL_RETURN_IF_ERROR(ReadIntField(m, "stoppedNodes", 0, kInt32Max, "a non-negative integer",
+                                        warm.stopped_nodes));
+  TIDEPOOL_RETURN_IF_ERROR(CheckStoppedNodes(m, pool));
   if (const YamlValue* headroom = m.Find("headroom")) {
     TIDEPOOL_ASSIGN_OR_RETURN(
         YamlMap h,
@@ -410,11 +432,11 @@ Result<void> ParsePool(const YamlValue& v, Pool& pool, PoolSource source,
         m.Require("template", "the node the pool creates: labels, taints, capacity"));
     TIDEPOOL_RETURN_IF_ERROR(ParseTemplate(tmpl, pool));
   }
-  if (const YamlValue* warm = m.Find("warm")) {
-    TIDEPOOL_RETURN_IF_ERROR(ParseWarm(*warm, pool, /*shape_known=*/!node_group));
-  }
   if (const YamlValue* scale_down = m.Find("scaleDown")) {
     TIDEPOOL_RETURN_IF_ERROR(ParsePoolScaleDown(*scale_down, pool, provider_type));
+  }
+  if (const YamlValue* warm = m.Find("warm")) {
+    TIDEPOOL_RETURN_IF_ERROR(ParseWarm(*warm, pool, /*shape_known=*/!node_group));
   }
   TIDEPOOL_RETURN_IF_ERROR(
       ReadDurationField(m, "restartDelay", /*allow_zero=*/true, pool.restart_delay));
