@@ -34,7 +34,8 @@ std::vector<PoolTracker::Arrival> PoolTracker::Observe(
     if (ps.registered > previously_registered[pool.name]) {
       ps.backoff_level = 0;
       if (!ps.requests.empty() && ps.requests.front().requested_at <= ctx.now) {
-        arrivals.push_back({pool.name, ctx.now - ps.requests.front().requested_at});
+        const ScaleUpRequest& r = ps.requests.front();
+        arrivals.push_back({pool.name, ctx.now - r.requested_at, r.restarts > 0});
       }
     }
     auto it = reported.find(pool.name);
@@ -148,6 +149,7 @@ void PoolTracker::SyncRequests(PoolState& ps, Time now) {
   for (int gone = total - ps.not_registered; gone > 0 && !ps.requests.empty();) {
     int take = std::min(gone, ps.requests.front().remaining);
     ps.requests.front().remaining -= take;
+    ps.requests.front().restarts = std::max(0, ps.requests.front().restarts - take);
     gone -= take;
     if (ps.requests.front().remaining == 0) ps.requests.pop_front();
   }
@@ -158,8 +160,10 @@ void PoolTracker::SyncRequests(PoolState& ps, Time now) {
 
 void PoolTracker::DropNewestRequests(PoolState& ps, int count) {
   for (int left = count; left > 0 && !ps.requests.empty();) {
-    int take = std::min(left, ps.requests.back().remaining);
-    ps.requests.back().remaining -= take;
+    ScaleUpRequest& r = ps.requests.back();
+    int take = std::min(left, r.remaining);
+    r.remaining -= take;
+    r.restarts = std::min(r.restarts, r.remaining);
     left -= take;
     if (ps.requests.back().remaining == 0) ps.requests.pop_back();
   }
@@ -274,9 +278,10 @@ void PoolTracker::ExpectTargetChange(PoolState& ps, int delta, Time now) {
 
 void PoolTracker::RecordIncrease(const std::string& pool, int count, Time now) {
   PoolState& ps = pools_[pool];
+  const int restarts = std::min(count, ps.stopped());  // a deallocate pool starts those first
   NoteIncrease(ps, count, now);
   ExpectTargetChange(ps, count, now);
-  ps.requests.push_back({count, now});
+  ps.requests.push_back({count, now, restarts});
   ps.not_registered += count;
 }
 
@@ -413,6 +418,7 @@ void PoolTracker::AddDigest(Digest& d) const {
     d.Add(ps.stopped_reason);
     for (const ScaleUpRequest& r : ps.requests) {
       d.AddInt(r.remaining);
+      d.AddInt(r.restarts);
       d.Add(r.requested_at);
     }
     d.Add(ps.backoff_until);

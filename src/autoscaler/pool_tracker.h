@@ -33,10 +33,12 @@ class PoolTracker {
  public:
   PoolTracker(const model::AutoscalerConfig& config, const LoopOptions& options);
 
-  // A node of `pool` joined while requests were open: the oldest one took `took`.
+  // A node of `pool` joined while requests were open: the oldest one took `took`, restarting
+  // a stopped machine (scaleDown.mode deallocate) or booting a new one.
   struct Arrival {
     std::string pool;
     Duration took{};
+    bool restart = false;
   };
   // Reads the provider's view and classifies the managed nodes of `ctx` (node_class,
   // next_starting_deadline); `gone` says which nodes the loop is deleting or deleted.

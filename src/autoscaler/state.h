@@ -17,6 +17,7 @@ namespace tidepool::autoscaler {
 struct ScaleUpRequest {
   int remaining = 0;
   Time requested_at{};
+  int restarts = 0;  // of `remaining`, stopped machines it restarts (they join first)
 };
 
 // A failure of a pool's scale-up that put the pool in backoff.

@@ -63,7 +63,8 @@ bool WarmPlanner::HasPredictive() const {
 void WarmPlanner::LearnBoot(const std::vector<PoolTracker::Arrival>& arrivals) {
   for (const PoolTracker::Arrival& a : arrivals) {
     auto ws = warm_.find(a.pool);
-    if (ws == warm_.end()) continue;
+    // A restart takes a minute or two: it says nothing of how long a new node boots.
+    if (ws == warm_.end() || a.restart) continue;
     std::optional<Duration>& boot = ws->second.boot_estimate;
     boot = boot ? (*boot + a.took) / 2 : a.took;
   }

@@ -35,7 +35,8 @@ class WarmPlanner {
   bool Any() const { return !warm_.empty(); }
   bool IsWarm(std::string_view pool) const { return warm_.contains(pool); }
   bool HasPredictive() const;
-  // Warm pools learn how long a node takes from the request to joining.
+  // Warm pools learn how long a new node takes from the request to joining (restarts of
+  // stopped machines left out).
   void LearnBoot(const std::vector<PoolTracker::Arrival>& arrivals);
 
   // This Step's warm demand, pre-warm decisions (approvals only when `scan`) and placeholders

@@ -1737,6 +1737,29 @@ TEST(LoopStoppedStockTest, TheStockIsCreatedOnceThenStoppedWhenIdle) {
   EXPECT_EQ(w.stopped["gpu"], 1);
 }
 
+// A restart of a stopped machine says nothing of how long a new node boots: the boot time
+// learned (and so the horizon the stopped machines are kept for) comes from new nodes only.
+TEST(LoopStoppedStockTest, RestartsAreNotLearnedAsBootTimes) {
+  WarmWorld w;
+  model::Pool& p = StockedGpuPool(w, 0);
+  p.warm.predictive.enabled = true;
+  p.warm.predictive.max_cost_per_day = 10;
+  p.warm.predictive.wait_value_per_gpu_hour = 6;
+  w.stopped["gpu"] = 1;
+  w.boot_delay = minutes(1);  // the restart
+  w.Start();
+  w.Tick();
+  w.AddGpuPod("p1");
+  w.TickUntil(w.now + minutes(5));
+  ASSERT_EQ(w.stopped["gpu"], 0) << "the pod restarted the stopped machine";
+  EXPECT_EQ(w.loop->ExportWarmState().find("bootMs"), std::string::npos);
+  w.boot_delay = minutes(12);  // a new node
+  w.AddGpuPod("p2");
+  w.TickUntil(w.now + minutes(15));
+  EXPECT_NE(w.loop->ExportWarmState().find("\"bootMs\":720000"), std::string::npos)
+      << w.loop->ExportWarmState();
+}
+
 // With a machine stopped, a short stock waits: an increase would restart it.
 TEST(LoopStoppedStockTest, AShortStockWaitsWhileAMachineIsStopped) {
   WarmWorld w;
