@@ -151,6 +151,16 @@ Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
                                "scaleDown.mode deallocate, maxStopped = max, on each GPU pool "
                                "(restart and stopped price: simulation.pools)",
                                stopped));
+  SimInput both = predictive(0.1);
+  for (model::Pool& p : both.config.pools) {
+    if (p.template_node.allocatable.gpus() <= 0) continue;
+    p.scale_down.mode = model::ScaleDownMode::kDeallocate;
+    p.scale_down.max_stopped = p.max;
+  }
+  TIDEPOOL_RETURN_IF_ERROR(run("dealloc+pred",
+                               "deallocate with predictive as above: pre-warms restart stopped "
+                               "machines, the profile deletes those not worth their disks",
+                               both));
   SimInput stocked = stopped;
   for (model::Pool& p : stocked.config.pools) {
     auto peak = o.peak_nodes.find(p.name);

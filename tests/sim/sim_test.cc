@@ -950,9 +950,10 @@ TEST(WarmEvaluationTest, PoliciesRunAndPredictiveHelpsWithinBudget) {
   const Summary& stopped = (*runs)[5].summary;
   EXPECT_EQ(stopped.jobs_completed, stopped.jobs);
   EXPECT_LT(stopped.wait_p95_gpu, off.wait_p95_gpu) << "restarts are faster than boots";
-  ASSERT_EQ(runs->size(), 7u);
-  EXPECT_EQ((*runs)[6].name, "stocked");
-  const Summary& stocked = (*runs)[6].summary;
+  ASSERT_EQ(runs->size(), 8u);
+  EXPECT_EQ((*runs)[6].name, "dealloc+pred");
+  EXPECT_EQ((*runs)[7].name, "stocked");
+  const Summary& stocked = (*runs)[7].summary;
   EXPECT_EQ(stocked.jobs_completed, stocked.jobs);
   EXPECT_LT(stocked.wait_p95_gpu, off.wait_p95_gpu);
   const Summary& spare = (*runs)[1].summary;
