@@ -222,13 +222,13 @@ std::string QueueEvaluationToText(const std::vector<PolicyRun>& runs) {
 
 std::string WarmEvaluationToText(const std::vector<PolicyRun>& runs) {
   std::string out = "Warm capacity evaluation (same trace, same simulated cloud)\n\n";
-  out += fmt::format("  {:<11} {:>12} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", "policy", "cost",
+  out += fmt::format("  {:<12} {:>11} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", "policy", "cost",
                      "vs off", "GPU wait p95", "vs off", "wait p95", "GPU jobs", "nodes +/-");
   if (runs.empty()) return out;
   const Summary& off = runs.front().summary;
   for (const PolicyRun& r : runs) {
     const Summary& s = r.summary;
-    out += fmt::format("  {:<11} {:>12} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", r.name,
+    out += fmt::format("  {:<12} {:>11} {:>8} {:>12} {:>8} {:>9} {:>9} {:>11}\n", r.name,
                        fmt::format("${:.2f}", s.cost), Change(s.cost, off.cost),
                        FormatSeconds(s.wait_p95_gpu), Change(s.wait_p95_gpu, off.wait_p95_gpu),
                        FormatSeconds(s.wait_p95), s.gpu_jobs,
@@ -248,7 +248,7 @@ std::string WarmEvaluationToText(const std::vector<PolicyRun>& runs) {
     }
   }
   out += "\n";
-  for (const PolicyRun& r : runs) out += fmt::format("  {:<11} {}\n", r.name, r.description);
+  for (const PolicyRun& r : runs) out += fmt::format("  {:<12} {}\n", r.name, r.description);
   return out;
 }
 

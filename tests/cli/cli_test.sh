@@ -216,7 +216,8 @@ check "simulate --warm-eval exits 0" test "$rc" -eq 0
 check "simulate --warm-eval json lists the warm policies" python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
-assert [x["policy"] for x in p["policies"]] == ["off", "spare", "headroom", "predictive", "predict-50", "deallocate"], p
+assert [x["policy"] for x in p["policies"]] == ["off", "spare", "headroom", "predictive", "predict-50", "deallocate",
+        "dealloc+pred", "stocked"], p
 for x in p["policies"]:
     assert "waitP95Gpu" in x and "waitP95GpuByNamespace" in x, x["policy"]
 ' "$tmp/out"
