@@ -33,9 +33,9 @@ struct PoolStatus {
   std::string stopped_reason;  // the last stop / delete / trim decision in words
   // Warm capacity (pools[].warm); zero and empty when the pool has none.
   bool warm = false;
-  int warm_spare_nodes = 0;   // warm.spareNodes
+  int warm_spare_nodes = 0;    // warm.spareNodes
   int warm_stopped_nodes = 0;  // warm.stoppedNodes
-  std::string warm_headroom;  // warm.headroom in words, e.g. "nvidia.com/gpu 4"
+  std::string warm_headroom;   // warm.headroom in words, e.g. "nvidia.com/gpu 4"
   bool warm_predictive = false;
   // GPUs (CPU cores) requested by pods on the pool's nodes, and by pending pods a scale-up of
   // the pool is for, now.

@@ -46,23 +46,23 @@ void WarmPlanner::StockStopped(StepContext& ctx, PoolTracker& pools) {
     // restart them only to stop them again. They are used by the next burst; then the pool is
     // topped up.
     if (stopped > 0) {
-      ws.stock_reason = fmt::format("{}: {} short; adding waits until no machine is stopped",
-                                    state, short_by);
+      ws.stock_reason =
+          fmt::format("{}: {} short; adding waits until no machine is stopped", state, short_by);
       continue;
     }
     const int target = pools.Target(pool.name);
     const int add = std::min(short_by, pool.max - target);
     if (add <= 0) {
-      ws.stock_reason = fmt::format("{}: {} short, but the pool is at its max {}", state,
-                                    short_by, pool.max);
+      ws.stock_reason =
+          fmt::format("{}: {} short, but the pool is at its max {}", state, short_by, pool.max);
       continue;
     }
     if (pools.InBackoff(pool.name, ctx.now)) {
       ws.stock_reason = fmt::format("{}: {} short, the pool is in backoff", state, short_by);
       continue;
     }
-    ws.stock_reason = fmt::format("{}: creating {} node(s) to stop at {}", state, add,
-                                  FormatRfc3339(ctx.now));
+    ws.stock_reason =
+        fmt::format("{}: creating {} node(s) to stop at {}", state, add, FormatRfc3339(ctx.now));
     ctx.actions.push_back(IncreasePool{pool.name, add, {}, add, state});
     pools.RecordIncrease(pool.name, add, ctx.now);
     ctx.actions.push_back(Event{EventObject::kStatus, "", EventReason::kWarmScaleUp,

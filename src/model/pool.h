@@ -23,7 +23,7 @@ std::string_view CapacityTypeName(CapacityType t);
 // Warm capacity of a pool (`pools[].warm`): room kept ready beyond what pods ask for, so a burst
 // does not wait for nodes to boot. The decision loop turns it into placeholder demand.
 struct WarmConfig {
-  int32_t spare_nodes = 0;               // idle ready nodes kept beyond demand
+  int32_t spare_nodes = 0;  // idle ready nodes kept beyond demand
   // Machines kept created and stopped for a fast restart (scaleDown.mode deallocate): tidepool
   // creates nodes for the shortfall and scale-down stops them once they are idle.
   int32_t stopped_nodes = 0;

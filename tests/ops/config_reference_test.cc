@@ -179,8 +179,9 @@ TEST(ConfigReferenceTest, EveryDocumentedKeyIsAcceptedWithItsExample) {
   for (const DocKey& k : keys) {
     if (k.azure || k.clusterapi) continue;  // validated by the providers; see the tests below
     // Keys that apply only beside another are tried with it.
-    const bool needs_deallocate =
-        k.path == "pools[].scaleDown.maxStopped" || k.path == "pools[].restartDelay";
+    const bool needs_deallocate = k.path == "pools[].scaleDown.maxStopped" ||
+                                  k.path == "pools[].restartDelay" ||
+                                  k.path == "pools[].warm.stoppedNodes";
     std::string yaml =
         needs_deallocate
             ? ConfigWith(k.path, k.example, ConfigWith("pools[].scaleDown.mode", "deallocate"))

@@ -1038,8 +1038,8 @@ TEST(StoppedPoolSimTest, AStockedMachineIsCreatedAheadAndRestartedForTheFirstJob
   ASSERT_TRUE(sc.has_value()) << sc.error().message();
   in.sim = *sc;
   in.sim.check_invariants = true;
-  auto jobs = ParseTrace("id,submit_s,duration_s,replicas,cpu,memory,gpu\njob-a,3600,600,1,1,2Gi,0\n",
-                         "late.csv");
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu\njob-a,3600,600,1,1,2Gi,0\n", "late.csv");
   ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
   in.jobs = *jobs;
   auto r = RunSimulation(in);

@@ -70,8 +70,7 @@ constexpr std::string_view kPoolKeys[] = {
     "pricePerHour", "priority", "instanceType", "provisionTimeout",
     "bootDelay",    "template", "warm",         "scaleDown",
     "restartDelay"};
-constexpr std::string_view kWarmKeys[] = {"spareNodes", "stoppedNodes", "headroom",
-                                           "predictive"};
+constexpr std::string_view kWarmKeys[] = {"spareNodes", "stoppedNodes", "headroom", "predictive"};
 constexpr std::string_view kPredictiveKeys[] = {"enabled", "horizon", "maxCostPerDay",
                                                 "waitValuePerGpuHour"};
 constexpr std::string_view kTemplateKeys[] = {"labels", "taints", "capacity", "allocatable",

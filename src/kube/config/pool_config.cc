@@ -261,8 +261,8 @@ Result<void> CheckStoppedNodes(const YamlMap& m, const Pool& pool) {
 // pool's node shape. For a node group (`shape_known` false) the shape and max come from the
 // provider, which checks them then (cloud/clusterapi).
 Result<void> ParseWarm(const YamlValue& v, Pool& pool, bool shape_known) {
-  TIDEPOOL_ASSIGN_OR_RETURN(YamlMap m,
-                            YamlMap::Read(v, "a map {spareNodes, stoppedNodes, headroom, predictive}"));
+  TIDEPOOL_ASSIGN_OR_RETURN(
+      YamlMap m, YamlMap::Read(v, "a map {spareNodes, stoppedNodes, headroom, predictive}"));
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kWarmKeys));
   model::WarmConfig& warm = pool.warm;
   TIDEPOOL_RETURN_IF_ERROR(
@@ -274,8 +274,8 @@ Result<void> ParseWarm(const YamlValue& v, Pool& pool, bool shape_known) {
                 fmt::format("{} spare nodes is more than the pool's max {} (expected at most max)",
                             warm.spare_nodes, pool.max)));
   }
-  TIDEPOOL_RETURN_IF_ERROR(ReadIntField(m, "stoppedNodes", 0, kInt32Max, "a non-negative integer",
-                                        warm.stopped_nodes));
+  TIDEPOOL_RETURN_IF_ERROR(
+      ReadIntField(m, "stoppedNodes", 0, kInt32Max, "a non-negative integer", warm.stopped_nodes));
   TIDEPOOL_RETURN_IF_ERROR(CheckStoppedNodes(m, pool));
   if (const YamlValue* headroom = m.Find("headroom")) {
     TIDEPOOL_ASSIGN_OR_RETURN(
