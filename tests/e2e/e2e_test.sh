@@ -671,6 +671,38 @@ scenario_deallocate() {
   pass
 }
 
+# warm.stoppedNodes 2 on a deallocate gpu pool (boot 8 s, restart 1 s): with no pod at all the
+# pool gets two nodes, they come up idle and are stopped (kept in the kwok provider's state, no
+# gpu Node left), and nothing more is created. A pod then restarts one, faster than a boot.
+kwok_stopped() {
+  k -n "$NS" get configmap tidepool-kwok-provider -o jsonpath='{.data.state}' | jq ".stopped.$1 | length"
+}
+kwok_stopped_is() { [[ $(kwok_stopped "$1") -eq $2 ]]; }
+scenario_stopped_stock() {
+  local cfg
+  cfg=$(config_with 's/^  bootDelay: 2s/  bootDelay: 8s/' \
+    '/^  - name: gpu$/a\    scaleDown: {mode: deallocate, maxStopped: 2}\n    restartDelay: 1s\n    warm: {stoppedNodes: 2}')
+  start_tidepool tp "$cfg"
+  wait_until 60 has_nodes gpu 2 || { fail "the stock's two nodes did not come up: $(nodes_of gpu)"; return 1; }
+  wait_until 60 kwok_stopped_is gpu 2 || { fail "the stock was not stopped: $(kwok_stopped gpu) stopped"; return 1; }
+  wait_until 10 has_nodes gpu 0 || { fail "stopped nodes left Node objects: $(nodes_of gpu)"; return 1; }
+  wait_until 10 status_says "stoppedNodes 2 (2 stopped, 0 up, 0 coming)" ||
+    { fail "the status does not show the stock"; return 1; }
+  sleep 10  # five periodic passes: a stock that is there is not made again
+  kwok_stopped_is gpu 2 && has_nodes gpu 0 ||
+    { fail "the stock changed: $(kwok_stopped gpu) stopped, $(nodes_of gpu) gpu nodes"; return 1; }
+  [[ $(grep -c "node(s) to stop" "$WORK/tp.log") -eq 1 ]] ||
+    { fail "expected one stock scale-up in the log: $(grep "to stop" "$WORK/tp.log")"; return 1; }
+  local t0=$SECONDS
+  gpu_pod c 1 | k apply -f - >/dev/null
+  wait_until 60 pod_running c || { fail "pod c not Running"; return 1; }
+  local took=$((SECONDS - t0))
+  ((took < 8)) || { fail "pod c took $took s, not less than the 8 s boot"; return 1; }
+  kwok_stopped_is gpu 1 || { fail "expected one machine still stopped: $(kwok_stopped gpu)"; return 1; }
+  log "stopped_stock: pod c Running $took s after it was created, on a stocked machine"
+  pass
+}
+
 # A CapacityBuffer (autoscaling.x-k8s.io/v1beta1, docs/capacity-buffers.md) of 2 pods of 1 GPU:
 # pool gpu grows to 2 idle nodes and keeps them past unneededTime; the buffer's status says so and
 # an Event on it tells the scale-up. A real pod taking one node's room makes the pool grow again;
@@ -736,7 +768,7 @@ EOF
 }
 
 ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node consolidation
-  deallocate crash_during_scale_up leader_election dra dra_match capacity_buffer)
+  deallocate stopped_stock crash_during_scale_up leader_election dra dra_match capacity_buffer)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster
