@@ -141,22 +141,20 @@ Result<std::vector<PolicyRun>> RunWarmEvaluation(const SimInput& base) {
                                "the same with maxCostPerDay 50% of the pool's daily cost (a point "
                                "further along the frontier)",
                                predictive(0.5)));
-  SimInput stopped = off;
-  for (model::Pool& p : stopped.config.pools) {
-    if (p.template_node.allocatable.gpus() <= 0) continue;
-    p.scale_down.mode = model::ScaleDownMode::kDeallocate;
-    p.scale_down.max_stopped = p.max;
-  }
+  auto deallocating = [](SimInput in) {
+    for (model::Pool& p : in.config.pools) {
+      if (p.template_node.allocatable.gpus() <= 0) continue;
+      p.scale_down.mode = model::ScaleDownMode::kDeallocate;
+      p.scale_down.max_stopped = p.max;
+    }
+    return in;
+  };
+  SimInput stopped = deallocating(off);
   TIDEPOOL_RETURN_IF_ERROR(run("deallocate",
                                "scaleDown.mode deallocate, maxStopped = max, on each GPU pool "
                                "(restart and stopped price: simulation.pools)",
                                stopped));
-  SimInput both = predictive(0.1);
-  for (model::Pool& p : both.config.pools) {
-    if (p.template_node.allocatable.gpus() <= 0) continue;
-    p.scale_down.mode = model::ScaleDownMode::kDeallocate;
-    p.scale_down.max_stopped = p.max;
-  }
+  SimInput both = deallocating(predictive(0.1));
   TIDEPOOL_RETURN_IF_ERROR(run("dealloc+pred",
                                "deallocate with predictive as above: pre-warms restart stopped "
                                "machines, the profile deletes those not worth their disks",
