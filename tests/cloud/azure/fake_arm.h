@@ -135,7 +135,11 @@ struct AgentPoolSpec {
 //    (400 NicInUse while attached); disks list / GET / DELETE (409 while attached);
 //    availabilitySets GET. Writes answer 201 + Azure-AsyncOperation (PUT) or 202 + Location
 //    (DELETE), as the VM and NIC examples of the REST specs; a missing resource's DELETE is 404.
-//    GET never returns osProfile.customData (ARM does not).
+//    GET never returns osProfile.customData (ARM does not). POST .../deallocate and .../start
+//    (VirtualMachines_Deallocate / _Start: 202 + Location) move a VM to power state
+//    deallocating -> deallocated (its OS disk Reserved, its NIC still attached; OnInstanceDeleted
+//    fires) and starting -> running (OnInstanceCreated fires again); the instance view shows
+//    PowerState/<power>.
 //  - Blob storage (VHDs of unmanaged OS disks), on its own origin blob_endpoint():
 //    DELETE /<container>/<blob> needs a live token issued for https://storage.azure.com/ (an ARM
 //    token gets 401 InvalidAuthenticationInfo, as ARM refuses storage tokens with 401
@@ -175,6 +179,7 @@ class FakeArm {
   std::vector<std::string> NicNames() const;
   std::vector<std::string> DiskNames() const;
   std::string VmState(const std::string& name) const;  // provisioningState, "" when absent
+  std::string VmPower(const std::string& name) const;  // running, deallocated, ...; "" absent
   // Blobs ("<container>/<name>"). AddBlob returns its URI (blob_endpoint()/<container>/<name>).
   std::string AddBlob(const std::string& container, const std::string& name);
   std::vector<std::string> BlobNames() const;  // sorted "<container>/<name>"
@@ -204,8 +209,9 @@ class FakeArm {
   // The next VM PUT is accepted (201) but its operation ends Failed with this code, and the VM
   // is left provisioningState Failed with a ProvisioningState/failed/<code> status.
   void FailNextVmCreate(const std::string& code, const std::string& message);
-  // The next scale set start's operation ends Failed with this code; its instances are left
-  // provisioningState Failed (ProvisioningState/failed/<code>) and deallocated.
+  // The next start's operation (of a scale set's instances or of a standalone VM) ends Failed
+  // with this code; its instances / VM are left provisioningState Failed
+  // (ProvisioningState/failed/<code>) and deallocated.
   void FailNextStart(const std::string& code, const std::string& message);
   // An instance's power state ("running", "deallocated", ...; "" when absent).
   std::string InstancePower(const std::string& scale_set, const std::string& id) const;
@@ -265,6 +271,7 @@ class FakeArm {
     std::string error_message;
     nlohmann::json put_body;
     bool announced = false;
+    std::string power = "running";  // PowerState/<power> once Succeeded
   };
   struct Op {
     int polls_left = 0;
@@ -281,6 +288,8 @@ class FakeArm {
     std::string nic_create;
     std::string nic_delete;
     std::string disk_delete;
+    std::string vm_deallocate;  // azure-vms: lower-case VM name: deallocated when the op ends
+    std::string vm_start;       // running (or Failed) when it ends
   };
   using Events = std::vector<std::pair<bool, InstanceEvent>>;  // (created?, event)
 
@@ -303,6 +312,9 @@ class FakeArm {
                  httplib::Response& res, Events& events);
   void RouteDisks(const std::vector<std::string>& seg, const httplib::Request& req,
                   httplib::Response& res, Events& events);
+  // POST .../virtualMachines/<vm>/deallocate or /start (fake_arm_vms.cc).
+  void VmPowerAction(Vm& vm, bool start, httplib::Response& res, Events& events);
+  void FinishVmPower(Op& op, Events& events);
   nlohmann::json StandaloneVmJson(const Vm& vm, bool instance_view, bool user_data) const;
   nlohmann::json NicJson(const std::string& name, const std::map<std::string, std::string>& tags,
                          const std::string& subnet, const std::string& attached_vm) const;

@@ -206,6 +206,12 @@ std::string FakeArm::VmState(const std::string& name) const {
   return it->second.body["properties"].value("provisioningState", "");
 }
 
+std::string FakeArm::VmPower(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = vms_.find(Lower(name));
+  return it == vms_.end() ? "" : it->second.power;
+}
+
 void FakeArm::ForgetNicOrDisk(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   nics_.erase(Lower(name));
@@ -252,13 +258,16 @@ json FakeArm::StandaloneVmJson(const Vm& vm, bool instance_view, bool user_data)
                           {"level", "Error"},
                           {"displayStatus", "Provisioning failed"},
                           {"message", vm.error_message}});
+      if (vm.power == "deallocated") {  // a start that failed
+        statuses.push_back({{"code", "PowerState/deallocated"}, {"level", "Info"}});
+      }
     } else {
       statuses.push_back({{"code", "ProvisioningState/" + Lower(state)},
                           {"level", "Info"},
                           {"displayStatus", "Provisioning " + Lower(state)}});
+      const std::string power = state == "Succeeded" ? vm.power : "starting";
       statuses.push_back(
-          {{"code", state == "Succeeded" ? "PowerState/running" : "PowerState/starting"},
-           {"level", "Info"}});
+          {{"code", "PowerState/" + power}, {"level", "Info"}, {"displayStatus", "VM " + power}});
     }
     props["instanceView"] = {{"statuses", statuses}};
   }
@@ -284,7 +293,9 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
     for (const auto& [name, vm] : vms_) items.push_back(StandaloneVmJson(vm, view, false));
     return SendList(req, res, items);
   }
-  if (seg.size() != 8) {
+  const bool power_action =
+      seg.size() == 9 && req.method == "POST" && (Eq(seg[8], "deallocate") || Eq(seg[8], "start"));
+  if (seg.size() != 8 && !power_action) {
     return SendError(res, 405, "MethodNotAllowed", "Not supported by the fake.");
   }
   const std::string key = Lower(seg[7]);
@@ -294,6 +305,10 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
               "The Resource 'Microsoft.Compute/virtualMachines/" + seg[7] +
                   "' under resource group '" + options_.resource_group + "' was not found.");
   };
+  if (power_action) {
+    if (it == vms_.end()) return not_found();
+    return VmPowerAction(it->second, Eq(seg[8], "start"), res, events);
+  }
   if (req.method == "GET") {
     if (it == vms_.end()) return not_found();
     std::string expand = req.get_param_value("$expand");
@@ -423,6 +438,67 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
   res.status = 201;
   AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kAsyncOperation);
   res.set_content(answer.dump(), "application/json");
+}
+
+void FakeArm::VmPowerAction(Vm& vm, bool start, httplib::Response& res, Events& events) {
+  // As VirtualMachine_Deallocate_MaximumSet_Gen.json / VirtualMachine_Start_MaximumSet_Gen.json
+  // of the REST specs (2025-04-01): no body, 202 with a location header (ours pointing at this
+  // server).
+  json& props = vm.body["properties"];
+  if (props.value("provisioningState", "") == "Deleting") {
+    return SendError(res, 409, "OperationNotAllowed",
+                     "The operation is not allowed while the VM is being deleted.");
+  }
+  Op op;
+  const std::string key = Lower(vm.body["name"].get<std::string>());
+  if (start && vm.power != "running") {
+    vm.power = "starting";
+    op.vm_start = key;
+    if (fail_next_start_) {
+      op.failed = true;
+      op.code = fail_next_start_->first;
+      op.message = fail_next_start_->second;
+      fail_next_start_.reset();
+    }
+  } else if (!start && vm.power != "deallocated") {
+    vm.power = "deallocating";
+    op.vm_deallocate = key;
+  }
+  std::string id = StartOp(std::move(op), events);
+  res.status = 202;
+  AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kLocation);
+}
+
+void FakeArm::FinishVmPower(Op& op, Events& events) {
+  for (const std::string* key : {&op.vm_deallocate, &op.vm_start}) {
+    auto it = key->empty() ? vms_.end() : vms_.find(*key);
+    if (it == vms_.end()) continue;
+    Vm& vm = it->second;
+    const bool start = key == &op.vm_start;
+    if (start && op.failed) {
+      vm.power = "deallocated";
+      vm.body["properties"]["provisioningState"] = "Failed";
+      vm.error_code = op.code;
+      vm.error_message = op.message;
+      continue;
+    }
+    vm.power = start ? "running" : "deallocated";
+    // A deallocated VM keeps its OS disk, Reserved (still managedBy the VM), and its NIC.
+    for (auto& [name, disk] : disks_) {
+      if (Eq(disk.value("managedBy", ""), vm.body["id"].get<std::string>())) {
+        disk["properties"]["diskState"] = start ? "Attached" : "Reserved";
+      }
+    }
+    if (start) {
+      vm.announced = true;
+      events.emplace_back(true, VmEventFor(vm));
+    } else if (vm.announced) {
+      vm.announced = false;
+      events.emplace_back(false, VmEventFor(vm));
+    }
+  }
+  op.vm_deallocate.clear();
+  op.vm_start.clear();
 }
 
 void FakeArm::RouteNics(const std::vector<std::string>& seg, const httplib::Request& req,

@@ -200,6 +200,7 @@ void FakeArm::FinishOp(Op& op, Events& events) {
     disks_.erase(op.disk_delete);
     op.disk_delete.clear();
   }
+  FinishVmPower(op, events);
   auto it = scale_sets_.find(op.scale_set);
   if (it == scale_sets_.end()) return;
   ScaleSet& ss = it->second;
