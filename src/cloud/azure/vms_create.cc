@@ -36,20 +36,28 @@ Result<void> VmsProvider::Grow(const model::Pool& p, int delta, Time now) {
   const std::string& pool = p.name;
   TIDEPOOL_ASSIGN_OR_RETURN(std::vector<json> all, ListVms());
   std::vector<PoolVm> vms = VmsOf(pool, all);
-  int current = 0;
+  int current = 0;  // running and requested VMs: what max bounds
   std::set<std::string> listed;
   for (const PoolVm& vm : vms) {
     listed.insert(ToLower(vm.name));
-    if (!vm.failed() && !vm.deleting() && !Removing(pool, vm.name)) ++current;
+    if (!vm.failed() && !vm.deleting() && !Removing(pool, vm.name) && !StoppedIn(p, vm)) {
+      ++current;
+    }
   }
   for (const Creation& c : work_[pool].creations) {
     if (!listed.contains(ToLower(c.vm))) ++current;
   }
   TIDEPOOL_RETURN_IF_ERROR(WithinMax(p, current, delta));
+  int create = delta;
+  if (p.scale_down.Deallocates()) {
+    TIDEPOOL_ASSIGN_OR_RETURN(int started, StartStopped(p, vms, delta, now));
+    create -= started;
+  }
+  if (create == 0) return {};
   auto model = BuildModel(p, vms);
   if (!model) return std::unexpected(model.error().Wrap(fmt::format("azure-vms: pool {}", pool)));
   std::set<int> used = UsedIndexes(pool, vms);
-  for (int i = 0; i < delta; ++i) {
+  for (int i = 0; i < create; ++i) {
     int index = LowestFreeIndex(used);
     used.insert(index);
     TIDEPOOL_RETURN_IF_ERROR(CreateOne(p, index, *model, now));

@@ -29,6 +29,10 @@ bool IsProvisioningFailure(std::string_view code, std::string_view message) {
 
 bool PoolVm::failed() const { return EqualsIgnoreCase(provisioning, "Failed"); }
 bool PoolVm::deleting() const { return EqualsIgnoreCase(provisioning, "Deleting"); }
+bool PoolVm::stopped() const {
+  return !failed() && !deleting() &&
+         (EqualsIgnoreCase(power, "deallocated") || EqualsIgnoreCase(power, "deallocating"));
+}
 
 VmsProvider::VmsProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps)
     : AzureProvider(std::move(settings), std::move(pools), std::move(deps)) {}
@@ -108,6 +112,8 @@ std::vector<PoolVm> VmsProvider::VmsOf(const std::string& pool,
     v.provisioning = StringField(props, "provisioningState");
     for (const json& st : ArrayField(ObjectField(props, "instanceView"), "statuses")) {
       std::string code = StringField(st, "code");
+      constexpr std::string_view kPower = "PowerState/";
+      if (code.starts_with(kPower)) v.power = code.substr(kPower.size());
       if (code.starts_with("ProvisioningState/failed")) {
         auto slash = code.find('/', std::string_view("ProvisioningState/").size());
         v.error_code = slash == std::string::npos ? "" : code.substr(slash + 1);
@@ -124,6 +130,10 @@ std::vector<PoolVm> VmsProvider::VmsOf(const std::string& pool,
 bool VmsProvider::Joined(const PoolVm& vm) const {
   if (node_joined_) return node_joined_(vm.provider_id);
   return EqualsIgnoreCase(vm.provisioning, "Succeeded");
+}
+
+bool VmsProvider::StoppedIn(const model::Pool& pool, const PoolVm& vm) const {
+  return pool.scale_down.Deallocates() && vm.stopped();
 }
 
 bool VmsProvider::Removing(const std::string& pool, const std::string& vm) const {
@@ -210,6 +220,10 @@ Result<std::optional<PoolSize>> VmsProvider::RefreshPool(const model::Pool& pool
       continue;
     }
     if (vm.deleting()) continue;
+    if (StoppedIn(pool, vm)) {
+      ++size.stopped;
+      continue;
+    }
     ++size.instances;
   }
   size.target = size.instances;

@@ -23,9 +23,11 @@ struct PoolVm {
   std::string provisioning;  // properties.provisioningState: Creating, Succeeded, Failed, Deleting
   std::string error_code;    // from a ProvisioningState/failed/<code> instance view status
   std::string error_message;
+  std::string power;  // from the PowerState/<power> status: running, deallocated, ... ("" unknown)
   nlohmann::json body;  // the VM as listed
   bool failed() const;
   bool deleting() const;
+  bool stopped() const;  // deallocated or deallocating (and neither failed nor deleting)
 };
 
 // Per pool (CloudProvider and AzureProvider contracts, plus):
@@ -75,13 +77,29 @@ struct PoolVm {
 //    its VM was deleted stays in its storage account.
 //  - PoolOf: the pool of the VM named in the providerID (same subscription and resource group),
 //    by name, else by the tags seen in the last listing.
+// Pools with scaleDown.mode deallocate (MachineStopper; vms_stopped.cc). A deallocated VM keeps
+// its NIC and OS disk (attached; the disk Reserved) and its index, so for these pools:
+//  - Refresh: VMs whose power state is deallocated or deallocating are `stopped`, in neither
+//    instances nor target.
+//  - IncreaseSize: checks running + requested + delta against the pool's max, POSTs
+//    .../virtualMachines/<vm>/start for up to `delta` stopped VMs (highest index first), and
+//    creates only the rest. A start ARM refuses at once (404 included) is logged and becomes a
+//    create; a throttled one is the call's error (VMs started before it stay started). A start
+//    whose operation fails leaves the VM Failed, which Refresh removes like any failed VM whose
+//    node has not joined (the target drops, the pods are planned again, the next increase
+//    creates).
+//  - StopNode: the providerID is checked as for DeleteNode, then POST .../deallocate; 404 is
+//    success, and so is a VM already being removed.
+//  - DeleteStopped: removes (VM, NICs, disk, as DeleteNode) the `count` stopped VMs with the
+//    lowest indexes.
+//  - DecreaseTargetSize never cancels a stopped VM (it has no Node, but is not upcoming).
 // Pending creations and removals live in memory; after a restart, the cloud holds what is left
 // (VMs in Creating/Deleting state, unattached NICs and disks) and Refresh picks it up.
 // Where it lives: vms_provider.cc (names, listing, Refresh), vms_create.cc (scale up),
 // vms_removal.cc (DeleteNode, DecreaseTargetSize, the removal steps), vms_sweep.cc,
-// vms_discovery.cc (PoolOf, DiscoverPools); names and bodies are pure (vms_naming.h,
-// vms_model.h).
-class VmsProvider final : public AzureProvider {
+// vms_discovery.cc (PoolOf, DiscoverPools), vms_stopped.cc (MachineStopper); names and bodies
+// are pure (vms_naming.h, vms_model.h).
+class VmsProvider final : public AzureProvider, public MachineStopper {
  public:
   VmsProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
 
@@ -91,6 +109,9 @@ class VmsProvider final : public AzureProvider {
   // Agent pools of this cluster (by VM name or tags) that no configured pool names, whose VMs
   // carry a `max` tag; templates from the VM size table and the node-template tags.
   Result<std::vector<model::Pool>> DiscoverPools(Time now) override;
+  // MachineStopper.
+  Result<void> StopNode(const std::string& pool, const model::Node& node, Time now) override;
+  Result<void> DeleteStopped(const std::string& pool, int count, Time now) override;
 
   // Pending work of a pool (tests, status).
   size_t pending_creations(const std::string& pool) const;
@@ -149,6 +170,11 @@ class VmsProvider final : public AzureProvider {
   std::vector<PoolVm> VmsOf(const std::string& pool, const std::vector<nlohmann::json>& vms) const;
   bool Joined(const PoolVm& vm) const;
   bool Removing(const std::string& pool, const std::string& vm) const;
+  // A stopped VM of a deallocate pool: kept out of instances, target and cancelling.
+  bool StoppedIn(const model::Pool& pool, const PoolVm& vm) const;
+  // The name of the node's VM, after checking that its providerID names a VM of this resource
+  // group that is the pool's (by name, or by the tags of the last listing) or being removed.
+  Result<std::string> NodeVm(const std::string& pool, const model::Node& node) const;
   // Indexes of the pool's listed VMs, pending creations and removals.
   std::set<int> IndexesInUse(const std::string& pool, const std::vector<PoolVm>& vms) const;
   // The same plus the NIC and disk indexes the last sweep saw: not to be given to a new VM.
@@ -173,8 +199,22 @@ class VmsProvider final : public AzureProvider {
   // true: the creation is still pending.
   bool CreationStepDone(const std::string& pool, Creation& c, const OperationResult& r, Time now);
 
+  // Deallocate pools (vms_stopped.cc).
+  // Starts up to `delta` of the pool's stopped VMs (highest index first); returns how many ARM
+  // accepted. Only a throttled start is an error.
+  Result<int> StartStopped(const model::Pool& pool, const std::vector<PoolVm>& vms, int delta,
+                           Time now);
+  // POST .../virtualMachines/<vm>/<action> ("start", "deallocate"); tracks the operation. 404
+  // is a kNotFound error.
+  Result<void> PostVm(const std::string& pool, const std::string& vm, std::string_view action,
+                      Time now);
+
   // Scale down.
   static Removal RemovalOf(const nlohmann::json& vm, std::string why);
+  // Removes the listed VM `vm` (VM, NICs, OS disk), as far as it goes without waiting. An error
+  // only when the VM's own DELETE failed (nothing is left to follow then).
+  Result<void> RemoveVm(const std::string& pool, const nlohmann::json& vm, std::string why,
+                        Time now);
   // Moves a removal on as far as it goes without waiting; the error of a step that failed (the
   // step is sent again at the next call).
   Result<void> AdvanceRemoval(const std::string& pool, Removal& r, Time now);

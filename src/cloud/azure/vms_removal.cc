@@ -180,8 +180,7 @@ void VmsProvider::AdvanceRemovals(const std::string& pool, Time now) {
   std::erase_if(removals, [](const Removal& r) { return r.stage == Removal::Stage::kDone; });
 }
 
-Result<void> VmsProvider::DeleteNode(const std::string& pool, const model::Node& node, Time now) {
-  TIDEPOOL_RETURN_IF_ERROR(RequirePool(pool));
+Result<std::string> VmsProvider::NodeVm(const std::string& pool, const model::Node& node) const {
   auto ref = ParseVmResourceId(node.provider_id);
   if (!ref) {
     return InvalidArgument(
@@ -196,7 +195,7 @@ Result<void> VmsProvider::DeleteNode(const std::string& pool, const model::Node&
         "azure-vms: node {} is VM {} of resource group {}, not of pool {}'s resource group {}",
         node.name(), ref->name, ref->resource_group, pool, settings_.resource_group);
   }
-  if (Removing(pool, ref->name)) return {};
+  if (Removing(pool, ref->name)) return ref->name;
   bool by_name = Naming(pool).VmIndex(ref->name).has_value();
   auto cached = vm_pool_.find(ToLower(ref->name));
   if (!by_name && (cached == vm_pool_.end() || cached->second != pool)) {
@@ -205,17 +204,28 @@ Result<void> VmsProvider::DeleteNode(const std::string& pool, const model::Node&
         "pool's tags)",
         node.name(), ref->name, pool, AgentPool(pool), settings_.cluster_id);
   }
-  TIDEPOOL_ASSIGN_OR_RETURN(ArmResponse got,
-                            arm_->Get(VmPath(ref->name), settings_.compute_api_version));
+  return ref->name;
+}
+
+Result<void> VmsProvider::DeleteNode(const std::string& pool, const model::Node& node, Time now) {
+  TIDEPOOL_RETURN_IF_ERROR(RequirePool(pool));
+  TIDEPOOL_ASSIGN_OR_RETURN(std::string vm, NodeVm(pool, node));
+  if (Removing(pool, vm)) return {};
+  TIDEPOOL_ASSIGN_OR_RETURN(ArmResponse got, arm_->Get(VmPath(vm), settings_.compute_api_version));
   if (got.status == 404) {
-    spdlog::info("azure-vms: pool {}: VM {} already gone", pool, ref->name);
+    spdlog::info("azure-vms: pool {}: VM {} already gone", pool, vm);
     return {};
   }
   if (!got.ok()) return std::unexpected(got.AsError().Wrap(fmt::format("pool {}", pool)));
+  return RemoveVm(pool, got.body, "scale down", now);
+}
+
+Result<void> VmsProvider::RemoveVm(const std::string& pool, const json& vm, std::string why,
+                                   Time now) {
   VmsPool& work = work_[pool];
-  std::erase_if(work.creations,
-                [&](const Creation& c) { return EqualsIgnoreCase(c.vm, ref->name); });
-  work.removals.push_back(RemovalOf(got.body, "scale down"));
+  const std::string name = StringField(vm, "name");
+  std::erase_if(work.creations, [&](const Creation& c) { return EqualsIgnoreCase(c.vm, name); });
+  work.removals.push_back(RemovalOf(vm, std::move(why)));
   auto advanced = AdvanceRemoval(pool, work.removals.back(), now);
   const Removal& r = work.removals.back();
   if (!advanced && r.stage == Removal::Stage::kVm && !r.op) {
@@ -260,7 +270,7 @@ Result<void> VmsProvider::Shrink(const model::Pool& p, int delta, Time now) {
   std::vector<const PoolVm*> candidates;
   int alive = 0;
   for (const PoolVm& vm : vms) {
-    if (vm.deleting() || Removing(pool, vm.name)) continue;
+    if (vm.deleting() || Removing(pool, vm.name) || StoppedIn(p, vm)) continue;
     ++alive;
     if (!Joined(vm)) candidates.push_back(&vm);
   }

@@ -12,7 +12,7 @@
 #include "cloud/azure/blob.h"
 #include "cloud/azure/provider_id.h"
 #include "cloud/azure/vms_provider.h"
-#include "tests/cloud/azure/azure_fixture.h"
+#include "tests/cloud/azure/vms_fixture.h"
 
 namespace tidepool::testing::azure {
 namespace {
@@ -21,12 +21,10 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-constexpr char kCluster[] = "12345678";
-
-class AzureVmsTest : public AzureTestBase {
+class AzureVmsTest : public AzureVmsTestBase {
  protected:
   void SetUp() override {
-    AzureTestBase::SetUp();
+    AzureVmsTestBase::SetUp();
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("tidepool-vms-" +
             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
@@ -37,41 +35,6 @@ class AzureVmsTest : public AzureTestBase {
     std::ofstream(ssh_key_) << "ssh-rsa AAAAB3NzaC1yc2E tidepool@test\n";
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  model::AutoscalerConfig VmsConfig(std::vector<model::Pool> pools,
-                                    std::map<std::string, std::string> extra = {}) {
-    model::AutoscalerConfig c;
-    c.provider.type = "azure-vms";
-    c.provider.settings = CommonSettings();
-    c.provider.settings["clusterId"] = kCluster;
-    for (auto& [k, v] : extra) c.provider.settings[k] = v;
-    c.pools = std::move(pools);
-    return c;
-  }
-
-  std::map<std::string, std::string> AcsTags(const std::string& agent_pool) const {
-    return {{"poolName", agent_pool},
-            {"orchestrator", "Kubernetes:1.6.6"},
-            {"resourceNameSuffix", kCluster},
-            {"creationSource", "acsengine-k8s-" + agent_pool + "-" + kCluster + "-0"}};
-  }
-
-  model::Node NodeOf(const std::string& vm) const {
-    model::Node n;
-    n.meta.name = vm;
-    n.provider_id = "azure:///subscriptions/" + fake_->options().subscription + "/resourceGroups/" +
-                    fake_->options().resource_group +
-                    "/providers/Microsoft.Compute/virtualMachines/" + vm;
-    return n;
-  }
-
-  // Lets the pending operations finish: Refresh after each Retry-After.
-  void Settle(cloud::CloudProvider& p, const std::string& pool, int passes = 6) {
-    for (int i = 0; i < passes; ++i) {
-      clock_.Advance(std::chrono::seconds(3));
-      RefreshOne(p, pool);
-    }
-  }
 
   // The position of the first request with this method whose path ends with `suffix`.
   int Position(std::string_view method, std::string_view suffix) const {
