@@ -874,6 +874,14 @@ TEST(PoolScaleDownConfigTest, DeallocateWithAndWithoutMaxStopped) {
   EXPECT_FALSE(e->pools[0].scale_down.Deallocates());
 }
 
+TEST(PoolScaleDownConfigTest, AvailabilitySetVmPoolsMayDeallocate) {
+  auto c =
+      ParseAutoscalerConfig(POOL_ON("azure-vms", "{mode: deallocate, maxStopped: 3}"), "c.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_TRUE(c->pools[0].scale_down.Deallocates());
+  EXPECT_EQ(c->pools[0].scale_down.max_stopped, 3);
+}
+
 TEST(PoolScaleDownConfigTest, ErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: hibernate}")),
               HasSubstr("pools[0].scaleDown.mode: expected one of \"delete\", \"deallocate\", "
@@ -885,9 +893,10 @@ TEST(PoolScaleDownConfigTest, ErrorsNameTheKeyAndWhatWasExpected) {
                         "only"));
   EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: deallocate, max: 2}")),
               HasSubstr("pools[0].scaleDown.max: unknown key"));
-  EXPECT_THAT(ErrorOf(POOL_ON("aks", "{mode: deallocate}")),
-              HasSubstr("pools[0].scaleDown.mode: provider.type aks cannot stop machines (mode "
-                        "deallocate works with kwok, azure-vmss; expected mode delete)"));
+  EXPECT_THAT(
+      ErrorOf(POOL_ON("aks", "{mode: deallocate}")),
+      HasSubstr("pools[0].scaleDown.mode: provider.type aks cannot stop machines (mode "
+                "deallocate works with kwok, azure-vmss, azure-vms; expected mode delete)"));
 }
 
 // warm.stoppedNodes: a stock of stopped machines, within maxStopped, in a deallocate pool.
