@@ -339,6 +339,8 @@ class FakeArm {
   // Capacity changes; events collected for the hooks.
   std::string Resize(ScaleSet& ss, int capacity, Events& events);  // returns an op id
   std::string StartOp(Op op, Events& events);
+  // When a fault (code, message) is scripted: `op` ends Failed with it, and the fault is used up.
+  static void TakeFault(std::optional<std::pair<std::string, std::string>>& fault, Op& op);
   void FinishOp(Op& op, Events& events);
   void RemoveInstances(ScaleSet& ss, const std::vector<std::string>& ids, Events& events);
   // The instances a POST body {"instanceIds": [...]} names (a Deleting one only when

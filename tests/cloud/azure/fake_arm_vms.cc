@@ -426,12 +426,7 @@ void FakeArm::RouteVms(const std::vector<std::string>& seg, const httplib::Reque
   nic->second["properties"]["virtualMachine"] = {{"id", vm_id}};
   Op op;
   op.vm_create = key;
-  if (fail_next_vm_create_) {
-    op.failed = true;
-    op.code = fail_next_vm_create_->first;
-    op.message = fail_next_vm_create_->second;
-    fail_next_vm_create_.reset();
-  }
+  TakeFault(fail_next_vm_create_, op);
   vms_[key] = std::move(vm);
   json answer = StandaloneVmJson(vms_[key], false, false);
   std::string id = StartOp(std::move(op), events);
@@ -454,12 +449,7 @@ void FakeArm::VmPowerAction(Vm& vm, bool start, httplib::Response& res, Events& 
   if (start && vm.power != "running") {
     vm.power = "starting";
     op.vm_start = key;
-    if (fail_next_start_) {
-      op.failed = true;
-      op.code = fail_next_start_->first;
-      op.message = fail_next_start_->second;
-      fail_next_start_.reset();
-    }
+    TakeFault(fail_next_start_, op);
   } else if (!start && vm.power != "deallocated") {
     vm.power = "deallocating";
     op.vm_deallocate = key;

@@ -151,6 +151,14 @@ std::string FakeArm::StartOp(Op op, Events& events) {
   return id;
 }
 
+void FakeArm::TakeFault(std::optional<std::pair<std::string, std::string>>& fault, Op& op) {
+  if (!fault) return;
+  op.failed = true;
+  op.code = fault->first;
+  op.message = fault->second;
+  fault.reset();
+}
+
 void FakeArm::FinishOp(Op& op, Events& events) {
   if (!op.vm_create.empty()) {
     if (auto vm = vms_.find(op.vm_create); vm != vms_.end()) {
@@ -311,12 +319,7 @@ void FakeArm::PowerAction(ScaleSet& ss, bool start, const httplib::Request& req,
       op.deallocating.push_back(in->id);
     }
   }
-  if (start && fail_next_start_) {
-    op.failed = true;
-    op.code = fail_next_start_->first;
-    op.message = fail_next_start_->second;
-    fail_next_start_.reset();
-  }
+  if (start) TakeFault(fail_next_start_, op);
   std::string id = StartOp(std::move(op), events);
   res.status = 202;
   AsyncHeaders(res, id, "Microsoft.Compute", AsyncStyle::kLocation);
