@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <set>
 #include <utility>
 
@@ -18,12 +17,6 @@ namespace {
 using nlohmann::json;
 
 constexpr Duration kDiscoveryInterval = std::chrono::minutes(1);
-
-long long NumericId(const std::string& id) {
-  char* end = nullptr;
-  long long n = std::strtoll(id.c_str(), &end, 10);
-  return (end != nullptr && *end == '\0' && !id.empty()) ? n : -1;
-}
 
 // A DNS-1123 label from a tag or scale set name ("Agentpool1" -> "agentpool1").
 std::string PoolNameFrom(std::string_view raw) {
@@ -49,23 +42,13 @@ std::string DiscoveredPoolName(const json& scale_set) {
 
 }  // namespace
 
-bool VmssInstance::failed() const { return EqualsIgnoreCase(provisioning, "Failed"); }
-bool VmssInstance::deleting() const { return EqualsIgnoreCase(provisioning, "Deleting"); }
-long long VmssInstance::number() const { return NumericId(id); }
-bool VmssInstance::stopped() const {
-  return !failed() && !deleting() &&
-         (EqualsIgnoreCase(power, "deallocated") || EqualsIgnoreCase(power, "deallocating"));
-}
-
 VmssProvider::VmssProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps)
     : AzureProvider(std::move(settings), std::move(pools), std::move(deps)) {
   bound_ = settings_.scale_sets;
 }
 
 std::string VmssProvider::ScaleSetPath(const std::string& scale_set) const {
-  return fmt::format(
-      "/subscriptions/{}/resourceGroups/{}/providers/Microsoft.Compute/virtualMachineScaleSets/{}",
-      settings_.subscription_id, settings_.resource_group, scale_set);
+  return ScaleSetPathOf({settings_.subscription_id, settings_.resource_group, scale_set, ""});
 }
 
 std::optional<std::string> VmssProvider::ScaleSetOf(const std::string& pool) const {
@@ -165,39 +148,9 @@ Result<VmssProvider::ScaleSetView> VmssProvider::ReadScaleSet(const std::string&
 }
 
 Result<std::vector<VmssInstance>> VmssProvider::ListInstances(const std::string& scale_set) {
-  TIDEPOOL_ASSIGN_OR_RETURN(auto items,
-                            arm_->List(ScaleSetPath(scale_set) + "/virtualMachines",
-                                       settings_.compute_api_version, "$expand=instanceView"));
-  std::vector<VmssInstance> out;
-  out.reserve(items.size());
-  for (const json& vm : items) {
-    VmssInstance inst;
-    inst.id = StringField(vm, "instanceId");
-    std::string rid = StringField(vm, "id");
-    if (inst.id.empty()) inst.id = rid.substr(rid.rfind('/') + 1);
-    if (inst.id.empty()) continue;
-    inst.provider_id =
-        VmssProviderId({settings_.subscription_id, settings_.resource_group, scale_set, inst.id});
-    const json& props = ObjectField(vm, "properties");
-    inst.provisioning = StringField(props, "provisioningState");
-    inst.computer_name = StringField(ObjectField(props, "osProfile"), "computerName");
-    const json& view = ObjectField(props, "instanceView");
-    if (view.contains("statuses") && view["statuses"].is_array()) {
-      for (const json& st : view["statuses"]) {
-        std::string code = StringField(st, "code");
-        if (code.starts_with("PowerState/")) {
-          inst.power = code.substr(std::string_view("PowerState/").size());
-        } else if (code.starts_with("ProvisioningState/failed")) {
-          auto slash = code.find('/', std::string_view("ProvisioningState/").size());
-          inst.error_code = slash == std::string::npos ? "" : code.substr(slash + 1);
-          inst.error_message = StringField(st, "message");
-          if (inst.provisioning.empty()) inst.provisioning = "Failed";
-        }
-      }
-    }
-    out.push_back(std::move(inst));
-  }
-  return out;
+  return ListVmssInstances(*arm_,
+                           {settings_.subscription_id, settings_.resource_group, scale_set, ""},
+                           settings_.compute_api_version);
 }
 
 bool VmssProvider::Joined(const VmssInstance& instance) const {
@@ -349,7 +302,7 @@ Result<void> VmssProvider::Shrink(const model::Pool& p, int delta, Time now) {
   };
   std::stable_sort(candidates.begin(), candidates.end(), [&](auto* a, auto* b) {
     if (rank(a) != rank(b)) return rank(a) < rank(b);
-    return NumericId(a->id) > NumericId(b->id);  // newest first
+    return a->number() > b->number();  // newest first
   });
   int remaining = delta;
   // Capacity no listed instance stands for yet (the scale set is still creating the models).

@@ -11,23 +11,9 @@
 #include <vector>
 
 #include "cloud/azure/azure_provider.h"
+#include "cloud/azure/vmss_instance.h"
 
 namespace tidepool::cloud::azure {
-
-// One instance of a scale set as the provider sees it.
-struct VmssInstance {
-  std::string id;           // instanceId ("3")
-  std::string provider_id;  // the kubelet's providerID for it
-  std::string computer_name;
-  std::string provisioning;  // properties.provisioningState: Creating, Succeeded, Failed, Deleting
-  std::string power;         // from the instance view: running, deallocated, ... ("" unknown)
-  std::string error_code;    // the failing ProvisioningState/failed/<code> status, if any
-  std::string error_message;
-  bool failed() const;
-  bool deleting() const;
-  bool stopped() const;      // deallocated or deallocating (and neither failed nor deleting)
-  long long number() const;  // the instance id as a number (-1 when it is not one)
-};
 
 // Per pool (CloudProvider and AzureProvider contracts, plus):
 //  - Binding: provider.scaleSets.<pool> names the scale set; otherwise, with discovery on, the
