@@ -89,7 +89,8 @@ bool AksProvider::Joined(const AksMachine& m) const {
 }
 
 Result<void> AksProvider::CheckIdle(const std::string& pool) const {
-  if (size_t n = pending_operations(pool); n > 0) {
+  // Deallocations (StopNode) go to the Compute API, not to the agent pool.
+  if (pending_operations(pool) > pending_operations(pool, "stop")) {
     return Fail(Error::Code::kUnavailable,
                 "aks: pool {}: a previous operation on the agent pool is still running (AKS runs "
                 "one at a time); try again after it finishes",
@@ -172,6 +173,9 @@ Result<std::optional<PoolSize>> AksProvider::RefreshPool(const model::Pool& pool
   } else {
     size.instances = ap.count;
   }
+  if (pool.scale_down.Deallocates()) {
+    TIDEPOOL_RETURN_IF_ERROR(RefreshStopped(pool, agent_pool, ap, size, now));
+  }
   if (EqualsIgnoreCase(StringField(props, "provisioningState"), "Failed") && !ap.from_cache) {
     const json& err = ObjectField(ObjectField(props, "status"), "provisioningError");
     std::string code = StringField(err, "code");
@@ -187,6 +191,7 @@ Result<std::optional<PoolSize>> AksProvider::RefreshPool(const model::Pool& pool
 Result<void> AksProvider::Grow(const model::Pool& p, int delta, Time now) {
   TIDEPOOL_ASSIGN_OR_RETURN(std::string agent_pool, AgentPoolOf(p.name));
   TIDEPOOL_RETURN_IF_ERROR(CheckIdle(p.name));
+  if (p.scale_down.Deallocates()) return GrowKeepingStopped(p, agent_pool, delta, now);
   return SetCount(
       p.name, agent_pool, [&](int count) { return WithinMax(p, count, delta); }, now);
 }
@@ -197,8 +202,23 @@ Result<void> AksProvider::Shrink(const model::Pool& p, int delta, Time now) {
   TIDEPOOL_RETURN_IF_ERROR(CheckIdle(pool));
   TIDEPOOL_ASSIGN_OR_RETURN(AgentPoolView ap, ReadAgentPool(agent_pool));
   TIDEPOOL_ASSIGN_OR_RETURN(auto machines, ListMachines(agent_pool));
+  // Deallocate pools: stopped machines are neither in count nor cancellable, and count is not
+  // lowered while a deallocation runs (AKS could meet it by deallocating a node of its choice).
+  if (p.scale_down.Deallocates() && pending_operations(pool, "stop") > 0) {
+    return Fail(Error::Code::kUnavailable,
+                "aks: pool {}: a node's deallocation is still running; try again after it finishes",
+                pool);
+  }
+  std::set<std::string> stopped;
+  if (p.scale_down.Deallocates() && machines) {
+    TIDEPOOL_ASSIGN_OR_RETURN(StoppedView v, ReadStopped(pool, agent_pool));
+    stopped = std::move(v.stopped_ids);
+  }
+  auto is_stopped = [&](const AksMachine& m) { return stopped.contains(ToLower(m.provider_id)); };
   int remaining = delta;
-  int listed = machines ? static_cast<int>(machines->size()) : ap.count;
+  int listed = machines ? static_cast<int>(std::count_if(machines->begin(), machines->end(),
+                                                         [&](auto& m) { return !is_stopped(m); }))
+                        : ap.count;
   int unbacked = std::max(0, ap.count - listed);
   if (unbacked > 0) {
     int give_back = std::min(unbacked, remaining);
@@ -217,7 +237,7 @@ Result<void> AksProvider::Shrink(const model::Pool& p, int delta, Time now) {
   if (remaining > 0 && machines) {
     std::vector<const AksMachine*> candidates;
     for (const AksMachine& m : *machines)
-      if (!Joined(m)) candidates.push_back(&m);
+      if (!Joined(m) && !is_stopped(m)) candidates.push_back(&m);
     std::sort(candidates.begin(), candidates.end(), [](auto* a, auto* b) {
       bool fa = EqualsIgnoreCase(a->provisioning, "Failed");
       bool fb = EqualsIgnoreCase(b->provisioning, "Failed");

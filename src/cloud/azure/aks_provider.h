@@ -4,10 +4,12 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cloud/azure/azure_provider.h"
+#include "cloud/azure/vmss_instance.h"
 
 namespace tidepool::cloud::azure {
 
@@ -36,7 +38,26 @@ struct AksMachine {
 //    (AksMachineName). "Joined" is NodeJoined; without it, a machine whose status says
 //    Succeeded (or that has no status) counts as joined.
 //  - PoolOf: the agent pool in the providerID's scale set name (aks-<agentpool>-<digits>-vmss).
-class AksProvider final : public AzureProvider {
+// Pools with scaleDown.mode deallocate (MachineStopper; aks_stopped.cc, docs/azure.md "Stopped
+// machines"). The agent pool must have scaleDownMode Deallocate, and the machines API must answer
+// (it names the scale set in the node resource group). AKS has no per-machine stop, so the drained
+// node's own instance is deallocated through the Compute API; `count` is read as the number of
+// machines AKS keeps running, which AKS changes only when the agent pool is written:
+//  - Refresh: `stopped` are the scale set instances whose power state is deallocated or
+//    deallocating; target = min(count, machines not stopped) (count while an operation of ours
+//    is pending). When count still counts stopped machines and nothing of ours is pending, count
+//    is lowered to the machines not stopped (one PUT), so AKS's next write does not start them.
+//  - IncreaseSize: PUT count = machines not stopped + delta (the max applies to that); AKS starts
+//    deallocated machines first, then creates. A start that fails leaves a Failed machine, which
+//    DecreaseTargetSize deletes like any failed one.
+//  - StopNode: POST <scale set>/deallocate {"instanceIds": [id]} for the node's instance (the
+//    providerID checked as for DeleteNode); 404 is success. Refused (kInvalidArgument, nothing
+//    sent) when the agent pool's scaleDownMode is not Deallocate: AKS deletes deallocated VMs of
+//    such pools. tidepool never changes scaleDownMode itself.
+//  - DeleteStopped: deleteMachines with the names of the `count` stopped machines of lowest
+//    instance id.
+//  - DecreaseTargetSize never cancels a stopped machine.
+class AksProvider final : public AzureProvider, public MachineStopper {
  public:
   AksProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
 
@@ -44,6 +65,9 @@ class AksProvider final : public AzureProvider {
   Result<void> DeleteNode(const std::string& pool, const model::Node& node, Time now) override;
   std::string PoolOf(const model::Node& node) const override;
   Result<std::vector<model::Pool>> DiscoverPools(Time now) override;
+  // MachineStopper.
+  Result<void> StopNode(const std::string& pool, const model::Node& node, Time now) override;
+  Result<void> DeleteStopped(const std::string& pool, int count, Time now) override;
 
  private:
   struct AgentPoolView {
@@ -70,7 +94,27 @@ class AksProvider final : public AzureProvider {
   Result<void> CheckIdle(const std::string& pool) const;
   bool Joined(const AksMachine& m) const;
 
+  // Deallocate pools (aks_stopped.cc).
+  struct StoppedView {
+    std::vector<AksMachine> machines;
+    std::vector<VmssInstance> instances;  // of the agent pool's scale set
+    int stopped = 0;
+    int not_stopped = 0;                // instances neither stopped nor being deleted
+    std::set<std::string> stopped_ids;  // providerIDs of the stopped instances, lower case
+  };
+  // The machines and their scale set's instances. kInvalidArgument without the machines API.
+  Result<StoppedView> ReadStopped(const std::string& pool, const std::string& agent_pool);
+  // kInvalidArgument naming the fix unless the agent pool's scaleDownMode is Deallocate.
+  Result<void> CheckDeallocateMode(const std::string& pool, const std::string& agent_pool,
+                                   const nlohmann::json& agent_pool_body) const;
+  // Refresh's part: stopped, target and instances; lowers a count that counts stopped machines.
+  Result<void> RefreshStopped(const model::Pool& pool, const std::string& agent_pool,
+                              const AgentPoolView& ap, PoolSize& size, Time now);
+  Result<void> GrowKeepingStopped(const model::Pool& pool, const std::string& agent_pool, int delta,
+                                  Time now);
+
   std::map<std::string, std::vector<AksMachine>> machines_;  // pool -> last listing
+  std::set<std::string> warned_mode_;  // deallocate pools warned of a mode or API mismatch
 };
 
 }  // namespace tidepool::cloud::azure

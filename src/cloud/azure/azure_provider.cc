@@ -59,6 +59,13 @@ size_t AzureProvider::pending_operations(const std::string& pool) const {
   return it == state_.end() ? 0 : it->second.ops.size();
 }
 
+size_t AzureProvider::pending_operations(const std::string& pool, std::string_view kind) const {
+  auto it = state_.find(pool);
+  if (it == state_.end()) return 0;
+  return std::count_if(it->second.ops.begin(), it->second.ops.end(),
+                       [&](const PendingOp& op) { return op.kind == kind; });
+}
+
 void AzureProvider::Track(const std::string& pool, Operation op, std::string kind) {
   spdlog::info("azure: pool {}: {} accepted as a long-running operation", pool, op.what);
   state_[pool].ops.push_back(PendingOp{std::move(op), std::move(kind)});

@@ -70,8 +70,9 @@ class AzureProvider : public CloudProvider {
 
   const ArmClient& arm() const { return *arm_; }
   const AzureSettings& settings() const { return settings_; }
-  // Pending long-running operations of a pool (tests, status).
+  // Pending long-running operations of a pool (tests, status); of one kind ("scale", "stop").
   size_t pending_operations(const std::string& pool) const;
+  size_t pending_operations(const std::string& pool, std::string_view kind) const;
 
   // What the factory wires in; owned by the provider.
   struct Deps {
@@ -91,7 +92,7 @@ class AzureProvider : public CloudProvider {
 
   struct PendingOp {
     Operation op;
-    std::string kind;  // "scale" or "delete", for logs
+    std::string kind;  // "scale", "delete", "start", "stop", ...: for logs and pending_operations
   };
   struct PoolState {
     std::vector<PendingOp> ops;

@@ -112,6 +112,7 @@ struct AgentPoolSpec {
   bool enable_autoscaling = false;
   std::map<std::string, std::string> node_labels;
   std::vector<std::string> node_taints;  // "key=value:Effect"
+  std::string scale_down_mode;           // properties.scaleDownMode; "" unset (AKS: Delete)
 };
 
 // Behaviour, in short:
@@ -128,7 +129,14 @@ struct AgentPoolSpec {
 //    200 + Azure-AsyncOperation (PATCH) or 202 + Location (delete) whose status resources report
 //    InProgress `operation_polls` times, then the outcome.
 //  - AKS: agent pool GET / list / PUT (count, If-Match on eTag), machines list, deleteMachines.
-//    The agent pool's VMs live in a scale set aks-<pool>-12345678-vmss (machines' resourceId).
+//    The agent pool's VMs live in a scale set aks-<pool>-12345678-vmss (machines' resourceId),
+//    reachable through the scale set routes too. scaleDownMode (docs/azure.md, "Stopped
+//    machines", the reading tidepool documents): count is the machines AKS keeps running; a PUT
+//    brings them to count: with Deallocate by starting deallocated instances first (newest
+//    first; FailNextStart applies) then creating, or by deallocating the highest ids; with Delete
+//    (or unset) by deleting every deallocated instance and resizing. Deallocating an instance
+//    through the scale set API leaves count as it is; deleteMachines lowers it by the machines
+//    deleted that were not deallocated.
 //  - Standalone VMs (azure-vms): virtualMachines list / GET ($expand=instanceView, userData) /
 //    PUT (the NIC must exist and be free; creates the managed OS disk and attaches both) /
 //    DELETE (detaches the NIC and disk when done); networkInterfaces list / GET / PUT / DELETE
@@ -259,6 +267,7 @@ class FakeArm {
   };
   struct AgentPool {
     AgentPoolSpec spec;
+    int count = 0;  // properties.count
     int etag = 1;
     std::string scale_set;
     std::string provisioning = "Succeeded";
@@ -337,7 +346,11 @@ class FakeArm {
                         const std::string& message);
 
   // Capacity changes; events collected for the hooks.
-  std::string Resize(ScaleSet& ss, int capacity, Events& events);  // returns an op id
+  // Returns an op id; the op also carries what `op` already holds (starts, deallocations).
+  std::string Resize(ScaleSet& ss, int capacity, Events& events);
+  std::string Resize(ScaleSet& ss, int capacity, Events& events, Op op);
+  // An agent pool PUT's count under its scaleDownMode (fake_arm_aks.cc); returns an op id.
+  std::string ScaleAgentPool(AgentPool& ap, ScaleSet& ss, int count, Events& events);
   std::string StartOp(Op op, Events& events);
   // When a fault (code, message) is scripted: `op` ends Failed with it, and the fault is used up.
   static void TakeFault(std::optional<std::pair<std::string, std::string>>& fault, Op& op);

@@ -33,6 +33,7 @@ void FakeArm::AddAgentPool(const std::string& cluster, const AgentPoolSpec& spec
     std::lock_guard<std::mutex> lock(mu_);
     AgentPool ap;
     ap.spec = spec;
+    ap.count = spec.count;
     ap.scale_set = "aks-" + spec.name + "-12345678-vmss";
     ScaleSet ss;
     ss.spec.name = ap.scale_set;
@@ -50,8 +51,7 @@ void FakeArm::AddAgentPool(const std::string& cluster, const AgentPoolSpec& spec
 
 int FakeArm::AgentPoolCount(const std::string& cluster, const std::string& agent_pool) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const AgentPool& ap = aks_.at(cluster).at(agent_pool);
-  return scale_sets_.at(Lower(ap.scale_set)).capacity;
+  return aks_.at(cluster).at(agent_pool).count;
 }
 
 std::vector<std::string> FakeArm::MachineNames(const std::string& cluster,
@@ -79,13 +79,15 @@ void FakeArm::FailAgentPool(const std::string& cluster, const std::string& agent
 
 json FakeArm::AgentPoolJson(const std::string& cluster, const AgentPool& ap) const {
   json j = Example("aks/AgentPoolsCreate_Update.json");
-  const ScaleSet& ss = scale_sets_.at(Lower(ap.scale_set));
   j["name"] = ap.spec.name;
   j["id"] = ResourceGroupPath() + "/providers/Microsoft.ContainerService/managedClusters/" +
             cluster + "/agentPools/" + ap.spec.name;
   json& props = j["properties"];
-  props["count"] = ss.capacity;
+  props["count"] = ap.count;
   props["vmSize"] = ap.spec.vm_size;
+  // ManagedClusterAgentPoolProfileProperties.scaleDownMode of the AKS swagger (managedClusters
+  // .json; "Delete" or "Deallocate", absent when unset): none of the stored examples carries it.
+  if (!ap.spec.scale_down_mode.empty()) props["scaleDownMode"] = ap.spec.scale_down_mode;
   props["eTag"] = "etag-" + std::to_string(ap.etag);  // as AgentPoolsGet.json carries it
   props["provisioningState"] = ap.provisioning;
   props["nodeLabels"] = json::object();
@@ -118,6 +120,54 @@ json FakeArm::MachineJson(const ScaleSet& ss, const Instance& in) const {
                                   ss.spec.name + "/virtualMachines/" + in.id;
   j["properties"]["status"] = {{"provisioningState", in.provisioning}};
   return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scaling under scaleDownMode (mu_ held).
+
+// What AKS does with a PUT's count, as docs/azure.md reads AKS's Scale-down Mode article. The
+// starts and deallocations ride on the PUT's own operation (AgentPoolsAbortOperation.json's
+// headers), as AKS runs them inside the agent pool operation.
+std::string FakeArm::ScaleAgentPool(AgentPool& ap, ScaleSet& ss, int count, Events& events) {
+  ap.count = count;
+  std::vector<Instance*> running, stopped;
+  for (Instance& in : ss.instances) {
+    if (in.provisioning == "Deleting") continue;
+    bool down = in.power == "deallocated" || in.power == "deallocating";
+    (down ? stopped : running).push_back(&in);
+  }
+  if (!Eq(ap.spec.scale_down_mode, "Deallocate")) {
+    // scale-down-mode.md: Delete removes every deallocated VM, also those deallocated through
+    // the scale set API.
+    std::vector<std::string> ids;
+    for (Instance* in : stopped) ids.push_back(in->id);
+    RemoveInstances(ss, ids, events);
+    ss.capacity = std::max(0, ss.capacity - static_cast<int>(ids.size()));
+    return Resize(ss, count, events);
+  }
+  const int n_running = static_cast<int>(running.size());
+  Op op;
+  if (count < n_running) {
+    for (int i = n_running - 1; i >= count; --i) {  // AKS's choice: the highest ids
+      running[i]->power = "deallocating";
+      op.deallocating.push_back(running[i]->id);
+    }
+    return Resize(ss, ss.capacity, events, std::move(op));
+  }
+  // Deallocated instances start first (the newest), then new ones are created.
+  int to_start = std::min(count - n_running, static_cast<int>(stopped.size()));
+  for (int i = 0; i < to_start; ++i) {
+    Instance* in = stopped[stopped.size() - 1 - i];
+    in->power = "starting";
+    op.starting.push_back(in->id);
+  }
+  if (to_start > 0 && fail_next_start_) {
+    op.failed = true;
+    op.code = fail_next_start_->first;
+    op.message = fail_next_start_->second;
+    fail_next_start_.reset();
+  }
+  return Resize(ss, ss.capacity + (count - n_running - to_start), events, std::move(op));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -166,8 +216,11 @@ void FakeArm::RouteAks(const std::vector<std::string>& seg, const httplib::Reque
       return SendError(res, 400, "InvalidParameter", "provisioningState is read-only.");
     }
     ++ap.etag;
+    if (body["properties"].contains("scaleDownMode")) {
+      ap.spec.scale_down_mode = body["properties"]["scaleDownMode"].get<std::string>();
+    }
     bool failing = fail_next_scale_up_.has_value();
-    std::string op = Resize(ss, body["properties"]["count"].get<int>(), events);
+    std::string op = ScaleAgentPool(ap, ss, body["properties"]["count"].get<int>(), events);
     if (failing) {
       ap.provisioning = "Failed";
       ap.error_code = ops_[op].code;
@@ -205,6 +258,9 @@ void FakeArm::RouteAks(const std::vector<std::string>& seg, const httplib::Reque
       if (in->provisioning != "Deleting") {
         in->provisioning = "Deleting";
         ss.capacity = std::max(0, ss.capacity - 1);
+        if (in->power != "deallocated" && in->power != "deallocating") {
+          ap.count = std::max(0, ap.count - 1);
+        }
       }
       op.deleting.push_back(in->id);
     }

@@ -105,7 +105,10 @@ InstanceEvent FakeArm::EventFor(const ScaleSet& ss, const Instance& in) const {
 }
 
 std::string FakeArm::Resize(ScaleSet& ss, int capacity, Events& events) {
-  Op op;
+  return Resize(ss, capacity, events, Op{});
+}
+
+std::string FakeArm::Resize(ScaleSet& ss, int capacity, Events& events, Op op) {
   op.scale_set = Lower(ss.spec.name);
   if (capacity > ss.capacity) {
     std::optional<std::pair<std::string, std::string>> failure;
