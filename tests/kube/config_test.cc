@@ -882,6 +882,13 @@ TEST(PoolScaleDownConfigTest, AvailabilitySetVmPoolsMayDeallocate) {
   EXPECT_EQ(c->pools[0].scale_down.max_stopped, 3);
 }
 
+TEST(PoolScaleDownConfigTest, AksAgentPoolsMayDeallocate) {
+  auto c = ParseAutoscalerConfig(POOL_ON("aks", "{mode: deallocate, maxStopped: 3}"), "c.yaml");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->pools[0].scale_down.mode, model::ScaleDownMode::kDeallocate);
+  EXPECT_EQ(c->pools[0].scale_down.max_stopped, 3);
+}
+
 TEST(PoolScaleDownConfigTest, ErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: hibernate}")),
               HasSubstr("pools[0].scaleDown.mode: expected one of \"delete\", \"deallocate\", "
@@ -894,9 +901,9 @@ TEST(PoolScaleDownConfigTest, ErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: deallocate, max: 2}")),
               HasSubstr("pools[0].scaleDown.max: unknown key"));
   EXPECT_THAT(
-      ErrorOf(POOL_ON("aks", "{mode: deallocate}")),
-      HasSubstr("pools[0].scaleDown.mode: provider.type aks cannot stop machines (mode "
-                "deallocate works with kwok, azure-vmss, azure-vms; expected mode delete)"));
+      ErrorOf(POOL_ON("clusterapi, namespace: training", "{mode: deallocate}")),
+      HasSubstr("pools[0].scaleDown.mode: provider.type clusterapi cannot stop machines (mode "
+                "deallocate works with kwok, azure-vmss, azure-vms, aks; expected mode delete)"));
 }
 
 // warm.stoppedNodes: a stock of stopped machines, within maxStopped, in a deallocate pool.

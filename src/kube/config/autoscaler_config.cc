@@ -81,7 +81,7 @@ constexpr std::string_view kCapacityTypes[] = {"on-demand", "spot"};
 constexpr std::string_view kTaintEffects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
 constexpr std::string_view kPoolScaleDownKeys[] = {"mode", "maxStopped"};
 constexpr std::string_view kScaleDownModes[] = {"delete", "deallocate"};
-constexpr std::string_view kStoppingProviders[] = {"kwok", "azure-vmss", "azure-vms"};
+constexpr std::string_view kStoppingProviders[] = {"kwok", "azure-vmss", "azure-vms", "aks"};
 
 }  // namespace config_detail
 

@@ -72,7 +72,7 @@ extern const std::string_view kTaintEffects[3];
 extern const std::string_view kPoolScaleDownKeys[2];
 extern const std::string_view kScaleDownModes[2];
 // The provider types that can stop machines (scaleDown.mode deallocate).
-extern const std::string_view kStoppingProviders[3];
+extern const std::string_view kStoppingProviders[4];
 
 // One item of `pools:`.
 // kConfig: the config defines the pool whole. kNodeGroup (provider type clusterapi): the pool is a
