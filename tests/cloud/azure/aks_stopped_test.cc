@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 constexpr char kScaleSet[] = "aks-gpu-12345678-vmss";
 
-class AzureAksStoppedTest : public AzureTestBase {
+class AzureAksStoppedTest : public AzureStoppedTestBase {
  protected:
   // A deallocate pool "gpu" (max `max`) on agent pool gpu with `count` running machines.
   void Setup(int count, int max = 10, std::string mode = "Deallocate") {
@@ -25,28 +25,13 @@ class AzureAksStoppedTest : public AzureTestBase {
                                      .vm_size = "Standard_NC6s_v3",
                                      .count = count,
                                      .scale_down_mode = std::move(mode)});
-    model::Pool pool = MakePool("gpu", max);
-    pool.scale_down.mode = model::ScaleDownMode::kDeallocate;
-    pool.scale_down.max_stopped = max;
-    provider_ = Make(AksConfig({pool}));
-    ASSERT_NE(provider_, nullptr);
-    stopper_ = dynamic_cast<cloud::MachineStopper*>(provider_.get());
-    ASSERT_NE(stopper_, nullptr);
+    Use(AksConfig({DeallocatePool(max)}));
   }
 
   model::Node Instance(const std::string& id, const std::string& scale_set = kScaleSet) const {
-    model::Node n;
-    n.meta.name = scale_set + std::string("00000") + id;
-    n.provider_id = "azure:///subscriptions/" + fake_->options().subscription +
-                    "/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachineScaleSets/" +
-                    scale_set + "/virtualMachines/" + id;
-    return n;
+    return ScaleSetNode(scale_set, id);
   }
-
-  void Stop(const std::string& id) {
-    auto r = stopper_->StopNode("gpu", Instance(id), clock_.Now());
-    ASSERT_TRUE(r.has_value()) << r.error().message();
-  }
+  void Stop(const std::string& id) { StopOk(Instance(id)); }
 
   // A Refresh once the operations of the last calls are due to be polled (Retry-After, or ARM's
   // default poll interval).
@@ -64,9 +49,6 @@ class AzureAksStoppedTest : public AzureTestBase {
       }
     return body;
   }
-
-  std::unique_ptr<cloud::azure::AzureProvider> provider_;
-  cloud::MachineStopper* stopper_ = nullptr;
 };
 
 TEST_F(AzureAksStoppedTest, StopDeallocatesTheNodesInstanceThenCountFollows) {

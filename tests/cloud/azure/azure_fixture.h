@@ -134,6 +134,18 @@ class AzureTestBase : public ::testing::Test {
     return {};
   }
 
+  // The Node of instance `id` (one digit) of `scale_set` in the fake's resource group, named and
+  // with the providerID as the kubelet sets them.
+  model::Node ScaleSetNode(const std::string& scale_set, const std::string& id) const {
+    model::Node n;
+    n.meta.name = scale_set + "00000" + id;
+    n.provider_id = "azure:///subscriptions/" + fake_->options().subscription + "/resourceGroups/" +
+                    fake_->options().resource_group +
+                    "/providers/Microsoft.Compute/virtualMachineScaleSets/" + scale_set +
+                    "/virtualMachines/" + id;
+    return n;
+  }
+
   model::Node NodeFor(const InstanceEvent& e) const {
     model::Node n;
     n.meta.name = e.node_name;
@@ -146,6 +158,34 @@ class AzureTestBase : public ::testing::Test {
   std::map<std::string, std::string> env_;
   std::vector<Duration> sleeps_;
   cloud::azure::NodeJoined node_joined_;
+};
+
+// Tests of a pool "gpu" with scaleDown.mode deallocate (cloud::MachineStopper).
+class AzureStoppedTestBase : public AzureTestBase {
+ protected:
+  // Pool "gpu" with at most `max` nodes and as many stopped machines.
+  static model::Pool DeallocatePool(int max) {
+    model::Pool pool = MakePool("gpu", max);
+    pool.scale_down.mode = model::ScaleDownMode::kDeallocate;
+    pool.scale_down.max_stopped = max;
+    return pool;
+  }
+
+  // Makes the provider under test; it must be a MachineStopper.
+  void Use(const model::AutoscalerConfig& config) {
+    provider_ = Make(config);
+    ASSERT_NE(provider_, nullptr);
+    stopper_ = dynamic_cast<cloud::MachineStopper*>(provider_.get());
+    ASSERT_NE(stopper_, nullptr);
+  }
+
+  void StopOk(const model::Node& node) {
+    auto r = stopper_->StopNode("gpu", node, clock_.Now());
+    ASSERT_TRUE(r.has_value()) << r.error().message();
+  }
+
+  std::unique_ptr<cloud::azure::AzureProvider> provider_;
+  cloud::MachineStopper* stopper_ = nullptr;
 };
 
 }  // namespace tidepool::testing::azure

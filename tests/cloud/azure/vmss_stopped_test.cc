@@ -14,36 +14,16 @@ using ::testing::HasSubstr;
 
 constexpr char kScaleSet[] = "k8s-gpu-12345678-vmss";
 
-class AzureVmssStoppedTest : public AzureTestBase {
+class AzureVmssStoppedTest : public AzureStoppedTestBase {
  protected:
   // A deallocate pool "gpu" (max `max`) on a scale set of `capacity` running instances.
   void Setup(int capacity, int max = 10) {
     fake_->AddScaleSet({.name = kScaleSet, .capacity = capacity});
-    model::Pool pool = MakePool("gpu", max);
-    pool.scale_down.mode = model::ScaleDownMode::kDeallocate;
-    pool.scale_down.max_stopped = max;
-    provider_ = Make(VmssConfig({pool}, {{"scaleSets.gpu", kScaleSet}}));
-    ASSERT_NE(provider_, nullptr);
-    stopper_ = dynamic_cast<cloud::MachineStopper*>(provider_.get());
-    ASSERT_NE(stopper_, nullptr);
+    Use(VmssConfig({DeallocatePool(max)}, {{"scaleSets.gpu", kScaleSet}}));
   }
 
-  model::Node Instance(const std::string& id) const {
-    model::Node n;
-    n.meta.name = std::string(kScaleSet) + "00000" + id;
-    n.provider_id = "azure:///subscriptions/" + fake_->options().subscription +
-                    "/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachineScaleSets/" +
-                    kScaleSet + "/virtualMachines/" + id;
-    return n;
-  }
-
-  void Stop(const std::string& id) {
-    auto r = stopper_->StopNode("gpu", Instance(id), clock_.Now());
-    ASSERT_TRUE(r.has_value()) << r.error().message();
-  }
-
-  std::unique_ptr<cloud::azure::AzureProvider> provider_;
-  cloud::MachineStopper* stopper_ = nullptr;
+  model::Node Instance(const std::string& id) const { return ScaleSetNode(kScaleSet, id); }
+  void Stop(const std::string& id) { StopOk(Instance(id)); }
 };
 
 TEST_F(AzureVmssStoppedTest, StopDeallocatesAndRefreshCountsItOutsideTheTarget) {
