@@ -27,9 +27,9 @@ struct AksMachine {
 //    whose status.provisioningError is a stockout marks the pool stocked out.
 //  - IncreaseSize / DecreaseTargetSize (capacity not backed by a machine yet): GET, then PUT the
 //    agent pool with the new count and If-Match: <eTag> when it has one (412: read again and
-//    retry once). Refused while a previous operation of ours on the pool is still running
-//    (AKS accepts one at a time: kUnavailable) and for agent pools with enableAutoScaling
-//    (AKS's own autoscaler owns their count: kInvalidArgument).
+//    retry once). Refused while a previous operation of ours on the agent pool is still running
+//    (AKS accepts one at a time: kUnavailable; a deallocation, below, is not one) and for agent
+//    pools with enableAutoScaling (AKS's own autoscaler owns their count: kInvalidArgument).
 //  - DeleteNode / DecreaseTargetSize (machines not joined, newest name first): POST
 //    .../deleteMachines {"machineNames": [...]}; AKS lowers the count itself. The machine of a
 //    node is: the machine whose resourceId equals the node's providerID; else the node's name
@@ -49,14 +49,16 @@ struct AksMachine {
 //    is lowered to the machines not stopped (one PUT), so AKS's next write does not start them.
 //  - IncreaseSize: PUT count = machines not stopped + delta (the max applies to that); AKS starts
 //    deallocated machines first, then creates. A start that fails leaves a Failed machine, which
-//    DecreaseTargetSize deletes like any failed one.
+//    DecreaseTargetSize deletes like any failed one. With another scaleDownMode: count + delta,
+//    as for a delete pool (logged).
 //  - StopNode: POST <scale set>/deallocate {"instanceIds": [id]} for the node's instance (the
 //    providerID checked as for DeleteNode); 404 is success. Refused (kInvalidArgument, nothing
 //    sent) when the agent pool's scaleDownMode is not Deallocate: AKS deletes deallocated VMs of
 //    such pools. tidepool never changes scaleDownMode itself.
 //  - DeleteStopped: deleteMachines with the names of the `count` stopped machines of lowest
 //    instance id.
-//  - DecreaseTargetSize never cancels a stopped machine.
+//  - DecreaseTargetSize never cancels a stopped machine, and waits (kUnavailable) while a
+//    deallocation runs.
 class AksProvider final : public AzureProvider, public MachineStopper {
  public:
   AksProvider(AzureSettings settings, std::vector<model::Pool> pools, Deps deps);
@@ -114,7 +116,7 @@ class AksProvider final : public AzureProvider, public MachineStopper {
                                   Time now);
 
   std::map<std::string, std::vector<AksMachine>> machines_;  // pool -> last listing
-  std::set<std::string> warned_mode_;  // deallocate pools warned of a mode or API mismatch
+  std::map<std::string, std::string> warned_;  // deallocate pool -> the mismatch last logged
 };
 
 }  // namespace tidepool::cloud::azure

@@ -69,17 +69,24 @@ Result<AksProvider::StoppedView> AksProvider::ReadStopped(const std::string& poo
 
 Result<void> AksProvider::RefreshStopped(const model::Pool& pool, const std::string& agent_pool,
                                          const AgentPoolView& ap, PoolSize& size, Time now) {
+  // A mismatch is logged once (until it changes); nothing is stopped then, and StopNode refuses.
+  auto warn_once = [&](const Error& e) {
+    if (std::string& last = warned_[pool.name]; last != e.message()) {
+      last = e.message();
+      spdlog::warn("{}", last);
+    }
+  };
   if (auto mode = CheckDeallocateMode(pool.name, agent_pool, ap.body); !mode) {
-    if (warned_mode_.insert(pool.name).second) spdlog::warn("{}", mode.error().message());
-    return {};  // nothing is stopped in such a pool; StopNode refuses
+    warn_once(mode.error());
+    return {};
   }
   auto read = ReadStopped(pool.name, agent_pool);
   if (!read && read.error().code() == Error::Code::kInvalidArgument) {
-    if (warned_mode_.insert(pool.name).second) spdlog::warn("{}", read.error().message());
+    warn_once(read.error());
     return {};
   }
   if (!read) return std::unexpected(read.error());
-  warned_mode_.erase(pool.name);
+  warned_.erase(pool.name);
   const StoppedView& v = *read;
   if (v.instances.empty()) return {};  // no scale set instance listed yet: count stands
   size.stopped = v.stopped;
