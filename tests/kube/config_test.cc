@@ -901,7 +901,9 @@ TEST(PoolScaleDownConfigTest, ErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_THAT(ErrorOf(POOL_ON("kwok", "{mode: deallocate, max: 2}")),
               HasSubstr("pools[0].scaleDown.max: unknown key"));
   EXPECT_THAT(
-      ErrorOf(POOL_ON("clusterapi, namespace: training", "{mode: deallocate}")),
+      ErrorOf(HEADER "provider: {type: clusterapi, namespace: training}\n"
+                     "pools:\n"
+                     "  - {name: gpu, scaleDown: {mode: deallocate}}\n"),
       HasSubstr("pools[0].scaleDown.mode: provider.type clusterapi cannot stop machines (mode "
                 "deallocate works with kwok, azure-vmss, azure-vms, aks; expected mode delete)"));
 }
