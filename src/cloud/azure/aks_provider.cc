@@ -174,7 +174,7 @@ Result<std::optional<PoolSize>> AksProvider::RefreshPool(const model::Pool& pool
     size.instances = ap.count;
   }
   if (pool.scale_down.Deallocates()) {
-    TIDEPOOL_RETURN_IF_ERROR(RefreshStopped(pool, agent_pool, ap, size, now));
+    TIDEPOOL_RETURN_IF_ERROR(RefreshStopped(pool, agent_pool, ap, std::move(machines), size, now));
   }
   if (EqualsIgnoreCase(StringField(props, "provisioningState"), "Failed") && !ap.from_cache) {
     const json& err = ObjectField(ObjectField(props, "status"), "provisioningError");

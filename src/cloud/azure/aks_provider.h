@@ -104,14 +104,19 @@ class AksProvider final : public AzureProvider, public MachineStopper {
     int not_stopped = 0;                // instances neither stopped nor being deleted
     std::set<std::string> stopped_ids;  // providerIDs of the stopped instances, lower case
   };
+  using Machines = std::optional<std::vector<AksMachine>>;  // nullopt: no machines API
   // The machines and their scale set's instances. kInvalidArgument without the machines API.
   Result<StoppedView> ReadStopped(const std::string& pool, const std::string& agent_pool);
+  // The same from machines already listed.
+  Result<StoppedView> StoppedOf(const std::string& pool, const std::string& agent_pool,
+                                Machines machines);
   // kInvalidArgument naming the fix unless the agent pool's scaleDownMode is Deallocate.
   Result<void> CheckDeallocateMode(const std::string& pool, const std::string& agent_pool,
                                    const nlohmann::json& agent_pool_body) const;
-  // Refresh's part: stopped, target and instances; lowers a count that counts stopped machines.
+  // Refresh's part, from the machines Refresh listed: stopped, target and instances; lowers a
+  // count that counts stopped machines.
   Result<void> RefreshStopped(const model::Pool& pool, const std::string& agent_pool,
-                              const AgentPoolView& ap, PoolSize& size, Time now);
+                              const AgentPoolView& ap, Machines machines, PoolSize& size, Time now);
   Result<void> GrowKeepingStopped(const model::Pool& pool, const std::string& agent_pool, int delta,
                                   Time now);
 

@@ -42,7 +42,13 @@ Result<void> AksProvider::CheckDeallocateMode(const std::string& pool,
 
 Result<AksProvider::StoppedView> AksProvider::ReadStopped(const std::string& pool,
                                                           const std::string& agent_pool) {
-  TIDEPOOL_ASSIGN_OR_RETURN(auto machines, ListMachines(agent_pool));
+  TIDEPOOL_ASSIGN_OR_RETURN(Machines machines, ListMachines(agent_pool));
+  return StoppedOf(pool, agent_pool, std::move(machines));
+}
+
+Result<AksProvider::StoppedView> AksProvider::StoppedOf(const std::string& pool,
+                                                        const std::string& agent_pool,
+                                                        Machines machines) {
   if (!machines) {
     return InvalidArgument(
         "aks: pool {}: scaleDown.mode deallocate needs the agent pool machines API "
@@ -68,7 +74,8 @@ Result<AksProvider::StoppedView> AksProvider::ReadStopped(const std::string& poo
 }
 
 Result<void> AksProvider::RefreshStopped(const model::Pool& pool, const std::string& agent_pool,
-                                         const AgentPoolView& ap, PoolSize& size, Time now) {
+                                         const AgentPoolView& ap, Machines machines, PoolSize& size,
+                                         Time now) {
   // A mismatch is logged once (until it changes); nothing is stopped then, and StopNode refuses.
   auto warn_once = [&](const Error& e) {
     if (std::string& last = warned_[pool.name]; last != e.message()) {
@@ -80,7 +87,7 @@ Result<void> AksProvider::RefreshStopped(const model::Pool& pool, const std::str
     warn_once(mode.error());
     return {};
   }
-  auto read = ReadStopped(pool.name, agent_pool);
+  auto read = StoppedOf(pool.name, agent_pool, std::move(machines));
   if (!read && read.error().code() == Error::Code::kInvalidArgument) {
     warn_once(read.error());
     return {};
