@@ -125,6 +125,23 @@ struct DomainCounts {
   }
 };
 
+// The placed pods of one namespace that a selector of one key (matchLabels k=v, or k In (...))
+// matches, read per node from the snapshot's LabelCounts instead of from each pod. Not indexed
+// (labels null) for any other selector: those are matched pod by pod.
+struct LabelMatch {
+  const LabelCounts* labels = nullptr;
+  std::vector<std::string> values;  // the selector's values
+  bool terminating = false;         // count pods with a deletionTimestamp too
+  std::vector<uint32_t> ids;        // the values known to `labels`
+  size_t seen = 0;                  // labels->ValueCount() when `ids` was resolved
+
+  bool indexed() const { return labels != nullptr; }
+  // Matching pods on the node slot (indexed only).
+  int32_t Pods(NodeIndex node);
+};
+LabelMatch MatchByLabel(const ClusterSnapshot& snapshot, std::string_view ns,
+                        const model::LabelSelector& selector, bool terminating);
+
 // One DoNotSchedule spread constraint of the incoming pod.
 struct Spread {
   const model::TopologySpreadConstraint* constraint;
@@ -140,6 +157,8 @@ struct Spread {
   std::vector<std::string> offered;
   int64_t domains = 0;    // eligible domains, offered ones included
   int64_t min_count = 0;  // over eligible domains
+  // Read from the snapshot's LabelCounts when the selector has one key.
+  LabelMatch match;
 };
 
 }  // namespace tidepool::sched::fit_detail
@@ -153,6 +172,7 @@ struct FitChecker::Precomputed {
   using Pod = model::Pod;
   using DomainCounts = fit_detail::DomainCounts;
   using HostPort = fit_detail::HostPort;
+  using LabelMatch = fit_detail::LabelMatch;
   using Spread = fit_detail::Spread;
   using Target = fit_detail::Target;
   using Verdict = fit_detail::Verdict;
@@ -166,6 +186,10 @@ struct FitChecker::Precomputed {
   bool affinity_matched = false;  // some placed pod (on a node with the keys) matches all terms
   bool self_matches_affinity = false;
   std::vector<DomainCounts> anti_affinity;  // per required anti-affinity term
+  // The affinity terms (when there is one) and each anti-affinity term, counted from the
+  // snapshot's LabelCounts where their selector allows (LabelMatch).
+  LabelMatch affinity_match;
+  std::vector<LabelMatch> anti_match;
   bool anti_affinity_matched = false;
   // Domains where placed pods' required anti-affinity terms select the incoming pod, per key.
   std::vector<DomainCounts> existing_anti;
@@ -181,10 +205,18 @@ struct FitChecker::Precomputed {
 
   // The per-pod and per-node parts of the above, shared by the full computation and the
   // incremental updates (FitChecker::OnNodeAdded / OnPodAdded).
-  void AccountAffinityPod(const Pod& existing, NodeIndex i);
+  // `indexed_too` as for AccountSpreadPod.
+  void AccountAffinityPod(const Pod& existing, NodeIndex i, bool indexed_too = true);
+  // The terms counted from LabelCounts, on one node.
+  void AccountIndexedAffinity(NodeIndex i);
   void AccountExistingAntiPod(const Pod& existing, NodeIndex i);
+  // One required anti-affinity term (index t) of a pod placed on node i.
+  void AccountExistingAntiTerm(const Pod& existing, size_t t, NodeIndex i);
   void AccountSpreadNode(NodeIndex i);
-  void AccountSpreadPod(const Pod& existing, NodeIndex i);
+  // `indexed_too`: also the constraints counted from LabelCounts (a pod placed after the
+  // checker was built); else only those counted pod by pod (a scan of a node's pods).
+  void AccountSpreadPod(const Pod& existing, NodeIndex i, bool indexed_too = true);
+
   void RecomputeSpreadMin();
   // Adds the node's domains to the constraints' offered ones; true when any was new.
   bool OfferDomain(const model::Node& node);

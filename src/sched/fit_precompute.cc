@@ -12,6 +12,7 @@ using fit_detail::FindLabel;
 using fit_detail::ForEachHostPort;
 using fit_detail::HostPort;
 using fit_detail::kNoDomain;
+using fit_detail::LabelMatch;
 using fit_detail::MatchesAffinity;
 using fit_detail::SanitizedIp;
 using fit_detail::SanitizedProtocol;
@@ -37,6 +38,14 @@ bool TermMatches(const PodAffinityTerm& term, std::string_view owner_ns, const P
   return ns_ok && term.label_selector.Matches(target.meta.labels);
 }
 
+// The one namespace a term selects pods in, or null when it selects several (a list, or a
+// namespace selector).
+const std::string* TermNamespace(const PodAffinityTerm& term, const std::string& owner_ns) {
+  if (term.namespace_selector) return nullptr;
+  if (term.namespaces.empty()) return &owner_ns;
+  return term.namespaces.size() == 1 ? &term.namespaces.front() : nullptr;
+}
+
 bool MatchesAllTerms(const std::vector<PodAffinityTerm>& terms, std::string_view owner_ns,
                      const Pod& target) {
   if (terms.empty()) return false;
@@ -47,18 +56,58 @@ bool MatchesAllTerms(const std::vector<PodAffinityTerm>& terms, std::string_view
 
 // Increments a per-domain count, growing the table for domains that appeared after it was
 // sized (new nodes added to the snapshot since).
-void Bump(std::vector<int32_t>& counts, uint32_t d) {
+void Bump(std::vector<int32_t>& counts, uint32_t d, int32_t n = 1) {
   if (d >= counts.size()) counts.resize(d + 1, 0);
-  ++counts[d];
+  counts[d] += n;
 }
 
 }  // namespace
 
-void FitChecker::Precomputed::AccountAffinityPod(const Pod& existing, NodeIndex i) {
+namespace fit_detail {
+
+LabelMatch MatchByLabel(const ClusterSnapshot& snapshot, std::string_view ns,
+                        const model::LabelSelector& selector, bool terminating) {
+  LabelMatch m;
+  m.terminating = terminating;
+  std::string_view key;
+  if (selector.match_labels.size() == 1 && selector.match_expressions.empty()) {
+    key = selector.match_labels.begin()->first;
+    m.values = {selector.match_labels.begin()->second};
+  } else if (selector.match_labels.empty() && selector.match_expressions.size() == 1 &&
+             selector.match_expressions.front().op == model::SelectorOp::kIn) {
+    key = selector.match_expressions.front().key;
+    m.values = selector.match_expressions.front().values;
+  } else {
+    return m;
+  }
+  m.labels = &snapshot.Labels(ns, key);
+  return m;
+}
+
+int32_t LabelMatch::Pods(NodeIndex node) {
+  if (seen != labels->ValueCount()) {
+    seen = labels->ValueCount();
+    ids.clear();
+    for (const std::string& v : values) {
+      uint32_t id = labels->Find(v);
+      if (id != LabelCounts::kNoValue && std::find(ids.begin(), ids.end(), id) == ids.end())
+        ids.push_back(id);
+    }
+  }
+  int32_t n = 0;
+  for (uint32_t id : ids) n += labels->Count(node, id, terminating);
+  return n;
+}
+
+}  // namespace fit_detail
+
+void FitChecker::Precomputed::AccountAffinityPod(const Pod& existing, NodeIndex i,
+                                                 bool indexed_too) {
   const auto& affinity_terms = pod->affinity.pod_affinity_required;
   const auto& anti_terms = pod->affinity.pod_anti_affinity_required;
   const std::string& ns = pod->meta.namespace_;
-  if (!affinity_terms.empty() && MatchesAllTerms(affinity_terms, ns, existing)) {
+  if (!affinity_terms.empty() && (indexed_too || !affinity_match.indexed()) &&
+      MatchesAllTerms(affinity_terms, ns, existing)) {
     for (DomainCounts& dc : affinity) {
       uint32_t d = dc.topo->DomainOf(i);
       if (d == kNoDomain) continue;
@@ -67,6 +116,7 @@ void FitChecker::Precomputed::AccountAffinityPod(const Pod& existing, NodeIndex 
     }
   }
   for (size_t t = 0; t < anti_terms.size(); ++t) {
+    if (!indexed_too && anti_match[t].indexed()) continue;
     DomainCounts& dc = anti_affinity[t];
     uint32_t d = dc.topo->DomainOf(i);
     if (d == kNoDomain || !TermMatches(anti_terms[t], ns, existing)) continue;
@@ -77,19 +127,23 @@ void FitChecker::Precomputed::AccountAffinityPod(const Pod& existing, NodeIndex 
 
 void FitChecker::Precomputed::AccountExistingAntiPod(const Pod& existing, NodeIndex i) {
   if (!existing.has_required_anti_affinity) return;
-  for (const auto& term : existing.affinity.pod_anti_affinity_required) {
-    if (!TermMatches(term, existing.meta.namespace_, *pod)) continue;
-    const TopologyIndex& topo = snapshot->Topology(term.topology_key);
-    uint32_t d = topo.DomainOf(i);
-    if (d == kNoDomain) continue;
-    auto it = std::find_if(existing_anti.begin(), existing_anti.end(),
-                           [&](const DomainCounts& dc) { return dc.topo == &topo; });
-    if (it == existing_anti.end()) {
-      existing_anti.push_back({&topo, std::vector<int32_t>(topo.DomainCount(), 0)});
-      it = existing_anti.end() - 1;
-    }
-    Bump(it->counts, d);
+  const auto& terms = existing.affinity.pod_anti_affinity_required;
+  for (size_t t = 0; t < terms.size(); ++t) AccountExistingAntiTerm(existing, t, i);
+}
+
+void FitChecker::Precomputed::AccountExistingAntiTerm(const Pod& existing, size_t t, NodeIndex i) {
+  const PodAffinityTerm& term = existing.affinity.pod_anti_affinity_required[t];
+  if (!TermMatches(term, existing.meta.namespace_, *pod)) return;
+  const TopologyIndex& topo = snapshot->Topology(term.topology_key);
+  uint32_t d = topo.DomainOf(i);
+  if (d == kNoDomain) return;
+  auto it = std::find_if(existing_anti.begin(), existing_anti.end(),
+                         [&](const DomainCounts& dc) { return dc.topo == &topo; });
+  if (it == existing_anti.end()) {
+    existing_anti.push_back({&topo, std::vector<int32_t>(topo.DomainCount(), 0)});
+    it = existing_anti.end() - 1;
   }
+  Bump(it->counts, d);
 }
 
 void FitChecker::Precomputed::ComputeAffinity() {
@@ -99,21 +153,50 @@ void FitChecker::Precomputed::ComputeAffinity() {
   };
   for (const auto& t : pod->affinity.pod_affinity_required) affinity.push_back(init(t));
   for (const auto& t : pod->affinity.pod_anti_affinity_required) anti_affinity.push_back(init(t));
-  self_matches_affinity =
-      MatchesAllTerms(pod->affinity.pod_affinity_required, pod->meta.namespace_, *pod);
+  const std::string& ns = pod->meta.namespace_;
+  self_matches_affinity = MatchesAllTerms(pod->affinity.pod_affinity_required, ns, *pod);
+  auto match = [&](const PodAffinityTerm& t) {
+    const std::string* term_ns = TermNamespace(t, ns);
+    return t.has_label_selector && term_ns != nullptr
+               ? fit_detail::MatchByLabel(*snapshot, *term_ns, t.label_selector, true)
+               : LabelMatch{};
+  };
+  if (pod->affinity.pod_affinity_required.size() == 1)
+    affinity_match = match(pod->affinity.pod_affinity_required.front());
+  for (const auto& t : pod->affinity.pod_anti_affinity_required) anti_match.push_back(match(t));
+  bool scan = (!pod->affinity.pod_affinity_required.empty() && !affinity_match.indexed()) ||
+              std::any_of(anti_match.begin(), anti_match.end(),
+                          [](const LabelMatch& m) { return !m.indexed(); });
   for (NodeIndex i = 0; i < snapshot->NodeSlots(); ++i) {
     const NodeInfo& info = snapshot->Get(i);
     if (info.removed) continue;
-    for (const Pod* existing : info.pods) AccountAffinityPod(*existing, i);
+    AccountIndexedAffinity(i);
+    if (scan)
+      for (const Pod* existing : info.pods) AccountAffinityPod(*existing, i, false);
+  }
+}
+
+void FitChecker::Precomputed::AccountIndexedAffinity(NodeIndex i) {
+  // The matching pods on node i, added to the term's domain; true when there were any.
+  auto account = [&](LabelMatch& m, DomainCounts& dc) {
+    uint32_t d = dc.topo->DomainOf(i);
+    int32_t n = d == kNoDomain ? 0 : m.Pods(i);
+    if (n > 0) Bump(dc.counts, d, n);
+    return n > 0;
+  };
+  if (affinity_match.indexed() && account(affinity_match, affinity.front()))
+    affinity_matched = true;
+  for (size_t t = 0; t < anti_match.size(); ++t) {
+    if (anti_match[t].indexed() && account(anti_match[t], anti_affinity[t]))
+      anti_affinity_matched = true;
   }
 }
 
 void FitChecker::Precomputed::ComputeExistingAntiAffinity() {
-  for (NodeIndex i = 0; i < snapshot->NodeSlots(); ++i) {
-    const NodeInfo& info = snapshot->Get(i);
-    if (info.removed || info.pods_with_required_anti_affinity == 0) continue;
-    for (const Pod* existing : info.pods) AccountExistingAntiPod(*existing, i);
-  }
+  // Only the terms filed under one of the pod's labels can select it.
+  snapshot->AntiAffinity().ForEachCandidate(*pod, [&](const AntiAffinityIndex::Entry& e) {
+    AccountExistingAntiTerm(*e.owner, e.term, e.node);
+  });
 }
 
 void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i) {
@@ -141,14 +224,22 @@ void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i) {
     }
     s.eligible[d] = 1;
   }
-  for (const Pod* existing : info.pods) AccountSpreadPod(*existing, i);
+  for (Spread& s : spread) {
+    if (!s.match.indexed()) continue;
+    uint32_t d = s.topo->DomainOf(i);
+    if (d < s.eligible.size() && s.eligible[d]) s.counts[d] += s.match.Pods(i);
+  }
+  if (std::any_of(spread.begin(), spread.end(),
+                  [](const Spread& s) { return s.counts_pods && !s.match.indexed(); })) {
+    for (const Pod* existing : info.pods) AccountSpreadPod(*existing, i, /*indexed_too=*/false);
+  }
 }
 
-void FitChecker::Precomputed::AccountSpreadPod(const Pod& existing, NodeIndex i) {
+void FitChecker::Precomputed::AccountSpreadPod(const Pod& existing, NodeIndex i, bool indexed_too) {
   // Terminating pods do not count (kube-scheduler skips a set deletionTimestamp).
   if (existing.meta.namespace_ != pod->meta.namespace_ || existing.meta.deletion_timestamp) return;
   for (Spread& s : spread) {
-    if (!s.counts_pods) continue;
+    if (!s.counts_pods || (s.match.indexed() && !indexed_too)) continue;
     uint32_t d = s.topo->DomainOf(i);
     if (d == kNoDomain || d >= s.eligible.size() || !s.eligible[d]) continue;
     if (s.selector.Matches(existing.meta.labels)) ++s.counts[d];
@@ -218,6 +309,8 @@ void FitChecker::Precomputed::ComputeSpread() {
       }
     }
     s.counts_pods = c.has_label_selector && !s.selector.IsEmpty();
+    if (s.counts_pods)
+      s.match = fit_detail::MatchByLabel(*snapshot, pod->meta.namespace_, s.selector, false);
     s.self_match = c.has_label_selector && s.selector.Matches(pod->meta.labels);
     s.min_domains = c.min_domains.value_or(1);
     s.counts.assign(s.topo->DomainCount(), 0);

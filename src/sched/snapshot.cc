@@ -40,6 +40,16 @@ const TopologyIndex& ClusterSnapshot::Topology(std::string_view key) const {
   return *topologies_.back();
 }
 
+const LabelCounts& ClusterSnapshot::Labels(std::string_view ns, std::string_view key) const {
+  for (const auto& l : label_counts_)
+    if (l->key() == key && l->ns() == ns) return *l;
+  auto counts = std::make_unique<LabelCounts>(std::string(ns), std::string(key));
+  counts->per_node_.resize(nodes_.size());
+  for (NodeIndex i = 0; i < nodes_.size(); ++i) counts->Recount(i, nodes_[i].pods);
+  label_counts_.push_back(std::move(counts));
+  return *label_counts_.back();
+}
+
 Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   TIDEPOOL_CHECK(node != nullptr);
   if (node->name().empty()) return InvalidArgument("cannot add a node without a name");
@@ -55,6 +65,7 @@ Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   info.allocatable = node->allocatable;
   by_name_.emplace(node->name(), index);
   for (auto& t : topologies_) t->Append(*node);
+  for (auto& l : label_counts_) l->AddSlot();
   ++live_nodes_;
   Record({Op::kAddNode, index, nullptr, 0});
   return index;
@@ -70,6 +81,10 @@ Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
   if (dra_ != nullptr) {
     for (const model::Pod* p : info.pods)
       if (!p->resource_claims.empty()) dra_->Unplace(*p);
+  }
+  if (info.pods_with_required_anti_affinity > 0) {
+    for (const model::Pod* p : info.pods)
+      if (p->has_required_anti_affinity) anti_affinity_.Remove(*p, index);
   }
   by_name_.erase(info.node->name());
   --live_nodes_;
@@ -181,9 +196,11 @@ void ClusterSnapshot::PlacePod(const model::Pod* pod, NodeIndex node) {
   info.pods.push_back(pod);
   info.requested += pod->requests;
   ++pod_count_;
+  for (auto& l : label_counts_) l->Change(*pod, node, +1);
   if (pod->has_required_anti_affinity) {
     ++info.pods_with_required_anti_affinity;
     ++pods_with_anti_affinity_;
+    anti_affinity_.Add(*pod, node);
   }
   if (pod->has_required_affinity) {
     ++info.pods_with_required_affinity;
@@ -199,9 +216,11 @@ void ClusterSnapshot::UnplacePodAt(NodeIndex node, uint32_t position) {
   info.pods.pop_back();
   info.requested -= pod->requests;
   --pod_count_;
+  for (auto& l : label_counts_) l->Change(*pod, node, -1);
   if (pod->has_required_anti_affinity) {
     --info.pods_with_required_anti_affinity;
     --pods_with_anti_affinity_;
+    anti_affinity_.Remove(*pod, node);
   }
   if (pod->has_required_affinity) {
     --info.pods_with_required_affinity;
@@ -251,6 +270,7 @@ void ClusterSnapshot::Undo(const Change& c) {
       --live_nodes_;
       nodes_.pop_back();
       for (auto& t : topologies_) t->PopBack();
+      for (auto& l : label_counts_) l->PopSlot();
       break;
     }
     case Op::kRemoveNode: {
@@ -269,6 +289,11 @@ void ClusterSnapshot::Undo(const Change& c) {
       pod_count_ += static_cast<int64_t>(info.pods.size());
       pods_with_anti_affinity_ += info.pods_with_required_anti_affinity;
       pods_with_affinity_ += info.pods_with_required_affinity;
+      for (auto& l : label_counts_) l->Recount(c.node, info.pods);
+      if (info.pods_with_required_anti_affinity > 0) {
+        for (const model::Pod* p : info.pods)
+          if (p->has_required_anti_affinity) anti_affinity_.Add(*p, c.node);
+      }
       break;
     }
     case Op::kSetAllocatable: {

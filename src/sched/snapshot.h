@@ -14,6 +14,8 @@
 #include "base/error.h"
 #include "model/node.h"
 #include "model/pod.h"
+#include "sched/anti_affinity_index.h"
+#include "sched/label_counts.h"
 
 namespace tidepool::sched {
 
@@ -139,6 +141,11 @@ class ClusterSnapshot {
   // by AddNode and revert. The reference stays valid for the snapshot's lifetime. Building it
   // mutates a cache, so even const use of a snapshot is single-threaded.
   const TopologyIndex& Topology(std::string_view key) const;
+  // The pods of namespace `ns` per node slot by their value of label `key`, built on first use
+  // (O(pods)) and then kept up to date by every change and revert, like Topology().
+  const LabelCounts& Labels(std::string_view ns, std::string_view key) const;
+  // The required anti-affinity terms of the pods on live nodes, by a label they require.
+  const AntiAffinityIndex& AntiAffinity() const { return anti_affinity_; }
 
  private:
   enum class Op : uint8_t { kAddNode, kRemoveNode, kAddPod, kRemovePod, kSetAllocatable };
@@ -174,6 +181,9 @@ class ClusterSnapshot {
   DraState* dra_ = nullptr;
   // Topology indexes built so far; each covers every node slot.
   mutable std::vector<std::unique_ptr<TopologyIndex>> topologies_;
+  // Label counts built so far; each covers every node slot.
+  mutable std::vector<std::unique_ptr<LabelCounts>> label_counts_;
+  AntiAffinityIndex anti_affinity_;
 };
 
 }  // namespace tidepool::sched
