@@ -118,7 +118,7 @@ class Placer {
       if (!usable_[n]) return false;
       const NodeInfo& info = snapshot_.Get(n);
       if (QuickReject(f, info)) return false;
-      if (checker) return checker->Check(n).fits();
+      if (checker) return checker->Fits(n);
       // What QuickReject did not cover, reading the Pod only when it has something to say.
       if (!info.node->taints.empty() || f.node_constraints || f.other_resources) {
         return FastCheck(*f.pod, info).fits();

@@ -173,7 +173,7 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, size_t& ptr, Est
   if (e.family->members.size() > 1) {
     for (size_t i = 0; i < e.new_nodes.size(); ++i) {
       FlexNode& node = e.new_nodes[i];
-      if (!node.HasRoomFor(pod) || !checker.Check(node.index).fits()) continue;
+      if (!node.HasRoomFor(pod) || !checker.Fits(node.index)) continue;
       TIDEPOOL_CHECK(TakeOn(node, pod, solo, e));
       Place(pod, checker, e, i);
       return true;
@@ -182,7 +182,7 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, size_t& ptr, Est
   bool monotone = pod.topology_spread_constraints.empty();
   for (size_t i = monotone ? ptr : 0; i < e.new_nodes.size(); ++i) {
     FlexNode& node = e.new_nodes[i];
-    if (!checker.Check(node.index).fits() || !TakeOn(node, pod, solo, e)) continue;
+    if (!checker.Fits(node.index) || !TakeOn(node, pod, solo, e)) continue;
     Place(pod, checker, e, i);
     if (monotone) ptr = i;
     return true;
@@ -237,7 +237,7 @@ bool Pass::PlaceOutsideEstimate(const Pod& pod, FitChecker& checker, Estimate& e
   // Before the estimate changed anything the pod fit no node outside it.
   if (e.new_nodes.empty() && e.outside.empty()) return false;
   for (NodeIndex i = 0; i < e.first_slot; ++i) {
-    if (snap_.Get(i).removed || !checker.Check(i).fits()) continue;
+    if (snap_.Get(i).removed || !checker.Fits(i)) continue;
     (void)snap_.AddPod(&pod, i);
     checker.OnPodAdded(pod, i);
     e.outside.emplace_back(&pod, i);
@@ -259,7 +259,7 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
       FitChecker checker(*p, snap_);
       OfferSpreadDomains(*p, checker);
       for (NodeIndex i = 0; i < snap_.NodeSlots(); ++i) {
-        if (snap_.Get(i).removed || !checker.Check(i).fits()) continue;
+        if (snap_.Get(i).removed || !checker.Fits(i)) continue;
         (void)snap_.AddPod(p, i);
         AccountRetroPod(*p, i, fallback, ups);
         placed = true;
@@ -306,7 +306,7 @@ NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
   for (size_t k = 0; k < n; ++k) {
     auto i = static_cast<NodeIndex>((start + k) % n);
     if (snap_.Get(i).removed) continue;
-    if (checker.Check(i).fits()) {
+    if (checker.Fits(i)) {
       (void)snap_.AddPod(&pod, i);
       hints_[group] = i;
       return i;

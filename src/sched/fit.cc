@@ -292,21 +292,41 @@ FitChecker::~FitChecker() = default;
 FitChecker::FitChecker(FitChecker&&) noexcept = default;
 FitChecker& FitChecker::operator=(FitChecker&&) noexcept = default;
 
+namespace {
+
+// A failure with or without its wording (Fits() needs only the code).
+template <bool kReason>
+FitResult Failure(const Verdict& v) {
+  if constexpr (kReason) return MakeFailure(v);
+  FitResult r;
+  r.code = v.code;
+  return r;
+}
+
+}  // namespace
+
 // Inlined into Check and CheckTemplate: the path of a pod that fits stays free of calls.
+template <bool kReason>
 [[gnu::always_inline]] inline FitResult FitChecker::CheckLast(const Node& node,
                                                               NodeIndex index) const {
   if (pre_) {
     const Target t{&node, index};
     const Verdict spread = pre_->SpreadVerdict(t);
-    if (!spread.fits()) return MakeFailure(spread);
+    if (!spread.fits()) return Failure<kReason>(spread);
     const Verdict inter_pod = pre_->InterPodVerdict(t);
-    if (!inter_pod.fits()) return MakeFailure(inter_pod);
+    if (!inter_pod.fits()) return Failure<kReason>(inter_pod);
   }
   if (pod_->resource_claims.empty()) return FitResult::Fit();
+  if constexpr (!kReason) {
+    if (claims_ == nullptr || !snapshot_->dra()->CanAllocate(*claims_, node))
+      return Failure<false>(Reject(FitCode::kDynamicResources));
+    return FitResult::Fit();
+  }
   return ClaimsResult(claims_, snapshot_->dra(), node);
 }
 
-FitResult FitChecker::Check(NodeIndex index) const {
+template <bool kReason>
+FitResult FitChecker::CheckNode(NodeIndex index) const {
   TIDEPOOL_CHECK(index < snapshot_->NodeSlots());
   const NodeInfo& info = snapshot_->Get(index);
   TIDEPOOL_CHECK_MSG(!info.removed, "fit check against a removed node");
@@ -314,15 +334,19 @@ FitResult FitChecker::Check(NodeIndex index) const {
   // Each verdict is its own constant: reassigning one Verdict made g++ copy it through
   // overlapping stack moves that stall store forwarding on the hot path.
   const Verdict fixed = StaticVerdict(*pod_, node, info.unschedulable, info.has_taints);
-  if (!fixed.fits()) return MakeFailure(fixed);
+  if (!fixed.fits()) return Failure<kReason>(fixed);
   if (pre_ && !pre_->ports.empty() && pre_->PortsConflict(info)) {
-    return MakeFailure(Reject(FitCode::kNodePorts));
+    return Failure<kReason>(Reject(FitCode::kNodePorts));
   }
   const Verdict resources =
       ResourcesVerdict(*pod_, info.allocatable, info.requested, info.requested.pods());
-  if (!resources.fits()) return MakeFailure(resources);
-  return CheckLast(node, index);
+  if (!resources.fits()) return Failure<kReason>(resources);
+  return CheckLast<kReason>(node, index);
 }
+
+FitResult FitChecker::Check(NodeIndex index) const { return CheckNode<true>(index); }
+
+bool FitChecker::Fits(NodeIndex index) const { return CheckNode<false>(index).fits(); }
 
 FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_requests,
                                     int existing_pods) const {
@@ -332,7 +356,7 @@ FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_
   const Verdict resources =
       ResourcesVerdict(*pod_, node.allocatable, existing_requests, existing_pods);
   if (!resources.fits()) return MakeFailure(resources);
-  return CheckLast(node, kNoNode);
+  return CheckLast<true>(node, kNoNode);
 }
 
 FitResult CheckClaims(const Pod& pod, const Node& node, const ClusterSnapshot& snapshot) {

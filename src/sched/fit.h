@@ -84,6 +84,9 @@ class FitChecker {
 
   // `node` must be a live node of the snapshot (checked).
   FitResult Check(NodeIndex node) const;
+  // Check(node).fits(), without composing the reason of a failure: for loops over many nodes
+  // that only need the answer.
+  bool Fits(NodeIndex node) const;
   // Checks against a node not in the snapshot (e.g. a pool template), treating it as empty
   // except for `existing_requests` (DaemonSet pods on it; its "pods" entry is ignored, the pod
   // count is `existing_pods`). Inter-pod rules see the snapshot's pods in the node's topology
@@ -118,7 +121,11 @@ class FitChecker {
 
   // The filters after NodeResourcesFit: PodTopologySpread, InterPodAffinity, DynamicResources.
   // `index` is kNoNode for a template node.
+  template <bool kReason>
   FitResult CheckLast(const model::Node& node, NodeIndex index) const;
+  // Check and Fits: with kReason a failure carries kube-scheduler's wording, else only its code.
+  template <bool kReason>
+  FitResult CheckNode(NodeIndex index) const;
 
   const model::Pod* pod_;
   const ClusterSnapshot* snapshot_;

@@ -44,7 +44,7 @@ class Pass {
     double best_score = -1;
     for (sched::NodeIndex i = 0; i < snap_.NodeSlots(); ++i) {
       const sched::NodeInfo& info = snap_.Get(i);
-      if (info.removed || !checker.Check(i).fits()) continue;
+      if (info.removed || !checker.Fits(i)) continue;
       double score = Score(info, pod);
       if (score > best_score) {
         best_score = score;
