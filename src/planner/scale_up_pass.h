@@ -149,7 +149,13 @@ class Pass {
   ScaleUpPlan Run();
 
   // For Explain: after Run().
-  const std::map<std::string, PoolReason>* ReasonsFor(const std::string& pod) const {
+  const std::map<std::string, PoolReason>* ReasonsFor(const std::string& pod) {
+    for (auto& [p, notes] : family_note_) {
+      if (p->Key() == pod) {
+        FlushFamilyNotes(*p);
+        break;
+      }
+    }
     auto it = reasons_.find(pod);
     return it == reasons_.end() ? nullptr : &it->second;
   }
@@ -301,13 +307,16 @@ class Pass {
   // Reasons (scale_up_reasons.cc).
   void RecordStaticReasons(const std::vector<const Pod*>& pods);
   void NoteReason(const Pod& pod, const std::string& pool, PoolReason reason) {
-    family_note_.erase(&pod);
+    FlushFamilyNotes(pod);
     reasons_[pod.Key()][pool] = std::move(reason);
   }
-  // The same reason for every pool of the family. Estimates repeat the same verdict on a pod
-  // round after round (a spread pod its zone cannot take yet), so a note equal to the pod's last
-  // one for the family, with no other note on the pod since, writes nothing.
+  // The same reason for every pool of the family. Estimates repeat verdicts on a pod round after
+  // round (a spread pod its zone cannot take yet) and most such pods are placed later, so the
+  // note is kept per family and written to every pool only when something reads or overrides the
+  // pod's reasons (FlushFamilyNotes); a note for the same family replaces the one before.
   void NoteFamilyReason(const Pod& pod, const Family& family, const PoolReason& why);
+  // Writes the pod's family notes to its per-pool reasons, in the order they were noted.
+  void FlushFamilyNotes(const Pod& pod);
 
   // The equivalence group of a pod, computed once per pod per pass.
   uint32_t GroupOf(const Pod* pod) {
@@ -364,7 +373,7 @@ class Pass {
   std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
   std::unordered_map<const Pod*, uint32_t> group_of_;
   std::map<std::string, std::map<std::string, PoolReason>> reasons_;  // pod -> pool -> why
-  // Per pod, the last NoteFamilyReason per family, while no other note on the pod followed.
+  // Per pod, the last NoteFamilyReason per family not yet written to reasons_.
   std::unordered_map<const Pod*, std::vector<std::pair<const Family*, PoolReason>>> family_note_;
   std::map<std::string, std::string> fits_node_;
   std::map<std::string, std::string> pool_for_;

@@ -17,7 +17,7 @@ PoolReason PoolState::BackoffReason() const {
 
 void Pass::RecordStaticReasons(const std::vector<const Pod*>& pods) {
   for (const Pod* pod : pods) {
-    family_note_.erase(pod);
+    FlushFamilyNotes(*pod);
     for (const PoolState& ps : pools_) {
       PoolReason& slot = reasons_[pod->Key()][ps.pool->name];
       if (ps.backoff_until) {
@@ -34,14 +34,22 @@ void Pass::NoteFamilyReason(const Pod& pod, const Family& family, const PoolReas
   auto& notes = family_note_[&pod];
   auto last =
       std::find_if(notes.begin(), notes.end(), [&](const auto& n) { return n.first == &family; });
-  if (last != notes.end() && last->second == why) return;
-  auto& per_pool = reasons_[pod.Key()];
-  for (size_t i : family.members) per_pool[pools_[i].pool->name] = why;
   if (last == notes.end()) {
     notes.emplace_back(&family, why);
-  } else {
-    last->second = why;
+  } else if (!(last->second == why)) {
+    // Written after every other pending note of the pod, as if it had been noted last.
+    notes.erase(last);
+    notes.emplace_back(&family, why);
   }
+}
+
+void Pass::FlushFamilyNotes(const Pod& pod) {
+  auto it = family_note_.find(&pod);
+  if (it == family_note_.end()) return;
+  auto& per_pool = reasons_[pod.Key()];
+  for (const auto& [family, why] : it->second)
+    for (size_t i : family->members) per_pool[pools_[i].pool->name] = why;
+  family_note_.erase(it);
 }
 
 }  // namespace scale_up_detail

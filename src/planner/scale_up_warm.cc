@@ -67,6 +67,7 @@ void Pass::NoteWarmUnmet(const std::vector<const Pod*>& need, ScaleUpPlan& plan)
   for (const Pod* p : need) {
     const std::string& pool = *p->meta.Annotation(kWarmPoolAnnotation);
     if (plan.warm_unmet.contains(pool)) continue;
+    FlushFamilyNotes(*p);
     std::string why = reasons_[p->Key()][pool].text;
     for (const PoolState& ps : pools_) {
       if (ps.pool->name != pool) continue;
