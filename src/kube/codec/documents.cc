@@ -186,6 +186,8 @@ class YamlConverter {
   size_t budget_;
 };
 
+}  // namespace
+
 bool IsListKind(const Json& doc, std::string& kind_out) {
   const Json* kind = Find(doc, "kind");
   if (kind == nullptr || !kind->is_string()) return false;
@@ -201,8 +203,8 @@ bool IsListKind(const Json& doc, std::string& kind_out) {
   return false;
 }
 
-Result<void> Expand(Json doc, std::string origin, int depth, std::string_view source,
-                    std::vector<SourcedDocument>& out) {
+Result<void> ExpandDocument(Json doc, std::string origin, int depth, std::string_view source,
+                            std::vector<SourcedDocument>& out) {
   std::string list_kind;
   if (!doc.is_object() || !IsListKind(doc, list_kind)) {
     out.push_back({std::move(doc), std::move(origin)});
@@ -218,23 +220,30 @@ Result<void> Expand(Json doc, std::string origin, int depth, std::string_view so
     return std::unexpected(
         TypeError(FieldPath().Key("items"), "an array", items).Wrap(origin).Wrap(source));
   }
-  // Items of a typed list (PodList) carry no kind of their own.
-  std::string item_kind = list_kind == "List" ? "" : list_kind.substr(0, list_kind.size() - 4);
   const Json* api_version = Find(doc, "apiVersion");
   Json taken = std::move(doc["items"]);
   for (size_t i = 0; i < taken.size(); ++i) {
-    Json& item = taken[i];
-    if (!item_kind.empty() && item.is_object()) {
-      if (Find(item, "kind") == nullptr) item["kind"] = item_kind;
-      if (Find(item, "apiVersion") == nullptr && api_version != nullptr) {
-        item["apiVersion"] = *api_version;
-      }
-    }
-    TIDEPOOL_RETURN_IF_ERROR(
-        Expand(std::move(item), fmt::format("{}, items[{}]", origin, i), depth + 1, source, out));
+    TIDEPOOL_RETURN_IF_ERROR(ExpandListItem(std::move(taken[i]),
+                                            fmt::format("{}, items[{}]", origin, i), depth + 1,
+                                            list_kind, api_version, source, out));
   }
   return {};
 }
+
+Result<void> ExpandListItem(Json item, std::string origin, int depth, const std::string& list_kind,
+                            const Json* api_version, std::string_view source,
+                            std::vector<SourcedDocument>& out) {
+  // Items of a typed list (PodList) carry no kind of their own.
+  if (list_kind != "List" && item.is_object()) {
+    if (Find(item, "kind") == nullptr) item["kind"] = list_kind.substr(0, list_kind.size() - 4);
+    if (Find(item, "apiVersion") == nullptr && api_version != nullptr) {
+      item["apiVersion"] = *api_version;
+    }
+  }
+  return ExpandDocument(std::move(item), std::move(origin), depth, source, out);
+}
+
+namespace {
 
 // Expands one top-level document: a top-level array is a sequence of objects.
 Result<void> ExpandTop(Json doc, const std::string& origin, std::string_view source,
@@ -243,11 +252,11 @@ Result<void> ExpandTop(Json doc, const std::string& origin, std::string_view sou
   if (doc.is_array()) {
     for (size_t i = 0; i < doc.size(); ++i) {
       TIDEPOOL_RETURN_IF_ERROR(
-          Expand(std::move(doc[i]), fmt::format("{}, [{}]", origin, i), 0, source, out));
+          ExpandDocument(std::move(doc[i]), fmt::format("{}, [{}]", origin, i), 0, source, out));
     }
     return {};
   }
-  return Expand(std::move(doc), origin, 0, source, out);
+  return ExpandDocument(std::move(doc), origin, 0, source, out);
 }
 
 Result<std::vector<SourcedDocument>> ParseYaml(std::string_view text, std::string_view source) {
@@ -268,25 +277,28 @@ Result<std::vector<SourcedDocument>> ParseYaml(std::string_view text, std::strin
   return out;
 }
 
+// "SOURCE: invalid JSON: <nlohmann's message without its [json.exception...] prefix>".
+Error InvalidJson(std::string_view source, const std::exception& e) {
+  // what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
+  std::string_view what = e.what();
+  if (auto pos = what.find("] "); what.starts_with("[json.exception") && pos != what.npos) {
+    what.remove_prefix(pos + 2);
+  }
+  return InvalidArgument("{}: invalid JSON: {}", source, what).error();
+}
+
 Result<Json> ParseJson(std::string_view text, std::string_view source) {
   try {
     return Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
-    // what() is "[json.exception.parse_error.101] parse error at line 3, column 5: ...".
-    std::string_view what = e.what();
-    if (auto pos = what.find("] "); what.starts_with("[json.exception") && pos != what.npos) {
-      what.remove_prefix(pos + 2);
-    }
-    return InvalidArgument("{}: invalid JSON: {}", source, what);
+    return std::unexpected(InvalidJson(source, e));
   } catch (const Json::out_of_range& e) {
     // A number beyond double range ("1e400"): bad input, not an internal error.
-    std::string_view what = e.what();
-    if (auto pos = what.find("] "); what.starts_with("[json.exception") && pos != what.npos) {
-      what.remove_prefix(pos + 2);
-    }
-    return InvalidArgument("{}: invalid JSON: {}", source, what);
+    return std::unexpected(InvalidJson(source, e));
   }
 }
+
+}  // namespace
 
 // JSON starts with `{` or `[`. So does a YAML flow collection (`{kind: Pod}`), whose first key
 // or item is usually unquoted; JSON's is a string, a number, a literal or another bracket.
@@ -301,8 +313,6 @@ bool LooksLikeJson(std::string_view text) {
   return c == '"' || c == '}' || c == ']' || c == '-' || IsDigit(c) || rest.starts_with("true") ||
          rest.starts_with("false") || rest.starts_with("null");
 }
-
-}  // namespace
 
 Json ResolvePlainScalar(const std::string& text) {
   std::string_view s = text;

@@ -30,6 +30,20 @@ struct SourcedDocument {
 Result<std::vector<SourcedDocument>> ParseSourcedDocuments(std::string_view text,
                                                            std::string_view source);
 
+// The pieces of ParseSourcedDocuments that the streaming List reader (list_stream.h) shares.
+// A document is a List: kind "List", or "<Kind>List" with an `items` member; sets its kind.
+bool IsListKind(const Json& doc, std::string& kind_out);
+// One object, a List replaced by its items (recursively, `depth` Lists deep so far).
+Result<void> ExpandDocument(Json doc, std::string origin, int depth, std::string_view source,
+                            std::vector<SourcedDocument>& out);
+// One item of a List of kind `list_kind`: an item of a typed list gets the list's kind (without
+// "List") and apiVersion when it lacks them; then expanded as above.
+Result<void> ExpandListItem(Json item, std::string origin, int depth, const std::string& list_kind,
+                            const Json* api_version, std::string_view source,
+                            std::vector<SourcedDocument>& out);
+// Whether a text is JSON rather than YAML (decided up front, see the definition).
+bool LooksLikeJson(std::string_view text);
+
 // Resolves a plain (unquoted, untagged) YAML scalar per the YAML 1.2 core schema: null, bool,
 // int (decimal, 0o octal, 0x hex; beyond 64 bits a double), float (incl. .inf, .nan), else the
 // string itself.

@@ -12,6 +12,7 @@
 #include "kube/codec/decode_common.h"
 #include "kube/codec/documents.h"
 #include "kube/codec/dra.h"
+#include "kube/codec/list_stream.h"
 #include "kube/codec/provisioning.h"
 
 namespace tidepool::kube::codec {
@@ -60,80 +61,97 @@ Result<void> DecodeDraObject(std::string_view kind, const Json& obj, model::DraO
   return into(DecodeResourceSlice(obj), dra.slices);
 }
 
-Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_view source) {
-  TIDEPOOL_ASSIGN_OR_RETURN(auto docs, ParseSourcedDocuments(text, source));
-  ClusterState state;
-  for (const auto& doc : docs) {
-    const Json& obj = doc.value;
-    auto at_doc = [&](Error e) { return std::unexpected(e.Wrap(doc.origin).Wrap(source)); };
-    if (!obj.is_object()) return at_doc(TypeError(FieldPath(), "an object", &obj));
-    const Json* kind_json = Find(obj, "kind");
-    if (kind_json == nullptr) {
-      return at_doc(
-          FieldError(FieldPath(), "missing \"kind\" (each object needs apiVersion and kind)"));
-    }
-    if (!kind_json->is_string() || kind_json->get_ref<const std::string&>().empty()) {
-      return at_doc(TypeError(FieldPath().Key("kind"), "a non-empty string", kind_json));
-    }
-    const std::string& kind = kind_json->get_ref<const std::string&>();
-    std::string api_version;
-    if (auto r = ReadString(obj, "apiVersion", FieldPath(), api_version); !r) {
-      return at_doc(r.error());
-    }
-    std::string_view group = api_version.find('/') == std::string::npos
-                                 ? std::string_view()
-                                 : std::string_view(api_version).substr(0, api_version.find('/'));
-    bool core = api_version.empty() || api_version == "v1";
+// Decodes an object of a known kind and API version into its list; other kinds are counted.
+Result<void> DecodeKind(const SourcedDocument& doc, const std::string& kind,
+                        const std::string& api_version, std::string_view source,
+                        ClusterState& state) {
+  const Json& obj = doc.value;
+  std::string_view group = api_version.find('/') == std::string::npos
+                               ? std::string_view()
+                               : std::string_view(api_version).substr(0, api_version.find('/'));
+  bool core = api_version.empty() || api_version == "v1";
 
-    // Errors of named objects name the object; unnamed ones are found by their position.
-    auto fail = [&](const Error& e) {
-      if (!HasName(obj)) return std::unexpected(e.Wrap(doc.origin).Wrap(source));
-      return std::unexpected(e.Wrap(source));
-    };
-    if (kind == "Pod" && core) {
-      auto pod = DecodePod(obj);
-      if (!pod) return fail(pod.error());
-      state.pods.push_back(std::move(*pod));
-    } else if (kind == "Node" && core) {
-      auto node = DecodeNode(obj);
-      if (!node) return fail(node.error());
-      state.nodes.push_back(std::move(*node));
-    } else if (kind == "PodDisruptionBudget" &&
-               (api_version == "policy/v1" || api_version == "policy/v1beta1")) {
-      auto pdb = DecodePdb(obj);
-      if (!pdb) return fail(pdb.error());
-      state.pdbs.push_back(std::move(*pdb));
-    } else if (kind == "DaemonSet" && (group == "apps" || group == "extensions")) {
-      auto ds = DecodeDaemonSet(obj);
-      if (!ds) return fail(ds.error());
-      state.daemon_sets.push_back(std::move(*ds));
-    } else if (kind == "ProvisioningRequest" && api_version == "autoscaling.x-k8s.io/v1") {
-      auto pr = DecodeProvisioningRequest(obj);
-      if (!pr) return fail(pr.error());
-      state.provisioning_requests.push_back(std::move(*pr));
-    } else if (kind == "PodTemplate" && core) {
-      auto pt = DecodePodTemplate(obj);
-      if (!pt) return fail(pt.error());
-      state.pod_templates.push_back(std::move(*pt));
-    } else if (kind == "CapacityBuffer" && api_version == "autoscaling.x-k8s.io/v1beta1") {
-      auto b = DecodeCapacityBuffer(obj);
-      if (!b) return fail(b.error());
-      state.capacity_buffers.push_back(std::move(*b));
-    } else if (kind == "Deployment" && api_version == "apps/v1") {
-      auto d = DecodeDeploymentOrInvalid(obj);
-      if (!d) return fail(d.error());
-      state.deployments.push_back(std::move(*d));
-    } else if (api_version == kDraApiVersion && IsDraKind(kind)) {
-      if (auto r = DecodeDraObject(kind, obj, state.dra); !r) return fail(r.error());
-    } else if (kind == "Pod" || kind == "Node" || kind == "PodDisruptionBudget" ||
-               kind == "DaemonSet" || kind == "ProvisioningRequest" || kind == "PodTemplate" ||
-               kind == "CapacityBuffer" || IsDraKind(kind)) {
-      // A known kind of an API version tidepool does not read (e.g. a CRD named "Node").
-      ++state.ignored[fmt::format("{} ({})", kind, api_version)];
-    } else {
-      ++state.ignored[kind];
-    }
+  // Errors of named objects name the object; unnamed ones are found by their position.
+  auto fail = [&](const Error& e) {
+    if (!HasName(obj)) return std::unexpected(e.Wrap(doc.origin).Wrap(source));
+    return std::unexpected(e.Wrap(source));
+  };
+  if (kind == "Pod" && core) {
+    auto pod = DecodePod(obj);
+    if (!pod) return fail(pod.error());
+    state.pods.push_back(std::move(*pod));
+  } else if (kind == "Node" && core) {
+    auto node = DecodeNode(obj);
+    if (!node) return fail(node.error());
+    state.nodes.push_back(std::move(*node));
+  } else if (kind == "PodDisruptionBudget" &&
+             (api_version == "policy/v1" || api_version == "policy/v1beta1")) {
+    auto pdb = DecodePdb(obj);
+    if (!pdb) return fail(pdb.error());
+    state.pdbs.push_back(std::move(*pdb));
+  } else if (kind == "DaemonSet" && (group == "apps" || group == "extensions")) {
+    auto ds = DecodeDaemonSet(obj);
+    if (!ds) return fail(ds.error());
+    state.daemon_sets.push_back(std::move(*ds));
+  } else if (kind == "ProvisioningRequest" && api_version == "autoscaling.x-k8s.io/v1") {
+    auto pr = DecodeProvisioningRequest(obj);
+    if (!pr) return fail(pr.error());
+    state.provisioning_requests.push_back(std::move(*pr));
+  } else if (kind == "PodTemplate" && core) {
+    auto pt = DecodePodTemplate(obj);
+    if (!pt) return fail(pt.error());
+    state.pod_templates.push_back(std::move(*pt));
+  } else if (kind == "CapacityBuffer" && api_version == "autoscaling.x-k8s.io/v1beta1") {
+    auto b = DecodeCapacityBuffer(obj);
+    if (!b) return fail(b.error());
+    state.capacity_buffers.push_back(std::move(*b));
+  } else if (kind == "Deployment" && api_version == "apps/v1") {
+    auto d = DecodeDeploymentOrInvalid(obj);
+    if (!d) return fail(d.error());
+    state.deployments.push_back(std::move(*d));
+  } else if (api_version == kDraApiVersion && IsDraKind(kind)) {
+    if (auto r = DecodeDraObject(kind, obj, state.dra); !r) return fail(r.error());
+  } else if (kind == "Pod" || kind == "Node" || kind == "PodDisruptionBudget" ||
+             kind == "DaemonSet" || kind == "ProvisioningRequest" || kind == "PodTemplate" ||
+             kind == "CapacityBuffer" || IsDraKind(kind)) {
+    // A known kind of an API version tidepool does not read (e.g. a CRD named "Node").
+    ++state.ignored[fmt::format("{} ({})", kind, api_version)];
+  } else {
+    ++state.ignored[kind];
   }
+  return {};
+}
+
+// Decodes one object of a state text into its list (or counts it as ignored).
+Result<void> DecodeDocument(const SourcedDocument& doc, std::string_view source,
+                            ClusterState& state) {
+  const Json& obj = doc.value;
+  auto at_doc = [&](Error e) { return std::unexpected(e.Wrap(doc.origin).Wrap(source)); };
+  if (!obj.is_object()) return at_doc(TypeError(FieldPath(), "an object", &obj));
+  const Json* kind_json = Find(obj, "kind");
+  if (kind_json == nullptr) {
+    return at_doc(
+        FieldError(FieldPath(), "missing \"kind\" (each object needs apiVersion and kind)"));
+  }
+  if (!kind_json->is_string() || kind_json->get_ref<const std::string&>().empty()) {
+    return at_doc(TypeError(FieldPath().Key("kind"), "a non-empty string", kind_json));
+  }
+  const std::string& kind = kind_json->get_ref<const std::string&>();
+  std::string api_version;
+  if (auto r = ReadString(obj, "apiVersion", FieldPath(), api_version); !r) {
+    return at_doc(r.error());
+  }
+  return DecodeKind(doc, kind, api_version, source, state);
+}
+
+Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_view source) {
+  // A JSON List (what kubectl -o json prints) is decoded item by item as it is parsed.
+  ClusterState state;
+  auto decode = [&](SourcedDocument&& doc) { return DecodeDocument(doc, source, state); };
+  if (StreamJsonList(text, source, decode)) return state;
+  state = ClusterState();
+  TIDEPOOL_ASSIGN_OR_RETURN(auto docs, ParseSourcedDocuments(text, source));
+  for (const auto& doc : docs) TIDEPOOL_RETURN_IF_ERROR(DecodeDocument(doc, source, state));
   return state;
 }
 
