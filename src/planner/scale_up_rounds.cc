@@ -114,6 +114,11 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
   Solo solo;
   std::vector<const Pod*> order = pods;
   if (family.members.size() > 1 && !shapes.empty()) SortByDominantShare(order, family.largest);
+  // Pods with required anti-affinity first: they open the nodes they cannot share (one per
+  // node for a group against itself), and the other pods then fill the room around them instead
+  // of leaving it on nodes opened earlier.
+  std::stable_partition(order.begin(), order.end(),
+                        [](const Pod* p) { return p->has_required_anti_affinity; });
   for (const Pod* pod : order) {
     uint32_t key = GroupOf(pod);
     if (key != group || !checker) {
