@@ -71,29 +71,6 @@ Result<void> ReadProgress(const model::Pod& pod, Time start, Time now, PodDisrup
   return {};
 }
 
-// Expected remaining runtime: annotated, learned per owner, or as long again as it ran so far.
-Result<void> ReadHorizon(const model::Pod& pod, Duration elapsed, const RuntimeHints* hints,
-                         Duration max_horizon, PodDisruption& out) {
-  TIDEPOOL_ASSIGN_OR_RETURN(std::optional<Duration> expected,
-                            DurationAnnotation(pod, kExpectedRuntimeAnnotation));
-  out.horizon_basis = HorizonBasis::kAnnotated;
-  if (!expected && hints != nullptr && !hints->by_owner.empty()) {
-    auto it = hints->by_owner.find(RuntimeOwnerKey(pod));
-    if (it != hints->by_owner.end()) {
-      expected = it->second;
-      out.horizon_basis = HorizonBasis::kLearned;
-    }
-  }
-  if (expected && *expected > elapsed) {
-    out.remaining = *expected - elapsed;
-  } else {
-    out.horizon_basis = HorizonBasis::kElapsed;
-    out.remaining = elapsed;
-  }
-  out.remaining = std::min(out.remaining, max_horizon);
-  return {};
-}
-
 }  // namespace
 
 Time WeighTime(Time now) { return std::chrono::floor<std::chrono::minutes>(now); }
@@ -146,6 +123,28 @@ std::string_view ConsolidationDecisionName(ConsolidationDecision d) {
   return "";
 }
 
+Result<RemainingRuntime> ExpectedRemaining(const model::Pod& pod, Duration elapsed,
+                                           const RuntimeHints* hints) {
+  TIDEPOOL_ASSIGN_OR_RETURN(std::optional<Duration> expected,
+                            DurationAnnotation(pod, kExpectedRuntimeAnnotation));
+  RemainingRuntime out;
+  out.basis = HorizonBasis::kAnnotated;
+  if (!expected && hints != nullptr && !hints->by_owner.empty()) {
+    auto it = hints->by_owner.find(RuntimeOwnerKey(pod));
+    if (it != hints->by_owner.end()) {
+      expected = it->second;
+      out.basis = HorizonBasis::kLearned;
+    }
+  }
+  if (expected && *expected > elapsed) {
+    out.remaining = *expected - elapsed;
+  } else {
+    out.basis = HorizonBasis::kElapsed;
+    out.remaining = elapsed;
+  }
+  return out;
+}
+
 Result<PodDisruption> DisruptionOf(const model::Pod& pod, const model::Node& node,
                                    double node_price, const model::ConsolidationConfig& config,
                                    const RuntimeHints* hints, Time now) {
@@ -162,7 +161,9 @@ Result<PodDisruption> DisruptionOf(const model::Pod& pod, const model::Node& nod
   d.gpus = static_cast<double>(pod.requests.gpus()) * d.gang_size;
   TIDEPOOL_RETURN_IF_ERROR(ReadProgress(pod, *pod.start_time, now, d));
   const Duration elapsed = std::max(Duration::zero(), now - *pod.start_time);
-  TIDEPOOL_RETURN_IF_ERROR(ReadHorizon(pod, elapsed, hints, config.max_horizon, d));
+  TIDEPOOL_ASSIGN_OR_RETURN(RemainingRuntime left, ExpectedRemaining(pod, elapsed, hints));
+  d.horizon_basis = left.basis;
+  d.remaining = std::min(left.remaining, config.max_horizon);
   return d;
 }
 

@@ -57,6 +57,19 @@ enum class HorizonBasis {
 };
 std::string_view HorizonBasisName(HorizonBasis b);
 
+// A pod's expected remaining runtime, and where the estimate comes from.
+struct RemainingRuntime {
+  HorizonBasis basis = HorizonBasis::kElapsed;
+  Duration remaining{};
+};
+
+// The expected remaining runtime of `pod` after it has run `elapsed`: its
+// tidepool.dev/expected-runtime, else the runtime learned for its owner (`hints`, may be null),
+// minus `elapsed`; when neither is known or the pod is overdue, as long again as it has run.
+// Uncapped (consolidation caps it at its max horizon). Errors: a malformed annotation, named.
+Result<RemainingRuntime> ExpectedRemaining(const model::Pod& pod, Duration elapsed,
+                                           const RuntimeHints* hints);
+
 // One running training pod, as an eviction now would cost it.
 struct PodDisruption {
   const model::Pod* pod = nullptr;
