@@ -45,7 +45,8 @@ double LowerBoundCost(const model::AutoscalerConfig& config, const std::vector<J
   std::map<std::string, double> memo;  // shape -> cheapest price per replica-hour
   for (const JobSpec& job : jobs) {
     std::string shape =
-        fmt::format("{}|{}|{}", job.requests.ToString(), fmt::join(job.gpu_models, ","), job.spot);
+        fmt::format("{}|{}|{}|{}", job.requests.ToString(), fmt::join(job.gpu_models, ","),
+                    job.spot, job.observed ? job.observed->Key() : std::string());
     auto it = memo.find(shape);
     if (it == memo.end()) it = memo.emplace(shape, CheapestPerReplicaHour(config, job)).first;
     if (std::isinf(it->second)) {

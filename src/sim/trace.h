@@ -2,12 +2,14 @@
 // trace (cluster-trace-gpu-v2023), both read into one list of jobs.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/error.h"
 #include "base/time.h"
+#include "model/pod.h"
 #include "model/resources.h"
 
 namespace tidepool::sim {
@@ -42,6 +44,10 @@ struct JobSpec {
   bool spot = false;
   int line = 0;            // line in the trace file (0 for generated jobs)
   bool never_ran = false;  // Alibaba: the pod was never scheduled in the original cluster
+  // A pod observed in a cluster (sim/observed_workload.h): the job's one replica is a copy of it,
+  // so its placement (node selector, affinity, tolerations, priority) and containers are the
+  // pod's own; `requests` are its effective requests. Null for trace jobs.
+  std::shared_ptr<const model::Pod> observed;
 
   // A gang of two pods or more: what SimConfig::queue_gangs holds and Summary's gang counts cover.
   bool MultiPodGang() const { return gang && replicas > 1; }

@@ -32,10 +32,34 @@ void AddPlacement(const JobSpec& job, model::Pod& p) {
   }
 }
 
+// The pod a job observed in a cluster replays: a copy of it, submitted and not bound, without
+// what belonged to its run there (node, status, checkpoint time).
+model::Pod ReplayPod(const model::Pod& observed, Time submit) {
+  model::Pod p = observed;
+  p.meta.creation_timestamp = submit;
+  p.meta.annotations.erase(std::string(planner::kLastCheckpointAnnotation));
+  p.node_name.clear();
+  p.nominated_node_name.clear();
+  p.phase = model::PodPhase::kPending;
+  p.unschedulable_condition = false;
+  p.start_time.reset();
+  p.resource_claim_statuses.clear();
+  return p;
+}
+
 }  // namespace
 
 model::Pod MakePod(const JobSpec& job, int r, Time submit,
                    std::optional<Duration> checkpoint_every) {
+  if (job.observed) {
+    model::Pod p = ReplayPod(*job.observed, submit);
+    if (checkpoint_every) {
+      p.meta.annotations.emplace(planner::kCheckpointIntervalAnnotation,
+                                 FormatDuration(*checkpoint_every));
+    }
+    p.Finalize();
+    return p;
+  }
   model::Pod p;
   p.meta.name = fmt::format("{}-{}", job.id, r);
   p.meta.namespace_ = job.namespace_;
@@ -73,9 +97,10 @@ Time Workload::Load() {
     job.spec = &spec;
     job.submit = in_.start + spec.submit;
     last_submit = std::max(last_submit, job.submit);
-    job.shape =
-        fmt::format("{}|{}|{}|{}|{}", spec.requests.ToString(), fmt::join(spec.gpu_models, ","),
-                    spec.spot, spec.priority, spec.namespace_);
+    // An observed pod's placement is its own: it shares its shape with no other job.
+    job.shape = fmt::format("{}|{}|{}|{}|{}|{}", spec.requests.ToString(),
+                            fmt::join(spec.gpu_models, ","), spec.spot, spec.priority,
+                            spec.namespace_, spec.observed ? spec.observed->Key() : std::string());
     int j = static_cast<int>(jobs_.size());
     for (int r = 0; r < spec.replicas; ++r) {  // the model::Pod is made at submit
       SimPod p;

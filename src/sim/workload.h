@@ -50,8 +50,9 @@ struct SimJob {
   std::string shape;  // jobs of one shape fit or fail to fit alike (the binder's memo key)
 };
 
-// Builds the pod of replica `r` of `job`. `checkpoint_every` (the simulation's checkpointEvery)
-// is announced on the pod as tidepool.dev/checkpoint-interval, as a training job would.
+// Builds the pod of replica `r` of `job` (a copy of JobSpec::observed when set). `checkpoint_every`
+// (the simulation's checkpointEvery) is announced on the pod as tidepool.dev/checkpoint-interval,
+// as a training job would, unless the observed pod announces its own.
 model::Pod MakePod(const JobSpec& job, int r, Time submit,
                    std::optional<Duration> checkpoint_every = std::nullopt);
 
