@@ -12,6 +12,7 @@
 #include "sim/compare.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
+#include "sim/scheduler_eval.h"
 #include "sim/simulator.h"
 #include "sim/summary.h"
 
@@ -45,6 +46,9 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
   cmd->add_flag("--queue-eval", flags.queue_eval,
                 "Run the same trace twice: gang jobs pending from their submit, and queued as "
                 "Kueue queues them (admitted once provisioned); print one table");
+  cmd->add_flag("--scheduler-eval", flags.scheduler_eval,
+                "Run the same trace under tidepool's policy with the scheduler's least- and "
+                "most-allocated scoring; print one table and what most-allocated saves");
   cmd->add_option("--scenario", flags.scenario,
                   "Without --trace: the built-in scenario, or `periodic` (daily GPU bursts)")
       ->check(CLI::IsMember({"builtin", "periodic"}));
@@ -58,27 +62,30 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
   return cmd;
 }
 
+Result<sim::SimInput> LoadSimSettings(const std::string& config_path,
+                                      const std::string& sim_config_path,
+                                      std::string_view command) {
+  sim::SimInput in;
+  TIDEPOOL_ASSIGN_OR_RETURN(kube::config::ConfigFile file,
+                            kube::config::LoadConfigFile(config_path));
+  TIDEPOOL_RETURN_IF_ERROR(kube::config::RequirePoolsInFile(file.config, config_path, command));
+  in.config = std::move(file.config);
+  if (!sim_config_path.empty()) {
+    TIDEPOOL_ASSIGN_OR_RETURN(in.sim, sim::LoadSimConfig(sim_config_path));
+  } else if (file.simulation) {
+    TIDEPOOL_ASSIGN_OR_RETURN(in.sim, sim::ParseSimSection(file.simulation->value()));
+  }
+  return in;
+}
+
 int RunSimulateCommand(const SimulateFlags& flags) {
   auto fail = [](const Error& e) {
     std::fprintf(stderr, "tidepool: %s\n", e.message().c_str());
     return 2;
   };
-  sim::SimInput in;
-  auto file = kube::config::LoadConfigFile(flags.config);
-  if (!file) return fail(file.error());
-  if (auto ok = kube::config::RequirePoolsInFile(file->config, flags.config, "simulate"); !ok) {
-    return fail(ok.error());
-  }
-  in.config = std::move(file->config);
-  if (!flags.sim_config.empty()) {
-    auto sc = sim::LoadSimConfig(flags.sim_config);
-    if (!sc) return fail(sc.error());
-    in.sim = std::move(*sc);
-  } else if (file->simulation) {
-    auto sc = sim::ParseSimSection(file->simulation->value());
-    if (!sc) return fail(sc.error());
-    in.sim = std::move(*sc);
-  }
+  auto loaded = LoadSimSettings(flags.config, flags.sim_config, "simulate");
+  if (!loaded) return fail(loaded.error());
+  sim::SimInput in = std::move(*loaded);
   if (flags.seed_set) in.sim.seed = flags.seed;
   in.sim.check_invariants = flags.check_invariants;
   in.record_timeline = !flags.report.empty();
@@ -97,12 +104,20 @@ int RunSimulateCommand(const SimulateFlags& flags) {
   }
 
   std::vector<sim::PolicyRun> runs;
-  if (int{flags.compare} + int{flags.warm_eval} + int{flags.queue_eval} > 1) {
-    return fail(
-        Error(Error::Code::kInvalidArgument,
-              "--compare, --warm-eval and --queue-eval are separate evaluations; give one"));
+  const bool evaluation =
+      flags.compare || flags.warm_eval || flags.queue_eval || flags.scheduler_eval;
+  if (int{flags.compare} + int{flags.warm_eval} + int{flags.queue_eval} +
+          int{flags.scheduler_eval} >
+      1) {
+    return fail(Error(Error::Code::kInvalidArgument,
+                      "--compare, --warm-eval, --queue-eval and --scheduler-eval are separate "
+                      "evaluations; give one"));
   }
-  if (flags.queue_eval) {
+  if (flags.scheduler_eval) {
+    auto r = sim::RunSchedulerEvaluation(in);
+    if (!r) return fail(r.error());
+    runs = std::move(*r);
+  } else if (flags.queue_eval) {
     auto r = sim::RunQueueEvaluation(in);
     if (!r) return fail(r.error());
     runs = std::move(*r);
@@ -132,7 +147,10 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     if (auto ok = sim::WriteHtmlReport(report, flags.report); !ok) return fail(ok.error());
   }
 
-  if (flags.compare || flags.warm_eval || flags.queue_eval) {
+  if (flags.scheduler_eval) {
+    std::cout << (flags.output == "json" ? sim::SchedulerEvaluationToJson(runs).dump(2) + "\n"
+                                         : sim::SchedulerEvaluationToText(runs));
+  } else if (evaluation) {
     if (flags.output == "json") {
       std::cout << sim::ComparisonToJson(runs).dump(2) << "\n";
     } else if (flags.queue_eval) {
