@@ -14,6 +14,7 @@
 
 #include "autoscaler/loop.h"
 #include "base/time.h"
+#include "cli/explain_cluster.h"
 #include "cli/explain_provreq.h"
 #include "cli/plan_text.h"
 #include "cli/run_command.h"
@@ -189,6 +190,7 @@ struct PlanFlags {
   std::vector<std::string> upcoming, backoff;
   // explain only
   std::string pod_key, node_name, pool_name, warm_state_path;
+  bool cluster = false;
 };
 
 CLI::App* AddPlanCommand(CLI::App& app, PlanFlags& f) {
@@ -212,7 +214,9 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanFlags& f) {
 
 CLI::App* AddExplainCommand(CLI::App& app, PlanFlags& f) {
   auto* explain = app.add_subcommand(
-      "explain", "Why a pending pod does (not) trigger a scale-up, or why a node stays");
+      "explain",
+      "Why a pending pod does (not) trigger a scale-up, why a node stays, or what the "
+      "scheduler's scoring costs (--cluster)");
   explain->add_option("pod", f.pod_key,
                       "The pod, as namespace/name (or name in default), or a "
                       "ProvisioningRequest as provreq/namespace/name");
@@ -221,6 +225,10 @@ CLI::App* AddExplainCommand(CLI::App& app, PlanFlags& f) {
       "--pool", f.pool_name,
       "Explain this pool's warm capacity (spare nodes, headroom, pre-warming) and the "
       "CapacityBuffers");
+  explain->add_flag("--cluster", f.cluster,
+                    "What a MostAllocated kube-scheduler profile would save: the state's pods "
+                    "replayed from an empty cluster on the config's pools with least- and "
+                    "most-allocated scoring");
   explain->add_option("--warm-state", f.warm_state_path,
                       "With --pool: the learned state, i.e. the data.state of the "
                       "tidepool-warm-state ConfigMap");
@@ -246,6 +254,11 @@ int RunPlan(const Inputs& in, const std::string& output) {
 }
 
 int RunExplain(const Inputs& in, PlanFlags& f) {
+  if (f.cluster) {
+    auto settings = LoadSimSettings(f.config_path, "", "explain --cluster");
+    if (!settings) return Fail(settings.error());
+    return ExplainCluster(*settings, in.state, in.planner.now, f.output);
+  }
   if (!f.pool_name.empty()) return ExplainPool(in, f.pool_name, f.warm_state_path);
   if (!f.node_name.empty()) {
     std::cout << planner::ScaleDownPlanner().Explain(in.planner, f.node_name) << "\n";
