@@ -224,6 +224,68 @@ for x in p["policies"]:
 run simulate --config "$seed_cfg" --compare --warm-eval
 check "simulate --compare with --warm-eval exits 2" test "$rc" -eq 2
 
+# simulate --scheduler-eval: tidepool with least- and most-allocated scoring, typed JSON.
+run simulate --config "$seed_cfg" --scheduler-eval -o json
+check "simulate --scheduler-eval exits 0" test "$rc" -eq 0
+check "simulate --scheduler-eval json has both runs and the typed saving" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [x["policy"] for x in p["policies"]] == ["least-allocated", "most-allocated"], p
+for x in p["policies"]:
+    for k in ["cost", "lowerBoundCost", "nodeHours", "gpuHoursPaid", "waitP95", "evictions", "workLostGpuHours"]:
+        assert k in x, (x["policy"], k)
+s = p["saving"]
+assert isinstance(s["mostAllocatedSaves"], bool), s
+for k in ["leastAllocatedCost", "mostAllocatedCost", "saving", "savingPercent"]:
+    assert isinstance(s[k], (int, float)) and not isinstance(s[k], bool), (k, s)
+assert abs(s["saving"] - (s["leastAllocatedCost"] - s["mostAllocatedCost"])) < 1e-9, s
+' "$tmp/out"
+run simulate --config "$seed_cfg" --scheduler-eval
+check "simulate --scheduler-eval text has the table and the saving" \
+  grep -q "^  most-allocated \(saves\|costs\) \$[0-9.]*" "$tmp/out"
+run simulate --config "$seed_cfg" --scheduler-eval --compare
+check "simulate --scheduler-eval with --compare exits 2" test "$rc" -eq 2
+
+# explain --cluster: the state's pods replayed with both scorings (tests/cli/testdata).
+sched=$src/tests/cli/testdata
+run explain --cluster --config "$sched/scheduler-config.yaml" --state "$sched/scheduler-saves.yaml" \
+  --now 2026-11-26T12:00:00Z
+check "explain --cluster exits 0" test "$rc" -eq 0
+check "explain --cluster says what MostAllocated would save" grep -q \
+  '^a MostAllocated scoring profile would have cost \$6.48 instead of \$12.10 on these 4 pods (-46.4%)' "$tmp/out"
+check "explain --cluster shows the scheduler configuration" grep -q '^            type: MostAllocated$' "$tmp/out"
+check "explain --cluster counts the skipped pods" grep -q '^skipped 5 pod(s):$' "$tmp/out"
+check "explain --cluster names why a DaemonSet pod is skipped" grep -q '^  1 DaemonSet or static pod$' "$tmp/out"
+run explain --cluster --config "$sched/scheduler-config.yaml" --state "$sched/scheduler-saves.yaml" \
+  --now 2026-11-26T12:00:00Z -o json
+check "explain --cluster json" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["pods"] == 4 and p["running"] == 4 and p["pending"] == 0, p
+assert {x["reason"] for x in p["skipped"]} == {"finished", "daemonSetOrStatic", "unboundSystem", "noRequests", "noRuntimeKnown"}, p["skipped"]
+assert [x["policy"] for x in p["policies"]] == ["least-allocated", "most-allocated"]
+assert p["saving"]["mostAllocatedSaves"] is True and round(p["saving"]["saving"], 2) == 5.62, p["saving"]
+assert "type: MostAllocated" in p["kubeSchedulerConfiguration"]
+' "$tmp/out"
+run explain --cluster --config "$sched/scheduler-config.yaml" --state "$sched/scheduler-same.yaml" \
+  --now 2026-11-26T12:00:00Z
+check "explain --cluster without a saving exits 0" test "$rc" -eq 0
+check "explain --cluster says there is no saving" grep -q '^no saving: a MostAllocated scoring profile would have cost \$2.82 against \$2.82 on these 4 pods (+0.0%' "$tmp/out"
+check "explain --cluster without a saving shows no configuration" bash -c '! grep -q "KubeSchedulerConfiguration\|MostAllocated$" "$1"' _ "$tmp/out"
+run explain --cluster --config "$sched/scheduler-config.yaml" --state "$sched/scheduler-same.yaml" \
+  --now 2026-11-26T12:00:00Z -o json
+check "explain --cluster json without a saving has no configuration" python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["saving"]["mostAllocatedSaves"] is False and p["kubeSchedulerConfiguration"] is None, p
+' "$tmp/out"
+sed 's/expected-runtime: "1h"/expected-runtime: "soon"/' "$sched/scheduler-same.yaml" >"$tmp/bad-runtime.yaml"
+run explain --cluster --config "$sched/scheduler-config.yaml" --state "$tmp/bad-runtime.yaml" \
+  --now 2026-11-26T12:00:00Z
+check "explain --cluster with a bad annotation exits 2" test "$rc" -eq 2
+check "the error names the pod and the annotation" grep -q \
+  'pod ml/one: annotation tidepool.dev/expected-runtime="soon" is not a positive duration' "$tmp/err"
+
 # The progress line: on a terminal by default (stderr is a file here: none), always on request.
 # The Alibaba trace runs for seconds, long enough for the line to appear.
 alibaba=$src/../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv
