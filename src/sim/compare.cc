@@ -272,15 +272,14 @@ std::string ComparisonToText(const std::vector<PolicyRun>& runs) {
                      "GPU-h paid/used", "jobs done", "evictions", "GPU-h lost", "nodes +/-");
   for (const PolicyRun& r : runs) {
     const Summary& s = r.summary;
-    out += fmt::format(
-        "  {:<10} {:>12} {:>7} {:>9} {:>9} {:>10} {:>16} {:>11} {:>9} {:>10} {:>11}\n", r.name,
-        fmt::format("${:.2f}", s.cost),
-        s.lower_bound_cost > 0 ? fmt::format("{:.2f}x", s.cost / s.lower_bound_cost) : "-",
-        FormatSeconds(s.wait_p50), FormatSeconds(s.wait_p95), FormatSeconds(s.wait_max),
-        fmt::format("{:.0f}/{:.0f}", s.gpu_hours_paid, s.gpu_hours_used),
-        fmt::format("{}/{}", s.jobs_completed, s.jobs), s.evictions,
-        fmt::format("{:.1f}", s.work_lost_gpu_hours),
-        fmt::format("{}/{}", s.scale_ups, s.scale_downs));
+    out +=
+        fmt::format("  {:<10} {:>12} {:>7} {:>9} {:>9} {:>10} {:>16} {:>11} {:>9} {:>10} {:>11}\n",
+                    r.name, fmt::format("${:.2f}", s.cost), FormatBoundRatio(s),
+                    FormatSeconds(s.wait_p50), FormatSeconds(s.wait_p95), FormatSeconds(s.wait_max),
+                    fmt::format("{:.0f}/{:.0f}", s.gpu_hours_paid, s.gpu_hours_used),
+                    fmt::format("{}/{}", s.jobs_completed, s.jobs), s.evictions,
+                    fmt::format("{:.1f}", s.work_lost_gpu_hours),
+                    fmt::format("{}/{}", s.scale_ups, s.scale_downs));
   }
   if (!runs.empty()) {
     out += fmt::format("\n  lower bound (clairvoyant, perfectly packed, no boot delay): ${:.2f}\n",

@@ -283,8 +283,7 @@ std::string SummaryTable(const std::vector<PolicyRun>& runs) {
         "<tr><td class=\"l\"><span class=\"dot\" style=\"background:{}\"></span>{}</td>"
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td>"
         "<td>{:.0f}</td><td>{} / {}</td><td>{}</td><td>{:.1f}</td><td>{} / {}</td></tr>\n",
-        PolicyColor(runs[i].name, i), HtmlEscape(runs[i].name), Money(m.cost),
-        m.lower_bound_cost > 0 ? fmt::format("{:.2f}x", m.cost / m.lower_bound_cost) : "-",
+        PolicyColor(runs[i].name, i), HtmlEscape(runs[i].name), Money(m.cost), FormatBoundRatio(m),
         FormatSeconds(m.wait_p50), FormatSeconds(m.wait_p95), FormatSeconds(m.wait_max),
         m.gpu_hours_paid, m.gpu_hours_used, m.jobs_completed, m.jobs, m.evictions,
         m.work_lost_gpu_hours, m.scale_ups, m.scale_downs);

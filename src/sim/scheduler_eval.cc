@@ -48,12 +48,10 @@ std::string SchedulerTableToText(const std::vector<PolicyRun>& runs) {
                   "x bound", "node-h", "GPU-h paid/used", "wait p95", "evictions", "GPU-h lost");
   for (const PolicyRun& r : runs) {
     const Summary& s = r.summary;
-    out += fmt::format(
-        "  {:<16} {:>12} {:>7} {:>10.1f} {:>16} {:>9} {:>9} {:>10.1f}\n", r.name,
-        fmt::format("${:.2f}", s.cost),
-        s.lower_bound_cost > 0 ? fmt::format("{:.2f}x", s.cost / s.lower_bound_cost) : "-",
-        TotalNodeHours(s), fmt::format("{:.0f}/{:.0f}", s.gpu_hours_paid, s.gpu_hours_used),
-        FormatSeconds(s.wait_p95), s.evictions, s.work_lost_gpu_hours);
+    out += fmt::format("  {:<16} {:>12} {:>7} {:>10.1f} {:>16} {:>9} {:>9} {:>10.1f}\n", r.name,
+                       fmt::format("${:.2f}", s.cost), FormatBoundRatio(s), TotalNodeHours(s),
+                       fmt::format("{:.0f}/{:.0f}", s.gpu_hours_paid, s.gpu_hours_used),
+                       FormatSeconds(s.wait_p95), s.evictions, s.work_lost_gpu_hours);
   }
   return out;
 }

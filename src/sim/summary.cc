@@ -13,6 +13,10 @@ std::string Dur(double seconds) { return FormatSeconds(seconds); }
 
 }  // namespace
 
+std::string FormatBoundRatio(const Summary& s) {
+  return s.lower_bound_cost > 0 ? fmt::format("{:.2f}x", s.cost / s.lower_bound_cost) : "-";
+}
+
 std::string FormatSeconds(double seconds) {
   int64_t s = static_cast<int64_t>(std::llround(seconds));
   if (s < 60) return fmt::format("{}s", s);

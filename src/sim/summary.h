@@ -20,4 +20,7 @@ std::string SummaryToText(const Summary& s);
 // A duration in seconds for people: "45s", "3m05s", "2h00m10s".
 std::string FormatSeconds(double seconds);
 
+// Cost over the lower bound for tables: "1.43x", or "-" without a bound.
+std::string FormatBoundRatio(const Summary& s);
+
 }  // namespace tidepool::sim
