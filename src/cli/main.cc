@@ -255,6 +255,11 @@ int RunPlan(const Inputs& in, const std::string& output) {
 
 int RunExplain(const Inputs& in, PlanFlags& f) {
   if (f.cluster) {
+    if (!f.pod_key.empty() || !f.node_name.empty() || !f.pool_name.empty()) {
+      return Fail(Error(Error::Code::kInvalidArgument,
+                        "explain --cluster: explains the whole state; give it no pod, --node or "
+                        "--pool"));
+    }
     auto settings = LoadSimSettings(f.config_path, "", "explain --cluster");
     if (!settings) return Fail(settings.error());
     return ExplainCluster(*settings, in.state, in.planner.now, f.output);

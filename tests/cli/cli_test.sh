@@ -279,6 +279,8 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 assert p["saving"]["mostAllocatedSaves"] is False and p["kubeSchedulerConfiguration"] is None, p
 ' "$tmp/out"
+run explain --cluster --node n1 --config "$sched/scheduler-config.yaml" --state "$sched/scheduler-same.yaml"
+check "explain --cluster with --node exits 2" test "$rc" -eq 2
 sed 's/expected-runtime: "1h"/expected-runtime: "soon"/' "$sched/scheduler-same.yaml" >"$tmp/bad-runtime.yaml"
 run explain --cluster --config "$sched/scheduler-config.yaml" --state "$tmp/bad-runtime.yaml" \
   --now 2026-11-26T12:00:00Z
