@@ -29,7 +29,8 @@ std::string AdviceText(const sim::SchedulerSaving& s, size_t pods) {
   if (s.saves) {
     return fmt::format(
         "a MostAllocated scoring profile would have cost ${:.2f} instead of ${:.2f} on these {} "
-        "pods (-{:.1f}%). To apply it, start kube-scheduler with this configuration "
+        "pod(s) "
+        "(-{:.1f}%). To apply it, start kube-scheduler with this configuration "
         "(--config):\n\n{}",
         s.most_allocated_cost, s.least_allocated_cost, pods, s.percent,
         sim::MostAllocatedSchedulerConfig());
@@ -40,7 +41,7 @@ std::string AdviceText(const sim::SchedulerSaving& s, size_t pods) {
           : 0;
   return fmt::format(
       "no saving: a MostAllocated scoring profile would have cost ${:.2f} against ${:.2f} on "
-      "these {} pods ({:+.1f}%, a saving under {:.0f}% is none); keep the default scoring\n",
+      "these {} pod(s) ({:+.1f}%, a saving under {:.0f}% is none); keep the default scoring\n",
       s.most_allocated_cost, s.least_allocated_cost, pods, change,
       100 * sim::kMinSchedulerSavingShare);
 }

@@ -252,7 +252,7 @@ run explain --cluster --config "$sched/scheduler-config.yaml" --state "$sched/sc
   --now 2026-11-26T12:00:00Z
 check "explain --cluster exits 0" test "$rc" -eq 0
 check "explain --cluster says what MostAllocated would save" grep -q \
-  '^a MostAllocated scoring profile would have cost \$6.48 instead of \$12.10 on these 4 pods (-46.4%)' "$tmp/out"
+  '^a MostAllocated scoring profile would have cost \$6.48 instead of \$12.10 on these 4 pod(s) (-46.4%)' "$tmp/out"
 check "explain --cluster shows the scheduler configuration" grep -q '^            type: MostAllocated$' "$tmp/out"
 check "explain --cluster counts the skipped pods" grep -q '^skipped 5 pod(s):$' "$tmp/out"
 check "explain --cluster names why a DaemonSet pod is skipped" grep -q '^  1 DaemonSet or static pod$' "$tmp/out"
@@ -270,7 +270,7 @@ assert "type: MostAllocated" in p["kubeSchedulerConfiguration"]
 run explain --cluster --config "$sched/scheduler-config.yaml" --state "$sched/scheduler-same.yaml" \
   --now 2026-11-26T12:00:00Z
 check "explain --cluster without a saving exits 0" test "$rc" -eq 0
-check "explain --cluster says there is no saving" grep -q '^no saving: a MostAllocated scoring profile would have cost \$2.82 against \$2.82 on these 4 pods (+0.0%' "$tmp/out"
+check "explain --cluster says there is no saving" grep -q '^no saving: a MostAllocated scoring profile would have cost \$2.82 against \$2.82 on these 4 pod(s) (+0.0%' "$tmp/out"
 check "explain --cluster without a saving shows no configuration" bash -c '! grep -q "KubeSchedulerConfiguration\|MostAllocated$" "$1"' _ "$tmp/out"
 run explain --cluster --config "$sched/scheduler-config.yaml" --state "$sched/scheduler-same.yaml" \
   --now 2026-11-26T12:00:00Z -o json
