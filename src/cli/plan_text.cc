@@ -64,8 +64,12 @@ std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownP
   } else {
     std::vector<std::vector<std::string>> rows;
     for (const auto& s : down.scale_downs) {
-      rows.push_back({s.node, s.pool, std::string(planner::RemovalKindName(s.kind)),
-                      Joined(s.evict), s.detail});
+      std::string reason(planner::RemovalKindName(s.kind));
+      if (!s.replacement_pool.empty()) {
+        reason += fmt::format(", replace: a new {} node takes {}", s.replacement_pool,
+                              Joined(s.replacement_pods));
+      }
+      rows.push_back({s.node, s.pool, std::move(reason), Joined(s.evict), s.detail});
     }
     out += Table({"NODE", "POOL", "REASON", "EVICT", "DETAIL"}, rows);
   }

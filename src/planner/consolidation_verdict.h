@@ -31,6 +31,11 @@ struct ConsolidationVerdict {
   int training_pods = 0;
   Duration wait{};          // kWaitForCheckpoint: until the checkpoint evicting waits for
   std::string waiting_for;  // kWaitForCheckpoint: the pod whose checkpoint that is
+  // The replace move: the pool of the one new node that takes the pods no node that stays holds,
+  // and its price ("" and 0 for the delete move). The savings are then (node price - this) x
+  // horizon.
+  std::string replacement_pool;
+  double replacement_price_per_hour = 0;
 };
 
 }  // namespace tidepool::planner

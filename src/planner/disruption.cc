@@ -184,9 +184,15 @@ double WorkLost(const std::vector<PodDisruption>& pods, Duration after, Duration
 }  // namespace
 
 ConsolidationVerdict Weigh(const std::vector<PodDisruption>& pods, bool other_pods,
-                           double node_price, const model::ConsolidationConfig& config) {
+                           double node_price, const model::ConsolidationConfig& config,
+                           const ReplacementPrice* replacement) {
   ConsolidationVerdict v;
   v.node_price_per_hour = node_price;
+  if (replacement != nullptr) {
+    v.replacement_pool = replacement->pool;
+    v.replacement_price_per_hour = replacement->price_per_hour;
+    node_price -= replacement->price_per_hour;  // what the move saves per hour
+  }
   v.safety_factor = config.safety_factor;
   v.training_pods = static_cast<int>(pods.size());
   v.horizon = other_pods ? config.max_horizon : Duration::zero();
@@ -234,6 +240,11 @@ std::string DescribeVerdict(const ConsolidationVerdict& v) {
   if (v.extension > 0) {
     numbers +=
         fmt::format(", less ${:.2f} for the nodes its pods move to running longer", v.extension);
+  }
+  if (!v.replacement_pool.empty()) {
+    numbers = fmt::format("replacing the ${:.2f}/h node with one of pool {} at ${:.2f}/h {}",
+                          v.node_price_per_hour, v.replacement_pool, v.replacement_price_per_hour,
+                          numbers);
   }
   switch (v.decision) {
     case ConsolidationDecision::kPays:

@@ -90,11 +90,20 @@ Result<PodDisruption> DisruptionOf(const model::Pod& pod, const model::Node& nod
                                    double node_price, const model::ConsolidationConfig& config,
                                    const RuntimeHints* hints, Time now);
 
+// A new node that takes (some of) the pods of the node weighed: consolidation's replace move.
+struct ReplacementPrice {
+  std::string pool;
+  double price_per_hour = 0;
+};
+
 // Weighs removing a node priced `node_price` per hour whose running training pods are `pods`.
 // `other_pods`: it also runs pods that are not training (services keep a node for good, so the
-// horizon is max_horizon).
+// horizon is max_horizon). With `replacement`, the node is replaced by one of that price: what
+// runs on saves only the difference (its savings and a checkpoint wait count the price
+// difference).
 ConsolidationVerdict Weigh(const std::vector<PodDisruption>& pods, bool other_pods,
-                           double node_price, const model::ConsolidationConfig& config);
+                           double node_price, const model::ConsolidationConfig& config,
+                           const ReplacementPrice* replacement = nullptr);
 
 // Whether the savings, less the extension, exceed the work lost x the safety factor.
 bool Pays(const ConsolidationVerdict& v);

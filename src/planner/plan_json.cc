@@ -1,6 +1,28 @@
 #include "planner/plan_json.h"
 
 namespace tidepool::planner {
+namespace {
+
+// The numbers behind a consolidation decision (docs/consolidation.md).
+nlohmann::json VerdictToJson(const ConsolidationVerdict& v) {
+  nlohmann::json j = {
+      {"decision", ConsolidationDecisionName(v.decision)},
+      {"nodePricePerHour", v.node_price_per_hour},
+      {"horizonSeconds", std::chrono::duration_cast<std::chrono::seconds>(v.horizon).count()},
+      {"savings", v.savings},
+      {"extension", v.extension},
+      {"workLost", v.work_lost},
+      {"gpuHoursLost", v.gpu_hours_lost},
+      {"safetyFactor", v.safety_factor},
+      {"trainingPods", v.training_pods}};
+  if (!v.replacement_pool.empty()) {
+    j["replacementPool"] = v.replacement_pool;
+    j["replacementPricePerHour"] = v.replacement_price_per_hour;
+  }
+  return j;
+}
+
+}  // namespace
 
 nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
   nlohmann::json j;
@@ -18,14 +40,23 @@ nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
   j["fitsExisting"] = up.fits_existing;
   j["scaleDown"] = nlohmann::json::array();
   for (const auto& s : down.scale_downs) {
-    j["scaleDown"].push_back({{"node", s.node},
-                              {"pool", s.pool},
-                              {"reason", RemovalKindName(s.kind)},
-                              {"evict", s.evict},
-                              {"detail", s.detail}});
+    nlohmann::json e = {{"node", s.node},
+                        {"pool", s.pool},
+                        {"reason", RemovalKindName(s.kind)},
+                        {"evict", s.evict},
+                        {"detail", s.detail}};
+    if (s.consolidation) e["consolidation"] = VerdictToJson(*s.consolidation);
+    if (!s.replacement_pool.empty()) {
+      e["replacement"] = {{"pool", s.replacement_pool}, {"pods", s.replacement_pods}};
+    }
+    j["scaleDown"].push_back(std::move(e));
   }
   j["keep"] = nlohmann::json::array();
-  for (const auto& k : down.keep) j["keep"].push_back({{"node", k.node}, {"reason", k.reason}});
+  for (const auto& k : down.keep) {
+    nlohmann::json e = {{"node", k.node}, {"reason", k.reason}};
+    if (k.consolidation) e["consolidation"] = VerdictToJson(*k.consolidation);
+    j["keep"].push_back(std::move(e));
+  }
   return j;
 }
 

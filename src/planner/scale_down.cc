@@ -48,6 +48,7 @@ ScaleDownPlan ScaleDownPlanner::Plan(const PlannerInput& input, const ScaleDownO
   pass.rate_limit = options.rate_limit;
   pass.may_remove = &options.may_remove;
   pass.not_yet_reason = &options.not_yet_reason;
+  pass.replacement_ready = &options.replacement_ready;
   pass.restore = second_pass;
   plan = std::move(run.RunPass(pass).plan);
   if (out_unneeded) {

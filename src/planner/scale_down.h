@@ -23,6 +23,9 @@ struct ScaleDownOptions {
   // Running training pods (IsTrainingPod) may be evicted like any controller-owned pod, as the
   // Cluster Autoscaler does. Off (tidepool's policy): they keep their node.
   bool evict_training_pods = false;
+  // Nodes whose replacement (consolidation's replace move) is Ready: their pods move to the nodes
+  // there are, the new one included, even when the node is busy; they are not replaced again.
+  std::vector<std::string> replacement_ready;
 };
 
 // How a pass decides (details in scale_down_pass.cc and scale_down_rules.h):

@@ -77,34 +77,16 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
                                    std::vector<std::pair<std::string, std::string>>* moves,
                                    Amounts& free, std::vector<Amounts>& contrib) {
   const NodeEntry& e = entries_[c];
+  replacement_[c].reset();
   to_move_.assign(e.own_facts.begin(), e.own_facts.end());
   to_move_.insert(to_move_.end(), moved_in_[c].begin(), moved_in_[c].end());
   bool was_usable = usable_[c] != 0;
-  if (!to_move_.empty()) {
-    const PodFacts& first = facts_[to_move_.front()];
-    if (usable_count_ == (was_usable ? 1u : 0u)) {
-      return fmt::format("pod {} cannot be moved: no other ready, schedulable node to move it to",
-                         first.pod->Key());
-    }
-    // A necessary condition first: what the pods request in total must be free somewhere.
-    Amounts need{};
-    for (uint32_t f : to_move_) {
-      const PodFacts& p = facts_[f];
-      AddTo(need, {p.cpu, p.memory, 1, p.gpus}, 1);
-    }
-    Amounts available = free;
-    if (was_usable) AddTo(available, contrib[c], -1);
-    for (size_t r = 0; r < need.size(); ++r) {
-      if (need[r] <= available[r]) continue;
-      std::vector<const model::Pod*> pods;
-      pods.reserve(to_move_.size());
-      for (uint32_t f : to_move_) pods.push_back(facts_[f].pod);
-      return fmt::format(
-          "pods {} cannot be moved: they request {} {} in total and the other ready, "
-          "schedulable nodes have {} free",
-          JoinKeys(pods, 3), kAmountNames[r], FormatAmount(need, r), FormatAmount(available, r));
-    }
-  }
+  // Why the pods cannot all move to nodes that stay; with the replace move, the ones that do not
+  // go to one new node of a cheaper pool instead (a busy node's all go there).
+  // A busy node whose replacement is Ready moves its pods like any candidate.
+  const bool place = !e.replace_only || ReplacementReady(e);
+  std::string cannot_move = place ? PrecheckMove(c, was_usable, free, contrib) : "";
+  if (!cannot_move.empty() && !MayReplace(e)) return cannot_move;
 
   snapshot_.Fork();
   TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
@@ -112,19 +94,47 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
   std::stable_sort(to_move_.begin(), to_move_.end(),
                    [this](uint32_t a, uint32_t b) { return BiggerThan(facts_[a], facts_[b]); });
   touched_.clear();
+  placed_.clear();
+  leftover_.clear();
   size_t recorded = moves ? moves->size() : 0;
   for (uint32_t f : to_move_) {
-    NodeIndex n = placer_.Find(facts_[f]);
+    NodeIndex n = place ? placer_.Find(facts_[f]) : kNoNode;
     if (n == kNoNode) {
-      std::string reason = fmt::format("pod {} cannot be moved: {}", facts_[f].pod->Key(),
-                                       placer_.Diagnose(facts_[f]));
-      UndoSimulate(c, was_usable, moves, recorded);
-      return reason;
+      if (place && cannot_move.empty()) {
+        cannot_move = fmt::format("pod {} cannot be moved: {}", facts_[f].pod->Key(),
+                                  placer_.Diagnose(facts_[f]));
+      }
+      if (!MayReplace(e)) {
+        UndoSimulate(c, was_usable, moves, recorded);
+        return cannot_move;
+      }
+      leftover_.push_back(f);
+      continue;
     }
     TIDEPOOL_CHECK(snapshot_.AddPod(facts_[f].pod, n).has_value());
     touched_.push_back(n);
+    placed_.push_back(f);
     moved_in_[n].push_back(f);
     if (moves) moves->emplace_back(facts_[f].pod->Key(), entries_[n].node->name());
+  }
+  if (!leftover_.empty()) {
+    // Only pending pods the simulation put here fit nowhere else: that is scale-up's business,
+    // not a reason for a new node in place of this one.
+    bool own = std::any_of(leftover_.begin(), leftover_.end(), [&](uint32_t f) {
+      return facts_[f].pod->node_name == e.node->name();
+    });
+    std::string why = own ? Replace(c) : "the pods that fit nowhere else are pending pods";
+    if (!why.empty()) {
+      UndoSimulate(c, was_usable, moves, recorded);
+      if (!own && !cannot_move.empty()) return cannot_move;
+      return cannot_move.empty() ? why : cannot_move + "; " + why;
+    }
+    if (moves) {
+      for (uint32_t f : leftover_) {
+        moves->emplace_back(facts_[f].pod->Key(),
+                            fmt::format("a new node of pool {}", replacement_[c]->pool->name));
+      }
+    }
   }
   if (std::string reason = WeighExtension(c); !reason.empty()) {
     UndoSimulate(c, was_usable, moves, recorded);
@@ -132,6 +142,12 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
   }
   snapshot_.Commit();
   moved_in_[c].clear();
+  if (replacement_[c]) {
+    const model::Pool* pool = replacement_[c]->pool;
+    ++replacements_added_[pool];
+    ++replacements_total_;
+    replacement_capacity_ += pool->template_node.capacity;
+  }
   if (was_usable) {
     AddTo(free, contrib[c], -1);
     contrib[c] = {};
@@ -142,6 +158,35 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
     AddTo(free, contrib[t], -1);
     contrib[t] = FreeOn(snapshot_.Get(t));
     AddTo(free, contrib[t], 1);
+  }
+  return "";
+}
+
+std::string ScaleDownRun::PrecheckMove(NodeIndex c, bool was_usable, const Amounts& free,
+                                       const std::vector<Amounts>& contrib) const {
+  if (to_move_.empty()) return "";
+  const PodFacts& first = facts_[to_move_.front()];
+  if (usable_count_ == (was_usable ? 1u : 0u)) {
+    return fmt::format("pod {} cannot be moved: no other ready, schedulable node to move it to",
+                       first.pod->Key());
+  }
+  // A necessary condition first: what the pods request in total must be free somewhere.
+  Amounts need{};
+  for (uint32_t f : to_move_) {
+    const PodFacts& p = facts_[f];
+    AddTo(need, {p.cpu, p.memory, 1, p.gpus}, 1);
+  }
+  Amounts available = free;
+  if (was_usable) AddTo(available, contrib[c], -1);
+  for (size_t r = 0; r < need.size(); ++r) {
+    if (need[r] <= available[r]) continue;
+    std::vector<const model::Pod*> pods;
+    pods.reserve(to_move_.size());
+    for (uint32_t f : to_move_) pods.push_back(facts_[f].pod);
+    return fmt::format(
+        "pods {} cannot be moved: they request {} {} in total and the other ready, "
+        "schedulable nodes have {} free",
+        JoinKeys(pods, 3), kAmountNames[r], FormatAmount(need, r), FormatAmount(available, r));
   }
   return "";
 }
@@ -174,12 +219,11 @@ Duration ScaleDownRun::PassHorizon(NodeIndex n) {
 }
 
 std::string ScaleDownRun::WeighExtension(NodeIndex c) {
-  const NodeEntry& e = entries_[c];
-  if (!e.verdict) return "";
+  if (!BaseVerdict(c)) return "";
   // The longest-running pod each destination takes, against how long it runs anyway.
   std::vector<std::pair<NodeIndex, Duration>> longest;
   for (size_t i = 0; i < touched_.size(); ++i) {
-    Duration r = FactRemaining(to_move_[i]);
+    Duration r = FactRemaining(placed_[i]);
     auto it = std::find_if(longest.begin(), longest.end(),
                            [&](const auto& l) { return l.first == touched_[i]; });
     if (it == longest.end()) it = longest.insert(longest.end(), {touched_[i], r});
@@ -201,7 +245,7 @@ std::string ScaleDownRun::WeighExtension(NodeIndex c) {
 }
 
 std::optional<ConsolidationVerdict> ScaleDownRun::PassVerdict(NodeIndex c) const {
-  std::optional<ConsolidationVerdict> v = entries_[c].verdict;
+  std::optional<ConsolidationVerdict> v = BaseVerdict(c);
   if (!v || extension_[c] == 0) return v;
   v->extension = extension_[c];
   if (!Pays(*v)) v->decision = ConsolidationDecision::kDoesNotPay;
@@ -214,6 +258,10 @@ void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   for (NodeIndex i = 0; i < entries_.size(); ++i) moved_in_[i] = base_moved_in_[i];
   horizon_.assign(entries_.size(), kUnknown);
   extension_.assign(entries_.size(), 0);
+  replacement_.assign(entries_.size(), std::nullopt);
+  replacements_added_.clear();
+  replacements_total_ = 0;
+  replacement_capacity_ = {};
   placer_.Reset();
   for (NodeIndex n : destinations_) {
     contrib[n] = FreeOn(snapshot_.Get(n));
@@ -277,11 +325,21 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   sd.detail = DescribeUtilization(e.util, Threshold(e));
   sd.consolidation = PassVerdict(index);
   if (sd.consolidation) sd.detail += "; " + DescribeVerdict(*sd.consolidation);
+  if (const std::optional<PassReplacement>& r = replacement_[index]) {
+    sd.replacement_pool = r->pool->name;
+    // Pending pods the simulation put on the node go along, but are not the node's to evict.
+    for (uint32_t f : r->pods) {
+      const model::Pod& pod = *facts_[f].pod;
+      if (pod.node_name == sd.node) sd.replacement_pods.push_back(PodKey(pod));
+    }
+    std::sort(sd.replacement_pods.begin(), sd.replacement_pods.end());
+  }
   return sd;
 }
 
 PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   PassResult out;
+  replacement_ready_ = options.replacement_ready;
   if (options.restore) snapshot_.Fork();
   Amounts free{};
   std::vector<Amounts> contrib(entries_.size());
@@ -292,7 +350,12 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     std::string r = Blocker(e, options, budget);
     if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
     if (!r.empty()) {
-      out.plan.keep.push_back({e.node->name(), std::move(r), PassVerdict(c)});
+      // A busy node that no replacement takes stays for its utilization, as without the move.
+      if (e.replace_only) {
+        out.plan.keep.push_back({e.node->name(), e.keep});
+      } else {
+        out.plan.keep.push_back({e.node->name(), std::move(r), PassVerdict(c)});
+      }
       continue;
     }
     out.plan.scale_downs.push_back(Remove(c, budget));

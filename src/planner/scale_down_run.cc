@@ -59,6 +59,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
   moved_in_.resize(entries_.size());
 
   ComputePdbBudgets();
+  InitReplacement();
   AddPods();
   std::stable_sort(order_.begin(), order_.end(), [this](NodeIndex a, NodeIndex b) {
     const NodeEntry& x = entries_[a];
@@ -183,7 +184,9 @@ void ScaleDownRun::AddPods() {
     }
     if (e.util.value >= Threshold(e)) {
       e.keep = DescribeUtilization(e.util, Threshold(e));
-      continue;
+      // Busy, but a cheaper pool's node might hold all of it (back to spot, a smaller shape).
+      if (!MayReplace(e)) continue;
+      e.replace_only = true;
     }
     e.candidate = true;
     WeighConsolidation(e);
@@ -260,10 +263,12 @@ void ScaleDownRun::ComputePdbBudgets() {
 
 void ScaleDownRun::OrderDestinations() {
   destinations_.clear();
+  // Nodes that are candidates for the replace move only are busy: they count as staying.
+  auto stays = [this](NodeIndex i) { return !entries_[i].candidate || entries_[i].replace_only; };
   for (NodeIndex i = 0; i < entries_.size(); ++i)
-    if (entries_[i].destination && !entries_[i].candidate) destinations_.push_back(i);
+    if (entries_[i].destination && stays(i)) destinations_.push_back(i);
   for (auto it = order_.rbegin(); it != order_.rend(); ++it)
-    if (entries_[*it].destination) destinations_.push_back(*it);
+    if (entries_[*it].destination && !stays(*it)) destinations_.push_back(*it);
   for (NodeIndex n : destinations_) usable_[n] = 1;
   usable_count_ = destinations_.size();
 }

@@ -51,6 +51,9 @@ struct NodeEntry {
   std::vector<uint32_t> own_facts;
   NodeUtilization util;
   bool candidate = false;
+  // At or above its utilization threshold: a candidate for the replace move only (all its pods go
+  // to one new node of a cheaper pool); `keep` says why it stays otherwise.
+  bool replace_only = false;
   std::string keep;     // why a managed non-candidate stays (empty for candidates)
   std::string blocker;  // candidates: the first pod that may not be evicted, or ""
   const model::Pod* blocker_pod = nullptr;
@@ -74,11 +77,21 @@ struct PassOptions {
   NodeIndex record = kNoNode;
   // Leave the snapshot as the pass found it (another pass follows).
   bool restore = false;
+  // ScaleDownOptions::replacement_ready.
+  const std::vector<std::string>* replacement_ready = nullptr;
 };
 
 struct PassResult {
   ScaleDownPlan plan;
   std::vector<std::pair<std::string, std::string>> moves;  // pod key -> node, for `record`
+};
+
+// A replace move weighed for a candidate in this pass: the cheapest pool whose new node holds the
+// pods no node that stays takes, and the verdict at its price.
+struct PassReplacement {
+  const model::Pool* pool = nullptr;
+  ConsolidationVerdict verdict;
+  std::vector<uint32_t> pods;  // facts indices of the pods the new node takes
 };
 
 // What a pass has used up so far: pool sizes, removals by kind and PDB budgets.
@@ -124,8 +137,35 @@ class ScaleDownRun {
   // Candidate `c`'s pods were placed (touched_, to_move_): what their destinations cost for
   // running longer, recorded in extension_[c]; "" when the removal still pays.
   std::string WeighExtension(NodeIndex c);
-  // e.verdict of candidate `c` with this pass's extension applied.
+  // The verdict of candidate `c` before the extension: its replace move's when one was weighed in
+  // this pass, else e.verdict.
+  std::optional<ConsolidationVerdict> BaseVerdict(NodeIndex c) const {
+    if (replacement_[c]) return replacement_[c]->verdict;
+    return entries_[c].verdict;
+  }
+  // BaseVerdict of candidate `c` with this pass's extension applied.
   std::optional<ConsolidationVerdict> PassVerdict(NodeIndex c) const;
+  // The replace move (scale_down_replace.cc). Pools cheaper than some managed node, cheapest
+  // first, and what they and the cluster hold now (nodes, upcoming ones, capacity).
+  void InitReplacement();
+  bool MayReplace(const NodeEntry& e) const {
+    return replace_ && e.pool != nullptr &&
+           cheaper_pools_.front()->price_per_hour < e.pool->price_per_hour && !ReplacementReady(e);
+  }
+  bool ReplacementReady(const NodeEntry& e) const {
+    return replacement_ready_ != nullptr &&
+           std::find(replacement_ready_->begin(), replacement_ready_->end(), e.node->name()) !=
+               replacement_ready_->end();
+  }
+  // Candidate `c`'s pods leftover_ fit on no node that stays: weighs replacing it with one node
+  // of the cheapest pool that may grow and holds them (replacement_[c]); "" when that pays, else
+  // why not.
+  std::string Replace(NodeIndex c);
+  // Why `pool` may not take one more node now (backoff, its max, cluster limits), or "".
+  std::string GrowBlocker(const model::Pool& pool) const;
+  // Whether an empty node of `pool` (with its DaemonSet pods) holds every pod of leftover_, by the
+  // scheduler's filters; "" when it does, else which pod does not fit and why.
+  std::string HoldsLeftover(const model::Pool& pool);
   void ComputePdbBudgets();
   // Covering PDB indices of a pod (PDBs of its namespace that select it).
   void CoveringPdbs(const model::Pod& pod, std::vector<uint32_t>& out) const;
@@ -149,6 +189,10 @@ class ScaleDownRun {
   // when all of them found a place, else reverts and returns the reason.
   std::string Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves,
                        Amounts& free, std::vector<Amounts>& contrib);
+  // Why candidate `c`'s pods (to_move_) cannot all move to the usable nodes, judging by their
+  // count and total requests, or "" when they might.
+  std::string PrecheckMove(NodeIndex c, bool was_usable, const Amounts& free,
+                           const std::vector<Amounts>& contrib) const;
   // Takes back a Simulate of `c` that placed touched_ (and recorded moves from `recorded` on).
   void UndoSimulate(NodeIndex c, bool was_usable,
                     std::vector<std::pair<std::string, std::string>>* moves, size_t recorded);
@@ -193,9 +237,27 @@ class ScaleDownRun {
   static constexpr Duration kUnknown{-1};
   std::vector<Duration> horizon_;
   std::vector<double> extension_;
+  // The replace move: on (scaleDown.consolidation.replace, and training pods are weighed rather
+  // than evicted regardless); pools cheaper than the dearest managed node, cheapest first; per
+  // pool its nodes (registered, not being deleted, and upcoming); the cluster's nodes and
+  // capacity (for maxNodes and the resource limits).
+  bool replace_ = false;
+  const std::vector<std::string>* replacement_ready_ = nullptr;  // this pass's
+  std::vector<const model::Pool*> cheaper_pools_;
+  std::unordered_map<const model::Pool*, int32_t> pool_nodes_;
+  int32_t cluster_nodes_ = 0;
+  model::Resources cluster_capacity_;
+  // Per pass: the replace move weighed for each candidate (kept when it did not pay, for the Keep),
+  // and the new nodes the pass's removals asked for.
+  std::vector<std::optional<PassReplacement>> replacement_;
+  std::unordered_map<const model::Pool*, int32_t> replacements_added_;
+  int32_t replacements_total_ = 0;
+  model::Resources replacement_capacity_;
   // Scratch buffers reused across candidates.
   std::vector<uint32_t> to_move_;
   std::vector<NodeIndex> touched_;
+  std::vector<uint32_t> placed_;    // facts index of each touched_ entry
+  std::vector<uint32_t> leftover_;  // pods no node that stays holds (the replace move's)
   std::vector<uint32_t> covering_;
 };
 

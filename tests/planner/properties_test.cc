@@ -489,6 +489,52 @@ std::string CheckConsolidation(const Case& c, const ScaleDown& sd, const model::
   return "";
 }
 
+// A replace move: one node of a cheaper pool, which may grow (not in backoff, below its max with
+// every replacement of the plan), takes pods of the node that it holds by their total requests,
+// all of them evicted.
+std::string CheckReplacement(const Case& c, const ScaleDown& sd, const model::Pool& pool,
+                             std::map<std::string, int>& replacements) {
+  if (sd.replacement_pool.empty()) {
+    return sd.replacement_pods.empty() ? "" : "node " + sd.node + " has replacement pods only";
+  }
+  const model::Pool* to = c.config.FindPool(sd.replacement_pool);
+  if (to == nullptr) return "node " + sd.node + " replaced by unknown pool " + sd.replacement_pool;
+  if (to->price_per_hour >= pool.price_per_hour) {
+    return fmt::format("node {} (${}/h) replaced by pool {} at ${}/h", sd.node, pool.price_per_hour,
+                       to->name, to->price_per_hour);
+  }
+  if (auto it = c.backoff_until.find(to->name); it != c.backoff_until.end() && it->second > c.now) {
+    return "node " + sd.node + " replaced by pool " + to->name + " in backoff";
+  }
+  int size =
+      ++replacements[to->name] + (c.upcoming.contains(to->name) ? c.upcoming.at(to->name) : 0);
+  for (const auto& n : c.nodes) {
+    bool deleting = std::any_of(n.taints.begin(), n.taints.end(),
+                                [](const auto& t) { return t.key == kToBeDeletedTaint; });
+    if (PoolLabel(n) == to->name && !deleting) ++size;
+  }
+  if (size > to->max)
+    return fmt::format("pool {} grows past its max {} by replacements", to->name, to->max);
+  if (sd.replacement_pods.empty()) return "node " + sd.node + " replaced for no pod";
+  model::Resources need;
+  for (const std::string& key : sd.replacement_pods) {
+    if (std::find(sd.evict.begin(), sd.evict.end(), key) == sd.evict.end()) {
+      return "node " + sd.node + ": replacement pod " + key + " not evicted";
+    }
+    for (const Pod& p : c.pods)
+      if (p.Key() == key) need += p.requests;
+  }
+  const model::Resources& have = to->template_node.allocatable;
+  for (model::ResourceId id : {model::kCpu, model::kMemory, GpuId()}) {
+    if (need.Get(id) > have.Get(id)) {
+      return fmt::format("node {}: its replacement of pool {} holds {} {}, its pods need {}",
+                         sd.node, to->name, model::FormatAmount(id, have.Get(id)),
+                         model::ResourceName(id), model::FormatAmount(id, need.Get(id)));
+    }
+  }
+  return "";
+}
+
 // Checks every scale-down property; returns "" or what failed.
 std::string CheckScaleDown(const Case& c) {
   PlannerInput in = c.Input();
@@ -504,6 +550,8 @@ std::string CheckScaleDown(const Case& c) {
   std::set<std::string> removed;
   std::map<std::string, int> removed_per_pool;
   std::map<std::string, std::vector<std::string>> evicted_from;
+  std::set<std::string> moving_to_nodes_left;  // evicted, and not onto a replacement
+  std::map<std::string, int> replacements;     // new nodes per pool
   for (const ScaleDown& sd : plan.scale_downs) {
     if (!removed.insert(sd.node).second) return "node " + sd.node + " removed twice";
     auto it = node_by_name.find(sd.node);
@@ -544,7 +592,14 @@ std::string CheckScaleDown(const Case& c) {
     }
     if (evict.size() != sd.evict.size()) return "node " + sd.node + ": duplicate evictions";
     if (std::string why = CheckConsolidation(c, sd, node); !why.empty()) return why;
-    for (const std::string& key : sd.evict) evicted_from[key].push_back(sd.node);
+    if (std::string why = CheckReplacement(c, sd, *cfg_pool, replacements); !why.empty()) {
+      return why;
+    }
+    std::set<std::string> replaced(sd.replacement_pods.begin(), sd.replacement_pods.end());
+    for (const std::string& key : sd.evict) {
+      evicted_from[key].push_back(sd.node);
+      if (!replaced.contains(key)) moving_to_nodes_left.insert(key);
+    }
   }
   // Pool minimums: counting nodes that are not already being deleted.
   for (const auto& [pool, n] : removed_per_pool) {
@@ -584,7 +639,7 @@ std::string CheckScaleDown(const Case& c) {
       if (p.node_name == node.meta.name && !p.IsTerminal()) free -= p.requests;
   }
   for (const Pod& p : c.pods)
-    if (evicted_from.contains(p.Key())) moving += p.requests;
+    if (moving_to_nodes_left.contains(p.Key())) moving += p.requests;
   for (model::ResourceId id : {model::kCpu, model::kMemory, GpuId()}) {
     if (moving.Get(id) > 0 && moving.Get(id) > free.Get(id)) {
       return fmt::format("evicted pods need {} {} but the nodes left have {} free",
@@ -769,7 +824,7 @@ TEST(PlannerProperties, ScaleDownRespectsPdbsAndNonMovablePods) {
 // vacuously): scale-ups, removals with evictions, PDB-covered evictions, limits that bind.
 TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
   int ups = 0, removals = 0, evictions = 0, pdb_evictions = 0, limit_reasons = 0, blocked = 0;
-  int consolidated = 0, not_paying = 0;
+  int consolidated = 0, not_paying = 0, replaced = 0;
   for (int i = 0; i < 500; ++i) {
     Case c = Generate(kBaseSeed + static_cast<uint64_t>(i));
     PlannerInput in = c.Input();
@@ -785,6 +840,7 @@ TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
     for (const auto& sd : down.scale_downs) {
       evictions += static_cast<int>(sd.evict.size());
       if (sd.consolidation) ++consolidated;
+      if (!sd.replacement_pool.empty()) ++replaced;
       for (const std::string& key : sd.evict)
         for (const Pod& p : c.pods)
           if (p.Key() == key)
@@ -805,11 +861,13 @@ TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
   EXPECT_GT(blocked, 50);
   EXPECT_GT(consolidated, 10);
   EXPECT_GT(not_paying, 10);
+  EXPECT_GT(replaced, 10);
   std::cout << fmt::format(
       "500 cases: {} scale-ups, {} limit reasons, {} removals, {} evictions "
       "({} under a PDB), {} nodes kept for a non-evictable pod, {} consolidated, {} kept as "
-      "consolidation does not pay (yet)\n",
-      ups, limit_reasons, removals, evictions, pdb_evictions, blocked, consolidated, not_paying);
+      "consolidation does not pay (yet), {} replaced by a cheaper pool's node\n",
+      ups, limit_reasons, removals, evictions, pdb_evictions, blocked, consolidated, not_paying,
+      replaced);
 }
 
 // Regression (found by the scale-up property, seed 20260393): maxNodesPerScaleUp bounded each

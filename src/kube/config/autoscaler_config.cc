@@ -58,7 +58,7 @@ constexpr std::string_view kScaleDownKeys[] = {
     "delayAfterAdd", "maxEmptyBulkDelete",   "maxNonEmptyPerPool",      "maxPodEvictionTime",
     "consolidation"};
 constexpr std::string_view kConsolidationKeys[] = {"enabled", "safetyFactor", "restartDelay",
-                                                   "maxHorizon"};
+                                                   "maxHorizon", "replace"};
 
 }  // namespace
 
@@ -208,7 +208,7 @@ Result<void> ParseScaleUp(const YamlValue& v, model::ScaleUpConfig& out) {
 
 Result<void> ParseConsolidation(const YamlValue& v, model::ConsolidationConfig& out) {
   TIDEPOOL_ASSIGN_OR_RETURN(
-      YamlMap m, YamlMap::Read(v, "a map {enabled, safetyFactor, restartDelay, maxHorizon}"));
+      YamlMap m, YamlMap::Read(v, "a map {enabled, safetyFactor, restartDelay, maxHorizon, replace}"));
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kConsolidationKeys));
   if (const YamlValue* enabled = m.Find("enabled")) {
     TIDEPOOL_ASSIGN_OR_RETURN(out.enabled, enabled->ReadBool());
@@ -222,6 +222,9 @@ Result<void> ParseConsolidation(const YamlValue& v, model::ConsolidationConfig& 
       ReadDurationField(m, "restartDelay", /*allow_zero=*/true, out.restart_delay));
   TIDEPOOL_RETURN_IF_ERROR(
       ReadDurationField(m, "maxHorizon", /*allow_zero=*/false, out.max_horizon));
+  if (const YamlValue* replace = m.Find("replace")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(out.replace, replace->ReadBool());
+  }
   return {};
 }
 
