@@ -96,6 +96,8 @@ std::string_view EventReasonName(EventReason reason) {
       return "ProvisioningFailed";
     case EventReason::kBufferNotReady:
       return "BufferNotReady";
+    case EventReason::kConsolidationReplace:
+      return "ConsolidationReplace";
   }
   return "?";
 }

@@ -20,6 +20,8 @@ struct IncreasePool {
   std::vector<std::string> pods;  // the pending pods ("namespace/name") it is for
   int warm = 0;                   // of `count`, nodes added for warm capacity (pools[].warm)
   std::string reason;             // why, in words, for logs
+  // Consolidation's replace move: the node the one new node replaces (ReplacementTracker), or "".
+  std::string replaces;
 };
 
 // Lower the target by `count`, cancelling requested nodes that have not joined the cluster
@@ -127,6 +129,9 @@ enum class EventReason {
   kProvisioned,         // a ProvisioningRequest's capacity is there
   kProvisioningFailed,  // a ProvisioningRequest cannot be served
   kBufferNotReady,      // a CapacityBuffer does not resolve to a pod and a number of copies
+  // Consolidation's replace move on the node it replaces: started (Normal), or given up
+  // (Warning: the new node did not come up in time, or the move no longer fits or pays).
+  kConsolidationReplace,
 };
 std::string_view EventReasonName(EventReason reason);
 

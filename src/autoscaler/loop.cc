@@ -35,6 +35,7 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   provisioning_.Conclude(ctx);
   buffers_.Conclude(ctx);
   removals_.Advance(ctx);
+  replacements_.Advance(ctx);
   if (scan) {
     last_scan_ = now;
     removals_.Adopt(ctx);
@@ -100,6 +101,7 @@ bool Autoscaler::RunScaleUp(StepContext& ctx) {
 void Autoscaler::Cleanup(StepContext& ctx) {
   pools_.Cleanup(ctx);
   removals_.Cleanup(ctx);
+  replacements_.Cleanup(ctx);
   unneeded_.Cleanup(ctx);
   scale_up_.Cleanup(ctx);
 }
@@ -111,6 +113,7 @@ void Autoscaler::Finish(const StepContext& ctx, bool quiet) {
   pools_.AddTimers(t, scale_up_.pending_count() > 0);
   scale_up_.AddTimers(t);
   removals_.AddTimers(t);
+  replacements_.AddTimers(t);
   unneeded_.AddTimers(t);
   warm_.AddTimers(t);
   provisioning_.AddTimers(t);
@@ -150,6 +153,7 @@ uint64_t Autoscaler::StateDigest() const {
   Digest d;
   pools_.AddDigest(d);
   removals_.AddDigest(d);
+  replacements_.AddDigest(d);
   unneeded_.AddDigest(d);
   scale_up_.AddDigest(d);
   warm_.AddDigest(d);

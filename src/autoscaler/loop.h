@@ -15,6 +15,7 @@
 #include "autoscaler/pool_tracker.h"
 #include "autoscaler/provisioning_tracker.h"
 #include "autoscaler/removal_tracker.h"
+#include "autoscaler/replacement_tracker.h"
 #include "autoscaler/runtime_tracker.h"
 #include "autoscaler/scale_up_tracker.h"
 #include "autoscaler/status.h"
@@ -137,6 +138,10 @@ class Autoscaler {
   // non-empty drains per pool at a time.
   void RunScaleDown(StepContext& ctx, bool may_start);
   void StartRipeRemovals(StepContext& ctx, const planner::PlannerInput& in);
+  // Nodes whose replacement is Ready: their removal is planned again, and started when the new
+  // plan still removes them (without another replacement), else the tie is dropped. True when a
+  // removal started.
+  bool FinishReplacements(StepContext& ctx, const planner::PlannerInput& in);
   void Cleanup(StepContext& ctx);
   // Sets the wakeup, and remembers a Step that decided nothing (`quiet`) for the skip.
   void Finish(const StepContext& ctx, bool quiet);
@@ -154,6 +159,7 @@ class Autoscaler {
   UnneededTracker unneeded_{config_, options_};
   RuntimeTracker runtimes_;
   RemovalTracker removals_{config_, options_, pools_, unneeded_};
+  ReplacementTracker replacements_{config_, pools_};
   WarmPlanner warm_{config_};
   ScaleUpTracker scale_up_{config_, options_};
   ProvisioningTracker provisioning_{config_, options_, pools_};

@@ -15,7 +15,8 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
     return;
   }
   planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleDown, removing_);
-  pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/false);
+  // Backoffs: the replace move does not ask a pool whose scale-up failed for a node.
+  pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
   runtimes_.Observe(ctx.obs.pods, ctx.now);
   in.runtime_hints = &runtimes_.hints();
   std::map<std::string, std::string> warm_hosts = warm_.BindPlaceholders(ctx, in, removing_);
@@ -33,14 +34,21 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   for (planner::Keep& k : kept) {
     if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) k.reason = it->second;
   }
+  // A node waiting for its replacement is kept for that, and is not unneeded meanwhile.
+  std::erase_if(kept, [this](const planner::Keep& k) { return replacements_.Tied(k.node); });
+  for (planner::Keep& k : replacements_.Kept(ctx.now)) kept.push_back(std::move(k));
+  std::sort(kept.begin(), kept.end(),
+            [](const planner::Keep& a, const planner::Keep& b) { return a.node < b.node; });
   std::set<std::string> unneeded;
   for (std::string& name : list)
-    if (!Removing(name)) unneeded.insert(std::move(name));
+    if (!Removing(name) && !replacements_.Tied(name)) unneeded.insert(std::move(name));
   unneeded_.Update(ctx, unneeded, std::move(kept), weighed, removing_);
   if (may_start) StartRipeRemovals(ctx, in);
 }
 
 void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput& in) {
+  // A removal started for a replaced node is not in `in`: plan the others at the next pass.
+  if (FinishReplacements(ctx, in)) return;
   std::set<std::string, std::less<>> ripe;
   for (std::string& name : unneeded_.Ripe(ctx.now)) {
     if (removals_.NotRemovableReason(ctx, name).empty()) ripe.insert(std::move(name));
@@ -63,8 +71,42 @@ void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput
       if (draining[sd.pool] >= config_.scale_down.max_non_empty_per_pool) continue;
       ++draining[sd.pool];
     }
-    removals_.Start(ctx, sd);
+    if (sd.replacement_pool.empty()) {
+      removals_.Start(ctx, sd);
+    } else {
+      replacements_.Start(ctx, sd);  // nothing is evicted before the new node is Ready
+    }
   }
+}
+
+bool Autoscaler::FinishReplacements(StepContext& ctx, const planner::PlannerInput& in) {
+  bool started = false;
+  for (const std::string& name : replacements_.Ready()) {
+    if (std::string why = removals_.NotRemovableReason(ctx, name); !why.empty()) {
+      replacements_.Drop(ctx, name, why);
+      continue;
+    }
+    // Planned again with the new node in the cluster: the old plan is not trusted.
+    planner::ScaleDownOptions options;
+    options.rate_limit = false;
+    options.evict_training_pods = options_.evict_training_pods;
+    options.may_remove = [&](const model::Node& n) { return n.name() == name; };
+    options.replacement_ready = {name};
+    planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, options);
+    auto sd = std::find_if(plan.scale_downs.begin(), plan.scale_downs.end(),
+                           [&](const planner::ScaleDown& s) { return s.node == name; });
+    if (sd != plan.scale_downs.end() && sd->replacement_pool.empty()) {
+      replacements_.Complete(name);
+      removals_.Start(ctx, *sd);
+      started = true;
+      continue;
+    }
+    std::string why = "its pods no longer fit on the nodes that stay";
+    for (const planner::Keep& k : plan.keep)
+      if (k.node == name) why = "the new plan keeps it: " + k.reason;
+    replacements_.Drop(ctx, name, why);
+  }
+  return started;
 }
 
 }  // namespace tidepool::autoscaler

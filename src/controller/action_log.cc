@@ -18,13 +18,16 @@ void ActionLog::Carried(const Action& action, const std::string* pod, const Resu
   if (!r) spdlog::warn("{} failed: {}", ActionName(action), r.error().message());
   if (metrics_ == nullptr) return;
   if (const auto* up = std::get_if<IncreasePool>(&action); up != nullptr && r) {
-    metrics_->RecordScaleUp(up->pool, "pending_pods", up->count);
+    metrics_->RecordScaleUp(up->pool, up->replaces.empty() ? "pending_pods" : "replacement",
+                            up->count);
   } else if (const auto* del = std::get_if<DeleteNode>(&action); del != nullptr && r) {
     metrics_->RecordScaleDown(del->pool, planner::RemovalKindName(del->kind));
     if (del->consolidation) metrics_->RecordConsolidation(del->pool, *del->consolidation);
   } else if (const auto* e = std::get_if<Event>(&action);
              e != nullptr && e->reason == EventReason::kScaleDownFailed) {
     metrics_->RecordScaleDownFailure(e->pool);
+  } else if (e != nullptr && e->reason == EventReason::kConsolidationReplace) {
+    metrics_->RecordReplacement(e->pool, e->warning ? "abandoned" : "started");
   } else if (const auto* u = std::get_if<UpdateProvisioningRequest>(&action); u != nullptr && r) {
     for (const model::Condition& c : u->conditions) {
       metrics_->RecordProvisioning(model::ProvisioningClassLabel(u->provisioning_class),

@@ -132,6 +132,11 @@ void TidepoolMetrics::AddActionCounters(Registry& r) {
       "What those removals were expected to save (node price x horizon), in the config's price "
       "unit.",
       {"pool"});
+  consolidation_replacements_ = r.AddCounter(
+      "tidepool_consolidation_replacements_total",
+      "Replace moves on nodes of the pool, by outcome: started (a node of a cheaper pool asked "
+      "for) or abandoned (it was not Ready in time, or the move no longer fit or paid).",
+      {"pool", "outcome"});
   evictions_ = r.AddCounter("tidepool_evictions_total",
                             "Pod eviction requests, by result (evicted, not_found, "
                             "blocked_by_pdb, error).",
@@ -247,6 +252,10 @@ void TidepoolMetrics::RecordConsolidation(std::string_view pool,
   consolidations_->Inc({pool});
   consolidation_work_lost_->Inc({pool}, v.gpu_hours_lost);
   consolidation_savings_->Inc({pool}, v.savings);
+}
+
+void TidepoolMetrics::RecordReplacement(std::string_view pool, std::string_view outcome) {
+  consolidation_replacements_->Inc({pool, outcome});
 }
 
 void TidepoolMetrics::RecordScaleDownFailure(std::string_view pool) {

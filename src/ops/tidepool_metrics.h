@@ -52,6 +52,7 @@ EvictionResult EvictionResultOf(const Result<void>& result);
 //   tidepool_scale_downs_total{pool,reason}, tidepool_scale_down_failures_total{pool}
 //   tidepool_consolidations_total{pool}, tidepool_consolidation_work_lost_gpu_hours_total{pool},
 //   tidepool_consolidation_expected_savings_total{pool}
+//   tidepool_consolidation_replacements_total{pool,outcome}  outcome: started, abandoned
 //   tidepool_evictions_total{result}
 //   tidepool_provisioning_requests_total{class,outcome}
 //   tidepool_loop_duration_seconds                            histogram
@@ -83,6 +84,8 @@ class TidepoolMetrics {
   void RecordScaleDown(std::string_view pool, std::string_view reason);
   // A node removed although it ran training pods, because it paid: its work lost and savings.
   void RecordConsolidation(std::string_view pool, const planner::ConsolidationVerdict& v);
+  // Consolidation's replace move on a node of `pool`: "started" or "abandoned".
+  void RecordReplacement(std::string_view pool, std::string_view outcome);
   // A removal rolled back (taint, eviction or deletion failed).
   void RecordScaleDownFailure(std::string_view pool);
   void RecordEviction(EvictionResult result);
@@ -141,6 +144,7 @@ class TidepoolMetrics {
   Counter* consolidations_;
   Counter* consolidation_work_lost_;
   Counter* consolidation_savings_;
+  Counter* consolidation_replacements_;
   Histogram* loop_duration_;
   Histogram* planning_duration_;
   Counter* kube_requests_;

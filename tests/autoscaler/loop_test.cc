@@ -1785,5 +1785,114 @@ TEST(LoopStoppedStockTest, TheStockStopsAtThePoolsMax) {
   EXPECT_THAT(w.PoolStat("gpu").warm_reason, HasSubstr("the pool is at its max 2"));
 }
 
+// --- Consolidation's replace move ----------------------------------------------------------
+
+// n1, an on-demand 2-GPU node at $8/h, runs one 1-GPU pod that tolerates spot; a spot pool of
+// the same shape costs $2.40/h. Both at 50 % GPU: n1 is replaced by a spot node.
+void OnDemandNodeAndSpotPool(World& w) {
+  ResourceList shape = {
+      {"cpu", "6"}, {"memory", "112Gi"}, {"nvidia.com/gpu", "2"}, {"pods", "110"}};
+  w.AddPool("gpu-spot", 100, shape, /*spot=*/true).price_per_hour = 2.4;
+  w.AddPool("gpu", 10, shape).price_per_hour = 8;
+  w.AddNode("n1", "gpu");
+  w.AddPod("serve", {{"cpu", "1"}, {"memory", "4Gi"}, {"nvidia.com/gpu", "1"}}, "n1",
+           /*tolerate_spot=*/true);
+}
+
+// What the actions did to n1: taints, evictions.
+bool Disrupted(const std::vector<Action>& actions, std::string_view node) {
+  for (const auto& t : OfKind<TaintNode>(actions))
+    if (t.node == node) return true;
+  for (const auto& e : OfKind<EvictPods>(actions))
+    if (e.node == node) return true;
+  return false;
+}
+
+TEST(LoopReplaceTest, NothingIsEvictedBeforeTheReplacementIsReady) {
+  World w;
+  OnDemandNodeAndSpotPool(w);
+  w.Start();
+  Time t0 = w.now;
+  std::vector<Action> actions = w.RunUntil(t0 + minutes(10));
+  auto adds = OfKind<IncreasePool>(actions);
+  ASSERT_EQ(adds.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(adds[0].pool, "gpu-spot");
+  EXPECT_EQ(adds[0].count, 1);
+  EXPECT_EQ(adds[0].replaces, "n1");
+  const Event* started = FindEvent(actions, "ConsolidationReplace", "n1");
+  ASSERT_NE(started, nullptr);
+  EXPECT_FALSE(started->warning);
+  EXPECT_THAT(started->message, HasSubstr("replacing the node with one of pool gpu-spot"));
+  EXPECT_THAT(started->message, HasSubstr("saves $33.60 over 6h"));  // ($8 - $2.40) x 6h
+  EXPECT_FALSE(Disrupted(actions, "n1")) << ::testing::PrintToString(Describe(actions));
+
+  // The new node is registered but not Ready: still nothing, and the status says why.
+  model::Node& spot = w.AddNode("spot-1", "gpu-spot", /*count_in_target=*/false, w.now);
+  spot.ready = false;
+  actions = w.RunUntil(w.now + minutes(5));
+  EXPECT_FALSE(Disrupted(actions, "n1")) << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
+  Status s = w.loop->GetStatus();
+  bool kept = false;
+  for (const planner::Keep& k : s.kept) {
+    if (k.node != "n1") continue;
+    kept = true;
+    EXPECT_THAT(k.reason, HasSubstr("replacement of pool gpu-spot coming up"));
+  }
+  EXPECT_TRUE(kept);
+
+  // Ready: the removal is planned again and goes the normal way (taint, evict, delete).
+  w.nodes["spot-1"].ready = true;
+  actions = w.RunUntil(w.now + w.config.scan_interval + minutes(1));
+  auto taints = OfKind<TaintNode>(actions);
+  auto evicts = OfKind<EvictPods>(actions);
+  ASSERT_EQ(taints.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(taints[0].node, "n1");
+  ASSERT_EQ(evicts.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_THAT(evicts[0].pods, ::testing::ElementsAre("default/serve"));
+  EXPECT_LT(IndexOf<TaintNode>(actions), IndexOf<EvictPods>(actions));
+  EXPECT_EQ(OfKind<DeleteNode>(actions).size(), 1u);
+  EXPECT_FALSE(w.nodes.contains("n1"));
+  EXPECT_TRUE(w.nodes.contains("spot-1"));
+  EXPECT_EQ(OfKind<IncreasePool>(w.all).size(), 1u);  // one replacement, asked for once
+}
+
+TEST(LoopReplaceTest, AReplacementThatTimesOutLeavesTheNodeRunningAndUncordoned) {
+  World w;
+  OnDemandNodeAndSpotPool(w);
+  w.Start();
+  Time t0 = w.now;
+  std::vector<Action> actions = w.RunUntil(t0 + minutes(10));
+  ASSERT_EQ(OfKind<IncreasePool>(actions).size(), 1u);
+  Time asked = w.now;
+  // No node comes: after the provision timeout (15m) the tie is dropped.
+  actions = w.RunUntil(asked + minutes(15) + seconds(1));
+  const Event* gave_up = FindEvent(actions, "ConsolidationReplace", "n1");
+  ASSERT_NE(gave_up, nullptr) << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(gave_up->warning);
+  EXPECT_THAT(gave_up->message, HasSubstr("replacement given up, the node stays"));
+  EXPECT_FALSE(Disrupted(w.all, "n1"));
+  EXPECT_TRUE(OfKind<UntaintNode>(w.all).empty());  // never tainted, nothing to undo
+  EXPECT_TRUE(w.nodes.contains("n1"));
+  for (const model::Taint& t : w.nodes["n1"].taints) EXPECT_NE(t.key, planner::kToBeDeletedTaint);
+  EXPECT_TRUE(w.PoolStat("gpu-spot").backoff_until.has_value());
+
+  // A node of the pool that comes late is not tied to anything: n1 stays while the pool is in
+  // backoff, and the stray node, empty, goes by the normal scale-down.
+  w.AddNode("spot-late", "gpu-spot", /*count_in_target=*/true, w.now);
+  actions = w.RunUntil(w.now + minutes(2));
+  EXPECT_FALSE(Disrupted(actions, "n1")) << ::testing::PrintToString(Describe(actions));
+}
+
+TEST(LoopReplaceTest, TheSwitchTurnsTheMoveOff) {
+  World w;
+  OnDemandNodeAndSpotPool(w);
+  w.config.scale_down.consolidation.replace = false;
+  w.Start();
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(30));
+  EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
+  EXPECT_FALSE(Disrupted(actions, "n1"));
+}
+
 }  // namespace
 }  // namespace tidepool::autoscaler
