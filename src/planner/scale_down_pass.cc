@@ -285,7 +285,9 @@ std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options
   }
   if (!e.blocker.empty()) return e.blocker;
   if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
-  if (e.verdict && e.verdict->decision != ConsolidationDecision::kPays) {
+  // A busy node's removal is weighed at its replacement's price (Replace), until that is Ready.
+  bool replace_only = e.replace_only && !ReplacementReady(e);
+  if (e.verdict && e.verdict->decision != ConsolidationDecision::kPays && !replace_only) {
     return DescribeVerdict(*e.verdict);
   }
   if (options.may_remove && *options.may_remove && !(*options.may_remove)(*e.node)) {
@@ -351,7 +353,10 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
     if (!r.empty()) {
       // A busy node that no replacement takes stays for its utilization, as without the move.
-      if (e.replace_only) {
+      if (e.replace_only && replacement_[c]) {
+        // Weighed, and the numbers (or the extension) keep it.
+        out.plan.keep.push_back({e.node->name(), e.keep + "; replace: " + r, PassVerdict(c)});
+      } else if (e.replace_only) {
         out.plan.keep.push_back({e.node->name(), e.keep});
       } else {
         out.plan.keep.push_back({e.node->name(), std::move(r), PassVerdict(c)});
