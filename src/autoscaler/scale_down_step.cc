@@ -102,9 +102,15 @@ bool Autoscaler::FinishReplacements(StepContext& ctx, const planner::PlannerInpu
       continue;
     }
     std::string why = "its pods no longer fit on the nodes that stay";
-    for (const planner::Keep& k : plan.keep)
-      if (k.node == name) why = "the new plan keeps it: " + k.reason;
-    replacements_.Drop(ctx, name, why);
+    bool wait = false;
+    for (const planner::Keep& k : plan.keep) {
+      if (k.node != name) continue;
+      why = "the new plan keeps it: " + k.reason;
+      // Evicting right after a near checkpoint pays more: the new node waits with it.
+      wait = k.consolidation &&
+             k.consolidation->decision == planner::ConsolidationDecision::kWaitForCheckpoint;
+    }
+    if (!wait) replacements_.Drop(ctx, name, why);
   }
   return started;
 }
