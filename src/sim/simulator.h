@@ -86,6 +86,9 @@ struct Summary {
   int64_t spot_evictions = 0;             // pods evicted because their spot node was reclaimed
   double work_lost_gpu_hours = 0;         // progress evictions threw away (since the checkpoint)
   int64_t restarts = 0;                   // evicted pods, and gangs restarted as a whole
+  // Seconds: the longest a pod evicted by a drain (not a spot reclaim) was pending before it ran
+  // again (with the replace move, rescheduling only: its new node was Ready first).
+  double drain_wait_max = 0;
   // Gang jobs (of two pods or more) and their waits, the same way as wait_p50/p95.
   int64_t gang_jobs = 0;
   int64_t gang_jobs_started = 0;  // had all pods running at some point

@@ -54,6 +54,7 @@ nlohmann::ordered_json SummaryToJson(const Summary& s) {
   j["spotEvictions"] = s.spot_evictions;
   j["workLostGpuHours"] = Round6(s.work_lost_gpu_hours);
   j["restarts"] = s.restarts;
+  j["drainWaitMax"] = Round6(s.drain_wait_max);
   j["gangJobs"] = s.gang_jobs;
   j["gangJobsStarted"] = s.gang_jobs_started;
   j["waitP50Gang"] = Round6(s.wait_p50_gang);

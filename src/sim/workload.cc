@@ -144,6 +144,10 @@ void Workload::StartPod(int pod, int node, const std::string& node_name) {
   p.pod->node_name = node_name;
   p.pod->phase = model::PodPhase::kRunning;
   p.pod->start_time = now;
+  if (p.drained_at) {
+    drain_wait_max_ = std::max(drain_wait_max_, now - *p.drained_at);
+    p.drained_at.reset();
+  }
   on_node_[node].insert(pod);
   --pending_;
   changes_.Changed();
@@ -261,7 +265,12 @@ Result<void> Workload::Evict(const std::string& key) {
   if (it == index_.end() || pods_[it->second].state != PodState::kRunning) {
     return Fail(Error::Code::kNotFound, "pod {} is not running", key);
   }
-  EvictPod(it->second, /*spot=*/false);
+  const int pod = it->second;
+  const SimJob& job = jobs_[pods_[pod].job];
+  EvictPod(pod, /*spot=*/false);
+  // Every pod the eviction sent back to pending (a gang's members too) waits from now.
+  for (int m : job.spec->gang ? job.pods : std::vector<int>{pod})
+    if (pods_[m].state == PodState::kPending) pods_[m].drained_at = clock_.Now();
   return {};
 }
 

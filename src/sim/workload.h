@@ -32,6 +32,7 @@ struct SimPod {
   Duration kept{};  // checkpointed progress (non-gang)
   uint64_t gen = 0;
   bool ever_started = false;
+  std::optional<Time> drained_at;  // evicted through the API (a drain), pending again since
 };
 
 struct SimJob {
@@ -95,6 +96,8 @@ class Workload {
   int64_t restarts() const { return restarts_; }
   int64_t evictions() const { return evictions_; }
   int64_t spot_evictions() const { return spot_evictions_; }
+  // The longest a pod evicted by a drain (not a spot reclaim) waited before it ran again.
+  Duration drain_wait_max() const { return drain_wait_max_; }
 
  private:
   // Takes a running pod off its node; `evicted`: it goes pending again (progress per checkpoint).
@@ -118,6 +121,7 @@ class Workload {
   int64_t restarts_ = 0;
   int64_t evictions_ = 0;
   int64_t spot_evictions_ = 0;
+  Duration drain_wait_max_{};
 };
 
 }  // namespace tidepool::sim

@@ -400,6 +400,72 @@ TEST(WorkloadTest, EvictionsCountTheWorkSinceTheLastCheckpoint) {
   }
 }
 
+// Back to spot through the replace move: a spot-tolerant job starts on on-demand while the spot
+// pool is out of stock (the first hour), and moves to a spot node once the stock is back and the
+// move pays ($0.90/h against $0.18/h, checkpoints every 30m: right after one; unneededTime 1m, as
+// the move pays only for the minutes after a checkpoint). Nothing is evicted before the spot node
+// is Ready: the evicted pod waits only for rescheduling, far less than the 5-minute boot.
+TEST(SimulatorTest, AReplaceNeverLeavesAPodPendingLongerThanTheBoot) {
+  auto config = kube::config::ParseAutoscalerConfig(R"(
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+scaleUp: {expanders: [priority]}
+scaleDown: {unneededTime: 1m}
+pools:
+  - name: gpu-spot
+    min: 0
+    max: 3
+    capacityType: spot
+    pricePerHour: 0.18
+    priority: 100
+    template:
+      taints: [{key: kubernetes.azure.com/scalesetpriority, value: spot, effect: NoSchedule}]
+      capacity: {cpu: "6", memory: 56Gi, nvidia.com/gpu: "1", pods: "110"}
+  - name: gpu
+    min: 0
+    max: 3
+    pricePerHour: 0.9
+    priority: 10
+    template:
+      capacity: {cpu: "6", memory: 56Gi, nvidia.com/gpu: "1", pods: "110"}
+)",
+                                                    "replace.yaml");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  auto sc = ParseSimConfig(R"(
+checkpointEvery: 30m
+bootDelay: {gpu: [5m, 5m]}
+pools:
+  gpu-spot: {stockouts: [[0s, 1h]]}
+)",
+                           "replace-sim.yaml");
+  ASSERT_TRUE(sc.has_value()) << sc.error().message();
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang,namespace,priority,spot\n"
+      "train,0,28800,1,2,8Gi,1,,false,default,0,true\n",
+      "replace.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  for (bool replace : {true, false}) {
+    SimInput in;
+    in.config = *config;
+    in.config.scale_down.consolidation.replace = replace;
+    in.sim = *sc;
+    in.sim.check_invariants = true;
+    in.jobs = *jobs;
+    auto s = RunSimulation(in);
+    ASSERT_TRUE(s.has_value()) << s.error().message();
+    EXPECT_EQ(s->jobs_completed, 1);
+    if (!replace) {
+      EXPECT_EQ(s->evictions, 0);  // it stays on on-demand for its 8 hours
+      continue;
+    }
+    ASSERT_EQ(s->evictions, 1);
+    EXPECT_EQ(s->spot_evictions, 0);
+    EXPECT_GT(s->node_hours.at("gpu-spot"), 5.0);  // most of the run on spot
+    EXPECT_LT(s->node_hours.at("gpu"), 3.0);
+    EXPECT_LT(s->drain_wait_max, 60.0) << "pending " << s->drain_wait_max << "s after eviction";
+  }
+}
+
 // The checks do catch a broken world: a pool whose minimum (started at t=0) exceeds its max.
 TEST(SimulatorTest, InvariantViolationFailsTheRun) {
   SimInput in;
