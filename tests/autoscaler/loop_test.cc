@@ -1808,12 +1808,17 @@ bool Disrupted(const std::vector<Action>& actions, std::string_view node) {
   return false;
 }
 
-TEST(LoopReplaceTest, NothingIsEvictedBeforeTheReplacementIsReady) {
-  World w;
+// Runs the world of OnDemandNodeAndSpotPool until n1 has been unneeded for unneededTime (10m):
+// the replace move starts.
+std::vector<Action> RunUntilTheReplaceStarts(World& w) {
   OnDemandNodeAndSpotPool(w);
   w.Start();
-  Time t0 = w.now;
-  std::vector<Action> actions = w.RunUntil(t0 + minutes(10));
+  return w.RunUntil(w.now + minutes(10));
+}
+
+TEST(LoopReplaceTest, NothingIsEvictedBeforeTheReplacementIsReady) {
+  World w;
+  std::vector<Action> actions = RunUntilTheReplaceStarts(w);
   auto adds = OfKind<IncreasePool>(actions);
   ASSERT_EQ(adds.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_EQ(adds[0].pool, "gpu-spot");
@@ -1859,10 +1864,7 @@ TEST(LoopReplaceTest, NothingIsEvictedBeforeTheReplacementIsReady) {
 
 TEST(LoopReplaceTest, AReplacementThatTimesOutLeavesTheNodeRunningAndUncordoned) {
   World w;
-  OnDemandNodeAndSpotPool(w);
-  w.Start();
-  Time t0 = w.now;
-  std::vector<Action> actions = w.RunUntil(t0 + minutes(10));
+  std::vector<Action> actions = RunUntilTheReplaceStarts(w);
   ASSERT_EQ(OfKind<IncreasePool>(actions).size(), 1u);
   Time asked = w.now;
   // No node comes: after the provision timeout (15m) the tie is dropped.
