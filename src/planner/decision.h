@@ -55,7 +55,8 @@ struct ScaleDown {
   // Set when the node runs training pods: why evicting them pays.
   std::optional<ConsolidationVerdict> consolidation;
   // The replace move (docs/consolidation.md): one new node of `replacement_pool` takes
-  // `replacement_pods` (those no node that stays holds); the node goes only once that node is Ready.
+  // `replacement_pods` (those no node that stays holds); the node goes only once that node is
+  // Ready.
   std::string replacement_pool;
   std::vector<std::string> replacement_pods;
 };

@@ -120,9 +120,8 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
   if (!leftover_.empty()) {
     // Only pending pods the simulation put here fit nowhere else: that is scale-up's business,
     // not a reason for a new node in place of this one.
-    bool own = std::any_of(leftover_.begin(), leftover_.end(), [&](uint32_t f) {
-      return facts_[f].pod->node_name == e.node->name();
-    });
+    bool own = std::any_of(leftover_.begin(), leftover_.end(),
+                           [&](uint32_t f) { return facts_[f].pod->node_name == e.node->name(); });
     std::string why = own ? Replace(c) : "the pods that fit nowhere else are pending pods";
     if (!why.empty()) {
       UndoSimulate(c, was_usable, moves, recorded);

@@ -208,7 +208,8 @@ Result<void> ParseScaleUp(const YamlValue& v, model::ScaleUpConfig& out) {
 
 Result<void> ParseConsolidation(const YamlValue& v, model::ConsolidationConfig& out) {
   TIDEPOOL_ASSIGN_OR_RETURN(
-      YamlMap m, YamlMap::Read(v, "a map {enabled, safetyFactor, restartDelay, maxHorizon, replace}"));
+      YamlMap m,
+      YamlMap::Read(v, "a map {enabled, safetyFactor, restartDelay, maxHorizon, replace}"));
   TIDEPOOL_RETURN_IF_ERROR(m.CheckKeys(kConsolidationKeys));
   if (const YamlValue* enabled = m.Find("enabled")) {
     TIDEPOOL_ASSIGN_OR_RETURN(out.enabled, enabled->ReadBool());
