@@ -40,6 +40,10 @@ struct ScaleDownOptions {
 //    removals moved onto it) do not all fit on ready, schedulable nodes that stay.
 //  - Moved pods prefer nodes that are not candidates, then candidates tried last, so a node
 //    rarely has to take pods it will later give away.
+//  - Replace (scaleDown.consolidation.replace, docs/consolidation.md): a candidate whose own pods
+//    do not all fit may go when one node of the cheapest cheaper pool that may grow holds the
+//    rest and the move pays at the price difference (ScaleDown::replacement_pool); a node at or
+//    above its threshold is a candidate for this move only, all its pods going to the new node.
 // Unmanaged nodes are never removed and get no Keep, but take moved pods. Keep entries are in
 // node-name order; scale-downs in the order they were decided.
 class ScaleDownPlanner {

@@ -82,8 +82,8 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
   to_move_.insert(to_move_.end(), moved_in_[c].begin(), moved_in_[c].end());
   bool was_usable = usable_[c] != 0;
   // Why the pods cannot all move to nodes that stay; with the replace move, the ones that do not
-  // go to one new node of a cheaper pool instead (a busy node's all go there).
-  // A busy node whose replacement is Ready moves its pods like any candidate.
+  // go to one new node of a cheaper pool instead. A busy node's all go there, unless its
+  // replacement is Ready: then it moves its pods like any candidate.
   const bool place = !e.replace_only || ReplacementReady(e);
   std::string cannot_move = place ? PrecheckMove(c, was_usable, free, contrib) : "";
   if (!cannot_move.empty() && !MayReplace(e)) return cannot_move;
