@@ -133,8 +133,9 @@ struct ConsolidationConfig {
   // The savings are counted over at most this long (expected remaining runtimes are uncertain).
   Duration max_horizon = std::chrono::hours(6);
   // A candidate whose pods do not all fit on the nodes that stay may be replaced by one node of
-  // a cheaper pool that takes the rest, Ready before anything is evicted.
-  bool replace = true;
+  // a cheaper pool that takes the rest, Ready before anything is evicted. Off by default: on the
+  // Alibaba trace it evicted more and saved nothing (docs/performance.md).
+  bool replace = false;
 };
 
 struct ScaleDownConfig {

@@ -1790,6 +1790,7 @@ TEST(LoopStoppedStockTest, TheStockStopsAtThePoolsMax) {
 // n1, an on-demand 2-GPU node at $8/h, runs one 1-GPU pod that tolerates spot; a spot pool of
 // the same shape costs $2.40/h. Both at 50 % GPU: n1 is replaced by a spot node.
 void OnDemandNodeAndSpotPool(World& w) {
+  w.config.scale_down.consolidation.replace = true;
   ResourceList shape = {
       {"cpu", "6"}, {"memory", "112Gi"}, {"nvidia.com/gpu", "2"}, {"pods", "110"}};
   w.AddPool("gpu-spot", 100, shape, /*spot=*/true).price_per_hour = 2.4;

@@ -195,6 +195,7 @@ Case Generate(uint64_t seed) {
   cfg.scale_up.max_nodes_per_scale_up = g.Chance(0.3) ? g.Int(1, 4) : 1000;
   cfg.scale_down.max_empty_bulk_delete = g.Int(1, 10);
   cfg.scale_down.max_non_empty_per_pool = g.Int(1, 3);
+  cfg.scale_down.consolidation.replace = true;  // off by default; on here so it is exercised
 
   int npools = g.Int(1, 5);
   for (int i = 0; i < npools; ++i) {

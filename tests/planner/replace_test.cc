@@ -32,6 +32,7 @@ struct ReplaceCase {
   model::Pool* spot;
   model::Pod* pod;
   ReplaceCase() {
+    c.config().scale_down.consolidation.replace = true;
     c.config().pools[0].price_per_hour = 0.5;  // cpupool: cheaper, but holds no GPU pod
     c.config().pools[0].template_node.allocatable = Res({{"cpu", "4"}, {"memory", "16Gi"}});
     ResourceList shape = {{"cpu", "32"}, {"memory", "256Gi"}, {"nvidia.com/gpu", "4"}};
