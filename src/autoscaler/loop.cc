@@ -101,7 +101,6 @@ bool Autoscaler::RunScaleUp(StepContext& ctx) {
 void Autoscaler::Cleanup(StepContext& ctx) {
   pools_.Cleanup(ctx);
   removals_.Cleanup(ctx);
-  replacements_.Cleanup(ctx);
   unneeded_.Cleanup(ctx);
   scale_up_.Cleanup(ctx);
 }

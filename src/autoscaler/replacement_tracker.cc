@@ -101,10 +101,6 @@ std::vector<planner::Keep> ReplacementTracker::Kept(Time now) const {
   return out;
 }
 
-void ReplacementTracker::Cleanup(const StepContext& ctx) {
-  std::erase_if(ties_, [&](const auto& e) { return ctx.Find(e.first) == nullptr; });
-}
-
 void ReplacementTracker::AddDigest(Digest& d) const {
   d.Add(ties_.size());
   for (const auto& [node, tie] : ties_) {

@@ -42,7 +42,7 @@ class ReplacementTracker {
   // Asks for the replacement of sd.node (a plan's replace move): IncreasePool + Event.
   void Start(StepContext& ctx, const planner::ScaleDown& sd);
   // Notes replacements that are Ready, and drops the ties that failed, timed out or whose node
-  // went away.
+  // went away (so no separate cleanup is needed: it runs at every pass).
   void Advance(StepContext& ctx);
   // Nodes whose replacement is Ready: their removal is to be planned again.
   std::vector<std::string> Ready() const;
@@ -53,7 +53,6 @@ class ReplacementTracker {
   // Keep entries for the tied nodes ("replacement of pool X coming up").
   std::vector<planner::Keep> Kept(Time now) const;
 
-  void Cleanup(const StepContext& ctx);
   void AddDigest(Digest& d) const;
   void AddTimers(Timers& t) const;
 
