@@ -1,5 +1,7 @@
 #include "planner/reason.h"
 
+#include <fmt/format.h>
+
 namespace tidepool::planner {
 namespace {
 
@@ -75,6 +77,29 @@ std::string_view ReasonKindLabel(ReasonKind kind) {
       return "gang";
   }
   return "other";
+}
+
+std::optional<PoolReason> GrowthLimit(const model::Pool& pool, int64_t pool_nodes,
+                                      const model::ClusterLimits& limits, int64_t cluster_nodes,
+                                      const model::Resources& cluster_capacity) {
+  if (pool_nodes >= pool.max) {
+    return PoolReason{ReasonKind::kPoolMax, fmt::format("pool {} at max {}", pool.name, pool.max)};
+  }
+  if (limits.max_nodes && cluster_nodes >= *limits.max_nodes) {
+    return PoolReason{ReasonKind::kClusterMaxNodes,
+                      fmt::format("cluster limit maxNodes {} reached", *limits.max_nodes)};
+  }
+  const model::Resources& cap = pool.template_node.capacity;
+  for (model::ResourceId id : limits.limited) {
+    int64_t limit = limits.resources.Get(id);
+    if (cap.Get(id) > 0 && cluster_capacity.Get(id) + cap.Get(id) > limit) {
+      return PoolReason{ReasonKind::kClusterResource,
+                        fmt::format("cluster limit {} {} reached", model::ResourceName(id),
+                                    model::FormatAmount(id, limit)),
+                        id};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace tidepool::planner

@@ -3,9 +3,12 @@
 // switch on the kind).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "model/pool.h"
 #include "model/resources.h"
 #include "sched/fit.h"
 
@@ -54,5 +57,13 @@ PoolReason FromFit(const sched::FitResult& fit);
 // ("insufficient_resources", "pool_max", "cluster_limit", "gang", ...); the text never goes into
 // a label.
 std::string_view ReasonKindLabel(ReasonKind kind);
+
+// Why `pool`, with `pool_nodes` nodes (registered, upcoming and planned), may not take one more
+// in a cluster of `cluster_nodes` nodes with `cluster_capacity`: its max (kPoolMax),
+// limits.maxNodes (kClusterMaxNodes) or a resource limit its template would pass
+// (kClusterResource). Nothing when it may. Scale-up and consolidation's replace move both ask.
+std::optional<PoolReason> GrowthLimit(const model::Pool& pool, int64_t pool_nodes,
+                                      const model::ClusterLimits& limits, int64_t cluster_nodes,
+                                      const model::Resources& cluster_capacity);
 
 }  // namespace tidepool::planner

@@ -144,7 +144,6 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
   if (replacement_[c]) {
     const model::Pool* pool = replacement_[c]->pool;
     ++replacements_added_[pool];
-    ++replacements_total_;
     replacement_capacity_ += pool->template_node.capacity;
   }
   if (was_usable) {
@@ -259,7 +258,6 @@ void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   extension_.assign(entries_.size(), 0);
   replacement_.assign(entries_.size(), std::nullopt);
   replacements_added_.clear();
-  replacements_total_ = 0;
   replacement_capacity_ = {};
   placer_.Reset();
   for (NodeIndex n : destinations_) {

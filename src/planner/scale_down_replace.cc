@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "base/check.h"
+#include "planner/reason.h"
 #include "planner/scale_down_run.h"
 #include "sched/fit.h"
 
@@ -47,22 +48,12 @@ std::string ScaleDownRun::GrowBlocker(const model::Pool& pool) const {
   auto added = replacements_added_.find(&pool);
   int32_t size = (nodes == pool_nodes_.end() ? 0 : nodes->second) +
                  (added == replacements_added_.end() ? 0 : added->second);
-  if (size >= pool.max) return fmt::format("pool {} at max {}", pool.name, pool.max);
-  const model::ClusterLimits& limits = input_.config->limits;
+  int32_t replacements = 0;
+  for (const auto& [p, n] : replacements_added_) replacements += n;
   // The new node comes up before the old one goes: for a while the cluster has one more.
-  if (limits.max_nodes && cluster_nodes_ + replacements_total_ >= *limits.max_nodes) {
-    return fmt::format("cluster limit maxNodes {} reached", *limits.max_nodes);
-  }
-  const model::Resources& cap = pool.template_node.capacity;
-  for (model::ResourceId id : limits.limited) {
-    int64_t limit = limits.resources.Get(id);
-    if (cap.Get(id) > 0 &&
-        cluster_capacity_.Get(id) + replacement_capacity_.Get(id) + cap.Get(id) > limit) {
-      return fmt::format("cluster limit {} {} reached", model::ResourceName(id),
-                         model::FormatAmount(id, limit));
-    }
-  }
-  return "";
+  auto limit = GrowthLimit(pool, size, input_.config->limits, cluster_nodes_ + replacements,
+                           cluster_capacity_ + replacement_capacity_);
+  return limit ? limit->text : "";
 }
 
 std::string ScaleDownRun::HoldsLeftover(const model::Pool& pool) {

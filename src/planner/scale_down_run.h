@@ -251,7 +251,6 @@ class ScaleDownRun {
   // and the new nodes the pass's removals asked for.
   std::vector<std::optional<PassReplacement>> replacement_;
   std::unordered_map<const model::Pool*, int32_t> replacements_added_;
-  int32_t replacements_total_ = 0;
   model::Resources replacement_capacity_;
   // Scratch buffers reused across candidates.
   std::vector<uint32_t> to_move_;

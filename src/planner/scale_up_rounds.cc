@@ -70,23 +70,9 @@ bool Pass::FitsTemplate(const Pod* pod, size_t pool_index) {
 
 std::optional<PoolReason> Pass::LimitReason(const PoolState& ps, int extra,
                                             const Resources& extra_cap) const {
-  if (ps.current + ps.added + extra >= ps.pool->max) {
-    return PoolReason{ReasonKind::kPoolMax,
-                      fmt::format("pool {} at max {}", ps.pool->name, ps.pool->max)};
-  }
-  if (cfg_.limits.max_nodes && cluster_nodes_ + extra >= *cfg_.limits.max_nodes) {
-    return PoolReason{ReasonKind::kClusterMaxNodes,
-                      fmt::format("cluster limit maxNodes {} reached", *cfg_.limits.max_nodes)};
-  }
-  const Resources& cap = ps.pool->template_node.capacity;
-  for (model::ResourceId id : cfg_.limits.limited) {
-    int64_t limit = cfg_.limits.resources.Get(id);
-    if (cluster_capacity_.Get(id) + extra_cap.Get(id) + cap.Get(id) > limit && cap.Get(id) > 0) {
-      return PoolReason{ReasonKind::kClusterResource,
-                        fmt::format("cluster limit {} {} reached", model::ResourceName(id),
-                                    model::FormatAmount(id, limit)),
-                        id};
-    }
+  if (auto limit = GrowthLimit(*ps.pool, ps.current + ps.added + extra, cfg_.limits,
+                               cluster_nodes_ + extra, cluster_capacity_ + extra_cap)) {
+    return limit;
   }
   // maxNodesPerScaleUp bounds the whole pass: nodes committed in earlier rounds (other pools,
   // gangs) count as well as those of the estimate in progress.
