@@ -6,8 +6,8 @@
 
 namespace tidepool::sched {
 
-void AntiAffinityIndex::ForEachList(const model::PodAffinityTerm& term,
-                                    const std::function<void(std::vector<Entry>&)>& f) {
+template <typename F>
+void AntiAffinityIndex::ForEachList(const model::PodAffinityTerm& term, F&& f) {
   if (!term.has_label_selector) return;
   const model::LabelSelector& sel = term.label_selector;
   // matchLabels first: the pod must carry that key with that value.
@@ -55,19 +55,6 @@ void AntiAffinityIndex::Remove(const model::Pod& pod, uint32_t node) {
       *it = list.back();
       list.pop_back();
     });
-  }
-}
-
-void AntiAffinityIndex::ForEachCandidate(const model::Pod& pod,
-                                         const std::function<void(const Entry&)>& f) const {
-  for (const Entry& e : unfiled_) f(e);
-  for (const auto& [key, value] : pod.meta.labels) {
-    auto k = by_key_.find(key);
-    if (k == by_key_.end()) continue;
-    for (const Entry& e : k->second.any) f(e);
-    auto v = k->second.value.find(value);
-    if (v == k->second.value.end()) continue;
-    for (const Entry& e : v->second) f(e);
   }
 }
 

@@ -29,7 +29,19 @@ class AntiAffinityIndex {
   // pod's labels (key=value, or the key alone for an Exists requirement), and those with no
   // such label (a selector of NotIn or DoesNotExist only, or an empty one). Each term once;
   // f must still test the term (namespaces, the rest of the selector).
-  void ForEachCandidate(const model::Pod& pod, const std::function<void(const Entry&)>& f) const;
+  // A template: it runs once per FitChecker, calling f for every entry.
+  template <typename F>
+  void ForEachCandidate(const model::Pod& pod, F&& f) const {
+    for (const Entry& e : unfiled_) f(e);
+    for (const auto& [key, value] : pod.meta.labels) {
+      auto k = by_key_.find(key);
+      if (k == by_key_.end()) continue;
+      for (const Entry& e : k->second.any) f(e);
+      auto v = k->second.value.find(value);
+      if (v == k->second.value.end()) continue;
+      for (const Entry& e : v->second) f(e);
+    }
+  }
 
  private:
   friend class ClusterSnapshot;
@@ -38,8 +50,8 @@ class AntiAffinityIndex {
   void Remove(const model::Pod& pod, uint32_t node);
   // Calls f(list) for each list the term is filed in (made on demand); none for a term without
   // a label selector, which selects no pods.
-  void ForEachList(const model::PodAffinityTerm& term,
-                   const std::function<void(std::vector<Entry>&)>& f);
+  template <typename F>
+  void ForEachList(const model::PodAffinityTerm& term, F&& f);
 
   struct KeyLists {
     std::vector<Entry> any;                                        // Exists
