@@ -5,6 +5,7 @@
 
 #include "autoscaler/loop.h"
 #include "autoscaler/planner_input.h"
+#include "planner/disruption.h"
 #include "planner/scale_down.h"
 
 namespace tidepool::autoscaler {
@@ -21,28 +22,36 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   in.runtime_hints = &runtimes_.hints();
   std::map<std::string, std::string> warm_hosts = warm_.BindPlaceholders(ctx, in, removing_);
 
-  std::vector<std::string> list;
   planner::ScaleDownOptions all;
   all.rate_limit = false;
   all.evict_training_pods = options_.evict_training_pods;
-  planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, all, &list);
-  std::vector<planner::Keep> kept = std::move(plan.keep);
-  bool weighed =
-      std::any_of(kept.begin(), kept.end(), [](const auto& k) { return k.consolidation; }) ||
-      std::any_of(plan.scale_downs.begin(), plan.scale_downs.end(),
-                  [](const auto& sd) { return sd.consolidation; });
-  for (planner::Keep& k : kept) {
+  // A node waiting for a checkpoint is unneeded meanwhile, so it goes right after it.
+  all.waiting_is_removable = true;
+  planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, all);
+  UnneededPass pass;
+  pass.kept = std::move(plan.keep);
+  pass.weighed_training = std::any_of(pass.kept.begin(), pass.kept.end(),
+                                      [](const auto& k) { return k.consolidation; }) ||
+                          std::any_of(plan.scale_downs.begin(), plan.scale_downs.end(),
+                                      [](const auto& sd) { return sd.consolidation; });
+  for (planner::Keep& k : pass.kept) {
     if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) k.reason = it->second;
   }
   // A node waiting for its replacement is kept for that, and is not unneeded meanwhile.
-  std::erase_if(kept, [this](const planner::Keep& k) { return replacements_.Tied(k.node); });
-  for (planner::Keep& k : replacements_.Kept(ctx.now)) kept.push_back(std::move(k));
-  std::sort(kept.begin(), kept.end(),
+  std::erase_if(pass.kept, [this](const planner::Keep& k) { return replacements_.Tied(k.node); });
+  for (planner::Keep& k : replacements_.Kept(ctx.now)) pass.kept.push_back(std::move(k));
+  std::sort(pass.kept.begin(), pass.kept.end(),
             [](const planner::Keep& a, const planner::Keep& b) { return a.node < b.node; });
-  std::set<std::string> unneeded;
-  for (std::string& name : list)
-    if (!Removing(name) && !replacements_.Tied(name)) unneeded.insert(std::move(name));
-  unneeded_.Update(ctx, unneeded, std::move(kept), weighed, removing_);
+  for (planner::ScaleDown& sd : plan.scale_downs) {
+    if (Removing(sd.node) || replacements_.Tied(sd.node)) continue;
+    const std::optional<planner::ConsolidationVerdict>& v = sd.consolidation;
+    if (v && v->decision == planner::ConsolidationDecision::kWaitForCheckpoint) {
+      Time at = planner::WeighTime(ctx.now) + v->wait;  // the time it was weighed at, + wait
+      pass.waiting.emplace(sd.node, CheckpointWait{v->waiting_for, at});
+    }
+    pass.nodes.insert(std::move(sd.node));
+  }
+  unneeded_.Update(ctx, std::move(pass), removing_);
   if (may_start) StartRipeRemovals(ctx, in);
 }
 

@@ -78,7 +78,12 @@ std::string FormatStatus(const Status& s) {
                        r.phase, FormatRfc3339(r.started), r.pods_left);
   }
   for (const UnneededNode& u : s.unneeded) {
-    out += fmt::format("unneeded: {} since {}\n", u.node, FormatRfc3339(u.since));
+    out += fmt::format("unneeded: {} since {}", u.node, FormatRfc3339(u.since));
+    if (u.waiting) {
+      out += fmt::format(", waits for the checkpoint of pod {} at {}", u.waiting->pod,
+                         FormatRfc3339(u.waiting->at));
+    }
+    out += "\n";
   }
   for (const BufferStatusLine& b : s.buffers) out += "capacity " + FormatBuffer(b) + "\n";
   return out;

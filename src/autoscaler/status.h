@@ -68,9 +68,17 @@ struct ScaleDownRecord {
   std::string reason;   // why the node went (or why it failed)
 };
 
+// An unneeded node whose removal waits for a training pod's next checkpoint (consolidation's
+// verdict): it goes right after `at`, once unneeded for scaleDown.unneededTime too.
+struct CheckpointWait {
+  std::string pod;  // namespace/name
+  Time at{};
+};
+
 struct UnneededNode {
   std::string node;
   Time since{};
+  std::optional<CheckpointWait> waiting;
 };
 
 // A node between taint and deletion.

@@ -19,19 +19,20 @@ UnneededTracker::UnneededTracker(const model::AutoscalerConfig& config, const Lo
 void UnneededTracker::Disable(StepContext& ctx,
                               const std::function<bool(std::string_view)>& removing) {
   since_.clear();
+  waiting_.clear();
   kept_.clear();
   weighed_training_ = false;
   UpdateMarks(ctx, {}, removing);
 }
 
-void UnneededTracker::Update(StepContext& ctx, const std::set<std::string>& unneeded,
-                             std::vector<planner::Keep> kept, bool weighed_training,
+void UnneededTracker::Update(StepContext& ctx, UnneededPass pass,
                              const std::function<bool(std::string_view)>& removing) {
-  kept_ = std::move(kept);
-  weighed_training_ = weighed_training;
-  std::erase_if(since_, [&](const auto& e) { return !unneeded.contains(e.first); });
-  for (const std::string& name : unneeded) since_.try_emplace(name, ctx.now);
-  UpdateMarks(ctx, unneeded, removing);
+  kept_ = std::move(pass.kept);
+  waiting_ = std::move(pass.waiting);
+  weighed_training_ = pass.weighed_training;
+  std::erase_if(since_, [&](const auto& e) { return !pass.nodes.contains(e.first); });
+  for (const std::string& name : pass.nodes) since_.try_emplace(name, ctx.now);
+  UpdateMarks(ctx, pass.nodes, removing);
 }
 
 std::vector<std::string> UnneededTracker::Ripe(Time now) const {
@@ -77,6 +78,7 @@ void UnneededTracker::UpdateMarks(StepContext& ctx, const std::set<std::string>&
 
 void UnneededTracker::Cleanup(const StepContext& ctx) {
   std::erase_if(since_, [&](const auto& e) { return !ctx.nodes.contains(e.first); });
+  std::erase_if(waiting_, [&](const auto& e) { return !ctx.nodes.contains(e.first); });
   std::erase_if(marked_, [&](const std::string& n) { return !ctx.nodes.contains(n); });
 }
 
@@ -97,7 +99,10 @@ void UnneededTracker::AddTimers(Timers& t) const {
 }
 
 void UnneededTracker::FillStatus(Status& s) const {
-  for (const auto& [name, since] : since_) s.unneeded.push_back({name, since});
+  for (const auto& [name, since] : since_) {
+    UnneededNode& u = s.unneeded.emplace_back(UnneededNode{name, since, std::nullopt});
+    if (auto w = waiting_.find(name); w != waiting_.end()) u.waiting = w->second;
+  }
   s.kept = kept_;
 }
 

@@ -17,20 +17,28 @@
 
 namespace tidepool::autoscaler {
 
+// What the planner's unrestricted scale-down pass found (nodes being removed left out).
+struct UnneededPass {
+  std::set<std::string> nodes;  // could go now, or right after a checkpoint
+  // Those of `nodes` whose removal waits for a training pod's checkpoint.
+  std::map<std::string, CheckpointWait, std::less<>> waiting;
+  std::vector<planner::Keep> kept;  // the other managed nodes, with why
+  // Consolidation weighed training pods on some node: its verdicts move with time, so the pass
+  // is due again at the next minute.
+  bool weighed_training = false;
+};
+
 // A node is unneeded while the planner's unrestricted scale-down pass lists it; it becomes
-// ripe for removal after scaleDown.unneededTime of that. Starting a removal (or rolling one
-// back) resets its clock.
+// ripe for removal after scaleDown.unneededTime of that. A node waiting for a checkpoint is
+// unneeded meanwhile, so it can go right after the checkpoint. Starting a removal (or rolling
+// one back) resets its clock.
 class UnneededTracker {
  public:
   UnneededTracker(const model::AutoscalerConfig& config, const LoopOptions& options);
 
   // Scale-down is off: no timers, no reasons, marks taken off.
   void Disable(StepContext& ctx, const std::function<bool(std::string_view)>& removing);
-  // The unrestricted pass listed `unneeded` (nodes being removed left out) and kept `kept`;
-  // `weighed_training`: consolidation weighed training pods on some node (its verdicts move
-  // with time, so the pass is due again at the next minute).
-  void Update(StepContext& ctx, const std::set<std::string>& unneeded,
-              std::vector<planner::Keep> kept, bool weighed_training,
+  void Update(StepContext& ctx, UnneededPass pass,
               const std::function<bool(std::string_view)>& removing);
   // Unneeded for scaleDown.unneededTime by now.
   std::vector<std::string> Ripe(Time now) const;
@@ -51,6 +59,7 @@ class UnneededTracker {
   const LoopOptions& options_;
   std::map<std::string, Time, std::less<>> since_;
   std::set<std::string, std::less<>> marked_;  // nodes the loop marked DeletionCandidate
+  std::map<std::string, CheckpointWait, std::less<>> waiting_;
   std::vector<planner::Keep> kept_;
   bool weighed_training_ = false;
 };

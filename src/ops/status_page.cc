@@ -378,8 +378,12 @@ void Unneeded(std::string& out, const Status& s, const StatusPageExtras& x) {
                        When(x.now, u.since));
     if (x.config != nullptr) {
       Time at = u.since + wait;
-      out += at <= x.now ? "<td><span class=\"badge warn\">now</span></td>"
-                         : fmt::format("<td>{}</td>", When(x.now, at));
+      if (u.waiting) at = std::max(at, u.waiting->at);
+      out += at <= x.now ? "<td><span class=\"badge warn\">now</span>" : "<td>" + When(x.now, at);
+      if (u.waiting) {
+        out += fmt::format(" (after the checkpoint of pod {})", HtmlEscape(u.waiting->pod));
+      }
+      out += "</td>";
     }
     out += "</tr>\n";
   }

@@ -31,6 +31,9 @@ struct ConsolidationVerdict {
   int training_pods = 0;
   Duration wait{};          // kWaitForCheckpoint: until the checkpoint evicting waits for
   std::string waiting_for;  // kWaitForCheckpoint: the pod whose checkpoint that is
+  // kWaitForCheckpoint: the work lost when evicting right after that checkpoint (the price of
+  // what is unsaved by then, restarts included).
+  double work_lost_after_wait = 0;
   // The replace move: the pool of the one new node that takes the pods no node that stays holds,
   // and its price ("" and 0 for the delete move). The savings are then (node price - this) x
   // horizon.

@@ -214,12 +214,14 @@ ConsolidationVerdict Weigh(const std::vector<PodDisruption>& pods, bool other_po
   }
   if (waited != nullptr) {
     const Duration wait = *waited->next_checkpoint;
-    const double net_after = v.savings - node_price * Hours(wait) -
-                             config.safety_factor * WorkLost(pods, wait, config.restart_delay);
+    const double lost_after = WorkLost(pods, wait, config.restart_delay);
+    const double net_after =
+        v.savings - node_price * Hours(wait) - config.safety_factor * lost_after;
     if (net_after > std::max(net_now, 0.0)) {
       v.decision = ConsolidationDecision::kWaitForCheckpoint;
       v.wait = wait;
       v.waiting_for = waited->pod->Key();
+      v.work_lost_after_wait = lost_after;
       return v;
     }
   }
@@ -228,6 +230,11 @@ ConsolidationVerdict Weigh(const std::vector<PodDisruption>& pods, bool other_po
 }
 
 bool Pays(const ConsolidationVerdict& v) {
+  if (v.decision == ConsolidationDecision::kWaitForCheckpoint) {
+    // Evicting right after the checkpoint: the node runs until then, for what the move saves.
+    double waiting = (v.node_price_per_hour - v.replacement_price_per_hour) * Hours(v.wait);
+    return v.savings - waiting - v.extension > v.safety_factor * v.work_lost_after_wait;
+  }
   return v.savings - v.extension > v.safety_factor * v.work_lost;
 }
 

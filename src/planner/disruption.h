@@ -105,7 +105,9 @@ ConsolidationVerdict Weigh(const std::vector<PodDisruption>& pods, bool other_po
                            double node_price, const model::ConsolidationConfig& config,
                            const ReplacementPrice* replacement = nullptr);
 
-// Whether the savings, less the extension, exceed the work lost x the safety factor.
+// Whether the savings, less the extension, exceed the work lost x the safety factor; for a
+// verdict that waits for a checkpoint, when evicting right after it (the node's price until then
+// counted against the savings).
 bool Pays(const ConsolidationVerdict& v);
 
 // "consolidation pays: saves $4.10 over 2h (expected remaining runtime) against $0.62 of work

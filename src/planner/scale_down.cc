@@ -49,6 +49,7 @@ ScaleDownPlan ScaleDownPlanner::Plan(const PlannerInput& input, const ScaleDownO
   pass.may_remove = &options.may_remove;
   pass.not_yet_reason = &options.not_yet_reason;
   pass.replacement_ready = &options.replacement_ready;
+  pass.waiting_is_removable = options.waiting_is_removable;
   pass.restore = second_pass;
   plan = std::move(run.RunPass(pass).plan);
   if (out_unneeded) {
@@ -57,6 +58,7 @@ ScaleDownPlan ScaleDownPlanner::Plan(const PlannerInput& input, const ScaleDownO
     } else {
       PassOptions all;
       all.rate_limit = false;
+      all.waiting_is_removable = options.waiting_is_removable;
       for (ScaleDown& sd : run.RunPass(all).plan.scale_downs) {
         out_unneeded->push_back(std::move(sd.node));
       }

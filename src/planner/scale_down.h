@@ -23,6 +23,11 @@ struct ScaleDownOptions {
   // Running training pods (IsTrainingPod) may be evicted like any controller-owned pod, as the
   // Cluster Autoscaler does. Off (tidepool's policy): they keep their node.
   bool evict_training_pods = false;
+  // A node whose consolidation verdict waits for a checkpoint is removed in the simulation, as
+  // evicting right after the checkpoint pays; its ScaleDown carries that kWaitForCheckpoint
+  // verdict. For the unneeded-node pass: the node is unneeded while it waits, so its
+  // unneededTime runs and it can go right after the checkpoint. Off: it is kept, saying why.
+  bool waiting_is_removable = false;
   // Nodes whose replacement (consolidation's replace move) is Ready: their pods move to the nodes
   // there are, the new one included, even when the node is busy; they are not replaced again.
   std::vector<std::string> replacement_ready;

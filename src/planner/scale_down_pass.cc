@@ -235,7 +235,7 @@ std::string ScaleDownRun::WeighExtension(NodeIndex c) {
   }
   extension_[c] = extension;
   std::optional<ConsolidationVerdict> v = PassVerdict(c);
-  if (v->decision != ConsolidationDecision::kPays) return DescribeVerdict(*v);
+  if (!GoesAhead(*v)) return DescribeVerdict(*v);
   for (const auto& [n, r] : longest) {
     if (entries_[n].pool != nullptr) horizon_[n] = std::max(PassHorizon(n), r);
   }
@@ -284,7 +284,7 @@ std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options
   if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
   // A busy node's removal is weighed at its replacement's price (Replace), until that is Ready.
   bool replace_only = e.replace_only && !ReplacementReady(e);
-  if (e.verdict && e.verdict->decision != ConsolidationDecision::kPays && !replace_only) {
+  if (e.verdict && !GoesAhead(*e.verdict) && !replace_only) {
     return DescribeVerdict(*e.verdict);
   }
   if (options.may_remove && *options.may_remove && !(*options.may_remove)(*e.node)) {
@@ -339,6 +339,7 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
 PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   PassResult out;
   replacement_ready_ = options.replacement_ready;
+  waiting_is_removable_ = options.waiting_is_removable;
   if (options.restore) snapshot_.Fork();
   Amounts free{};
   std::vector<Amounts> contrib(entries_.size());

@@ -108,7 +108,7 @@ std::string ScaleDownRun::Replace(NodeIndex c) {
     r.pods = leftover_;
     r.verdict =
         Weigh(e.training, e.other_pods, e.pool->price_per_hour, config_.consolidation, &price);
-    if (r.verdict.decision != ConsolidationDecision::kPays) return DescribeVerdict(r.verdict);
+    if (!GoesAhead(r.verdict)) return DescribeVerdict(r.verdict);
     return "";
   }
   if (refused.empty()) return "no cheaper pool to replace the node with";

@@ -79,6 +79,8 @@ struct PassOptions {
   bool restore = false;
   // ScaleDownOptions::replacement_ready.
   const std::vector<std::string>* replacement_ready = nullptr;
+  // ScaleDownOptions::waiting_is_removable.
+  bool waiting_is_removable = false;
 };
 
 struct PassResult {
@@ -145,6 +147,12 @@ class ScaleDownRun {
   }
   // BaseVerdict of candidate `c` with this pass's extension applied.
   std::optional<ConsolidationVerdict> PassVerdict(NodeIndex c) const;
+  // Whether a verdict lets the removal go ahead in this pass: it pays, or it waits for a
+  // checkpoint and the pass takes waiting nodes as removable.
+  bool GoesAhead(const ConsolidationVerdict& v) const {
+    return v.decision == ConsolidationDecision::kPays ||
+           (waiting_is_removable_ && v.decision == ConsolidationDecision::kWaitForCheckpoint);
+  }
   // The replace move (scale_down_replace.cc). Pools cheaper than some managed node, cheapest
   // first, and what they and the cluster hold now (nodes, upcoming ones, capacity).
   void InitReplacement();
@@ -243,6 +251,7 @@ class ScaleDownRun {
   // capacity (for maxNodes and the resource limits).
   bool replace_ = false;
   const std::vector<std::string>* replacement_ready_ = nullptr;  // this pass's
+  bool waiting_is_removable_ = false;                            // this pass's
   std::vector<const model::Pool*> cheaper_pools_;
   std::unordered_map<const model::Pool*, int32_t> pool_nodes_;
   int32_t cluster_nodes_ = 0;

@@ -21,6 +21,7 @@
 #include "kube/codec/objects.h"
 #include "model/quantity.h"
 #include "planner/cluster.h"
+#include "planner/disruption.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {
@@ -955,6 +956,48 @@ TEST(LoopScaleDownTest, UnneededTaintEvictDelete) {
   EXPECT_TRUE(s.removals.empty());
   EXPECT_EQ(w.PoolStat("cpu").target, 1);
   EXPECT_EQ(w.PoolStat("cpu").upcoming, 0);
+}
+
+// Consolidation with checkpoints every 10 minutes and the default unneededTime (10m). n1 ($16/h,
+// 8 GPUs) runs one 1-GPU training pod 69 minutes in (9 unsaved, the next checkpoint in 1); n2
+// has room for it. Evicting pays while less than 8 minutes are unsaved and waiting for the
+// checkpoint pays more after that (2 x $2/h x unsaved against $16/h x the wait), so the verdict
+// flips every 10 minutes. The node is unneeded throughout, waiting included: it ripens at +10m,
+// waits for the checkpoint at +11m and goes right after it. Were the clock reset while waiting,
+// it would never reach 10 minutes.
+TEST(LoopScaleDownTest, ConsolidatesRightAfterACheckpointWithTheDefaultUnneededTime) {
+  World w;
+  model::Pool& gpu = w.AddPool(
+      "gpu", 0, {{"cpu", "32"}, {"memory", "256Gi"}, {"nvidia.com/gpu", "8"}, {"pods", "110"}});
+  gpu.price_per_hour = 16;
+  w.AddNode("n1", "gpu");
+  w.AddNode("n2", "gpu");
+  w.AddPod("busy", {{"cpu", "4"}, {"nvidia.com/gpu", "6"}}, "n2");
+  model::Pod& train = w.AddPod("train", {{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, "n1");
+  train.meta.owner_references = {{"batch/v1", "Job", "train", "job-uid", true}};
+  train.meta.annotations[std::string(planner::kCheckpointIntervalAnnotation)] = "10m";
+  train.start_time = w.now - minutes(69);
+  w.Start();
+  Time t0 = w.now;
+
+  std::vector<Action> early = w.RunUntil(t0 + minutes(10) + seconds(30));
+  EXPECT_TRUE(OfKind<TaintNode>(early).empty()) << ::testing::PrintToString(Describe(early));
+  Status s = w.loop->GetStatus();
+  ASSERT_EQ(s.unneeded.size(), 1u) << FormatStatus(s);
+  EXPECT_EQ(s.unneeded[0].node, "n1");
+  EXPECT_EQ(s.unneeded[0].since, t0);
+  ASSERT_TRUE(s.unneeded[0].waiting.has_value());
+  EXPECT_EQ(s.unneeded[0].waiting->pod, "default/train");
+  EXPECT_EQ(s.unneeded[0].waiting->at, t0 + minutes(11));
+  EXPECT_THAT(FormatStatus(s), HasSubstr("waits for the checkpoint of pod default/train"));
+
+  std::vector<Action> after = w.RunUntil(t0 + minutes(12));
+  auto taints = OfKind<TaintNode>(after);
+  ASSERT_EQ(taints.size(), 1u) << ::testing::PrintToString(Describe(after));
+  EXPECT_EQ(taints[0].node, "n1");
+  const Event* event = FindEvent(after, "ScaleDown", "n1");
+  ASSERT_NE(event, nullptr);
+  EXPECT_THAT(event->message, HasSubstr("consolidation pays"));
 }
 
 TEST(LoopScaleDownTest, EmptyNodeSkipsEviction) {

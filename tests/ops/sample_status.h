@@ -67,7 +67,9 @@ inline autoscaler::Status SampleStatus() {
       autoscaler::ScaleDownRecord{At("2026-03-01T11:51:00Z"), "aks-cpu-12345678-vmss000004", "cpu",
                                   "deleted", "empty, utilization 0.00 < 0.5 (cpu)"};
   s.unneeded = {{"aks-cpu-12345678-vmss000002", At("2026-03-01T11:44:00Z")},
-                {"aks-cpu-12345678-vmss000005", At("2026-03-01T11:57:30Z")}};
+                {"aks-cpu-12345678-vmss000005", At("2026-03-01T11:57:30Z")},
+                {"aks-gpulight-11223344-vmss000004", At("2026-03-01T11:45:00Z"),
+                 autoscaler::CheckpointWait{"ml/bert-finetune-7", At("2026-03-01T12:03:00Z")}}};
   s.removals = {{"aks-cpu-12345678-vmss000003", "cpu", "draining", At("2026-03-01T11:59:20Z"), 2}};
   s.kept = {{"aks-gpuheavy-87654321-vmss000001",
              "pod ml/llama-pretrain-0 is not evictable: a running training pod (owned by Job "

@@ -56,6 +56,9 @@ TEST(StatusPageTest, ShowsPoolsPendingRemovalsDecisionsAndBackoffs) {
   EXPECT_NE(html.find(">draining<"), std::string::npos);
   EXPECT_NE(html.find("aks-cpu-12345678-vmss000002"), std::string::npos);
   EXPECT_NE(html.find("16m05s ago"), std::string::npos);  // unneeded since 11:44:00
+  // Ripe since 11:55, but waits for a checkpoint at 12:03:00.
+  EXPECT_NE(html.find("in 2m55s</span> (after the checkpoint of pod ml/bert-finetune-7)"),
+            std::string::npos);
   EXPECT_NE(html.find("a running training pod"), std::string::npos);
   EXPECT_NE(html.find("+3</span> pool"), std::string::npos);
   EXPECT_NE(html.find("aks-cpu-12345678-vmss000004"), std::string::npos);

@@ -81,6 +81,30 @@ TEST(Consolidation, WaitsForANearCheckpointThenConsolidates) {
   EXPECT_THAT(plan.scale_downs[0].detail, HasSubstr("consolidation pays: saves $16.04"));
 }
 
+// The unneeded-node pass takes a node that waits for a checkpoint as removable (its
+// unneededTime runs meanwhile), carrying the wait verdict. Evicting right after the checkpoint
+// pays while the savings ($16 x 55m = $14.67), less the node's price until then ($16 x 5m =
+// $1.33) and the extension, exceed 2 x the restart's $2/h x 2m ($0.13): extensions up to $13.20.
+TEST(Consolidation, AWaitingNodeIsUnneededWhenTheUnneededPassSaysSo) {
+  TrainingCase t(minutes(55));
+  t.Annotate(kCheckpointIntervalAnnotation, "1h");
+  ScaleDownOptions options = NoRateLimit();
+  options.waiting_is_removable = true;
+  ScaleDownPlan plan = t.c.Plan(options);
+  ASSERT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+  const std::optional<ConsolidationVerdict>& v = plan.scale_downs[0].consolidation;
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->decision, ConsolidationDecision::kWaitForCheckpoint);
+  EXPECT_EQ(v->wait, minutes(5));
+  EXPECT_NEAR(v->work_lost_after_wait, 2.0 * 2 / 60, 1e-9);
+
+  ConsolidationVerdict extended = *v;
+  extended.extension = 13.1;
+  EXPECT_TRUE(Pays(extended));
+  extended.extension = 13.3;
+  EXPECT_FALSE(Pays(extended));
+}
+
 // Two hours without a checkpoint, expected to end in 20 minutes: removing n1 saves
 // $16 x 20m = $5.33; evicting loses $2/h x 2h02m = $4.07, x safety 2 = $8.13. Kept.
 TEST(Consolidation, KeepsTwoHoursOfUnsavedWorkNearItsEnd) {

@@ -402,15 +402,14 @@ TEST(WorkloadTest, EvictionsCountTheWorkSinceTheLastCheckpoint) {
 
 // Back to spot through the replace move: a spot-tolerant job starts on on-demand while the spot
 // pool is out of stock (the first hour), and moves to a spot node once the stock is back and the
-// move pays ($0.90/h against $0.18/h, checkpoints every 30m: right after one; unneededTime 1m, as
-// the move pays only for the minutes after a checkpoint). Nothing is evicted before the spot node
-// is Ready: the evicted pod waits only for rescheduling, far less than the 5-minute boot.
+// move pays ($0.90/h against $0.18/h, checkpoints every 30m: right after one, the default
+// unneededTime running while the node waits for it). Nothing is evicted before the spot node is
+// Ready: the evicted pod waits only for rescheduling, far less than the 5-minute boot.
 TEST(SimulatorTest, AReplaceNeverLeavesAPodPendingLongerThanTheBoot) {
   auto config = kube::config::ParseAutoscalerConfig(R"(
 apiVersion: tidepool.dev/v1alpha1
 kind: AutoscalerConfig
 scaleUp: {expanders: [priority]}
-scaleDown: {unneededTime: 1m}
 pools:
   - name: gpu-spot
     min: 0
