@@ -288,6 +288,8 @@ bool FitChecker::OfferDomain(const Node& template_node) {
   return true;
 }
 
+uint64_t FitChecker::SpreadLoosened() const { return pre_ ? pre_->loosened : 0; }
+
 FitChecker::~FitChecker() = default;
 FitChecker::FitChecker(FitChecker&&) noexcept = default;
 FitChecker& FitChecker::operator=(FitChecker&&) noexcept = default;

@@ -116,6 +116,13 @@ class FitChecker {
   // OnNodeAdded / OnPodAdded. Returns true when the template offered a domain not offered before.
   bool OfferDomain(const model::Node& template_node);
 
+  // How many of the updates above raised the global minimum of one of the pod's spread
+  // constraints (as the filter applies it: 0 below minDomains, none without eligible domains).
+  // Only such a rise lets the spread filter pass a node it failed before. Of the other filters
+  // only required pod affinity can (a placed pod its terms select opens the nodes of that pod's
+  // domains); the rest only close nodes as nodes and pods are added.
+  uint64_t SpreadLoosened() const;
+
  private:
   struct Precomputed;
 

@@ -157,6 +157,9 @@ struct Spread {
   std::vector<std::string> offered;
   int64_t domains = 0;    // eligible domains, offered ones included
   int64_t min_count = 0;  // over eligible domains
+  // The minimum SpreadVerdict applies (0 below minDomains; INT64_MAX when no domain is eligible,
+  // as the constraint is then skipped), as of the last RecomputeSpreadMin.
+  int64_t floor = INT64_MIN;
   // Read from the snapshot's LabelCounts when the selector has one key.
   LabelMatch match;
 };
@@ -197,6 +200,7 @@ struct FitChecker::Precomputed {
   std::vector<Spread> spread;
   bool spread_needs_affinity = false;  // some constraint has nodeAffinityPolicy Honor
   bool spread_needs_taints = false;    // some constraint has nodeTaintsPolicy Honor
+  uint64_t loosened = 0;               // RecomputeSpreadMin calls that raised some floor
 
   void ComputePorts();
   void ComputeAffinity();

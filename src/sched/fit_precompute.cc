@@ -262,6 +262,9 @@ void FitChecker::Precomputed::RecomputeSpreadMin() {
       s.min_count = 0;
       ++s.domains;
     }
+    int64_t floor = s.domains == 0 ? INT64_MAX : s.domains < s.min_domains ? 0 : s.min_count;
+    if (floor > s.floor) ++loosened;
+    s.floor = floor;
   }
 }
 
