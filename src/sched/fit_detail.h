@@ -138,6 +138,18 @@ struct LabelMatch {
   bool indexed() const { return labels != nullptr; }
   // Matching pods on the node slot (indexed only).
   int32_t Pods(NodeIndex node);
+  // f(node, matching pods) for each node slot with a pod the selector selects (indexed only),
+  // once per value the node carries; removed nodes' slots too (LabelCounts::NodesWith).
+  template <typename F>
+  void ForEachNode(F&& f) {
+    Resolve();
+    for (uint32_t id : ids)
+      for (uint32_t node : labels->NodesWith(id)) f(node, labels->Count(node, id, terminating));
+  }
+
+ private:
+  // Brings `ids` up to date with the values `labels` knows.
+  void Resolve();
 };
 LabelMatch MatchByLabel(const ClusterSnapshot& snapshot, std::string_view ns,
                         const model::LabelSelector& selector, bool terminating);
@@ -216,7 +228,9 @@ struct FitChecker::Precomputed {
   void AccountExistingAntiPod(const Pod& existing, NodeIndex i);
   // One required anti-affinity term (index t) of a pod placed on node i.
   void AccountExistingAntiTerm(const Pod& existing, size_t t, NodeIndex i);
-  void AccountSpreadNode(NodeIndex i);
+  // With `count_indexed` false, the constraints counted from LabelCounts are left to the caller
+  // (ComputeSpread counts them from the nodes that have the values).
+  void AccountSpreadNode(NodeIndex i, bool count_indexed = true);
   // `indexed_too`: also the constraints counted from LabelCounts (a pod placed after the
   // checker was built); else only those counted pod by pod (a scan of a node's pods).
   void AccountSpreadPod(const Pod& existing, NodeIndex i, bool indexed_too = true);

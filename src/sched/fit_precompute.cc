@@ -84,16 +84,19 @@ LabelMatch MatchByLabel(const ClusterSnapshot& snapshot, std::string_view ns,
   return m;
 }
 
-int32_t LabelMatch::Pods(NodeIndex node) {
-  if (seen != labels->ValueCount()) {
-    seen = labels->ValueCount();
-    ids.clear();
-    for (const std::string& v : values) {
-      uint32_t id = labels->Find(v);
-      if (id != LabelCounts::kNoValue && std::find(ids.begin(), ids.end(), id) == ids.end())
-        ids.push_back(id);
-    }
+void LabelMatch::Resolve() {
+  if (seen == labels->ValueCount()) return;
+  seen = labels->ValueCount();
+  ids.clear();
+  for (const std::string& v : values) {
+    uint32_t id = labels->Find(v);
+    if (id != LabelCounts::kNoValue && std::find(ids.begin(), ids.end(), id) == ids.end())
+      ids.push_back(id);
   }
+}
+
+int32_t LabelMatch::Pods(NodeIndex node) {
+  Resolve();
   int32_t n = 0;
   for (uint32_t id : ids) n += labels->Count(node, id, terminating);
   return n;
@@ -199,7 +202,7 @@ void FitChecker::Precomputed::ComputeExistingAntiAffinity() {
   });
 }
 
-void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i) {
+void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i, bool count_indexed) {
   const NodeInfo& info = snapshot->Get(i);
   // A node counts only if it has every constraint's key.
   bool has_all_keys = std::all_of(spread.begin(), spread.end(), [&](const Spread& s) {
@@ -225,7 +228,7 @@ void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i) {
     s.eligible[d] = 1;
   }
   for (Spread& s : spread) {
-    if (!s.match.indexed()) continue;
+    if (!s.match.indexed() || !count_indexed) continue;
     uint32_t d = s.topo->DomainOf(i);
     if (d < s.eligible.size() && s.eligible[d]) s.counts[d] += s.match.Pods(i);
   }
@@ -323,8 +326,28 @@ void FitChecker::Precomputed::ComputeSpread() {
     spread.push_back(std::move(s));
   }
   if (spread.empty()) return;
+  // Per indexed constraint, the first node of each domain that made it eligible: the pods of a
+  // node count once its domain is eligible at that node in index order, as AccountSpreadNode
+  // counts them node by node.
+  std::vector<std::vector<NodeIndex>> since(spread.size());
+  for (size_t k = 0; k < spread.size(); ++k)
+    if (spread[k].match.indexed()) since[k].assign(spread[k].topo->DomainCount(), kNoNode);
   for (NodeIndex i = 0; i < snapshot->NodeSlots(); ++i) {
-    if (!snapshot->Get(i).removed) AccountSpreadNode(i);
+    if (snapshot->Get(i).removed) continue;
+    AccountSpreadNode(i, /*count_indexed=*/false);
+    for (size_t k = 0; k < spread.size(); ++k) {
+      uint32_t d = spread[k].topo->DomainOf(i);
+      if (d < since[k].size() && since[k][d] == kNoNode && spread[k].eligible[d]) since[k][d] = i;
+    }
+  }
+  // The indexed constraints' counts, from the nodes that carry the selector's values.
+  for (size_t k = 0; k < spread.size(); ++k) {
+    Spread& s = spread[k];
+    if (!s.match.indexed()) continue;
+    s.match.ForEachNode([&](NodeIndex i, int32_t pods) {
+      uint32_t d = s.topo->DomainOf(i);
+      if (d < since[k].size() && since[k][d] <= i && !snapshot->Get(i).removed) s.counts[d] += pods;
+    });
   }
   RecomputeSpreadMin();
 }

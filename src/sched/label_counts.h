@@ -40,11 +40,15 @@ class LabelCounts {
       if (e.value == value) return e.live + (terminating ? e.terminating : 0);
     return 0;
   }
+  // The node slots with a pod (live or terminating) that carries the value, in no particular
+  // order, so a count over the few nodes with the value need not visit every node. A slot whose
+  // node was removed keeps its counts, as Count does, until the snapshot restores or pops it.
+  const std::vector<uint32_t>& NodesWith(uint32_t value) const { return nodes_with_[value]; }
 
  private:
   friend class ClusterSnapshot;
   void AddSlot() { per_node_.emplace_back(); }
-  void PopSlot() { per_node_.pop_back(); }
+  void PopSlot();
   // +1 or -1 for a pod placed on or taken off the node slot.
   void Change(const model::Pod& pod, uint32_t node, int32_t delta);
   // Counts the node slot again from the pods on it (a node restored by a revert).
@@ -58,9 +62,14 @@ class LabelCounts {
     uint32_t value;
     int32_t live;
     int32_t terminating;
+    uint32_t listed;  // the node's position in nodes_with_[value]
   };
+  // Takes the node off nodes_with_[value] (its entry for the value is going).
+  void Unlist(uint32_t node, const Entry& entry);
   // Per node slot, the values present; a handful per node.
   std::vector<std::vector<Entry>> per_node_;
+  // Per value id, the node slots with an entry for it.
+  std::vector<std::vector<uint32_t>> nodes_with_;
 };
 
 }  // namespace tidepool::sched

@@ -5,6 +5,7 @@
 // history of changes is compared with one built from scratch in the same final state.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "sched/fit.h"
@@ -123,6 +124,19 @@ void ExpectSameVerdicts(const model::Pod& a, const ClusterSnapshot& sa, const mo
   }
 }
 
+// LabelCounts::NodesWith lists, once each, exactly the node slots whose counts have the value.
+void ExpectNodesWithAgree(const LabelCounts& labels, size_t slots, const std::string& where) {
+  for (uint32_t v = 0; v < labels.ValueCount(); ++v) {
+    std::vector<uint32_t> listed = labels.NodesWith(v);
+    std::sort(listed.begin(), listed.end());
+    std::vector<uint32_t> counted;
+    for (uint32_t i = 0; i < slots; ++i)
+      if (labels.Count(i, v, /*terminating=*/true) > 0) counted.push_back(i);
+    ASSERT_EQ(listed, counted) << where << " " << labels.ns() << "/" << labels.key() << " value "
+                               << v;
+  }
+}
+
 TEST(LabelIndexes, GiveWhatReadingEveryPodGives) {
   std::vector<model::Pod> probes = Probes();
   std::vector<model::Pod> twins;
@@ -174,6 +188,11 @@ TEST(LabelIndexes, GiveWhatReadingEveryPodGives) {
       // The last probe's key is first indexed halfway, inside whatever layers are open then.
       size_t active = step < 30 ? probes.size() - 1 : probes.size();
       for (size_t k = 0; k < active; ++k) ExpectSameVerdicts(probes[k], s, twins[k], s, where);
+      // The indexes the probes built (reading one builds it).
+      ExpectNodesWithAgree(s.Labels("default", "app"), s.NodeSlots(), where);
+      ExpectNodesWithAgree(s.Labels("other", "app"), s.NodeSlots(), where);
+      if (active == probes.size())
+        ExpectNodesWithAgree(s.Labels("default", "tier"), s.NodeSlots(), where);
       // Placed pods' anti-affinity against each probe, on a snapshot built from scratch.
       TestCluster fresh;
       for (NodeIndex i = 0; i < s.NodeSlots(); ++i) {
