@@ -207,7 +207,13 @@ bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e)
     return false;
   }
   std::erase_if(node.shapes, [&](size_t i) { return !holds(i); });
-  if (node.claim != SIZE_MAX) --e.claimed[node.claim];
+  if (node.claim != SIZE_MAX) {
+    // A shape at its max that this node leaves can be taken by the others again.
+    const PoolState& left = pools_[node.claim];
+    if (shape != node.claim && left.current + left.added + e.claimed[node.claim] >= left.pool->max)
+      ++e.released;
+    --e.claimed[node.claim];
+  }
   ++e.claimed[shape];
   node.claim = shape;
   node.price = cheapest;

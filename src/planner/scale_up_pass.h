@@ -109,6 +109,24 @@ struct Estimate {
   // `pods`. Node slots below `first_slot` are outside the estimate.
   std::vector<std::pair<const Pod*, NodeIndex>> outside;
   NodeIndex first_slot = 0;
+  // Times a node's claim left a shape at its pool's max (TakeOn), letting other nodes take that
+  // shape again: placements that failed before may pass now (PackCursor).
+  uint64_t released = 0;
+};
+
+// Where Pass::Pack's placement loops resume for one equivalence group, so a pod does not check
+// again the nodes its group's earlier members found closed to it. Every node before a cursor
+// failed the group's pod when it was last checked, and nothing since could open it: adding pods
+// and nodes only closes nodes to a pod, but for two changes, which reset the cursors. A spread
+// constraint's global minimum rising (FitChecker::SpreadLoosened) opens nodes in the emptier
+// domains; a claim given back to a shape at its max (Estimate::released) lets nodes grow into it.
+// A node that grows (a pod placed on it by first fit) may have room again in its new shape.
+struct PackCursor {
+  size_t room = 0;        // best fit: the first new node not known to lack room or fail the pod
+  size_t fit = 0;         // first fit: the first new node not known to fail the pod or its growth
+  NodeIndex outside = 0;  // the first node outside the estimate not known to fail the pod
+  uint64_t loosened = 0;  // FitChecker::SpreadLoosened() when the cursors were last checked
+  uint64_t released = 0;  // Estimate::released likewise
 };
 
 // The gangs among the pending pods, and the pods in none.
@@ -237,7 +255,7 @@ class Pass {
   Estimate Pack(Family& family, const std::vector<size_t>& shapes,
                 const std::vector<const Pod*>& pods);
   // Packs one pod onto a node of the estimate or a new one; false when it cannot.
-  bool PackOne(const Pod& pod, sched::FitChecker& checker, size_t& ptr, Estimate& e,
+  bool PackOne(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                const std::vector<size_t>& shapes, const Solo& solo);
   // Packs the pod onto a node already in the estimate, if one takes it.
   // Spread from zero: the checker of a pod with a DoNotSchedule spread constraint on a key other
@@ -248,7 +266,8 @@ class Pass {
   void RefreshOpenFamilies();
   // A spread pod that no node of the estimate takes: the first node outside it that does, now
   // that the estimate's nodes and pods moved the global minimum (Estimate::outside).
-  bool PlaceOutsideEstimate(const Pod& pod, sched::FitChecker& checker, Estimate& e);
+  bool PlaceOutsideEstimate(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor,
+                            Estimate& e);
   // At the start of a round after nodes were committed: spread pods the new nodes let onto any
   // node of the snapshot go there, with no node of their own.
   void PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
@@ -257,8 +276,10 @@ class Pass {
   // this pass added it, else under `fallback` (a pool whose new nodes make room for it).
   void AccountRetroPod(const Pod& pod, NodeIndex node, size_t fallback,
                        std::map<std::string, ScaleUp>& ups);
-  bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, size_t& ptr, Estimate& e,
+  bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                        const Solo& solo);
+  // Resets the cursors the checker's or the estimate's changes since they were set invalidate.
+  static void SyncCursor(PackCursor& cursor, const sched::FitChecker& checker, const Estimate& e);
   void Place(const Pod& pod, sched::FitChecker& checker, Estimate& e, size_t node);
   // Tries to place one pod on any node already in the snapshot. Returns its index or kNoNode.
   NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);

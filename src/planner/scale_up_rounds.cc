@@ -91,10 +91,10 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
   e.claimed.assign(pools_.size(), 0);
   e.first_slot = static_cast<NodeIndex>(snap_.NodeSlots());
   // Pods arrive grouped and sorted bigger-first. One checker per equivalence group, kept up to
-  // date as nodes and pods are added. `ptr` is the first new node not known to be full for the
-  // group: packing only adds pods, so a node a member did not fit stays unfit for the group,
-  // unless topology spread makes it depend on the other domains.
-  size_t ptr = 0;
+  // date as nodes and pods are added, and one cursor (PackCursor): while a group is packed only
+  // its own pods are placed, and its required affinity, if any, selects them all or none of them,
+  // so nodes it saw closed stay closed but for the changes the cursor watches.
+  PackCursor cursor;
   uint32_t group = UINT32_MAX;
   std::optional<FitChecker> checker;
   Solo solo;
@@ -108,14 +108,14 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
   for (const Pod* pod : order) {
     uint32_t key = GroupOf(pod);
     if (key != group || !checker) {
-      ptr = 0;
       group = key;
       checker.emplace(*pod, snap_);
       OfferSpreadDomains(*pod, *checker);
       solo = SoloShape(*pod, shapes);
+      cursor = PackCursor{.loosened = checker->SpreadLoosened(), .released = e.released};
     }
     size_t outside = e.outside.size();
-    if (PackOne(*pod, *checker, ptr, e, shapes, solo) && e.outside.size() == outside) {
+    if (PackOne(*pod, *checker, cursor, e, shapes, solo) && e.outside.size() == outside) {
       e.pods.push_back(pod);
     }
   }
@@ -123,10 +123,10 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
   return e;
 }
 
-bool Pass::PackOne(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e,
+bool Pass::PackOne(const Pod& pod, FitChecker& checker, PackCursor& cursor, Estimate& e,
                    const std::vector<size_t>& shapes, const Solo& solo) {
-  if (PlaceOnEstimate(pod, checker, ptr, e, solo)) return true;
-  if (HasSpread(pod) && PlaceOutsideEstimate(pod, checker, e)) return true;
+  if (PlaceOnEstimate(pod, checker, cursor, e, solo)) return true;
+  if (HasSpread(pod) && PlaceOutsideEstimate(pod, checker, cursor, e)) return true;
   Family& family = *e.family;
   auto note = [&](const PoolReason& why) { NoteFamilyReason(pod, family, why); };
   if (auto limit =
@@ -157,28 +157,46 @@ bool Pass::PackOne(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e
   return true;
 }
 
-bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, size_t& ptr, Estimate& e,
+void Pass::SyncCursor(PackCursor& cursor, const FitChecker& checker, const Estimate& e) {
+  if (cursor.released != e.released) {
+    cursor.released = e.released;
+    cursor.room = 0;
+    // Pods without spread constraints kept their first-fit cursor through released claims
+    // before the cursors were kept for every pod; they still do, so their plans stay as they
+    // were.
+    if (!checker.pod().topology_spread_constraints.empty()) cursor.fit = 0;
+  }
+  if (cursor.loosened != checker.SpreadLoosened()) {
+    cursor = PackCursor{.loosened = checker.SpreadLoosened(), .released = e.released};
+  }
+}
+
+bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& cursor, Estimate& e,
                            const Solo& solo) {
+  SyncCursor(cursor, checker, e);
   // Several shapes: a node whose current shape has room for the pod costs nothing more, so it
   // goes first (best fit); then any node that may grow into a larger shape (first fit).
   if (e.family->members.size() > 1) {
-    for (size_t i = 0; i < e.new_nodes.size(); ++i) {
+    for (size_t i = cursor.room; i < e.new_nodes.size(); ++i) {
       FlexNode& node = e.new_nodes[i];
       if (!node.HasRoomFor(pod) || !checker.Fits(node.index)) continue;
       TIDEPOOL_CHECK(TakeOn(node, pod, solo, e));
       Place(pod, checker, e, i);
+      cursor.room = i;
       return true;
     }
+    cursor.room = e.new_nodes.size();
   }
-  bool monotone = pod.topology_spread_constraints.empty();
-  for (size_t i = monotone ? ptr : 0; i < e.new_nodes.size(); ++i) {
+  for (size_t i = cursor.fit; i < e.new_nodes.size(); ++i) {
     FlexNode& node = e.new_nodes[i];
     if (!checker.Fits(node.index) || !TakeOn(node, pod, solo, e)) continue;
     Place(pod, checker, e, i);
-    if (monotone) ptr = i;
+    cursor.fit = i;
+    // The node may have grown into a larger shape, with room for pods it had none for.
+    cursor.room = std::min(cursor.room, i);
     return true;
   }
-  if (monotone) ptr = e.new_nodes.size();
+  cursor.fit = e.new_nodes.size();
   return false;
 }
 
@@ -224,16 +242,20 @@ void Pass::OfferSpreadDomains(const Pod& pod, FitChecker& checker) {
     if (family_open_[f] && offer(f)) cached->second.push_back(f);
 }
 
-bool Pass::PlaceOutsideEstimate(const Pod& pod, FitChecker& checker, Estimate& e) {
+bool Pass::PlaceOutsideEstimate(const Pod& pod, FitChecker& checker, PackCursor& cursor,
+                                Estimate& e) {
   // Before the estimate changed anything the pod fit no node outside it.
   if (e.new_nodes.empty() && e.outside.empty()) return false;
-  for (NodeIndex i = 0; i < e.first_slot; ++i) {
+  SyncCursor(cursor, checker, e);
+  for (NodeIndex i = cursor.outside; i < e.first_slot; ++i) {
     if (snap_.Get(i).removed || !checker.Fits(i)) continue;
     (void)snap_.AddPod(&pod, i);
     checker.OnPodAdded(pod, i);
     e.outside.emplace_back(&pod, i);
+    cursor.outside = i;
     return true;
   }
+  cursor.outside = e.first_slot;
   return false;
 }
 
