@@ -108,6 +108,7 @@ struct Estimate {
   // earlier round), which take them once the estimate's nodes raise the global minimum; not in
   // `pods`. Node slots below `first_slot` are outside the estimate.
   std::vector<std::pair<const Pod*, NodeIndex>> outside;
+  std::vector<size_t> outside_at;  // per `outside` entry, the size of `pods` when it was placed
   NodeIndex first_slot = 0;
   // Times a node's claim left a shape at its pool's max (TakeOn), letting other nodes take that
   // shape again: placements that failed before may pass now (PackCursor).
@@ -254,6 +255,10 @@ class Pass {
   // commits). Records per-pod limit reasons for pods left over.
   Estimate Pack(Family& family, const std::vector<size_t>& shapes,
                 const std::vector<const Pod*>& pods);
+  // Makes in the snapshot the changes Pack made for `e` when it was packed from the same state,
+  // in the same order, without checking a fit again; false (nothing changed) when the estimate
+  // dropped nodes, whose traces it does not keep.
+  bool Replay(const Estimate& e);
   // Packs one pod onto a node of the estimate or a new one; false when it cannot.
   bool PackOne(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                const std::vector<size_t>& shapes, const Solo& solo);

@@ -252,6 +252,7 @@ bool Pass::PlaceOutsideEstimate(const Pod& pod, FitChecker& checker, PackCursor&
     (void)snap_.AddPod(&pod, i);
     checker.OnPodAdded(pod, i);
     e.outside.emplace_back(&pod, i);
+    e.outside_at.push_back(e.pods.size());
     cursor.outside = i;
     return true;
   }
@@ -351,17 +352,50 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
   ExpanderChoice choice = ChooseOption(cfg_.scale_up.expanders, eo, cfg_.scale_up.random_seed,
                                        static_cast<uint64_t>(round_));
   auto& [c, best] = options[choice.index];
-  // Re-pack the winner for real, from the same pods: the estimate is deterministic, so this
-  // reproduces it.
+  // Make the winner's changes for real: packing is deterministic, so replaying what it placed
+  // where gives the state packing it again would, without its fit checks; an estimate that
+  // dropped nodes is packed again.
   snap_.Fork();
-  Estimate e = Pack(*best.family, candidates[c].shapes, candidates[c].pods);
+  if (!Replay(best)) {
+    Estimate again = Pack(*best.family, candidates[c].shapes, candidates[c].pods);
+    TIDEPOOL_CHECK(again.pods == best.pods && again.new_nodes.size() == best.new_nodes.size() &&
+                   again.outside == best.outside);
+  }
   snap_.Commit();
-  TIDEPOOL_CHECK(e.pods == best.pods && e.new_nodes.size() == best.new_nodes.size() &&
-                 e.outside == best.outside);
+  const Estimate& e = best;
   AccountCommitted(e, ups, choice.reason);
   std::unordered_set<const Pod*> placed(e.pods.begin(), e.pods.end());
   for (const auto& [p, node] : e.outside) placed.insert(p);
   std::erase_if(remaining, [&](const Pod* p) { return placed.contains(p); });
+  return true;
+}
+
+bool Pass::Replay(const Estimate& e) {
+  if (e.opened != static_cast<int>(e.new_nodes.size())) return false;
+  Family& family = *e.family;
+  size_t opened = 0;
+  size_t outside = 0;
+  auto place_outside = [&](size_t before) {
+    for (; outside < e.outside.size() && e.outside_at[outside] == before; ++outside)
+      (void)snap_.AddPod(e.outside[outside].first, e.outside[outside].second);
+  };
+  for (size_t k = 0; k < e.pods.size(); ++k) {
+    place_outside(k);
+    // PackOne opens a node for the pod it places on it first.
+    size_t n = e.pod_node[k];
+    if (n == opened) {
+      NodeIndex index = AddFlexNode(family, family.used + static_cast<int>(opened));
+      TIDEPOOL_CHECK(index == e.new_nodes[n].index);
+      ++opened;
+    }
+    (void)snap_.AddPod(e.pods[k], e.new_nodes[n].index);
+  }
+  place_outside(e.pods.size());
+  TIDEPOOL_CHECK(opened == e.new_nodes.size() && outside == e.outside.size());
+  for (const FlexNode& node : e.new_nodes) {
+    if (node.shapes.size() > 1)
+      (void)snap_.SetAllocatable(node.index, pools_[node.pool].pool->template_node.allocatable);
+  }
   return true;
 }
 
