@@ -46,6 +46,21 @@ model::Node RandomNode(std::mt19937& rng, int n) {
   return nb.Build();
 }
 
+// One random change, told to the checker: a node added (one time in `node_odds`) or a pod of a
+// random shape placed on a random node.
+void RandomChange(std::mt19937& rng, TestCluster& c, FitChecker& checker, int& nodes, int step,
+                  int node_odds) {
+  if (rng() % node_odds == 0) {
+    checker.OnNodeAdded(c.AddNode(RandomNode(rng, nodes++)));
+    return;
+  }
+  std::string node = "node-" + std::to_string(rng() % nodes);
+  const model::Pod* p = c.AddPod(Shape(static_cast<int>(rng() % 5), "new-" + std::to_string(step),
+                                       "a" + std::to_string(rng() % 2)),
+                                 node);
+  checker.OnPodAdded(*p, c.Index(node));
+}
+
 TEST(FitCheckerIncremental, MatchesAFreshCheckerAfterEveryChange) {
   for (int seed = 1; seed <= 40; ++seed) {
     std::mt19937 rng(seed);
@@ -61,17 +76,7 @@ TEST(FitCheckerIncremental, MatchesAFreshCheckerAfterEveryChange) {
         c.Keep(Shape(static_cast<int>(rng() % 5), "incoming", "a" + std::to_string(rng() % 2)));
     FitChecker checker(*incoming, c.snapshot());
     for (int step = 0; step < 25; ++step) {
-      if (rng() % 4 == 0) {
-        NodeIndex idx = c.AddNode(RandomNode(rng, nodes++));
-        checker.OnNodeAdded(idx);
-      } else {
-        std::string node = "node-" + std::to_string(rng() % nodes);
-        const model::Pod* p =
-            c.AddPod(Shape(static_cast<int>(rng() % 5), "new-" + std::to_string(step),
-                           "a" + std::to_string(rng() % 2)),
-                     node);
-        checker.OnPodAdded(*p, c.Index(node));
-      }
+      RandomChange(rng, c, checker, nodes, step, 4);
       FitChecker fresh(*incoming, c.snapshot());
       for (NodeIndex i = 0; i < c.snapshot().NodeSlots(); ++i) {
         ASSERT_EQ(checker.Check(i).code, fresh.Check(i).code)
@@ -98,16 +103,7 @@ TEST(FitCheckerIncremental, OnlyARaisedSpreadMinimumOpensANode) {
     std::vector<uint8_t> failed;  // per node: failed since `loosened` last changed
     std::vector<uint8_t> failed_before_rise;
     for (int step = 0; step < 60; ++step) {
-      if (rng() % 6 == 0) {
-        checker.OnNodeAdded(c.AddNode(RandomNode(rng, nodes++)));
-      } else {
-        std::string node = "node-" + std::to_string(rng() % nodes);
-        const model::Pod* p =
-            c.AddPod(Shape(static_cast<int>(rng() % 5), "new-" + std::to_string(step),
-                           "a" + std::to_string(rng() % 2)),
-                     node);
-        checker.OnPodAdded(*p, c.Index(node));
-      }
+      RandomChange(rng, c, checker, nodes, step, 6);
       if (checker.SpreadLoosened() != loosened) {
         loosened = checker.SpreadLoosened();
         failed_before_rise = failed;
