@@ -356,13 +356,14 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
   // where gives the state packing it again would, without its fit checks; an estimate that
   // dropped nodes is packed again.
   snap_.Fork();
+  std::optional<Estimate> again;
   if (!Replay(best)) {
-    Estimate again = Pack(*best.family, candidates[c].shapes, candidates[c].pods);
-    TIDEPOOL_CHECK(again.pods == best.pods && again.new_nodes.size() == best.new_nodes.size() &&
-                   again.outside == best.outside);
+    again = Pack(*best.family, candidates[c].shapes, candidates[c].pods);
+    TIDEPOOL_CHECK(again->pods == best.pods && again->new_nodes.size() == best.new_nodes.size() &&
+                   again->outside == best.outside);
   }
   snap_.Commit();
-  const Estimate& e = best;
+  const Estimate& e = again ? *again : best;
   AccountCommitted(e, ups, choice.reason);
   std::unordered_set<const Pod*> placed(e.pods.begin(), e.pods.end());
   for (const auto& [p, node] : e.outside) placed.insert(p);
