@@ -162,8 +162,13 @@ struct Spread {
   bool counts_pods;               // kube-scheduler counts no pods for a missing or empty selector
   bool self_match;                // the incoming pod matches the selector
   int64_t min_domains;
-  std::vector<int32_t> counts;    // matching pods per domain id (eligible nodes only)
-  std::vector<uint8_t> eligible;  // domain has an eligible node
+  std::vector<int32_t> counts;    // matching pods per domain id (included nodes only)
+  std::vector<uint8_t> eligible;  // domain has an included node
+  // Per node slot: the node has every constraint's key and passes this constraint's inclusion
+  // policies. Only such a node's pods count, as in kube-scheduler's PreFilter: a node that fails
+  // the policies adds nothing to its domain, even when another node makes the domain eligible.
+  std::vector<uint8_t> included;
+  bool Included(NodeIndex i) const { return i < included.size() && included[i] != 0; }
   // Domains a pool template offers (FitChecker::OfferDomain), by label value: eligible with 0
   // matching pods while no eligible node of the snapshot is in them.
   std::vector<std::string> offered;

@@ -226,11 +226,12 @@ void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i, bool count_indexed)
       s.counts.resize(d + 1, 0);
     }
     s.eligible[d] = 1;
+    if (i >= s.included.size()) s.included.resize(i + 1, 0);
+    s.included[i] = 1;
   }
   for (Spread& s : spread) {
-    if (!s.match.indexed() || !count_indexed) continue;
-    uint32_t d = s.topo->DomainOf(i);
-    if (d < s.eligible.size() && s.eligible[d]) s.counts[d] += s.match.Pods(i);
+    if (!s.match.indexed() || !count_indexed || !s.Included(i)) continue;
+    s.counts[s.topo->DomainOf(i)] += s.match.Pods(i);
   }
   if (std::any_of(spread.begin(), spread.end(),
                   [](const Spread& s) { return s.counts_pods && !s.match.indexed(); })) {
@@ -242,10 +243,8 @@ void FitChecker::Precomputed::AccountSpreadPod(const Pod& existing, NodeIndex i,
   // Terminating pods do not count (kube-scheduler skips a set deletionTimestamp).
   if (existing.meta.namespace_ != pod->meta.namespace_ || existing.meta.deletion_timestamp) return;
   for (Spread& s : spread) {
-    if (!s.counts_pods || (s.match.indexed() && !indexed_too)) continue;
-    uint32_t d = s.topo->DomainOf(i);
-    if (d == kNoDomain || d >= s.eligible.size() || !s.eligible[d]) continue;
-    if (s.selector.Matches(existing.meta.labels)) ++s.counts[d];
+    if (!s.counts_pods || (s.match.indexed() && !indexed_too) || !s.Included(i)) continue;
+    if (s.selector.Matches(existing.meta.labels)) ++s.counts[s.topo->DomainOf(i)];
   }
 }
 
@@ -326,27 +325,14 @@ void FitChecker::Precomputed::ComputeSpread() {
     spread.push_back(std::move(s));
   }
   if (spread.empty()) return;
-  // Per indexed constraint, the first node of each domain that made it eligible: the pods of a
-  // node count once its domain is eligible at that node in index order, as AccountSpreadNode
-  // counts them node by node.
-  std::vector<std::vector<NodeIndex>> since(spread.size());
-  for (size_t k = 0; k < spread.size(); ++k)
-    if (spread[k].match.indexed()) since[k].assign(spread[k].topo->DomainCount(), kNoNode);
   for (NodeIndex i = 0; i < snapshot->NodeSlots(); ++i) {
-    if (snapshot->Get(i).removed) continue;
-    AccountSpreadNode(i, /*count_indexed=*/false);
-    for (size_t k = 0; k < spread.size(); ++k) {
-      uint32_t d = spread[k].topo->DomainOf(i);
-      if (d < since[k].size() && since[k][d] == kNoNode && spread[k].eligible[d]) since[k][d] = i;
-    }
+    if (!snapshot->Get(i).removed) AccountSpreadNode(i, /*count_indexed=*/false);
   }
   // The indexed constraints' counts, from the nodes that carry the selector's values.
-  for (size_t k = 0; k < spread.size(); ++k) {
-    Spread& s = spread[k];
+  for (Spread& s : spread) {
     if (!s.match.indexed()) continue;
     s.match.ForEachNode([&](NodeIndex i, int32_t pods) {
-      uint32_t d = s.topo->DomainOf(i);
-      if (d < since[k].size() && since[k][d] <= i && !snapshot->Get(i).removed) s.counts[d] += pods;
+      if (s.Included(i) && !snapshot->Get(i).removed) s.counts[s.topo->DomainOf(i)] += pods;
     });
   }
   RecomputeSpreadMin();

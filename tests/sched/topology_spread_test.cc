@@ -2,6 +2,8 @@
 // minDomains, node inclusion policies, matchLabelKeys, what counts, and pool templates.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "sched/fit.h"
 #include "tests/sched/builders.h"
 
@@ -110,6 +112,43 @@ TEST(SpreadPolicy, NodeAffinityPolicyHonorVsIgnore) {
       PodBuilder("q").Label("app", "web").NodeSelector("pool", "gpu").Spread(ignore).Build();
   // Zone c counts with 0 pods: min 0, skew 2.
   EXPECT_EQ(Fits(pod_ignore, c.Index("g1"), c.snapshot()).code, FitCode::kTopologySpread);
+}
+
+// A node that fails the inclusion policies adds none of its pods to its domain, even when another
+// node of that domain is eligible (kube-scheduler's PreFilter counts per node that passes).
+// Zone a: g1 (gpu, no web pods), then x1 (cpu, two web pods); zone b: g2 (gpu, one web pod).
+// For a gpu pod (Honor), zone a counts 0 and zone b 1: g1 takes it, g2 does not (1 + 1 - 0).
+// x1 comes after g1 in the snapshot, where a count by domain alone would take its pods in.
+TEST(SpreadPolicy, PodsOfANodeThatFailsThePoliciesNeverCount) {
+  // One selector key is counted from the snapshot's label index, two keys pod by pod.
+  for (bool two_keys : {false, true}) {
+    TestCluster c;
+    c.AddNode(NodeBuilder("g1").Zone("a").Label("pool", "gpu").Build());
+    c.AddNode(NodeBuilder("x1").Zone("a").Label("pool", "cpu").Build());
+    c.AddNode(NodeBuilder("g2").Zone("b").Label("pool", "gpu").Build());
+    auto web = [](std::string name) {
+      return PodBuilder(std::move(name)).Label("app", "web").Label("tier", "front").Build();
+    };
+    c.AddPod(web("w1"), "x1");
+    c.AddPod(web("w2"), "x1");
+    c.AddPod(web("w3"), "g2");
+    model::Labels selector = {{"app", "web"}};
+    if (two_keys) selector["tier"] = "front";
+    model::Pod pod = PodBuilder("p")
+                         .Label("app", "web")
+                         .Label("tier", "front")
+                         .NodeSelector("pool", "gpu")
+                         .Spread(SpreadOn(kZone, 1, selector))
+                         .Build();
+    FitChecker checker(pod, c.snapshot());
+    EXPECT_TRUE(checker.Fits(c.Index("g1"))) << two_keys;
+    EXPECT_EQ(checker.Check(c.Index("g2")).code, FitCode::kTopologySpread) << two_keys;
+    // Placed after the checker was built: the same.
+    const model::Pod* more = c.AddPod(web("w4"), "x1");
+    checker.OnPodAdded(*more, c.Index("x1"));
+    EXPECT_TRUE(checker.Fits(c.Index("g1"))) << two_keys;
+    EXPECT_TRUE(Fits(pod, c.Index("g1"), c.snapshot()).fits()) << two_keys;
+  }
 }
 
 TEST(SpreadPolicy, NodeTaintsPolicyIgnoreVsHonor) {
