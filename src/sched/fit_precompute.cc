@@ -320,6 +320,7 @@ void FitChecker::Precomputed::ComputeSpread() {
     s.min_domains = c.min_domains.value_or(1);
     s.counts.assign(s.topo->DomainCount(), 0);
     s.eligible.assign(s.topo->DomainCount(), 0);
+    s.included.assign(snapshot->NodeSlots(), 0);
     spread_needs_affinity |= c.node_affinity_policy == model::InclusionPolicy::kHonor;
     spread_needs_taints |= c.node_taints_policy == model::InclusionPolicy::kHonor;
     spread.push_back(std::move(s));
