@@ -7,6 +7,9 @@
 # pods bound to it. Each sample creates one pending pod that fits no existing node; tidepool
 # (batchIdle 1s) asks pool `fresh` for a node. Latency = time of tidepool's IncreasePool log
 # line - time just before the pod was created - batchIdle. Prints each sample and p50/max.
+# The nodes and pods are POSTed to the API server by LOAD_WORKERS (24) concurrent connections
+# (bench/latency_cluster.py), which reports the load rates on stderr and fails, naming the
+# object, if one cannot be created.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,40 +55,22 @@ pools:
 EOF
 
 echo "creating $NODES nodes and $PODS pods ($PER_NODE per node, ${MILLI}m CPU each)..." >&2
-python3 - "$WORK" "$NODES" "$PODS" "$PER_NODE" "$MILLI" <<'PY'
-import json, sys
-work, nodes, pods, per_node, milli = sys.argv[1], *map(int, sys.argv[2:])
-chunks = 8
-files = [open(f"{work}/objects-{i}.json", "w") for i in range(chunks)]
-items = [[] for _ in range(chunks)]
-for n in range(nodes):
-    name = f"filled-{n:05d}"
-    items[n % chunks].append({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"tidepool.dev/pool": "filled", "bench": "filled",
-                                              "kubernetes.io/hostname": name},
-                     "annotations": {"kwok.x-k8s.io/node": "fake"}},
-        "spec": {"providerID": f"kwok://{name}"},
-        "status": {"capacity": {"cpu": "4", "memory": "64Gi", "pods": str(per_node + 10)},
-                   "allocatable": {"cpu": "4", "memory": "64Gi", "pods": str(per_node + 10)}}})
-for p in range(pods):
-    node = p // per_node
-    items[node % chunks].append({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"filler-{p:06d}", "namespace": "default", "labels": {"app": "filler"}},
-        "spec": {"nodeName": f"filled-{node:05d}",
-                 "containers": [{"name": "c", "image": "busybox",
-                                 "resources": {"requests": {"cpu": f"{milli}m", "memory": "1Gi"}}}]}})
-for f, it in zip(files, items):
-    json.dump({"apiVersion": "v1", "kind": "List", "items": it}, f)
-PY
+# The loader talks to the API server itself, with the kubeconfig's credentials.
+CREDS=$WORK/credentials
+mkdir -m 700 "$CREDS"
+kc() { kubectl config view --raw --minify -o jsonpath="{$1}"; }
+kc '.clusters[0].cluster.server' >"$CREDS/server"
+kc '.clusters[0].cluster.certificate-authority-data' | base64 -d >"$CREDS/ca.crt"
+if [[ -n $(kc '.users[0].user.client-certificate-data') ]]; then
+  kc '.users[0].user.client-certificate-data' | base64 -d >"$CREDS/client.crt"
+  kc '.users[0].user.client-key-data' | base64 -d >"$CREDS/client.key"
+else
+  kc '.users[0].user.token' >"$CREDS/token"
+fi
 start=$SECONDS
-for f in "$WORK"/objects-*.json; do
-  # Nodes first within each chunk (List order); chunks in parallel.
-  kubectl create -f "$f" >/dev/null 2>"$f.err" &
-done
-wait
-echo "created in $((SECONDS - start)) s" >&2
+python3 "$ROOT/bench/latency_cluster.py" "$CREDS" "$NODES" "$PODS" "$PER_NODE" "$MILLI" \
+  "${LOAD_WORKERS:-24}" || exit 1
+echo "created in $((SECONDS - start)) s, until kwok had started every pod" >&2
 
 "$TIDEPOOL" run --config "$WORK/config.yaml" --namespace default --listen "" --no-leader-elect \
   >"$WORK/tidepool.log" 2>&1 &
@@ -101,6 +86,7 @@ log_ms() {  # the time of the first IncreasePool line naming pod $1
   date -d "${line%% *}" +%s%3N
 }
 results=()
+echo "load average before the samples: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for i in $(seq 1 "$SAMPLES"); do
   name=probe-$i
   t0=$(now_ms)
@@ -119,6 +105,7 @@ EOF
   echo "sample $i: ${lat} ms (created -> IncreasePool $((t1 - t0)) ms, minus batchIdle 1000 ms)"
   sleep 11  # past batchMax, so every sample opens its own batch
 done
+echo "load average after the samples: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 sorted=$(printf '%s\n' "${results[@]}" | sort -n)
 n=${#results[@]}
 echo "nodes=$NODES pods=$PODS samples=$n p50=$(sed -n "$(((n + 1) / 2))p" <<<"$sorted") ms max=$(tail -1 <<<"$sorted") ms"
