@@ -6,10 +6,11 @@
 # The cluster: NODES kwok nodes of pool `filled` (4 CPU each), every one full with PODS/NODES
 # pods bound to it. Each sample creates one pending pod that fits no existing node; tidepool
 # (batchIdle 1s) asks pool `fresh` for a node. Latency = time of tidepool's IncreasePool log
-# line - time just before the pod was created - batchIdle. Prints each sample and p50/max.
+# line - time its POST was sent - batchIdle. Prints each sample and p50/max.
 # The nodes and pods are POSTed to the API server by LOAD_WORKERS (24) concurrent connections
 # (bench/latency_cluster.py), which reports the load rates on stderr and fails, naming the
-# object, if one cannot be created.
+# object, if one cannot be created. PROFILE=FILE records tidepool with `perf record` during
+# the samples (flags in PERF_ARGS, default -g).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,7 +21,9 @@ SAMPLES=${4:-10}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tidepool-latency.XXXXXX")
 export TESTENV_DIR=$WORK/testenv TESTENV_SKIP_BUILD=${TESTENV_SKIP_BUILD:-1}
 TP_PID=""
+PERF_PID=""
 cleanup() {
+  [[ -n $PERF_PID ]] && kill -INT "$PERF_PID" 2>/dev/null && wait "$PERF_PID" 2>/dev/null
   [[ -n $TP_PID ]] && kill -TERM "$TP_PID" 2>/dev/null && wait "$TP_PID" 2>/dev/null
   "$ROOT/testenv/down" >/dev/null 2>&1
   rm -rf "$WORK"
@@ -85,19 +88,32 @@ log_ms() {  # the time of the first IncreasePool line naming pod $1
   line=$(grep -m1 "IncreasePool.*default/$1\b" "$WORK/tidepool.log") || return 1
   date -d "${line%% *}" +%s%3N
 }
+if [[ -n ${PROFILE:-} ]]; then
+  # shellcheck disable=SC2086  # PERF_ARGS is a list of perf flags
+  perf record ${PERF_ARGS:--g} -o "$PROFILE" -p "$TP_PID" >"$WORK/perf.log" 2>&1 &
+  PERF_PID=$!
+fi
+post_probe() {  # creates pending pod $1; prints the ms from the call until its POST was sent
+  local auth=(--cert "$CREDS/client.crt" --key "$CREDS/client.key") secs
+  [[ -f $CREDS/token ]] && auth=(-H "Authorization: Bearer $(cat "$CREDS/token")")
+  secs=$(curl -sS --fail-with-body --cacert "$CREDS/ca.crt" "${auth[@]}" \
+    -H 'Content-Type: application/json' -o "$WORK/probe.json" -w '%{time_pretransfer}' \
+    --data-binary @- "$(cat "$CREDS/server")/api/v1/namespaces/default/pods" <<EOF
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "$1", "namespace": "default"},
+ "spec": {"nodeSelector": {"bench": "fresh"}, "containers": [{"name": "c", "image": "busybox",
+          "resources": {"requests": {"cpu": "6"}}}]}}
+EOF
+  ) || { cat "$WORK/probe.json" >&2; return 1; }
+  awk -v s="$secs" 'BEGIN { printf "%d\n", s * 1000 }'
+}
 results=()
 echo "load average before the samples: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for i in $(seq 1 "$SAMPLES"); do
   name=probe-$i
   t0=$(now_ms)
-  kubectl create -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $name, namespace: default}
-spec:
-  nodeSelector: {bench: fresh}
-  containers: [{name: c, image: busybox, resources: {requests: {cpu: "6"}}}]
-EOF
+  sent=$(post_probe "$name") || { echo "sample $i: creating $name failed" >&2; continue; }
+  t0=$((t0 + sent))
+  echo "sample $i: POST sent $sent ms after the call" >&2
   for _ in $(seq 1 100); do log_ms "$name" >/dev/null && break; sleep 0.2; done
   t1=$(log_ms "$name") || { echo "sample $i: no scale-up for $name" >&2; continue; }
   lat=$((t1 - t0 - 1000))
@@ -106,6 +122,11 @@ EOF
   sleep 11  # past batchMax, so every sample opens its own batch
 done
 echo "load average after the samples: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+if [[ -n $PERF_PID ]]; then
+  kill -INT "$PERF_PID" && wait "$PERF_PID"
+  PERF_PID=""
+  echo "profile of tidepool during the samples: $PROFILE (perf report -i $PROFILE)" >&2
+fi
 sorted=$(printf '%s\n' "${results[@]}" | sort -n)
 n=${#results[@]}
 echo "nodes=$NODES pods=$PODS samples=$n p50=$(sed -n "$(((n + 1) / 2))p" <<<"$sorted") ms max=$(tail -1 <<<"$sorted") ms"
