@@ -78,6 +78,7 @@ python3 "$ROOT/bench/latency_cluster.py" "${wait_started[@]}" "$CREDS" "$NODES" 
   "$PER_NODE" "$MILLI" "${LOAD_WORKERS:-24}" || exit 1
 echo "created in $((SECONDS - start)) s${wait_started[*]:+, kwok still starting pods}" >&2
 
+: >"$WORK/tidepool.log"  # exists before the background job opens it, for the grep below
 "$TIDEPOOL" run --config "$WORK/config.yaml" --namespace default --listen "" --no-leader-elect \
   >"$WORK/tidepool.log" 2>&1 &
 TP_PID=$!
