@@ -284,7 +284,7 @@ class Pass {
   bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                        const Solo& solo);
   // Resets the cursors the checker's or the estimate's changes since they were set invalidate.
-  static void SyncCursor(PackCursor& cursor, const sched::FitChecker& checker, const Estimate& e);
+  void SyncCursor(PackCursor& cursor, const sched::FitChecker& checker, const Estimate& e) const;
   void Place(const Pod& pod, sched::FitChecker& checker, Estimate& e, size_t node);
   // Tries to place one pod on any node already in the snapshot. Returns its index or kNoNode.
   NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);

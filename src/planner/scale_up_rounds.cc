@@ -157,7 +157,11 @@ bool Pass::PackOne(const Pod& pod, FitChecker& checker, PackCursor& cursor, Esti
   return true;
 }
 
-void Pass::SyncCursor(PackCursor& cursor, const FitChecker& checker, const Estimate& e) {
+void Pass::SyncCursor(PackCursor& cursor, const FitChecker& checker, const Estimate& e) const {
+  if (!options_.placement_cursors) {
+    cursor = PackCursor{.loosened = checker.SpreadLoosened(), .released = e.released};
+    return;
+  }
   if (cursor.released != e.released) {
     cursor.released = e.released;
     cursor.room = 0;

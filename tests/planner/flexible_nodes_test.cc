@@ -224,5 +224,81 @@ TEST(FlexibleNodes, BetterThanPackingEachPoolAlone) {
   EXPECT_GT(better, 100);  // the property is not vacuous
 }
 
+// Placement cursors (PackCursor) skip nodes a group's pod failed until something can open them;
+// every placement checking from the first node must give the same plan. Random families in one
+// to three zones, pools' max binding at times, and pods with zone or hostname spread, zone
+// affinity to their own value and hostname anti-affinity, as in Karpenter's diverse mix.
+TEST(FlexibleNodes, CursorsPlanWhatFullScansPlan) {
+  const std::vector<std::string> cpus = {"2", "4", "8", "16"};
+  int compared = 0, spread_pods = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+    World w;
+    w.config.scale_up.expanders = std::vector<std::vector<std::string>>{
+        {"price"}, {"least-waste"}, {"priority", "least-waste"}}[pick(3)];
+    int zones = 1 + pick(3), shapes = 1 + pick(3);
+    for (int z = 0; z < zones; ++z) {
+      for (int s = 0; s < shapes; ++s) {
+        int c = pick(4);
+        w.config.pools.push_back(Shape(fmt::format("z{}s{}", z, s), cpus[c],
+                                       fmt::format("{}Gi", 4 << c),
+                                       (1 << c) * (0.9 + 0.1 * pick(3)), fmt::format("z{}", z)));
+        w.config.pools.back().max = 1 + pick(pick(2) ? 3 : 8);
+      }
+    }
+    int pods = 1 + pick(40);
+    for (int i = 0; i < pods; ++i) {
+      model::Pod p = Pending(fmt::format("p{}", i),
+                             std::vector<std::string>{"250m", "1", "1500m", "3"}[pick(4)],
+                             std::vector<std::string>{"512Mi", "2Gi", "6Gi"}[pick(3)]);
+      std::string value = std::string(1, static_cast<char>('a' + pick(3)));
+      model::LabelSelector sel;
+      int kind = pick(5);
+      if (kind == 1 || kind == 2) {
+        p.meta.labels["my-label"] = value;
+        sel.match_labels["my-label"] = value;
+        model::TopologySpreadConstraint c;
+        c.topology_key = std::string(kind == 1 ? model::kLabelZone : model::kLabelHostname);
+        c.max_skew = 1 + pick(2);
+        c.label_selector = sel;
+        c.has_label_selector = true;
+        p.topology_spread_constraints.push_back(c);
+        ++spread_pods;
+      } else if (kind == 3 || kind == 4) {
+        p.meta.labels[kind == 3 ? "aff" : "app"] = kind == 3 ? value : "nginx";
+        sel.match_labels[kind == 3 ? "aff" : "app"] = kind == 3 ? value : "nginx";
+        model::PodAffinityTerm t;
+        t.topology_key = std::string(kind == 3 ? model::kLabelZone : model::kLabelHostname);
+        t.label_selector = sel;
+        t.has_label_selector = true;
+        (kind == 3 ? p.affinity.pod_affinity_required : p.affinity.pod_anti_affinity_required)
+            .push_back(t);
+      }
+      p.meta.owner_references[0].uid = fmt::format("rs-{}", pick(4));
+      p.Finalize();
+      w.pods.push_back(std::move(p));
+    }
+    PlannerInput in;
+    in.config = &w.config;
+    for (const auto& p : w.pods) in.pods.push_back(&p);
+    ScaleUpOptions scans;
+    scans.placement_cursors = false;
+    ScaleUpPlan with = ScaleUpPlanner().Plan(in);
+    ScaleUpPlan without = ScaleUpPlanner().Plan(in, scans);
+    auto render = [](const ScaleUpPlan& plan) {
+      std::string out;
+      for (const auto& u : plan.scale_ups)
+        out += fmt::format("{} +{} [{}]\n", u.pool, u.add, fmt::join(u.pods, " "));
+      for (const auto& u : plan.unschedulable) out += "unschedulable " + u.pod + "\n";
+      return out;
+    };
+    ASSERT_EQ(render(with), render(without)) << "seed " << seed;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 1000);
+  EXPECT_GT(spread_pods, 3000);  // the cursors' hard cases are there
+}
+
 }  // namespace
 }  // namespace tidepool::planner
