@@ -194,10 +194,10 @@ bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e)
   double cheapest = std::numeric_limits<double>::infinity();
   size_t shape = SIZE_MAX;
   for (size_t i : node.shapes) {
-    const PoolState& ps = pools_[i];
-    bool room = i == node.claim || ps.current + ps.added + e.claimed[i] < ps.pool->max;
-    if (room && holds(i) && ps.pool->price_per_hour < cheapest) {
-      cheapest = ps.pool->price_per_hour;
+    const double price = pools_[i].pool->price_per_hour;
+    bool room = i == node.claim || !ClaimsFull(e, i);
+    if (room && holds(i) && price < cheapest) {
+      cheapest = price;
       shape = i;
     }
   }
@@ -209,9 +209,7 @@ bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e)
   std::erase_if(node.shapes, [&](size_t i) { return !holds(i); });
   if (node.claim != SIZE_MAX) {
     // A shape at its max that this node leaves can be taken by the others again.
-    const PoolState& left = pools_[node.claim];
-    if (shape != node.claim && left.current + left.added + e.claimed[node.claim] >= left.pool->max)
-      ++e.released;
+    if (shape != node.claim && ClaimsFull(e, node.claim)) ++e.released;
     --e.claimed[node.claim];
   }
   ++e.claimed[shape];

@@ -226,6 +226,12 @@ class Pass {
   // dearer shape only when that costs no more than a second node for the pod (`solo`), or when the
   // shape is no dearer per unit than the pod's own.
   bool TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e);
+  // Shape `i`'s pool has no node left for the estimate's nodes: its registered, upcoming and
+  // added nodes and the estimate's claims on it reach its max.
+  bool ClaimsFull(const Estimate& e, size_t i) const {
+    const PoolState& ps = pools_[i];
+    return ps.current + ps.added + e.claimed[i] >= ps.pool->max;
+  }
   // The cheapest of `shapes` that holds `pod` beside the DaemonSets.
   Solo SoloShape(const Pod& pod, const std::vector<size_t>& shapes) const;
   // Gives every new node of the estimate its shape by the expander chain, within the pools'
