@@ -158,19 +158,10 @@ bool Pass::PackOne(const Pod& pod, FitChecker& checker, PackCursor& cursor, Esti
 }
 
 void Pass::SyncCursor(PackCursor& cursor, const FitChecker& checker, const Estimate& e) const {
-  if (!options_.placement_cursors) {
-    cursor = PackCursor{.loosened = checker.SpreadLoosened(), .released = e.released};
-    return;
-  }
-  if (cursor.released != e.released) {
-    cursor.released = e.released;
-    cursor.room = 0;
-    // Pods without spread constraints kept their first-fit cursor through released claims
-    // before the cursors were kept for every pod; they still do, so their plans stay as they
-    // were.
-    if (!checker.pod().topology_spread_constraints.empty()) cursor.fit = 0;
-  }
-  if (cursor.loosened != checker.SpreadLoosened()) {
+  // A raised spread minimum or a claim given back at a pool's max may open nodes the group
+  // found closed: start again from the first (always, without cursors).
+  if (!options_.placement_cursors || cursor.loosened != checker.SpreadLoosened() ||
+      cursor.released != e.released) {
     cursor = PackCursor{.loosened = checker.SpreadLoosened(), .released = e.released};
   }
 }
