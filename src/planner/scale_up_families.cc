@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 #include "base/check.h"
 #include "planner/expander.h"
@@ -106,16 +109,52 @@ void Pass::BuildFamilies(const std::vector<const Pod*>& pending) {
   }
 }
 
-void Pass::SortByDominantShare(std::vector<const Pod*>& pods, const Node& largest) {
-  auto key = [&](const Pod* p) {
-    double share = 0;
+void Pass::SortForBalance(std::vector<const Pod*>& pods, const Node& largest) {
+  // Per pod: its largest share of `largest` (pod slots aside), the resource of that share, and its
+  // share of each resource.
+  struct Share {
+    double dominant = 0;
+    model::ResourceId resource = model::kCpu;
+    std::vector<std::pair<model::ResourceId, double>> of;
+  };
+  std::unordered_map<const Pod*, Share> shares;
+  for (const Pod* p : pods) {
+    Share& s = shares[p];
     p->requests.ForEach([&](model::ResourceId id, int64_t v) {
       int64_t cap = largest.allocatable.Get(id);
-      if (cap > 0) share = std::max(share, static_cast<double>(v) / static_cast<double>(cap));
+      if (id == model::kPods || cap <= 0) return;
+      double share = static_cast<double>(v) / static_cast<double>(cap);
+      s.of.emplace_back(id, share);
+      if (share > s.dominant) std::tie(s.dominant, s.resource) = std::pair(share, id);
     });
-    return std::pair(-share, GroupOf(p));  // the largest share first, the group ascending
-  };
-  SortPods(pods, key, std::less<>());
+  }
+  // The largest share first, the group ascending: a group's members are adjacent.
+  SortPods(
+      pods, [&](const Pod* p) { return std::pair(-shares[p].dominant, GroupOf(p)); },
+      std::less<>());
+  // Runs of one group, queued by their dominant resource in that order.
+  std::map<model::ResourceId, std::deque<std::pair<size_t, size_t>>> queues;
+  for (size_t i = 0, j = 0; i < pods.size(); i = j) {
+    while (j < pods.size() && GroupOf(pods[j]) == GroupOf(pods[i])) ++j;
+    queues[shares[pods[i]].resource].emplace_back(i, j);
+  }
+  std::map<model::ResourceId, double> taken;  // shares of the pods ordered so far
+  std::vector<const Pod*> order;
+  order.reserve(pods.size());
+  while (order.size() < pods.size()) {
+    auto next = queues.end();
+    for (auto it = queues.begin(); it != queues.end(); ++it) {
+      if (!it->second.empty() && (next == queues.end() || taken[it->first] < taken[next->first]))
+        next = it;
+    }
+    auto [begin, end] = next->second.front();
+    next->second.pop_front();
+    for (size_t k = begin; k < end; ++k) {
+      order.push_back(pods[k]);
+      for (const auto& [id, share] : shares[pods[k]].of) taken[id] += share;
+    }
+  }
+  pods = std::move(order);
 }
 
 std::vector<size_t> Pass::EligibleShapes(Family& family) {

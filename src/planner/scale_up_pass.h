@@ -370,11 +370,14 @@ class Pass {
         },
         std::less<>());
   }
-  // For a family of several shapes: biggest first by the pod's largest share of `largest`
-  // (vector bin-packing's first fit decreasing), so cpu-heavy and memory-heavy pods of one size
-  // share the nodes and no node fills one resource while leaving the other idle; members of a
-  // group stay together.
-  void SortByDominantShare(std::vector<const Pod*>& pods, const Node& largest);
+  // For a family of several shapes, the order that keeps growing nodes balanced. Each pod's
+  // dominant resource is the one it takes the largest share of in `largest`; the pods of each
+  // dominant resource are sorted biggest first (vector bin-packing's first fit decreasing),
+  // members of a group together; then the next group comes from the resource the pods ordered so
+  // far take the least of. A node grows into the cheapest shape that holds what it carries, so
+  // when the pods that land on it alternate between cpu-heavy and memory-heavy, its resources
+  // fill evenly and it ends in a smaller shape than if it had taken all of one kind first.
+  void SortForBalance(std::vector<const Pod*>& pods, const Node& largest);
 
   const PlannerInput& in_;
   const model::AutoscalerConfig& cfg_;

@@ -153,6 +153,36 @@ TEST(FlexibleNodes, AShapeAtItsMaxIsNotChosen) {
   EXPECT_EQ(Adds(w.Plan()), (std::map<std::string, int>{{"c4", 6}}));
 }
 
+// A pod without an owner, labelled with its own name: a group of its own.
+model::Pod Single(std::string name, std::string cpu, std::string memory) {
+  model::Pod p = Pending(name, std::move(cpu), std::move(memory));
+  p.meta.owner_references.clear();
+  p.meta.labels["name"] = std::move(name);
+  p.Finalize();
+  return p;
+}
+
+// Shapes of k cpu and 2k GiB at $k; four cpu-heavy pods (1 cpu, 512Mi) and four memory-heavy
+// ones (250m, 2Gi), each of a group of its own, every one a quarter of the largest shape in its
+// heavy resource. Taken kind by kind, the first node fills its cpu (4 cpu, 2Gi) and the second
+// its memory (1 cpu, 8Gi): $8. Alternating, the first node takes three of each (3.75 cpu, 7.5Gi:
+// $4) and the second one of each (1.25 cpu, 2.5Gi: $2): $6.
+TEST(FlexibleNodes, CpuHeavyAndMemoryHeavyPodsShareTheGrowingNodes) {
+  World w;
+  for (int k = 1; k <= 4; ++k)
+    w.config.pools.push_back(
+        Shape(fmt::format("s{}", k), std::to_string(k), fmt::format("{}Gi", 2 * k), k));
+  w.config.scale_up.expanders = {"price"};
+  for (int i = 0; i < 4; ++i) {
+    w.pods.push_back(Single(fmt::format("cpu-{}", i), "1", "512Mi"));
+    w.pods.push_back(Single(fmt::format("mem-{}", i), "250m", "2Gi"));
+  }
+  ScaleUpPlan plan = w.Plan();
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"s2", 1}, {"s4", 1}}));
+  EXPECT_DOUBLE_EQ(Price(plan, w.config), 6);
+  EXPECT_TRUE(plan.unschedulable.empty());
+}
+
 // Differential: on random families of shapes and random pods, flexible nodes need fewer nodes,
 // cost less and leave no more pods unschedulable than packing each pool alone.
 TEST(FlexibleNodes, BetterThanPackingEachPoolAlone) {
