@@ -99,13 +99,13 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
   std::optional<FitChecker> checker;
   Solo solo;
   std::vector<const Pod*> order = pods;
-  if (family.members.size() > 1 && !shapes.empty()) SortByDominantShare(order, family.largest);
+  if (family.members.size() > 1 && !shapes.empty()) SortForBalance(order, family.largest);
   // Pods with required anti-affinity first: they open the nodes they cannot share (one per
   // node for a group against itself), and the other pods then fill the room around them instead
   // of leaving it on nodes opened earlier.
   std::stable_partition(order.begin(), order.end(),
                         [](const Pod* p) { return p->has_required_anti_affinity; });
-  for (const Pod* pod : order) {
+  auto pack = [&](const Pod* pod) {
     uint32_t key = GroupOf(pod);
     if (key != group || !checker) {
       group = key;
@@ -115,10 +115,16 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
       cursor = PackCursor{.loosened = checker->SpreadLoosened(), .released = e.released};
     }
     size_t outside = e.outside.size();
-    if (PackOne(*pod, *checker, cursor, e, shapes, solo) && e.outside.size() == outside) {
-      e.pods.push_back(pod);
-    }
-  }
+    if (!PackOne(*pod, *checker, cursor, e, shapes, solo)) return false;
+    if (e.outside.size() == outside) e.pods.push_back(pod);
+    return true;
+  };
+  std::vector<const Pod*> waiting;  // pods with required affinity that no node took
+  for (const Pod* pod : order)
+    if (!pack(pod) && pod->has_required_affinity) waiting.push_back(pod);
+  // A pod whose affinity selects only pods packed after it had nothing to join when its turn
+  // came; kube-scheduler tries it again once they are bound, so the estimate does too.
+  for (bool placed = true; placed && !waiting.empty();) placed = std::erase_if(waiting, pack) > 0;
   Close(e);
   return e;
 }

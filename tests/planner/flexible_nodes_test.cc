@@ -183,6 +183,31 @@ TEST(FlexibleNodes, CpuHeavyAndMemoryHeavyPodsShareTheGrowingNodes) {
   EXPECT_TRUE(plan.unschedulable.empty());
 }
 
+// A pod whose required zone affinity selects a pod packed after it (a smaller one) had nothing
+// to join when its turn came. The estimate tries it again once the other is placed, as
+// kube-scheduler would once that pod is bound: one node of 3 cpu ($3.50), not a second round's
+// node beside the first ($1.50 + $2.50).
+TEST(FlexibleNodes, APodTriesAgainOnceWhatItsAffinitySelectsIsPlaced) {
+  World w;
+  for (int k = 1; k <= 4; ++k)
+    w.config.pools.push_back(
+        Shape(fmt::format("s{}", k), std::to_string(k), fmt::format("{}Gi", 4 * k), k + 0.5));
+  w.config.scale_up.expanders = {"price"};
+  model::Pod client = Single("client", "2", "1Gi");
+  model::PodAffinityTerm term;
+  term.topology_key = std::string(model::kLabelZone);
+  term.label_selector.match_labels["app"] = "db";
+  term.has_label_selector = true;
+  client.affinity.pod_affinity_required.push_back(term);
+  client.Finalize();
+  model::Pod db = Single("db", "1", "1Gi");
+  db.meta.labels["app"] = "db";
+  w.pods = {client, db};
+  ScaleUpPlan plan = w.Plan();
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"s3", 1}}));
+  EXPECT_TRUE(plan.unschedulable.empty());
+}
+
 // Differential: on random families of shapes and random pods, flexible nodes need fewer nodes,
 // cost less and leave no more pods unschedulable than packing each pool alone.
 TEST(FlexibleNodes, BetterThanPackingEachPoolAlone) {
