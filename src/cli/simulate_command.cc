@@ -10,6 +10,7 @@
 #include "cli/sim_progress.h"
 #include "kube/config/autoscaler_config.h"
 #include "sim/compare.h"
+#include "sim/losses.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/scheduler_eval.h"
@@ -54,6 +55,9 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
       ->check(CLI::IsMember({"builtin", "periodic"}));
   cmd->add_option("--report", flags.report,
                   "Write a self-contained HTML report (charts and summary) to this file");
+  cmd->add_option("--losses", flags.losses,
+                  "Write every restart an eviction caused, with the work it threw away, to this "
+                  "CSV file (one row per restart, for every policy run)");
   cmd->add_option("--progress", flags.progress,
                   "A progress line on stderr (jobs done, simulated day, ETA): auto shows it when "
                   "stderr is a terminal")
@@ -145,6 +149,10 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     report.config_name = flags.config;
     report.runs = runs;
     if (auto ok = sim::WriteHtmlReport(report, flags.report); !ok) return fail(ok.error());
+  }
+
+  if (!flags.losses.empty()) {
+    if (auto ok = sim::WriteLossesCsv(runs, flags.losses); !ok) return fail(ok.error());
   }
 
   if (flags.scheduler_eval) {

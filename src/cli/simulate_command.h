@@ -26,6 +26,7 @@ struct SimulateFlags {
   bool scheduler_eval = false;  // tidepool with least- and most-allocated scoring
   std::string scenario = "builtin";  // without --trace: builtin | periodic
   std::string report;                // write the HTML report here when set
+  std::string losses;                // write every run's restarts here (CSV) when set
   std::string progress = "auto";     // auto (when stderr is a terminal) | always | never
 };
 
@@ -40,8 +41,8 @@ Result<sim::SimInput> LoadSimSettings(const std::string& config_path,
 
 // Runs it. The simulation settings come from the config file's `simulation:` section, replaced
 // as a whole by --sim-config when given; --seed overrides either's seed. Returns the exit code:
-// 0, or 2 for bad input (config, sim config, trace) or an unwritable report, printed to stderr as
-// "tidepool: file:line: ...".
+// 0, or 2 for bad input (config, sim config, trace) or an unwritable report or losses file, printed
+// to stderr as "tidepool: file:line: ...".
 int RunSimulateCommand(const SimulateFlags& flags);
 
 }  // namespace tidepool::cli

@@ -90,6 +90,7 @@ Summary Ledger::Summarize(Time now, Summary s) {
   s.spot_evictions = workload_.spot_evictions();
   s.work_lost_gpu_hours = workload_.gpu_ms_lost() / 3600e3;
   s.restarts = workload_.restarts();
+  s.losses = workload_.losses();
   s.drain_wait_max = std::chrono::duration<double>(workload_.drain_wait_max()).count();
   s.scale_ups = cloud_.scale_ups();
   s.scale_downs = cloud_.scale_downs();

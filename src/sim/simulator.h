@@ -64,6 +64,18 @@ struct Timeline {
   std::vector<TimelinePoint> points;
 };
 
+// One restart an eviction caused (of a pod, or of a gang as a whole) and the progress it threw
+// away; `simulate --losses FILE` lists them.
+struct Loss {
+  std::string pod;    // namespace/name (of a gang: the member whose eviction restarted it)
+  Time at{};          // when
+  Duration ran{};     // how long it had run since it last started
+  Duration lost{};    // progress thrown away: what it ran since its last checkpoint
+  double gpus = 0;    // GPUs of the pods that restart (of a gang: every member's)
+  bool spot = false;  // its spot node was reclaimed (else a drain)
+  double GpuHours() const { return Hours(lost) * gpus; }
+};
+
 // The result of a run (the summary keys of docs/simulator.md, plus a few more for people).
 struct Summary {
   double cost = 0;                           // billed per second from request to deletion
@@ -86,6 +98,7 @@ struct Summary {
   int64_t spot_evictions = 0;             // pods evicted because their spot node was reclaimed
   double work_lost_gpu_hours = 0;         // progress evictions threw away (since the checkpoint)
   int64_t restarts = 0;                   // evicted pods, and gangs restarted as a whole
+  std::vector<Loss> losses;               // each restart; their GpuHours() add up to the above
   // Seconds: the longest a pod evicted by a drain (not a spot reclaim) was pending before it ran
   // again (with the replace move, rescheduling only: its new node was Ready first).
   double drain_wait_max = 0;

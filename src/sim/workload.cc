@@ -205,23 +205,29 @@ void Workload::EvictPod(int pod, bool spot) {
   SimJob& job = jobs_[p.job];
   const double share = GpuShare(job.spec->requests);
   if (!job.spec->gang) {
-    Duration done = p.kept + (clock_.Now() - p.started);
+    const Duration ran = clock_.Now() - p.started;
+    const Duration done = p.kept + ran;
     StopPod(pod, /*evicted=*/true);
-    gpu_ms_lost_ += static_cast<double>((done - p.kept).count()) * share;
-    ++restarts_;
+    Restarted({p.pod->Key(), clock_.Now(), ran, done - p.kept, share, spot});
     return;
   }
   // A distributed job fails as a whole when one worker goes: every member restarts.
   if (job.gang_running) {
-    Duration total = job.kept + (clock_.Now() - job.run_start);
+    const Duration ran = clock_.Now() - job.run_start;
+    const Duration total = job.kept + ran;
     job.kept = in_.sim.checkpoint_every ? total - total % *in_.sim.checkpoint_every : Duration{};
     job.gang_running = false;
     ++job.gen;
-    gpu_ms_lost_ += static_cast<double>((total - job.kept).count()) * share *
-                    static_cast<double>(job.pods.size());
-    ++restarts_;
+    Restarted({pods_[pod].pod->Key(), clock_.Now(), ran, total - job.kept,
+               share * static_cast<double>(job.pods.size()), spot});
   }
   for (int m : job.pods) StopPod(m, /*evicted=*/true);
+}
+
+void Workload::Restarted(const Loss& loss) {
+  gpu_ms_lost_ += static_cast<double>(loss.lost.count()) * loss.gpus;
+  ++restarts_;
+  losses_.push_back(loss);
 }
 
 void Workload::EvictAllOn(int node, bool spot) {

@@ -15,6 +15,7 @@
 #include "model/pod.h"
 #include "sim/event_queue.h"
 #include "sim/sim_config.h"
+#include "sim/simulator.h"
 #include "sim/trace.h"
 
 namespace tidepool::sim {
@@ -94,6 +95,8 @@ class Workload {
   // every pod of a gang that restarts), and the restarts: an evicted pod, or a gang as a whole.
   double gpu_ms_lost() const { return gpu_ms_lost_; }
   int64_t restarts() const { return restarts_; }
+  // Every restart, in order; their GpuHours() add up to gpu_ms_lost().
+  const std::vector<Loss>& losses() const { return losses_; }
   int64_t evictions() const { return evictions_; }
   int64_t spot_evictions() const { return spot_evictions_; }
   // The longest a pod evicted by a drain (not a spot reclaim) waited before it ran again.
@@ -103,6 +106,8 @@ class Workload {
   // Takes a running pod off its node; `evicted`: it goes pending again (progress per checkpoint).
   void StopPod(int pod, bool evicted);
   void EvictPod(int pod, bool spot);
+  // Counts a restart and the work it lost.
+  void Restarted(const Loss& loss);
   void FinishPod(int pod);
 
   const SimInput& in_;
@@ -119,6 +124,7 @@ class Workload {
   double gpu_ms_used_ = 0;  // GPU-milliseconds of running pods
   double gpu_ms_lost_ = 0;  // GPU-milliseconds of progress evictions threw away
   int64_t restarts_ = 0;
+  std::vector<Loss> losses_;
   int64_t evictions_ = 0;
   int64_t spot_evictions_ = 0;
   Duration drain_wait_max_{};

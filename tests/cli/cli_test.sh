@@ -194,8 +194,19 @@ assert "untolerated taint" in r["gpupool-spot"], r
 
 # simulate: --compare in JSON, the HTML report, the config's simulation: section and
 # --sim-config replacing it.
-run simulate --config "$seed_cfg" --compare --report "$tmp/report.html" -o json
+run simulate --config "$seed_cfg" --compare --report "$tmp/report.html" --losses "$tmp/losses.csv" -o json
 check "simulate --compare exits 0" test "$rc" -eq 0
+check "simulate --losses lists every restart of every policy" python3 -c '
+import csv, json, sys
+p = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+for x in p["policies"]:
+    mine = [r for r in rows if r["policy"] == x["policy"]]
+    assert len(mine) == x["restarts"], (x["policy"], len(mine), x["restarts"])
+    lost = sum(float(r["work_lost_gpu_hours"]) for r in mine)
+    assert abs(lost - x["workLostGpuHours"]) < 1e-3 * max(1, len(mine)), (x["policy"], lost)
+assert any(r["policy"] == "ca-like" for r in rows), "ca-like evicts on the built-in scenario"
+' "$tmp/out" "$tmp/losses.csv"
 check "simulate --compare json lists the three policies" python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -210,6 +221,9 @@ h = open(sys.argv[1]).read()
 assert h.startswith("<!DOCTYPE html>") and h.count("<svg ") == 7, h[:200]  # + cost-wait frontier
 assert "http://" not in h and "https://" not in h and "<script" not in h
 ' "$tmp/report.html"
+
+run simulate --config "$seed_cfg" --losses "$tmp/no-such-dir/losses.csv"
+check "simulate --losses to an unwritable path exits 2" test "$rc" -eq 2
 
 run simulate --config "$seed_cfg" --scenario periodic --warm-eval -o json
 check "simulate --warm-eval exits 0" test "$rc" -eq 0

@@ -14,6 +14,7 @@
 #include "kube/config/autoscaler_config.h"
 #include "sim/compare.h"
 #include "sim/kueue_queue.h"
+#include "sim/losses.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/sim_config.h"
@@ -397,6 +398,20 @@ TEST(WorkloadTest, EvictionsCountTheWorkSinceTheLastCheckpoint) {
     EXPECT_NEAR(w.gpu_ms_lost() / 3600e3, solo + pair, 1e-9) << checkpoints;
     EXPECT_EQ(w.restarts(), 2);
     EXPECT_EQ(w.evictions(), 2);
+    // One loss per restart, adding up to the total: the solo pod's, then the gang's on both.
+    ASSERT_EQ(w.losses().size(), 2u);
+    const Loss& a = w.losses()[0];
+    const Loss& b = w.losses()[1];
+    EXPECT_EQ(a.pod, "default/solo-0");
+    EXPECT_EQ(b.pod, "default/pair-1");
+    EXPECT_EQ(a.ran, std::chrono::minutes(25));
+    EXPECT_EQ(b.ran, std::chrono::minutes(25));
+    EXPECT_EQ(a.lost, checkpoints ? std::chrono::minutes(5) : std::chrono::minutes(25));
+    EXPECT_DOUBLE_EQ(a.gpus, 1);
+    EXPECT_DOUBLE_EQ(b.gpus, 2);
+    EXPECT_FALSE(a.spot);
+    EXPECT_NEAR(a.GpuHours(), solo, 1e-9);
+    EXPECT_NEAR(a.GpuHours() + b.GpuHours(), w.gpu_ms_lost() / 3600e3, 1e-9);
   }
 }
 
@@ -712,6 +727,19 @@ TEST(CompareTest, ThreePoliciesOnTheBuiltinScenario) {
   EXPECT_GT(ca.evictions, 0);
   EXPECT_LE(tp.work_lost_gpu_hours, ca.work_lost_gpu_hours);
   EXPECT_LT(tp.cost, ca.cost);
+  // Every restart is listed, with the work it lost; `--losses` writes them a row each.
+  size_t rows = 0;
+  for (const PolicyRun& r : *runs) {
+    EXPECT_EQ(static_cast<int64_t>(r.summary.losses.size()), r.summary.restarts) << r.name;
+    double lost = 0;
+    for (const Loss& l : r.summary.losses) lost += l.GpuHours();
+    EXPECT_NEAR(lost, r.summary.work_lost_gpu_hours, 1e-6) << r.name;
+    rows += r.summary.losses.size();
+  }
+  std::string csv = LossesCsv(*runs);
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), rows + 1);
+  EXPECT_THAT(csv, ::testing::StartsWith("policy,pod,at,ran_hours,lost_hours,gpus,"));
+  EXPECT_THAT(csv, HasSubstr("\nca-like,"));
 
   nlohmann::ordered_json j = ComparisonToJson(*runs);
   ASSERT_EQ(j["policies"].size(), 3u);
