@@ -1,6 +1,7 @@
 // tidepool command-line entry point: run, plan, explain, simulate, version (docs/architecture.md).
 // Bad configuration or state input prints a clear error and exits with code 2.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "cli/explain_cluster.h"
 #include "cli/explain_provreq.h"
 #include "cli/plan_text.h"
+#include "cli/read_progress.h"
 #include "cli/run_command.h"
 #include "cli/simulate_command.h"
 #include "kube/codec/objects.h"
@@ -74,12 +76,22 @@ Result<void> ApplyPoolFlags(const std::vector<std::string>& upcoming,
   return {};
 }
 
+// `progress`: "auto" (a line on stderr while the state is read, when stderr is a terminal),
+// "always" or "never".
 Result<void> LoadInputs(const std::string& config_path, const std::string& state_path,
-                        const std::string& now_text, Inputs& in) {
+                        const std::string& now_text, const std::string& progress, Inputs& in) {
   TIDEPOOL_ASSIGN_OR_RETURN(in.config, kube::config::LoadAutoscalerConfig(config_path));
   TIDEPOOL_RETURN_IF_ERROR(
       kube::config::RequirePoolsInFile(in.config, config_path, "plan/explain"));
-  TIDEPOOL_ASSIGN_OR_RETURN(in.state, kube::codec::LoadStatePath(state_path));
+  ReadProgressLine line(stderr);
+  kube::codec::OnListProgress show;
+  if (progress == "always" || (progress == "auto" && isatty(STDERR_FILENO))) {
+    show = [&line](const kube::codec::ListProgress& p) { line.Show(p); };
+  }
+  auto state = kube::codec::LoadStatePath(state_path, show);
+  line.End();
+  if (!state) return std::unexpected(state.error());
+  in.state = std::move(*state);
   Time now = RealClock().Now();
   if (!now_text.empty()) {
     auto t = ParseRfc3339(now_text);
@@ -188,10 +200,19 @@ int ExplainPool(const Inputs& in, const std::string& pool_name,
 struct PlanFlags {
   std::string config_path, state_path, now_text, output = "text";
   std::vector<std::string> upcoming, backoff;
+  std::string progress = "auto";  // reading the state: auto | always | never
   // explain only
   std::string pod_key, node_name, pool_name, warm_state_path;
   bool cluster = false;
 };
+
+void AddProgressOption(CLI::App& cmd, PlanFlags& f) {
+  cmd.add_option("--progress", f.progress,
+                 "A progress line on stderr while a large state is read (a JSON List): auto "
+                 "shows it when stderr is a terminal")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+}
 
 CLI::App* AddPlanCommand(CLI::App& app, PlanFlags& f) {
   auto* plan = app.add_subcommand(
@@ -209,6 +230,7 @@ CLI::App* AddPlanCommand(CLI::App& app, PlanFlags& f) {
                    "POOL=N: nodes requested from the provider and not registered yet");
   plan->add_option("--backoff", f.backoff,
                    "POOL=TIME: the pool may not grow before TIME (RFC 3339)");
+  AddProgressOption(*plan, f);
   return plan;
 }
 
@@ -239,6 +261,7 @@ CLI::App* AddExplainCommand(CLI::App& app, PlanFlags& f) {
       ->check(CLI::IsMember({"json", "text"}));
   explain->add_option("--upcoming", f.upcoming, "POOL=N, as for plan");
   explain->add_option("--backoff", f.backoff, "POOL=TIME, as for plan");
+  AddProgressOption(*explain, f);
   return explain;
 }
 
@@ -325,7 +348,7 @@ int Main(int argc, char** argv) {
 
   const PlanFlags& f = plan_flags;
   Inputs in;
-  if (auto ok = LoadInputs(f.config_path, f.state_path, f.now_text, in); !ok) {
+  if (auto ok = LoadInputs(f.config_path, f.state_path, f.now_text, f.progress, in); !ok) {
     return Fail(ok.error());
   }
   if (auto ok = ApplyPoolFlags(f.upcoming, f.backoff, in); !ok) return Fail(ok.error());

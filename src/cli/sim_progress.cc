@@ -32,25 +32,16 @@ std::string ProgressLine::Format(const sim::Progress& p,
 }
 
 void ProgressLine::Show(const sim::Progress& p) {
-  const auto now = std::chrono::steady_clock::now();
-  if (!began_ || p.run != run_) {
+  if (run_ != p.run) {
     run_ = std::string(p.run);
-    began_ = now;
+    line_.Begin();
   }
   if (p.finished) {
-    if (shown_) std::fprintf(out_, "\r\033[K");
-    std::fflush(out_);
-    shown_ = false;
-    began_.reset();
+    line_.End();
+    run_.reset();
     return;
   }
-  // Quick runs show nothing; a long one is redrawn five times a second.
-  if (now - *began_ < std::chrono::milliseconds(500)) return;
-  if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
-  std::fprintf(out_, "\r\033[K%s", Format(p, now - *began_).c_str());
-  std::fflush(out_);
-  shown_ = true;
-  last_ = now;
+  line_.Update([&](std::chrono::steady_clock::duration elapsed) { return Format(p, elapsed); });
 }
 
 }  // namespace tidepool::cli

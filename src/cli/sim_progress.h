@@ -7,13 +7,14 @@
 #include <optional>
 #include <string>
 
+#include "cli/terminal_line.h"
 #include "sim/simulator.h"
 
 namespace tidepool::cli {
 
 class ProgressLine {
  public:
-  explicit ProgressLine(std::FILE* out) : out_(out) {}
+  explicit ProgressLine(std::FILE* out) : line_(out) {}
 
   // Shows `p` ("simulate ca-like: 4512/8152 jobs done, day 12.3 of 39.9, ETA 3s") once its run
   // has taken half a second, then at most five times a second; a run's last call erases it.
@@ -23,11 +24,8 @@ class ProgressLine {
   static std::string Format(const sim::Progress& p, std::chrono::steady_clock::duration elapsed);
 
  private:
-  std::FILE* out_;
-  std::string run_;                                             // the run being shown
-  std::optional<std::chrono::steady_clock::time_point> began_;  // when it began
-  std::chrono::steady_clock::time_point last_{};                // the line was last drawn
-  bool shown_ = false;
+  TerminalLine line_;
+  std::optional<std::string> run_;  // the run being shown
 };
 
 }  // namespace tidepool::cli

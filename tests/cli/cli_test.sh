@@ -315,6 +315,27 @@ check "the progress line is erased at the end" bash -c 'tail -c 4 "$1" | od -c |
 run simulate --config "$seed_cfg" --progress sometimes
 check "simulate --progress sometimes exits 2" test "$rc" -ne 0
 
+# plan and explain: a line while a large JSON List state is read (a state of 150,000 pending pods
+# takes over half a second to read, long enough for the line to appear).
+python3 - "$tmp/big-state.json" <<'PY'
+import json, sys
+pod = lambda i: {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": f"p-{i:06d}", "namespace": "default"},
+                 "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]},
+                 "status": {"phase": "Pending"}}
+json.dump({"apiVersion": "v1", "kind": "List", "items": [pod(i) for i in range(150000)]},
+          open(sys.argv[1], "w"))
+PY
+run plan --config "$seed_cfg" --state "$tmp/big-state.json" --progress always -o json
+check "plan --progress always exits 0" test "$rc" -eq 0
+check "plan --progress always shows how far the state is read" grep -q \
+  "reading $tmp/big-state.json: [0-9]*% of [0-9.]* MB, [0-9]* objects" "$tmp/err"
+check "the reading line is erased before the plan" bash -c 'tail -c 4 "$1" | od -c | grep -q "033   \[   K"' _ "$tmp/err"
+run plan --config "$seed_cfg" --state "$tmp/big-state.json" -o json
+check "plan without a terminal writes no progress" test -z "$err"
+run plan --config "$seed_cfg" --state "$tmp/big-state.json" --progress sometimes
+check "plan --progress sometimes exits 2" test "$rc" -eq 2
+
 sed -e '$a simulation:\n  bootDelay: {cpu: [1m, 1m], gpu: [1m, 1m]}' "$seed_cfg" >"$tmp/with-sim.yaml"
 run simulate --config "$tmp/with-sim.yaml" -o json
 check "simulation: section is read" python3 -c '

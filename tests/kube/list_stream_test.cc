@@ -97,6 +97,36 @@ TEST(ListStreamTest, AnErrorFromTheConsumerDeclines) {
   EXPECT_EQ(calls, 1);  // the first error stops the parse
 }
 
+// Progress is told after each item: items counted from 1, the bytes parsed growing up to the
+// end of the item (its closing brace), the total the text's size. Without a callback the parse
+// takes the same items.
+TEST(ListStreamTest, ProgressFollowsTheItems) {
+  const std::string text =
+      R"({"kind":"List","items":[{"kind":"Pod","apiVersion":"v1"},{"kind":"Node","apiVersion":"v1"},)"
+      R"({"kind":"Pod","apiVersion":"v1"}]})";
+  std::vector<ListProgress> seen;
+  int docs = 0;
+  bool taken = StreamJsonList(
+      text, "s.json",
+      [&](SourcedDocument&&) -> Result<void> {
+        ++docs;
+        return {};
+      },
+      [&](const ListProgress& p) { seen.push_back(p); });
+  ASSERT_TRUE(taken);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(docs, 3);
+  size_t end = 0;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].source, "s.json");
+    EXPECT_EQ(seen[i].items, i + 1);
+    EXPECT_EQ(seen[i].bytes_total, text.size());
+    end = text.find('}', end) + 1;  // the item's closing brace
+    EXPECT_EQ(seen[i].bytes_read, end) << i;
+  }
+  EXPECT_TRUE(Stream(text).taken);
+}
+
 // The state decoder reads a JSON List while parsing it; the result is the YAML reading's.
 TEST(ListStreamTest, StateFromAStreamedListEqualsTheStateFromYaml) {
   std::string json = R"({"apiVersion":"v1","kind":"List","items":[

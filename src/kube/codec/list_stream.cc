@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,30 @@ class ListSax {
   size_t index_ = 0;
 };
 
+// A character iterator over the text that leaves where the parser is in `at`: nlohmann's parser
+// keeps its own copy of the iterator, and reading the position is all a progress line needs.
+class Tracked {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  Tracked(const char* p, const char** at) : p_(p), at_(at) {}
+  reference operator*() const { return *p_; }
+  Tracked& operator++() {
+    *at_ = ++p_;
+    return *this;
+  }
+  bool operator==(const Tracked& o) const { return p_ == o.p_; }
+  bool operator!=(const Tracked& o) const { return p_ != o.p_; }
+
+ private:
+  const char* p_;
+  const char** at_;
+};
+
 bool HasKindAndVersion(const Json& item) {
   return item.is_object() && Find(item, "kind") != nullptr && Find(item, "apiVersion") != nullptr;
 }
@@ -111,8 +136,14 @@ bool HasKindAndVersion(const Json& item) {
 }  // namespace
 
 bool StreamJsonList(std::string_view text, std::string_view source,
-                    const std::function<Result<void>(SourcedDocument&&)>& f) {
+                    const std::function<Result<void>(SourcedDocument&&)>& f,
+                    const OnListProgress& progress) {
   if (!LooksLikeJson(text)) return false;
+  const char* at = text.data();
+  size_t items = 0;
+  auto report = [&] {
+    if (progress) progress({source, static_cast<size_t>(at - text.data()), text.size(), ++items});
+  };
   auto hand_on = [&](std::vector<SourcedDocument>& docs) {
     for (SourcedDocument& d : docs)
       if (!f(std::move(d))) return false;
@@ -120,6 +151,7 @@ bool StreamJsonList(std::string_view text, std::string_view source,
   };
   std::vector<std::pair<Json, size_t>> waiting;  // typed list items without kind or apiVersion
   auto deliver = [&](Json&& item, size_t i) {
+    report();
     if (!HasKindAndVersion(item)) {
       waiting.emplace_back(std::move(item), i);
       return true;
@@ -132,7 +164,10 @@ bool StreamJsonList(std::string_view text, std::string_view source,
   };
   ListSax sax(deliver);
   try {
-    if (!Json::sax_parse(text.begin(), text.end(), &sax)) return false;
+    const char* end = text.data() + text.size();
+    bool parsed = progress ? Json::sax_parse(Tracked(text.data(), &at), Tracked(end, &at), &sax)
+                           : Json::sax_parse(text.begin(), text.end(), &sax);
+    if (!parsed) return false;
   } catch (const std::exception&) {
     return false;  // the ordinary reader reports it
   }

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "kube/codec/documents.h"
+#include "kube/codec/read_progress.h"
 
 namespace tidepool::kube::codec {
 
@@ -17,8 +18,10 @@ namespace tidepool::kube::codec {
 // the list's kind is known. Returns false for anything else: YAML, an array, an object that is
 // not a List, invalid JSON, or an error from f or from the List itself. f may then have been
 // called for some items: the caller discards what it built and reads the text the ordinary way,
-// which gives the same objects or words the error.
+// which gives the same objects or words the error. `progress`, when set, is called after each
+// item is parsed.
 bool StreamJsonList(std::string_view text, std::string_view source,
-                    const std::function<Result<void>(SourcedDocument&&)>& f);
+                    const std::function<Result<void>(SourcedDocument&&)>& f,
+                    const OnListProgress& progress = {});
 
 }  // namespace tidepool::kube::codec

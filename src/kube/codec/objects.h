@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "kube/codec/read_progress.h"
 #include "model/capacity_buffer.h"
 #include "model/daemonset.h"
 #include "model/dra.h"
@@ -79,13 +80,15 @@ Result<std::vector<nlohmann::json>> ParseDocuments(std::string_view text, std::s
 // ResourceClaim, ResourceClaimTemplate and ResourceSlice of resource.k8s.io/v1
 // (kube/codec/dra.h); anything else is counted in `ignored`
 // (a known kind of another apiVersion as "Kind (apiVersion)"). Empty input is an empty state.
-Result<ClusterState> DecodeState(std::string_view text, std::string_view source);
+// `progress`, when set, is told how far a JSON List is read (kube/codec/list_stream.h).
+Result<ClusterState> DecodeState(std::string_view text, std::string_view source,
+                                 const OnListProgress& progress = {});
 // Reads the file and decodes it; a missing or unreadable file is an error naming it (code
 // kNotFound when it does not exist).
-Result<ClusterState> LoadStateFile(const std::string& path);
+Result<ClusterState> LoadStateFile(const std::string& path, const OnListProgress& progress = {});
 // A file, or all files of a directory (*.yaml, *.yml, *.json, sorted by name, not recursive)
 // into one state. A directory without such files is an error.
-Result<ClusterState> LoadStatePath(const std::string& path);
+Result<ClusterState> LoadStatePath(const std::string& path, const OnListProgress& progress = {});
 
 // Converts a YAML document (yaml-cpp) into a JSON tree. Exposed for the config loader.
 // Same scalar rules as ParseDocuments; duplicate keys are errors, merge keys (`<<`) are

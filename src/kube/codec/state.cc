@@ -144,18 +144,20 @@ Result<void> DecodeDocument(const SourcedDocument& doc, std::string_view source,
   return DecodeKind(doc, kind, api_version, source, state);
 }
 
-Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_view source) {
+Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_view source,
+                                          const OnListProgress& progress) {
   // A JSON List (what kubectl -o json prints) is decoded item by item as it is parsed.
   ClusterState state;
   auto decode = [&](SourcedDocument&& doc) { return DecodeDocument(doc, source, state); };
-  if (StreamJsonList(text, source, decode)) return state;
+  if (StreamJsonList(text, source, decode, progress)) return state;
   state = ClusterState();
   TIDEPOOL_ASSIGN_OR_RETURN(auto docs, ParseSourcedDocuments(text, source));
   for (const auto& doc : docs) TIDEPOOL_RETURN_IF_ERROR(DecodeDocument(doc, source, state));
   return state;
 }
 
-Result<ClusterState> LoadStateFileUnguarded(const std::string& path) {
+Result<ClusterState> LoadStateFileUnguarded(const std::string& path,
+                                            const OnListProgress& progress) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
@@ -168,13 +170,14 @@ Result<ClusterState> LoadStateFileUnguarded(const std::string& path) {
   std::ostringstream buf;
   buf << in.rdbuf();
   if (in.bad()) return InvalidArgument("{}: cannot read: {}", path, std::strerror(errno));
-  return DecodeState(buf.str(), path);
+  return DecodeState(buf.str(), path, progress);
 }
 
-Result<ClusterState> LoadStatePathUnguarded(const std::string& path) {
+Result<ClusterState> LoadStatePathUnguarded(const std::string& path,
+                                            const OnListProgress& progress) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) return LoadStateFileUnguarded(path);
+  if (!fs::is_directory(path, ec)) return LoadStateFileUnguarded(path, progress);
   std::vector<fs::path> files;
   fs::directory_iterator it(path, ec);
   if (ec) return InvalidArgument("{}: cannot list directory: {}", path, ec.message());
@@ -193,7 +196,7 @@ Result<ClusterState> LoadStatePathUnguarded(const std::string& path) {
             [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
   ClusterState state;
   for (const auto& f : files) {
-    TIDEPOOL_ASSIGN_OR_RETURN(ClusterState part, LoadStateFileUnguarded(f.string()));
+    TIDEPOOL_ASSIGN_OR_RETURN(ClusterState part, LoadStateFileUnguarded(f.string(), progress));
     Append(state, std::move(part));
   }
   return state;
@@ -211,16 +214,17 @@ Result<ClusterState> Guard(std::string_view what, F&& f) {
 
 }  // namespace
 
-Result<ClusterState> DecodeState(std::string_view text, std::string_view source) {
-  return Guard(source, [&] { return DecodeStateUnguarded(text, source); });
+Result<ClusterState> DecodeState(std::string_view text, std::string_view source,
+                                 const OnListProgress& progress) {
+  return Guard(source, [&] { return DecodeStateUnguarded(text, source, progress); });
 }
 
-Result<ClusterState> LoadStateFile(const std::string& path) {
-  return Guard(path, [&] { return LoadStateFileUnguarded(path); });
+Result<ClusterState> LoadStateFile(const std::string& path, const OnListProgress& progress) {
+  return Guard(path, [&] { return LoadStateFileUnguarded(path, progress); });
 }
 
-Result<ClusterState> LoadStatePath(const std::string& path) {
-  return Guard(path, [&] { return LoadStatePathUnguarded(path); });
+Result<ClusterState> LoadStatePath(const std::string& path, const OnListProgress& progress) {
+  return Guard(path, [&] { return LoadStatePathUnguarded(path, progress); });
 }
 
 }  // namespace tidepool::kube::codec

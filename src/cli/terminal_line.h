@@ -1,0 +1,33 @@
+// One status line on a terminal, rewritten in place, for work that takes seconds: shown once the
+// work has taken half a second, redrawn at most five times a second, erased when it ends.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tidepool::cli {
+
+class TerminalLine {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit TerminalLine(std::FILE* out) : out_(out) {}
+
+  // A new piece of work starts: its line waits half a second again.
+  void Begin();
+  // Draws the line `text(elapsed since Begin)` gives, when one is due (Begin is implied).
+  void Update(const std::function<std::string(Clock::duration)>& text);
+  // The work ended: erases the line if it was drawn.
+  void End();
+
+ private:
+  std::FILE* out_;
+  std::optional<Clock::time_point> began_;
+  Clock::time_point last_{};
+  bool shown_ = false;
+};
+
+}  // namespace tidepool::cli
