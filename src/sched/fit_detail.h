@@ -167,8 +167,16 @@ struct Spread {
   // Per node slot: the node has every constraint's key and passes this constraint's inclusion
   // policies. Only such a node's pods count, as in kube-scheduler's PreFilter: a node that fails
   // the policies adds nothing to its domain, even when another node makes the domain eligible.
+  // Empty when `by_topology`.
   std::vector<uint8_t> included;
-  bool Included(NodeIndex i) const { return i < included.size() && included[i] != 0; }
+  // No policy of the pod's constraints can exclude a node that has their one key: a node is
+  // included exactly when its slot has a domain, and the eligible domains are read from the
+  // TopologyIndex's live nodes instead of a visit of every node (ComputeSpread).
+  bool by_topology = false;
+  bool Included(NodeIndex i) const {
+    if (by_topology) return topo->DomainOf(i) != kNoDomain;
+    return i < included.size() && included[i] != 0;
+  }
   // Domains a pool template offers (FitChecker::OfferDomain), by label value: eligible with 0
   // matching pods while no eligible node of the snapshot is in them.
   std::vector<std::string> offered;
@@ -240,6 +248,8 @@ struct FitChecker::Precomputed {
   // checker was built); else only those counted pod by pod (a scan of a node's pods).
   void AccountSpreadPod(const Pod& existing, NodeIndex i, bool indexed_too = true);
 
+  // Whether every constraint can be Spread::by_topology (ComputeSpread).
+  bool InclusionByTopology() const;
   void RecomputeSpreadMin();
   // Adds the node's domains to the constraints' offered ones; true when any was new.
   bool OfferDomain(const model::Node& node);

@@ -226,6 +226,7 @@ void FitChecker::Precomputed::AccountSpreadNode(NodeIndex i, bool count_indexed)
       s.counts.resize(d + 1, 0);
     }
     s.eligible[d] = 1;
+    if (s.by_topology) continue;
     if (i >= s.included.size()) s.included.resize(i + 1, 0);
     s.included[i] = 1;
   }
@@ -298,6 +299,20 @@ bool FitChecker::Precomputed::OfferDomain(const Node& node) {
   return changed;
 }
 
+bool FitChecker::Precomputed::InclusionByTopology() const {
+  // A node counts when it has every constraint's key: with one key, when it has a domain.
+  for (const Spread& s : spread) {
+    if (s.topo != spread.front().topo) return false;
+    // Pods counted one by one need the visit of every node's pods anyway.
+    if (s.counts_pods && !s.match.indexed()) return false;
+  }
+  // nodeTaintsPolicy Honor depends on each node's taints; nodeAffinityPolicy Honor passes every
+  // node for a pod without a nodeSelector or required node affinity (MatchesAffinity).
+  if (spread_needs_taints) return false;
+  return !spread_needs_affinity ||
+         (pod->node_selector.empty() && !pod->affinity.node_required.has_value());
+}
+
 void FitChecker::Precomputed::ComputeSpread() {
   for (const auto& c : pod->topology_spread_constraints) {
     if (c.when_unsatisfiable != model::WhenUnsatisfiable::kDoNotSchedule) continue;
@@ -320,14 +335,22 @@ void FitChecker::Precomputed::ComputeSpread() {
     s.min_domains = c.min_domains.value_or(1);
     s.counts.assign(s.topo->DomainCount(), 0);
     s.eligible.assign(s.topo->DomainCount(), 0);
-    s.included.assign(snapshot->NodeSlots(), 0);
     spread_needs_affinity |= c.node_affinity_policy == model::InclusionPolicy::kHonor;
     spread_needs_taints |= c.node_taints_policy == model::InclusionPolicy::kHonor;
     spread.push_back(std::move(s));
   }
   if (spread.empty()) return;
-  for (NodeIndex i = 0; i < snapshot->NodeSlots(); ++i) {
-    if (!snapshot->Get(i).removed) AccountSpreadNode(i, /*count_indexed=*/false);
+  if (InclusionByTopology()) {
+    // What the visit below would find, from the domains' live nodes.
+    for (Spread& s : spread) {
+      s.by_topology = true;
+      for (uint32_t d = 0; d < s.eligible.size(); ++d) s.eligible[d] = s.topo->LiveNodes(d) > 0;
+    }
+  } else {
+    for (Spread& s : spread) s.included.assign(snapshot->NodeSlots(), 0);
+    for (NodeIndex i = 0; i < snapshot->NodeSlots(); ++i) {
+      if (!snapshot->Get(i).removed) AccountSpreadNode(i, /*count_indexed=*/false);
+    }
   }
   // The indexed constraints' counts, from the nodes that carry the selector's values.
   for (Spread& s : spread) {

@@ -14,7 +14,7 @@ std::string_view PhaseName(model::PodPhase p) {
 
 }  // namespace
 
-void TopologyIndex::Append(const model::Node& node) {
+void TopologyIndex::Append(const model::Node& node, bool live) {
   auto it = node.labels().find(key_);
   if (it == node.labels().end()) {
     domain_of_.push_back(kNoDomain);
@@ -26,8 +26,15 @@ void TopologyIndex::Append(const model::Node& node) {
     id = static_cast<uint32_t>(values_.size());
     values_.push_back(it->second);
     ids_.emplace(values_.back(), id);
+    live_.push_back(0);
   }
   domain_of_.push_back(id);
+  if (live) ++live_[id];
+}
+
+void TopologyIndex::PopBack() {
+  CountLive(static_cast<NodeIndex>(domain_of_.size() - 1), -1);
+  domain_of_.pop_back();
 }
 
 const TopologyIndex& ClusterSnapshot::Topology(std::string_view key) const {
@@ -35,7 +42,7 @@ const TopologyIndex& ClusterSnapshot::Topology(std::string_view key) const {
     if (t->key() == key) return *t;
   auto index = std::make_unique<TopologyIndex>(std::string(key));
   index->domain_of_.reserve(nodes_.size());
-  for (const NodeInfo& info : nodes_) index->Append(*info.node);
+  for (const NodeInfo& info : nodes_) index->Append(*info.node, !info.removed);
   topologies_.push_back(std::move(index));
   return *topologies_.back();
 }
@@ -64,7 +71,7 @@ Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   info.has_taints = !node->taints.empty();
   info.allocatable = node->allocatable;
   by_name_.emplace(node->name(), index);
-  for (auto& t : topologies_) t->Append(*node);
+  for (auto& t : topologies_) t->Append(*node, /*live=*/true);
   for (auto& l : label_counts_) l->AddSlot();
   ++live_nodes_;
   Record({Op::kAddNode, index, nullptr, 0});
@@ -100,6 +107,7 @@ Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
   info.pods_with_required_anti_affinity = 0;
   info.pods_with_required_affinity = 0;
   info.removed = true;
+  for (auto& t : topologies_) t->CountLive(index, -1);
   if (!layers_.empty()) {
     graveyard_.push_back(std::move(contents));
     Record({Op::kRemoveNode, index, nullptr, 0});
@@ -283,6 +291,7 @@ void ClusterSnapshot::Undo(const Change& c) {
       info.pods_with_required_anti_affinity = contents.pods_with_required_anti_affinity;
       info.pods_with_required_affinity = contents.pods_with_required_affinity;
       info.removed = false;
+      for (auto& t : topologies_) t->CountLive(c.node, +1);
       graveyard_.pop_back();
       by_name_.emplace(info.node->name(), c.node);
       ++live_nodes_;

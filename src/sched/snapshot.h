@@ -63,14 +63,22 @@ class TopologyIndex {
   }
   std::string_view Value(uint32_t domain) const { return values_[domain]; }
   size_t DomainCount() const { return values_.size(); }
+  // Live (not removed) nodes in the domain: a spread constraint whose inclusion policies pass
+  // every node with the key finds its eligible domains here instead of visiting each node.
+  int32_t LiveNodes(uint32_t domain) const { return live_[domain]; }
 
  private:
   friend class ClusterSnapshot;
-  void Append(const model::Node& node);  // the next node slot
-  void PopBack() { domain_of_.pop_back(); }
+  void Append(const model::Node& node, bool live);  // the next node slot
+  void PopBack();                                   // the last slot, a live node
+  // A node removed (-1) or brought back (+1).
+  void CountLive(NodeIndex node, int32_t delta) {
+    if (domain_of_[node] != kNoDomain) live_[domain_of_[node]] += delta;
+  }
 
   std::string key_;
   std::vector<uint32_t> domain_of_;                     // per node slot
+  std::vector<int32_t> live_;                           // per domain
   std::deque<std::string> values_;                      // owned: nodes may go away, ids stay
   std::unordered_map<std::string_view, uint32_t> ids_;  // views into values_
 };
