@@ -236,8 +236,8 @@ struct FitChecker::Precomputed {
   // incremental updates (FitChecker::OnNodeAdded / OnPodAdded).
   // `indexed_too` as for AccountSpreadPod.
   void AccountAffinityPod(const Pod& existing, NodeIndex i, bool indexed_too = true);
-  // The terms counted from LabelCounts, on one node.
-  void AccountIndexedAffinity(NodeIndex i);
+  // The terms counted from LabelCounts, from the nodes that carry their values.
+  void CountIndexedAffinity();
   void AccountExistingAntiPod(const Pod& existing, NodeIndex i);
   // One required anti-affinity term (index t) of a pod placed on node i.
   void AccountExistingAntiTerm(const Pod& existing, size_t t, NodeIndex i);

@@ -170,22 +170,27 @@ void FitChecker::Precomputed::ComputeAffinity() {
   bool scan = (!pod->affinity.pod_affinity_required.empty() && !affinity_match.indexed()) ||
               std::any_of(anti_match.begin(), anti_match.end(),
                           [](const LabelMatch& m) { return !m.indexed(); });
+  CountIndexedAffinity();
+  if (!scan) return;
   for (NodeIndex i = 0; i < snapshot->NodeSlots(); ++i) {
     const NodeInfo& info = snapshot->Get(i);
     if (info.removed) continue;
-    AccountIndexedAffinity(i);
-    if (scan)
-      for (const Pod* existing : info.pods) AccountAffinityPod(*existing, i, false);
+    for (const Pod* existing : info.pods) AccountAffinityPod(*existing, i, false);
   }
 }
 
-void FitChecker::Precomputed::AccountIndexedAffinity(NodeIndex i) {
-  // The matching pods on node i, added to the term's domain; true when there were any.
+void FitChecker::Precomputed::CountIndexedAffinity() {
+  // The matching pods of the live nodes that carry the term's values, added to their domains;
+  // true when there were any.
   auto account = [&](LabelMatch& m, DomainCounts& dc) {
-    uint32_t d = dc.topo->DomainOf(i);
-    int32_t n = d == kNoDomain ? 0 : m.Pods(i);
-    if (n > 0) Bump(dc.counts, d, n);
-    return n > 0;
+    bool any = false;
+    m.ForEachNode([&](NodeIndex i, int32_t pods) {
+      uint32_t d = dc.topo->DomainOf(i);
+      if (pods <= 0 || d == kNoDomain || snapshot->Get(i).removed) return;
+      Bump(dc.counts, d, pods);
+      any = true;
+    });
+    return any;
   };
   if (affinity_match.indexed() && account(affinity_match, affinity.front()))
     affinity_matched = true;
