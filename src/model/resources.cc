@@ -68,8 +68,7 @@ bool IsGpuResource(ResourceId id) {
   return GetRegistry().gpu[id];
 }
 
-int64_t Resources::Get(ResourceId id) const {
-  if (id < kNumBaseResources) return base_[id];
+int64_t Resources::GetExtended(ResourceId id) const {
   auto it = std::lower_bound(extended_.begin(), extended_.end(), id,
                              [](const auto& e, ResourceId v) { return e.first < v; });
   return it != extended_.end() && it->first == id ? it->second : 0;

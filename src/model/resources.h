@@ -39,7 +39,8 @@ class Resources {
  public:
   Resources() = default;
 
-  int64_t Get(ResourceId id) const;
+  // Inline for the base resources: fit checks and bin-packing read them per node.
+  int64_t Get(ResourceId id) const { return id < kNumBaseResources ? base_[id] : GetExtended(id); }
   void Set(ResourceId id, int64_t amount);
   // Sets from a Quantity using the scheduler's conversion (milli for cpu, units otherwise).
   void SetQuantity(ResourceId id, const Quantity& q);
@@ -75,6 +76,8 @@ class Resources {
   const std::vector<std::pair<ResourceId, int64_t>>& extended() const { return extended_; }
 
  private:
+  int64_t GetExtended(ResourceId id) const;
+
   std::array<int64_t, kNumBaseResources> base_{};
   // Sorted by id; may hold zero entries after subtraction.
   std::vector<std::pair<ResourceId, int64_t>> extended_;
