@@ -32,8 +32,9 @@ struct ScaleUpOptions {
   // Pools that differ only in shape and price form a family whose new nodes stay flexible
   // (scale_up_pass.h, Family). Off: every pool is packed on its own, as before families.
   bool flexible_nodes = true;
-  // Packing resumes each placement where the pod's group last failed (PackCursor). Off: every
-  // placement checks the nodes from the first, which must give the same plan (for tests).
+  // Packing resumes each placement where the pod's group last failed (PackCursor) and passes
+  // over blocks of nodes without room for the pod (RoomIndex). Off: every placement checks every
+  // node from the first, which must give the same plan (for tests).
   bool placement_cursors = true;
 };
 

@@ -87,6 +87,41 @@ struct FlexNode {
   bool HasRoomFor(const Pod& pod) const { return Within(pod.requests, room); }
 };
 
+// The cpu and memory room of a run of nodes (an estimate's new nodes, FlexNode::room, or the
+// snapshot's nodes, allocatable less requested), with their maxima per block of nodes, so a loop
+// that looks for a node with room passes over a block where no node has it instead of checking
+// each. Only a filter: the full check (FlexNode::HasRoomFor, FitChecker::Fits) still decides at
+// the nodes it stops at, and it rejects every node this passes over.
+class RoomIndex {
+ public:
+  struct Room {
+    int64_t cpu;
+    int64_t memory;
+  };
+  // Node `n` (at most one past the last) has this room now.
+  void Set(size_t n, Room room);
+  void Set(size_t n, const Resources& room) { Set(n, Room{room.cpu_milli(), room.memory()}); }
+  // The first node from `n` on whose cpu and memory room hold `need`'s, or size().
+  size_t Next(size_t n, const Resources& need) const;
+  size_t size() const { return room_.size(); }
+
+ private:
+  static constexpr size_t kBlock = 32;
+  // What both full checks ask of cpu and memory: a positive request is at most the room.
+  static bool Holds(const Resources& need, const Room& r) {
+    return (need.cpu_milli() <= 0 || need.cpu_milli() <= r.cpu) &&
+           (need.memory() <= 0 || need.memory() <= r.memory);
+  }
+
+  std::vector<Room> room_;       // per node
+  std::vector<Room> block_max_;  // per block of kBlock nodes, each amount's maximum
+};
+
+// The room of the snapshot's node slots below `slots` (a removed node has none).
+RoomIndex SnapshotRooms(const ClusterSnapshot& snap, size_t slots);
+// Node `i`'s room in the snapshot now.
+RoomIndex::Room SnapshotRoom(const ClusterSnapshot& snap, NodeIndex i);
+
 // The cheapest shape (pool index) that holds a pod on a node of its own, and its price.
 struct Solo {
   size_t shape = SIZE_MAX;
@@ -100,6 +135,7 @@ struct Estimate {
   std::vector<const Pod*> pods;
   std::vector<uint32_t> pod_node;  // per pod, its FlexNode in `new_nodes`
   std::vector<FlexNode> new_nodes;
+  RoomIndex rooms;           // of new_nodes, while packing
   std::vector<int> claimed;  // per pool, the nodes whose claim it is
   Resources requested;       // of the placed pods plus DaemonSets on the new nodes
   Resources allocatable;
@@ -110,6 +146,9 @@ struct Estimate {
   std::vector<std::pair<const Pod*, NodeIndex>> outside;
   std::vector<size_t> outside_at;  // per `outside` entry, the size of `pods` when it was placed
   NodeIndex first_slot = 0;
+  // The room of the nodes below `first_slot`, made when a pod first looks there (while packing:
+  // only the pods placed outside change it).
+  std::optional<RoomIndex> outside_rooms;
   // Times a node's claim left a shape at its pool's max (TakeOn), letting other nodes take that
   // shape again: placements that failed before may pass now (PackCursor).
   uint64_t released = 0;
@@ -289,6 +328,11 @@ class Pass {
                        std::map<std::string, ScaleUp>& ups);
   bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                        const Solo& solo);
+  // The next node from `n` a loop looking for room for `need` checks: RoomIndex::Next, or `n`
+  // itself without placement cursors.
+  size_t NextWithRoom(const RoomIndex& rooms, size_t n, const Resources& need) const {
+    return options_.placement_cursors ? rooms.Next(n, need) : n;
+  }
   // Resets the cursors the checker's or the estimate's changes since they were set invalidate.
   void SyncCursor(PackCursor& cursor, const sched::FitChecker& checker, const Estimate& e) const;
   void Place(const Pod& pod, sched::FitChecker& checker, Estimate& e, size_t node);

@@ -51,6 +51,47 @@ bool HasDomainSpread(const Pod& pod) {
 
 }  // namespace
 
+void RoomIndex::Set(size_t n, Room r) {
+  if (n == room_.size()) {
+    room_.push_back(r);
+    if (n % kBlock == 0) block_max_.push_back(r);
+  }
+  room_[n] = r;
+  // A room may shrink (a pod placed) or grow (a larger shape): the block's maxima again.
+  size_t b = n / kBlock;
+  Room max = room_[b * kBlock];
+  for (size_t i = b * kBlock + 1; i < std::min(room_.size(), (b + 1) * kBlock); ++i) {
+    max.cpu = std::max(max.cpu, room_[i].cpu);
+    max.memory = std::max(max.memory, room_[i].memory);
+  }
+  block_max_[b] = max;
+}
+
+size_t RoomIndex::Next(size_t n, const Resources& need) const {
+  while (n < room_.size()) {
+    if (n % kBlock == 0 && !Holds(need, block_max_[n / kBlock])) {
+      n += kBlock;
+      continue;
+    }
+    if (Holds(need, room_[n])) return n;
+    ++n;
+  }
+  return room_.size();
+}
+
+RoomIndex::Room SnapshotRoom(const ClusterSnapshot& snap, NodeIndex i) {
+  const sched::NodeInfo& info = snap.Get(i);
+  if (info.removed) return {INT64_MIN, INT64_MIN};
+  return {info.allocatable.cpu_milli() - info.requested.cpu_milli(),
+          info.allocatable.memory() - info.requested.memory()};
+}
+
+RoomIndex SnapshotRooms(const ClusterSnapshot& snap, size_t slots) {
+  RoomIndex rooms;
+  for (NodeIndex i = 0; i < slots; ++i) rooms.Set(i, SnapshotRoom(snap, i));
+  return rooms;
+}
+
 sched::FitResult Pass::TemplateFit(const Pod& pod, const PoolState& ps) const {
   sched::FitResult r = sched::CheckNodeStatic(pod, ps.pool->template_node);
   if (!r.fits()) return r;
@@ -158,6 +199,7 @@ bool Pass::PackOne(const Pod& pod, FitChecker& checker, PackCursor& cursor, Esti
   node.index = AddFlexNode(family, family.used + e.opened);
   ++e.opened;
   checker.OnNodeAdded(node.index);
+  e.rooms.Set(e.new_nodes.size(), node.room);
   e.new_nodes.push_back(std::move(node));
   Place(pod, checker, e, e.new_nodes.size() - 1);
   return true;
@@ -178,10 +220,12 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
   // Several shapes: a node whose current shape has room for the pod costs nothing more, so it
   // goes first (best fit); then any node that may grow into a larger shape (first fit).
   if (e.family->members.size() > 1) {
-    for (size_t i = cursor.room; i < e.new_nodes.size(); ++i) {
+    for (size_t i = NextWithRoom(e.rooms, cursor.room, pod.requests); i < e.new_nodes.size();
+         i = NextWithRoom(e.rooms, i + 1, pod.requests)) {
       FlexNode& node = e.new_nodes[i];
       if (!node.HasRoomFor(pod) || !checker.Fits(node.index)) continue;
       TIDEPOOL_CHECK(TakeOn(node, pod, solo, e));
+      e.rooms.Set(i, node.room);
       Place(pod, checker, e, i);
       cursor.room = i;
       return true;
@@ -191,6 +235,7 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
   for (size_t i = cursor.fit; i < e.new_nodes.size(); ++i) {
     FlexNode& node = e.new_nodes[i];
     if (!checker.Fits(node.index) || !TakeOn(node, pod, solo, e)) continue;
+    e.rooms.Set(i, node.room);
     Place(pod, checker, e, i);
     cursor.fit = i;
     // The node may have grown into a larger shape, with room for pods it had none for.
@@ -248,9 +293,14 @@ bool Pass::PlaceOutsideEstimate(const Pod& pod, FitChecker& checker, PackCursor&
   // Before the estimate changed anything the pod fit no node outside it.
   if (e.new_nodes.empty() && e.outside.empty()) return false;
   SyncCursor(cursor, checker, e);
-  for (NodeIndex i = cursor.outside; i < e.first_slot; ++i) {
+  if (!e.outside_rooms) e.outside_rooms = SnapshotRooms(snap_, e.first_slot);
+  RoomIndex& rooms = *e.outside_rooms;
+  for (size_t n = NextWithRoom(rooms, cursor.outside, pod.requests); n < e.first_slot;
+       n = NextWithRoom(rooms, n + 1, pod.requests)) {
+    auto i = static_cast<NodeIndex>(n);
     if (snap_.Get(i).removed || !checker.Fits(i)) continue;
     (void)snap_.AddPod(&pod, i);
+    rooms.Set(i, SnapshotRoom(snap_, i));
     checker.OnPodAdded(pod, i);
     e.outside.emplace_back(&pod, i);
     e.outside_at.push_back(e.pods.size());
@@ -266,6 +316,7 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
   if (pass_nodes_.size() == retried_at_) return;
   retried_at_ = pass_nodes_.size();
   size_t fallback = pass_nodes_.back().second;
+  RoomIndex rooms = SnapshotRooms(snap_, snap_.NodeSlots());
   for (bool placed = true; placed;) {
     placed = false;
     std::unordered_set<uint32_t> failed;  // groups no node takes in this sweep
@@ -273,9 +324,12 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
       if (!HasSpread(*p) || failed.contains(GroupOf(p))) return false;
       FitChecker checker(*p, snap_);
       OfferSpreadDomains(*p, checker);
-      for (NodeIndex i = 0; i < snap_.NodeSlots(); ++i) {
+      for (size_t n = NextWithRoom(rooms, 0, p->requests); n < snap_.NodeSlots();
+           n = NextWithRoom(rooms, n + 1, p->requests)) {
+        auto i = static_cast<NodeIndex>(n);
         if (snap_.Get(i).removed || !checker.Fits(i)) continue;
         (void)snap_.AddPod(p, i);
+        rooms.Set(i, SnapshotRoom(snap_, i));
         AccountRetroPod(*p, i, fallback, ups);
         placed = true;
         return true;
