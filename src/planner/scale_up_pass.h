@@ -101,6 +101,8 @@ class RoomIndex {
   // Node `n` (at most one past the last) has this room now.
   void Set(size_t n, Room room);
   void Set(size_t n, const Resources& room) { Set(n, Room{room.cpu_milli(), room.memory()}); }
+  // A node after the last: Set(size(), room) without a rescan of its block.
+  void Append(Room room);
   // The first node from `n` on whose cpu and memory room hold `need`'s, or size().
   size_t Next(size_t n, const Resources& need) const;
   size_t size() const { return room_.size(); }

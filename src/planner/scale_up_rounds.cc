@@ -67,6 +67,17 @@ void RoomIndex::Set(size_t n, Room r) {
   block_max_[b] = max;
 }
 
+void RoomIndex::Append(Room r) {
+  if (room_.size() % kBlock == 0) {
+    block_max_.push_back(r);
+  } else {
+    Room& max = block_max_.back();
+    max.cpu = std::max(max.cpu, r.cpu);
+    max.memory = std::max(max.memory, r.memory);
+  }
+  room_.push_back(r);
+}
+
 size_t RoomIndex::Next(size_t n, const Resources& need) const {
   while (n < room_.size()) {
     if (n % kBlock == 0 && !Holds(need, block_max_[n / kBlock])) {
@@ -88,7 +99,7 @@ RoomIndex::Room SnapshotRoom(const ClusterSnapshot& snap, NodeIndex i) {
 
 RoomIndex SnapshotRooms(const ClusterSnapshot& snap, size_t slots) {
   RoomIndex rooms;
-  for (NodeIndex i = 0; i < slots; ++i) rooms.Set(i, SnapshotRoom(snap, i));
+  for (NodeIndex i = 0; i < slots; ++i) rooms.Append(SnapshotRoom(snap, i));
   return rooms;
 }
 
@@ -316,6 +327,8 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
   if (pass_nodes_.size() == retried_at_) return;
   retried_at_ = pass_nodes_.size();
   size_t fallback = pass_nodes_.back().second;
+  if (std::none_of(remaining.begin(), remaining.end(), [](const Pod* p) { return HasSpread(*p); }))
+    return;
   RoomIndex rooms = SnapshotRooms(snap_, snap_.NodeSlots());
   for (bool placed = true; placed;) {
     placed = false;
