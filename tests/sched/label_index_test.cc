@@ -10,12 +10,14 @@
 
 #include "sched/fit.h"
 #include "tests/sched/builders.h"
+#include "tests/sched/history.h"
 
 namespace tidepool::sched {
 namespace {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
+using testing::RemoveForkOrClose;
 using testing::Req;
 using testing::SpreadOn;
 using testing::Term;
@@ -152,22 +154,15 @@ TEST(LabelIndexes, GiveWhatReadingEveryPodGives) {
     int depth = 0;
     for (int step = 0; step < 60; ++step) {
       ClusterSnapshot& s = c.snapshot();
-      switch (rng() % 8) {
+      const unsigned choice = rng() % 8;
+      switch (choice) {
         case 0:
           c.AddNode(RandomNode(rng, "node-" + std::to_string(nodes++)));
           break;
         case 1:
-          (void)s.RemoveNode("node-" + std::to_string(rng() % nodes));
-          break;
         case 2:
-          s.Fork();
-          ++depth;
-          break;
         case 3:
-          if (depth > 0) {
-            rng() % 2 == 0 ? s.Revert() : s.Commit();
-            --depth;
-          }
+          RemoveForkOrClose(s, rng, choice, nodes, depth);
           break;
         case 4: {
           NodeIndex i = static_cast<NodeIndex>(rng() % s.NodeSlots());

@@ -11,12 +11,14 @@
 
 #include "sched/fit.h"
 #include "tests/sched/builders.h"
+#include "tests/sched/history.h"
 
 namespace tidepool::sched {
 namespace {
 
 using testing::NodeBuilder;
 using testing::PodBuilder;
+using testing::RemoveForkOrClose;
 using testing::SpreadOn;
 using testing::TestCluster;
 
@@ -118,7 +120,8 @@ TEST(SpreadEligibility, FromLiveNodesEqualsAVisitOfEveryNode) {
     for (int step = 0; step < 80; ++step) {
       ClusterSnapshot& s = c.snapshot();
       bool added_only = false;
-      switch (rng() % 8) {
+      const unsigned choice = rng() % 8;
+      switch (choice) {
         case 0: {
           NodeIndex i = c.AddNode(RandomNode(rng, "node-" + std::to_string(nodes++)));
           for (FitChecker& k : kept) k.OnNodeAdded(i);
@@ -127,17 +130,9 @@ TEST(SpreadEligibility, FromLiveNodesEqualsAVisitOfEveryNode) {
           break;
         }
         case 1:
-          (void)s.RemoveNode("node-" + std::to_string(rng() % nodes));
-          break;
         case 2:
-          s.Fork();
-          ++depth;
-          break;
         case 3:
-          if (depth > 0) {
-            rng() % 2 == 0 ? s.Revert() : s.Commit();
-            --depth;
-          }
+          RemoveForkOrClose(s, rng, choice, nodes, depth);
           break;
         default: {
           NodeIndex i = static_cast<NodeIndex>(rng() % s.NodeSlots());
