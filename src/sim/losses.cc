@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
+#include "base/text_file.h"
 
 namespace tidepool::sim {
 
@@ -19,12 +19,7 @@ std::string LossesCsv(const std::vector<PolicyRun>& runs) {
 }
 
 Result<void> WriteLossesCsv(const std::vector<PolicyRun>& runs, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return InvalidArgument("{}: cannot write the losses", path);
-  out << LossesCsv(runs);
-  out.close();
-  if (!out) return InvalidArgument("{}: cannot write the losses", path);
-  return {};
+  return WriteTextFile(path, LossesCsv(runs), "losses");
 }
 
 }  // namespace tidepool::sim

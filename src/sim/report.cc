@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <set>
@@ -13,6 +12,7 @@
 #include <utility>
 
 #include "base/html.h"
+#include "base/text_file.h"
 #include "sim/summary.h"
 
 namespace tidepool::sim {
@@ -585,12 +585,7 @@ std::string RenderHtmlReport(const ReportInput& input) {
 }
 
 Result<void> WriteHtmlReport(const ReportInput& input, const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return InvalidArgument("{}: cannot write the report", path);
-  out << RenderHtmlReport(input);
-  out.close();
-  if (!out) return InvalidArgument("{}: cannot write the report", path);
-  return {};
+  return WriteTextFile(path, RenderHtmlReport(input), "report");
 }
 
 }  // namespace tidepool::sim
