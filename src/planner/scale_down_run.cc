@@ -112,14 +112,11 @@ void ScaleDownRun::AddPendingPods() {
   }
 }
 
-// One sweep over the pods, in input order, gathering everything a node needs while each pod is
-// in cache: its place in the snapshot, role, requests, and for nodes that may be candidates the
-// first pod that blocks eviction and the PodFacts of the pods that move.
+// One sweep over the pods, in input order, while each pod is in cache: its place in the snapshot,
+// its node's pods that move and their requests. The facts and blockers of those pods are read
+// afterwards only for the nodes that need them (candidates and nodes being deleted): on a large
+// cluster most nodes are busy and their pods are never asked.
 void ScaleDownRun::AddPods() {
-  auto by_key = [](const model::Pod* a, const model::Pod* b) {
-    int c = a->meta.namespace_.compare(b->meta.namespace_);
-    return c != 0 ? c < 0 : a->meta.name < b->meta.name;
-  };
   std::vector<uint8_t> maybe(entries_.size(), 0);
   for (NodeIndex i = 0; i < entries_.size(); ++i) {
     NodeEntry& e = entries_[i];
@@ -128,9 +125,6 @@ void ScaleDownRun::AddPods() {
     maybe[i] = e.keep.empty() ? 1 : 0;
   }
   std::vector<model::Resources> requested(entries_.size());
-  facts_.reserve(input_.pods.size());
-  bool sorted = true;  // input in namespace/name order (as API lists are)
-  const model::Pod* previous = nullptr;
   NodeIndex last = kNoNode;
   for (const model::Pod* pod : input_.pods) {
     if (pod->node_name.empty() || pod->IsTerminal()) continue;
@@ -140,58 +134,74 @@ void ScaleDownRun::AddPods() {
                       : snapshot_.FindNode(pod->node_name);
     if (i == kNoNode) continue;
     last = i;
-    if (previous != nullptr && sorted && by_key(pod, previous)) sorted = false;
-    previous = pod;
     NodeEntry& e = entries_[i];
     if (!e.being_deleted) TIDEPOOL_CHECK(snapshot_.AddPod(pod, i).has_value());
     if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
     e.own.push_back(pod);
     requested[i] += pod->requests;
-    if (!maybe[i] && !e.being_deleted) continue;
+  }
+  for (NodeIndex i = 0; i < entries_.size(); ++i) {
+    NodeEntry& e = entries_[i];
+    if (e.being_deleted) {
+      TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
+      AddFacts(e, /*blockers=*/false);  // never a candidate (NodeKeep)
+    }
+    if (e.pool == nullptr) continue;
+    if (maybe[i]) WeighCandidate(i, requested[i]);
+  }
+}
+
+bool ScaleDownRun::ByKey(const model::Pod* a, const model::Pod* b) {
+  int c = a->meta.namespace_.compare(b->meta.namespace_);
+  return c != 0 ? c < 0 : a->meta.name < b->meta.name;
+}
+
+void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
+  // Input order is namespace/name order when it comes from an API list; otherwise sort (only the
+  // nodes whose pods are asked about need the order).
+  if (!std::is_sorted(e.own.begin(), e.own.end(), ByKey))
+    std::stable_sort(e.own.begin(), e.own.end(), ByKey);
+  e.own_facts.reserve(e.own.size());
+  for (const model::Pod* pod : e.own) {
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
     facts_.emplace_back(pod);
-    if (!maybe[i]) continue;
+    if (!blockers) continue;
+    // `own` is in namespace/name order: the first blocker found is the one to report.
     std::string blocker = PodBlocker(e, *pod);
-    if (!blocker.empty() && (e.blocker_pod == nullptr || by_key(pod, e.blocker_pod))) {
+    if (!blocker.empty() && e.blocker_pod == nullptr) {
       e.blocker = std::move(blocker);
       e.blocker_pod = pod;
     }
   }
+}
 
-  for (NodeIndex i = 0; i < entries_.size(); ++i) {
-    NodeEntry& e = entries_[i];
-    if (!sorted) {
-      std::stable_sort(e.own.begin(), e.own.end(), by_key);
-      std::stable_sort(e.own_facts.begin(), e.own_facts.end(), [&](uint32_t a, uint32_t b) {
-        return by_key(facts_[a].pod, facts_[b].pod);
-      });
+// Node `i` may be a candidate (managed, nothing keeps it): its utilization, and when it is low
+// enough (or a cheaper pool might hold all of it) its pods' facts, blockers and verdict.
+void ScaleDownRun::WeighCandidate(NodeIndex i, const model::Resources& requested) {
+  NodeEntry& e = entries_[i];
+  sched::DraState::DeviceUse devices;
+  if (dra_) devices = dra_->UseOf(*e.node);
+  e.util = ComputeUtilization(*e.node, requested, devices.devices, devices.allocated);
+  if (devices.allocated > 0) {
+    // A device allocated to a claim no pod here uses (a standalone claim, or one whose pods
+    // are gone) is held for someone: removing the node would take it away.
+    auto foreign = dra_->ForeignClaimsOn(*e.node, snapshot_.Get(i).pods);
+    if (!foreign.empty()) {
+      e.keep = fmt::format("devices allocated to claim {}, which no pod on the node uses",
+                           foreign.front());
+      return;
     }
-    if (e.being_deleted) TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
-    if (e.pool == nullptr) continue;
-    sched::DraState::DeviceUse devices;
-    if (dra_) devices = dra_->UseOf(*e.node);
-    e.util = ComputeUtilization(*e.node, requested[i], devices.devices, devices.allocated);
-    if (!maybe[i]) continue;
-    if (devices.allocated > 0) {
-      // A device allocated to a claim no pod here uses (a standalone claim, or one whose pods
-      // are gone) is held for someone: removing the node would take it away.
-      auto foreign = dra_->ForeignClaimsOn(*e.node, snapshot_.Get(i).pods);
-      if (!foreign.empty()) {
-        e.keep = fmt::format("devices allocated to claim {}, which no pod on the node uses",
-                             foreign.front());
-        continue;
-      }
-    }
-    if (e.util.value >= Threshold(e)) {
-      e.keep = DescribeUtilization(e.util, Threshold(e));
-      // Busy, but a cheaper pool's node might hold all of it (back to spot, a smaller shape).
-      if (!MayReplace(e)) continue;
-      e.replace_only = true;
-    }
-    e.candidate = true;
-    WeighConsolidation(e);
-    order_.push_back(i);
   }
+  if (e.util.value >= Threshold(e)) {
+    e.keep = DescribeUtilization(e.util, Threshold(e));
+    // Busy, but a cheaper pool's node might hold all of it (back to spot, a smaller shape).
+    if (!MayReplace(e)) return;
+    e.replace_only = true;
+  }
+  if (!e.being_deleted) AddFacts(e, /*blockers=*/true);
+  e.candidate = true;
+  WeighConsolidation(e);
+  order_.push_back(i);
 }
 
 std::string ScaleDownRun::PodBlocker(NodeEntry& e, const model::Pod& pod) {

@@ -44,7 +44,7 @@ struct NodeEntry {
   const model::Pool* pool = nullptr;  // nullptr: unmanaged
   bool being_deleted = false;         // ToBeDeletedByClusterAutoscaler taint
   bool destination = false;           // ready, schedulable, not being deleted
-  // Its non-terminal pods with DrainRole::kMove, in namespace/name order.
+  // Its non-terminal pods with DrainRole::kMove; in namespace/name order once own_facts is built.
   std::vector<const model::Pod*> own;
   // Indices into ScaleDownRun::facts_ of `own`, same order; only for nodes that may be
   // candidates and nodes being deleted.
@@ -125,6 +125,10 @@ class ScaleDownRun {
  private:
   void AddPendingPods();
   void AddPods();
+  static bool ByKey(const model::Pod* a, const model::Pod* b);  // namespace/name order
+  // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
+  void AddFacts(NodeEntry& e, bool blockers);
+  void WeighCandidate(NodeIndex i, const model::Resources& requested);
   // Why `pod` (a kMove pod of candidate `e`) may not be evicted, or ""; a running training pod
   // that consolidation weighs goes into e.training instead.
   std::string PodBlocker(NodeEntry& e, const model::Pod& pod);

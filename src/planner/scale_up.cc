@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "base/check.h"
 #include "planner/scale_up_pass.h"
@@ -46,6 +47,8 @@ void Pass::InitDra() {
 }
 
 void Pass::AddRegisteredNodes() {
+  std::unordered_map<const Pool*, PoolState*> state_of;
+  for (auto& ps : pools_) state_of.emplace(ps.pool, &ps);
   for (const Node* n : in_.nodes) {
     if (n->meta.deletion_timestamp) continue;
     auto idx = snap_.AddNode(n);
@@ -53,14 +56,19 @@ void Pass::AddRegisteredNodes() {
     ++cluster_nodes_;
     cluster_capacity_ += n->capacity;
     if (const Pool* p = PoolOf(*n, in_)) {
-      for (auto& ps : pools_)
-        if (ps.pool == p) ++ps.current;
+      if (auto it = state_of.find(p); it != state_of.end()) ++it->second->current;
     }
   }
+  NodeIndex last = sched::kNoNode;
   for (const Pod* p : in_.pods) {
     if (p->node_name.empty() || p->IsTerminal()) continue;
-    NodeIndex idx = snap_.FindNode(p->node_name);
-    if (idx != sched::kNoNode) (void)snap_.AddPod(p, idx);
+    // Pods often come grouped by node; the previous lookup then answers.
+    NodeIndex idx = last != sched::kNoNode && snap_.Get(last).node->name() == p->node_name
+                        ? last
+                        : snap_.FindNode(p->node_name);
+    if (idx == sched::kNoNode) continue;
+    last = idx;
+    (void)snap_.AddPod(p, idx);
   }
 }
 

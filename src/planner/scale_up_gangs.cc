@@ -11,11 +11,6 @@ namespace tidepool::planner::scale_up_detail {
 
 Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
   Gangs gangs;
-  for (const Pod* p : in_.pods) {
-    if (p->IsTerminal() || p->meta.deletion_timestamp) continue;
-    std::string g = GangOf(*p);
-    if (!g.empty()) ++gangs.seen[g];
-  }
   for (const Pod* p : pending) {
     std::string g = options_.gang_aware ? GangOf(*p) : std::string();
     if (g.empty()) {
@@ -24,6 +19,14 @@ Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
     }
     if (!gangs.pending.contains(g)) gangs.order.push_back(g);
     gangs.pending[g].push_back(p);
+  }
+  // Members already created count towards their gang's size; only gangs with pending members
+  // are asked about, so a pass with none reads no other pod.
+  if (gangs.pending.empty()) return gangs;
+  for (const Pod* p : in_.pods) {
+    if (p->IsTerminal() || p->meta.deletion_timestamp) continue;
+    std::string g = GangOf(*p);
+    if (!g.empty() && gangs.pending.contains(g)) ++gangs.seen[g];
   }
   return gangs;
 }
