@@ -28,8 +28,18 @@ struct Unschedulable {
   std::map<std::string, PoolReason> reasons;  // pool -> reason
 };
 
+// One node a scale-up adds, with the pending pods the plan puts on it.
+struct NewNode {
+  std::string pool;
+  std::vector<std::string>
+      pods;  // namespace/name, sorted; DaemonSet and warm placeholder pods not listed
+};
+
 struct ScaleUpPlan {
-  std::vector<ScaleUp> scale_ups;            // ordered by pool name
+  std::vector<ScaleUp> scale_ups;  // ordered by pool name
+  // The nodes of scale_ups one by one, in the order the pass opened them (a node's pods may have
+  // joined it in a later round). Their counts per pool are scale_ups' `add`.
+  std::vector<NewNode> new_nodes;
   std::vector<Unschedulable> unschedulable;  // ordered by pod key
   // Pending pods that fit on existing or upcoming nodes; nothing to do for them.
   std::vector<std::string> fits_existing;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/check.h"
 #include "planner/scale_up_pass.h"
@@ -180,6 +181,21 @@ void Pass::Finish(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups) {
   std::sort(plan.fits_existing.begin(), plan.fits_existing.end());
 }
 
+void Pass::ListNewNodes(ScaleUpPlan& plan) const {
+  const std::unordered_set<const Pod*> daemon_set_pods = DaemonSetPods();
+  plan.new_nodes.reserve(pass_nodes_.size());
+  for (const auto& [index, shape] : pass_nodes_) {
+    NewNode& n = plan.new_nodes.emplace_back();
+    n.pool = pools_[shape].pool->name;
+    for (const Pod* p : snap_.Get(index).pods) {
+      if (daemon_set_pods.contains(p) || p->meta.name.empty()) continue;
+      if (p->meta.Annotation(kWarmPoolAnnotation) != nullptr) continue;
+      n.pods.push_back(p->Key());
+    }
+    std::sort(n.pods.begin(), n.pods.end());
+  }
+}
+
 ScaleUpPlan Pass::Run() {
   BuildSnapshot();
   ScaleUpPlan plan;
@@ -193,10 +209,12 @@ ScaleUpPlan Pass::Run() {
   // 2. Gangs, all or nothing.
   for (const std::string& g : gangs.order) PlanGang(g, gangs, plan, ups);
   // 3. Singles that need new nodes: one pool per round, chosen by the expanders, until no pool
-  // can take any of the pods left.
+  // can take any of the pods left; then the new nodes whose pods the others can take go.
   PlanSingles(need, plan, ups);
+  CompactNewNodes(pending, ups);
   // 4. Warm placeholders, after every real pod.
   if (!in_.placeholders.empty()) PlanWarm(plan, ups);
+  ListNewNodes(plan);
   Finish(plan, ups);
   return plan;
 }

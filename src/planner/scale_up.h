@@ -36,6 +36,9 @@ struct ScaleUpOptions {
   // over blocks of nodes without room for the pod (RoomIndex). Off: every placement checks every
   // node from the first, which must give the same plan (for tests).
   bool placement_cursors = true;
+  // After the rounds, a new node whose pods all fit the other new nodes is dropped
+  // (scale_up_compact.cc). Off: the rounds' nodes as they were opened (for tests and benchmarks).
+  bool compact_new_nodes = true;
 };
 
 class ScaleUpPlanner {

@@ -106,6 +106,7 @@ class RoomIndex {
   // The first node from `n` on whose cpu and memory room hold `need`'s, or size().
   size_t Next(size_t n, const Resources& need) const;
   size_t size() const { return room_.size(); }
+  Room At(size_t n) const { return room_[n]; }
 
  private:
   static constexpr size_t kBlock = 32;
@@ -200,6 +201,19 @@ void SortPods(std::vector<const Pod*>& pods, KeyFn key, Less less) {
   for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].second;
 }
 
+// The state of one compaction of the pass's new nodes (scale_up_compact.cc), by pass node
+// position.
+struct Compaction {
+  std::unordered_set<const Pod*> daemon_set_pods;
+  std::vector<const model::LabelSelector*> anchors;  // Pass::AnchorSelectors
+  RoomIndex rooms;
+  // Not a destination: dropped, or holding a gang's pods.
+  std::vector<bool> closed;
+  std::unordered_set<uint32_t> stuck;                  // groups a pod of which found no node
+  std::unordered_map<uint32_t, bool> anchored_groups;  // groups with inter-pod rules
+  std::vector<std::pair<const Pod*, size_t>> moves;    // the last MoveOff's (pod, position)
+};
+
 class Pass {
  public:
   // `explain_pod`: the one pod whose placement Explain wants to know; others are not tracked.
@@ -252,6 +266,31 @@ class Pass {
   void PlanSingles(std::vector<const Pod*>& need, ScaleUpPlan& plan,
                    std::map<std::string, ScaleUp>& ups);
   static void Finish(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups);
+  // plan.new_nodes from the nodes the pass committed, as the snapshot holds them at the end.
+  void ListNewNodes(ScaleUpPlan& plan) const;
+  std::unordered_set<const Pod*> DaemonSetPods() const;
+
+  // New nodes the others can do without (scale_up_compact.cc), after the rounds.
+  void CompactNewNodes(const std::vector<const Pod*>& pending, std::map<std::string, ScaleUp>& ups);
+  Compaction StartCompaction(const std::vector<const Pod*>& pending);
+  // The pending pods' affinity and DoNotSchedule spread selectors, one pod per equivalence group
+  // asked: a pod they select stays where it is.
+  std::vector<const model::LabelSelector*> AnchorSelectors(const std::vector<const Pod*>& pending);
+  // Drops pass node `j` when its pods all move to other pass nodes; false (nothing changed)
+  // otherwise.
+  bool TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups);
+  // The pods of pass node `j` that would move, largest first, or nothing when the node is closed
+  // or one of them may not move (a warm placeholder, a pod with claims).
+  std::optional<std::vector<const Pod*>> MovablePods(size_t j, const Compaction& c) const;
+  bool Anchored(const Pod& pod, Compaction& c);
+  // Cpu and memory only, first fit: whether the other open pass nodes have room for all of
+  // `pods`; a filter before MoveOff, which builds a checker per pod. c.rooms is left as it was.
+  bool RoomForAll(size_t j, const std::vector<const Pod*>& pods, Compaction& c) const;
+  // Removes pass node `j` and places `pods` on the other open pass nodes; on success the
+  // snapshot keeps it and c.moves says where each went, otherwise nothing changed.
+  bool MoveOff(size_t j, const std::vector<const Pod*>& pods, Compaction& c);
+  // The pool accounting and pod lists after pass node `j` was dropped (c.moves).
+  void AccountDropped(size_t j, const Compaction& c, std::map<std::string, ScaleUp>& ups);
 
   // Families and flexible new nodes (scale_up_families.cc).
   void BuildFamilies(const std::vector<const Pod*>& pending);

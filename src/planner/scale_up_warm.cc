@@ -35,10 +35,7 @@ NodeIndex Pass::FindWarmRoom(const Pod& pod,
 
 void Pass::PlanWarm(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups) {
   std::vector<const Pod*> need;
-  std::unordered_set<const Pod*> daemon_set_pods;
-  if (!in_.placeholders.empty()) {
-    for (const PoolState& ps : pools_) daemon_set_pods.insert(ps.ds_pods.begin(), ps.ds_pods.end());
-  }
+  const std::unordered_set<const Pod*> daemon_set_pods = DaemonSetPods();
   for (const Pod* p : in_.placeholders) {
     NodeIndex i = FindWarmRoom(*p, daemon_set_pods);
     if (i == sched::kNoNode) {

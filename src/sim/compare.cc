@@ -23,6 +23,8 @@ SimInput CaLikePolicy(const SimInput& base) {
   c.scale_down.utilization_threshold = 0.5;
   c.scale_down.gpu_utilization_threshold = 0.5;
   in.loop_options.scale_up.gang_aware = false;
+  // The Cluster Autoscaler's estimator does not go back over the nodes it opened.
+  in.loop_options.scale_up.compact_new_nodes = false;
   in.loop_options.evict_training_pods = true;
   return in;
 }

@@ -25,7 +25,8 @@ SimInput TidepoolPolicy(const SimInput& base);
 // The Cluster Autoscaler's defaults on the same pools: 10 s scan interval, the least-waste
 // expander alone (no priority, so no spot-first), unneededTime 10m, utilization thresholds 0.5,
 // delayAfterAdd 10m, provisionTimeout 15m for every pool (the fallback waits for it), no gang
-// awareness in scale-up, running Job and training pods evictable by scale-down.
+// awareness in scale-up and no second look at the new nodes it opened (compact_new_nodes off),
+// running Job and training pods evictable by scale-down.
 SimInput CaLikePolicy(const SimInput& base);
 
 // A fixed cluster sized for the trace's peak: every pool starts with, and keeps, `peak` nodes

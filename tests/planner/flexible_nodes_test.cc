@@ -14,30 +14,16 @@
 #include "model/pod.h"
 #include "model/pool.h"
 #include "planner/scale_up.h"
+#include "tests/planner/diverse_world.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::planner {
 namespace {
 
+using testing::DiverseKind;
+using testing::DiversePod;
+using testing::Shape;
 using tidepool::testing::Res;
-
-model::Pool Shape(std::string name, std::string cpu, std::string memory, double price,
-                  std::string zone = "z1") {
-  model::Pool p;
-  p.name = std::move(name);
-  p.max = 100;
-  p.price_per_hour = price;
-  p.instance_type = "type-" + p.name;
-  model::Node& t = p.template_node;
-  t.meta.name = "template-" + p.name;
-  t.meta.labels[std::string(model::kLabelPool)] = p.name;
-  t.meta.labels[std::string(model::kLabelInstanceType)] = p.instance_type;
-  t.meta.labels[std::string(model::kLabelZone)] = zone;
-  t.capacity = Res({{"cpu", cpu}, {"memory", memory}, {"pods", "110"}});
-  t.allocatable = t.capacity;
-  t.ready = true;
-  return p;
-}
 
 model::Pod Pending(std::string name, std::string cpu, std::string memory = "1Gi") {
   model::Pod p;
@@ -53,12 +39,13 @@ struct World {
   model::AutoscalerConfig config;
   std::vector<model::Pod> pods;
 
-  ScaleUpPlan Plan(bool flexible = true) const {
+  ScaleUpPlan Plan(bool flexible = true, bool compact = true) const {
     PlannerInput in;
     in.config = &config;
     for (const auto& p : pods) in.pods.push_back(&p);
     ScaleUpOptions options;
     options.flexible_nodes = flexible;
+    options.compact_new_nodes = compact;
     return ScaleUpPlanner().Plan(in, options);
   }
 };
@@ -241,8 +228,10 @@ TEST(FlexibleNodes, BetterThanPackingEachPoolAlone) {
       w.pods.back().meta.owner_references[0].uid = fmt::format("rs-{}", pick(3));
       w.pods.back().Finalize();
     }
-    ScaleUpPlan flex = w.Plan(true);
-    ScaleUpPlan alone = w.Plan(false);
+    // The rounds alone: dropping nodes afterwards (tested in shared_node_property_test.cc)
+    // evens out much of what flexible nodes save.
+    ScaleUpPlan flex = w.Plan(true, /*compact=*/false);
+    ScaleUpPlan alone = w.Plan(false, /*compact=*/false);
     int flex_nodes = 0, alone_nodes = 0;
     for (const auto& u : flex.scale_ups) flex_nodes += u.add;
     for (const auto& u : alone.scale_ups) alone_nodes += u.add;
@@ -304,35 +293,14 @@ TEST(FlexibleNodes, CursorsPlanWhatFullScansPlan) {
     }
     int pods = 1 + pick(40);
     for (int i = 0; i < pods; ++i) {
-      model::Pod p = Pending(fmt::format("p{}", i),
-                             std::vector<std::string>{"250m", "1", "1500m", "3"}[pick(4)],
-                             std::vector<std::string>{"512Mi", "2Gi", "6Gi"}[pick(3)]);
-      std::string value = std::string(1, static_cast<char>('a' + pick(3)));
-      model::LabelSelector sel;
-      int kind = pick(5);
-      if (kind == 1 || kind == 2) {
-        p.meta.labels["my-label"] = value;
-        sel.match_labels["my-label"] = value;
-        model::TopologySpreadConstraint c;
-        c.topology_key = std::string(kind == 1 ? model::kLabelZone : model::kLabelHostname);
-        c.max_skew = 1 + pick(2);
-        c.label_selector = sel;
-        c.has_label_selector = true;
-        p.topology_spread_constraints.push_back(c);
-        ++spread_pods;
-      } else if (kind == 3 || kind == 4) {
-        p.meta.labels[kind == 3 ? "aff" : "app"] = kind == 3 ? value : "nginx";
-        sel.match_labels[kind == 3 ? "aff" : "app"] = kind == 3 ? value : "nginx";
-        model::PodAffinityTerm t;
-        t.topology_key = std::string(kind == 3 ? model::kLabelZone : model::kLabelHostname);
-        t.label_selector = sel;
-        t.has_label_selector = true;
-        (kind == 3 ? p.affinity.pod_affinity_required : p.affinity.pod_anti_affinity_required)
-            .push_back(t);
-      }
-      p.meta.owner_references[0].uid = fmt::format("rs-{}", pick(4));
-      p.Finalize();
-      w.pods.push_back(std::move(p));
+      std::string value(1, static_cast<char>('a' + pick(3)));
+      auto kind = static_cast<DiverseKind>(pick(5));
+      std::string cpu = std::vector<std::string>{"250m", "1", "1500m", "3"}[pick(4)];
+      std::string memory = std::vector<std::string>{"512Mi", "2Gi", "6Gi"}[pick(3)];
+      int max_skew = 1 + pick(2);
+      w.pods.push_back(DiversePod(fmt::format("p{}", i), kind, value, cpu, memory, max_skew,
+                                  fmt::format("rs-{}", pick(4))));
+      if (kind == DiverseKind::kZoneSpread || kind == DiverseKind::kHostnameSpread) ++spread_pods;
     }
     PlannerInput in;
     in.config = &w.config;

@@ -1,0 +1,191 @@
+// After the rounds, a new node whose pods all fit the pass's other new nodes is not needed. The
+// greedy rounds open such nodes: a node that refused a pod because growing into a dearer shape
+// did not pay then (TakeOn) may have grown into that shape anyway for later pods, and a spread
+// pod the global minimum kept off a node may fit there once the other domains filled. Nodes are
+// tried last opened first; each of a node's pods, largest first, goes to the first other new node
+// kube-scheduler's filters let it onto, and the node is dropped only when all of them find one.
+#include <algorithm>
+#include <tuple>
+
+#include "base/check.h"
+#include "planner/scale_up_pass.h"
+
+namespace tidepool::planner::scale_up_detail {
+namespace {
+
+bool Selected(const Pod& pod, const std::vector<const model::LabelSelector*>& selectors) {
+  return std::any_of(selectors.begin(), selectors.end(),
+                     [&](const model::LabelSelector* s) { return s->Matches(pod.meta.labels); });
+}
+
+}  // namespace
+
+// The selectors of the pending pods' required affinity terms and DoNotSchedule spread
+// constraints: a pod one of them selects stays where it is. Moving it could strand the pods that
+// follow it into its domain, or lower its domain's count below what the pods spread elsewhere
+// were placed against (their skew is checked when each is placed, not again). Namespaces are not
+// compared, which only keeps more pods in place.
+std::vector<const model::LabelSelector*> Pass::AnchorSelectors(
+    const std::vector<const Pod*>& pending) {
+  std::vector<const model::LabelSelector*> out;
+  std::unordered_set<uint32_t> groups;  // a group's pods have the same terms
+  for (const Pod* p : pending) {
+    if (!p->has_required_affinity && p->topology_spread_constraints.empty()) continue;
+    if (!groups.insert(GroupOf(p)).second) continue;
+    for (const model::PodAffinityTerm& t : p->affinity.pod_affinity_required)
+      if (t.has_label_selector) out.push_back(&t.label_selector);
+    for (const model::TopologySpreadConstraint& c : p->topology_spread_constraints) {
+      if (c.has_label_selector && c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule)
+        out.push_back(&c.label_selector);
+    }
+  }
+  return out;
+}
+
+std::unordered_set<const Pod*> Pass::DaemonSetPods() const {
+  std::unordered_set<const Pod*> out;
+  for (const PoolState& ps : pools_) out.insert(ps.ds_pods.begin(), ps.ds_pods.end());
+  return out;
+}
+
+Compaction Pass::StartCompaction(const std::vector<const Pod*>& pending) {
+  Compaction c;
+  c.daemon_set_pods = DaemonSetPods();
+  c.anchors = AnchorSelectors(pending);
+  c.closed.resize(pass_nodes_.size(), false);
+  for (size_t k = 0; k < pass_nodes_.size(); ++k) {
+    NodeIndex n = pass_nodes_[k].first;
+    c.rooms.Append(SnapshotRoom(snap_, n));
+    // A gang's nodes are its own: what it books is not shared, nor given back with others' pods.
+    for (const Pod* p : snap_.Get(n).pods) {
+      if (c.daemon_set_pods.contains(p)) continue;
+      if (p->meta.name.empty() || !GangOf(*p).empty()) c.closed[k] = true;
+    }
+  }
+  return c;
+}
+
+std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compaction& c) const {
+  if (c.closed[j]) return {};
+  std::vector<const Pod*> pods;
+  for (const Pod* p : snap_.Get(pass_nodes_[j].first).pods) {
+    if (c.daemon_set_pods.contains(p)) continue;  // they go with the node
+    // A warm placeholder is planned after this; claims are allocated on the node's own devices.
+    if (!p->resource_claims.empty() || p->meta.Annotation(kWarmPoolAnnotation) != nullptr)
+      return {};
+    pods.push_back(p);
+  }
+  std::stable_sort(pods.begin(), pods.end(), [](const Pod* a, const Pod* b) {
+    return std::tuple(a->requests.gpus(), a->requests.cpu_milli(), a->requests.memory()) >
+           std::tuple(b->requests.gpus(), b->requests.cpu_milli(), b->requests.memory());
+  });
+  return pods;
+}
+
+bool Pass::Anchored(const Pod& pod, Compaction& c) {
+  // A group's pods have the same labels only when they have inter-pod rules (EquivalenceKey).
+  if (!pod.has_required_affinity && !pod.has_required_anti_affinity &&
+      pod.topology_spread_constraints.empty()) {
+    return Selected(pod, c.anchors);
+  }
+  auto [it, first] = c.anchored_groups.try_emplace(GroupOf(&pod), false);
+  if (first) it->second = Selected(pod, c.anchors);
+  return it->second;
+}
+
+bool Pass::RoomForAll(size_t j, const std::vector<const Pod*>& pods, Compaction& c) const {
+  RoomIndex& rooms = c.rooms;
+  std::vector<std::pair<size_t, RoomIndex::Room>> changed;
+  bool all = true;
+  for (const Pod* pod : pods) {
+    const Resources& need = pod->requests;
+    size_t k = rooms.Next(0, need);
+    while (k < rooms.size() && (k == j || c.closed[k])) k = rooms.Next(k + 1, need);
+    if (k == rooms.size()) {
+      all = false;
+      break;
+    }
+    RoomIndex::Room r = rooms.At(k);
+    changed.emplace_back(k, r);
+    rooms.Set(k, RoomIndex::Room{r.cpu - need.cpu_milli(), r.memory - need.memory()});
+  }
+  for (auto it = changed.rbegin(); it != changed.rend(); ++it) rooms.Set(it->first, it->second);
+  return all;
+}
+
+bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods, Compaction& c) {
+  snap_.Fork();
+  TIDEPOOL_CHECK(snap_.RemoveNode(snap_.Get(pass_nodes_[j].first).node->name()).has_value());
+  c.moves.clear();
+  for (const Pod* pod : pods) {
+    FitChecker checker(*pod, snap_);
+    OfferSpreadDomains(*pod, checker);
+    auto takes = [&](size_t k) {
+      return k != j && !c.closed[k] && checker.Fits(pass_nodes_[k].first);
+    };
+    size_t k = c.rooms.Next(0, pod->requests);
+    while (k < c.rooms.size() && !takes(k)) k = c.rooms.Next(k + 1, pod->requests);
+    if (k == c.rooms.size()) break;
+    (void)snap_.AddPod(pod, pass_nodes_[k].first);
+    c.rooms.Set(k, SnapshotRoom(snap_, pass_nodes_[k].first));
+    c.moves.emplace_back(pod, k);
+  }
+  if (c.moves.size() == pods.size()) {
+    snap_.Commit();
+    c.rooms.Set(j, RoomIndex::Room{INT64_MIN, INT64_MIN});
+    c.closed[j] = true;
+    return true;
+  }
+  snap_.Revert();
+  for (const auto& [pod, k] : c.moves) c.rooms.Set(k, SnapshotRoom(snap_, pass_nodes_[k].first));
+  // A group whose pod found no other node is not tried again: the nodes only fill up from here
+  // on. A filter that may miss a drop, never makes one.
+  c.stuck.insert(GroupOf(pods[c.moves.size()]));
+  return false;
+}
+
+void Pass::AccountDropped(size_t j, const Compaction& c, std::map<std::string, ScaleUp>& ups) {
+  PoolState& src = pools_[pass_nodes_[j].second];
+  --src.added;
+  --cluster_nodes_;
+  cluster_capacity_ -= src.pool->template_node.capacity;
+  ScaleUp& from = ups[src.pool->name];
+  --from.add;
+  for (const auto& [pod, k] : c.moves) {
+    const std::string& to = pools_[pass_nodes_[k].second].pool->name;
+    if (to == src.pool->name) continue;
+    std::string key = pod->Key();
+    std::erase(from.pods, key);
+    ups[to].pods.push_back(key);
+    if (key == explain_pod_) pool_for_[explain_pod_] = to;
+  }
+}
+
+bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups) {
+  std::optional<std::vector<const Pod*>> pods = MovablePods(j, c);
+  if (!pods) return false;
+  // A pool's last node keeps pods listed under it that sit elsewhere (AccountRetroPod).
+  const ScaleUp& from = ups[pools_[pass_nodes_[j].second].pool->name];
+  if (from.add == 1 && from.pods.size() > pods->size()) return false;
+  auto stuck = [&](const Pod* p) { return c.stuck.contains(GroupOf(p)); };
+  if (std::any_of(pods->begin(), pods->end(), stuck) || !RoomForAll(j, *pods, c)) return false;
+  for (const Pod* p : *pods)
+    if (Anchored(*p, c)) return false;
+  if (!MoveOff(j, *pods, c)) return false;
+  AccountDropped(j, c, ups);
+  return true;
+}
+
+void Pass::CompactNewNodes(const std::vector<const Pod*>& pending,
+                           std::map<std::string, ScaleUp>& ups) {
+  if (!options_.compact_new_nodes || pass_nodes_.size() < 2) return;
+  Compaction c = StartCompaction(pending);
+  std::vector<bool> dropped(pass_nodes_.size(), false);
+  for (size_t j = pass_nodes_.size(); j-- > 0;) dropped[j] = TryDrop(j, c, ups);
+  size_t kept = 0;
+  for (size_t j = 0; j < pass_nodes_.size(); ++j)
+    if (!dropped[j]) pass_nodes_[kept++] = pass_nodes_[j];
+  pass_nodes_.resize(kept);
+}
+
+}  // namespace tidepool::planner::scale_up_detail

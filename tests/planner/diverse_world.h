@@ -1,0 +1,79 @@
+// Pools of one shape each and pods of Karpenter's diverse mix (generic, zone or hostname spread,
+// zone affinity to their own value, hostname anti-affinity), for the scale-up property tests.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "model/node.h"
+#include "model/pod.h"
+#include "model/pool.h"
+#include "tests/testing/values.h"
+
+namespace tidepool::planner::testing {
+
+// A pool of one shape in `zone`, max 100.
+inline model::Pool Shape(std::string name, const std::string& cpu, const std::string& memory,
+                         double price, const std::string& zone = "z1") {
+  model::Pool p;
+  p.name = std::move(name);
+  p.max = 100;
+  p.price_per_hour = price;
+  p.instance_type = "type-" + p.name;
+  model::Node& t = p.template_node;
+  t.meta.name = "template-" + p.name;
+  t.meta.labels[std::string(model::kLabelPool)] = p.name;
+  t.meta.labels[std::string(model::kLabelInstanceType)] = p.instance_type;
+  t.meta.labels[std::string(model::kLabelZone)] = zone;
+  t.capacity = tidepool::testing::Res({{"cpu", cpu}, {"memory", memory}, {"pods", "110"}});
+  t.allocatable = t.capacity;
+  t.ready = true;
+  return p;
+}
+
+// What a diverse pod asks besides its requests.
+enum class DiverseKind {
+  kGeneric,
+  kZoneSpread,      // my-label=<value>, maxSkew over zones
+  kHostnameSpread,  // my-label=<value>, maxSkew over nodes
+  kZoneAffinity,    // aff=<value>, required zone affinity to its own value
+  kAntiAffinity,    // app=nginx, required hostname anti-affinity against app=nginx
+};
+
+inline model::Pod DiversePod(std::string name, DiverseKind kind, const std::string& value,
+                             const std::string& cpu, const std::string& memory, int max_skew = 1,
+                             const std::string& owner_uid = "rs-uid") {
+  model::Pod p;
+  p.meta.name = std::move(name);
+  p.meta.namespace_ = "default";
+  p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", "rs", owner_uid, true});
+  p.containers.push_back(
+      {.name = "main", .requests = tidepool::testing::Res({{"cpu", cpu}, {"memory", memory}})});
+  model::LabelSelector sel;
+  if (kind == DiverseKind::kZoneSpread || kind == DiverseKind::kHostnameSpread) {
+    p.meta.labels["my-label"] = value;
+    sel.match_labels["my-label"] = value;
+    model::TopologySpreadConstraint c;
+    c.topology_key =
+        std::string(kind == DiverseKind::kZoneSpread ? model::kLabelZone : model::kLabelHostname);
+    c.max_skew = max_skew;
+    c.label_selector = sel;
+    c.has_label_selector = true;
+    p.topology_spread_constraints.push_back(c);
+  } else if (kind == DiverseKind::kZoneAffinity || kind == DiverseKind::kAntiAffinity) {
+    const bool affinity = kind == DiverseKind::kZoneAffinity;
+    const std::string key = affinity ? "aff" : "app";
+    p.meta.labels[key] = affinity ? value : "nginx";
+    sel.match_labels[key] = p.meta.labels[key];
+    model::PodAffinityTerm t;
+    t.topology_key = std::string(affinity ? model::kLabelZone : model::kLabelHostname);
+    t.label_selector = sel;
+    t.has_label_selector = true;
+    (affinity ? p.affinity.pod_affinity_required : p.affinity.pod_anti_affinity_required)
+        .push_back(t);
+  }
+  p.Finalize();
+  return p;
+}
+
+}  // namespace tidepool::planner::testing
