@@ -37,7 +37,13 @@ struct ObjectMeta {
   std::optional<Time> deletion_timestamp;
 
   // "namespace/name", or "name" for cluster-scoped objects.
-  std::string Key() const { return namespace_.empty() ? name : namespace_ + "/" + name; }
+  std::string Key() const {
+    if (namespace_.empty()) return name;
+    std::string key;
+    key.reserve(namespace_.size() + 1 + name.size());
+    key.append(namespace_).append(1, '/').append(name);
+    return key;
+  }
   // The owner reference with controller=true, if any.
   const OwnerReference* Controller() const {
     for (const auto& o : owner_references)

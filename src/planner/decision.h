@@ -38,7 +38,8 @@ struct NewNode {
 struct ScaleUpPlan {
   std::vector<ScaleUp> scale_ups;  // ordered by pool name
   // The nodes of scale_ups one by one, in the order the pass opened them (a node's pods may have
-  // joined it in a later round). Their counts per pool are scale_ups' `add`.
+  // joined it in a later round). Their counts per pool are scale_ups' `add`. Only with
+  // ScaleUpOptions::list_new_nodes.
   std::vector<NewNode> new_nodes;
   std::vector<Unschedulable> unschedulable;  // ordered by pod key
   // Pending pods that fit on existing or upcoming nodes; nothing to do for them.

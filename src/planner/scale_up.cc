@@ -211,10 +211,10 @@ ScaleUpPlan Pass::Run() {
   // 3. Singles that need new nodes: one pool per round, chosen by the expanders, until no pool
   // can take any of the pods left; then the new nodes whose pods the others can take go.
   PlanSingles(need, plan, ups);
-  CompactNewNodes(pending, ups);
+  CompactNewNodes(pending, gangs, ups);
   // 4. Warm placeholders, after every real pod.
   if (!in_.placeholders.empty()) PlanWarm(plan, ups);
-  ListNewNodes(plan);
+  if (options_.list_new_nodes) ListNewNodes(plan);
   Finish(plan, ups);
   return plan;
 }

@@ -48,25 +48,38 @@ std::unordered_set<const Pod*> Pass::DaemonSetPods() const {
   return out;
 }
 
-Compaction Pass::StartCompaction(const std::vector<const Pod*>& pending) {
+Compaction Pass::StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs) {
   Compaction c;
   c.daemon_set_pods = DaemonSetPods();
   c.anchors = AnchorSelectors(pending);
   c.closed.resize(pass_nodes_.size(), false);
-  for (size_t k = 0; k < pass_nodes_.size(); ++k) {
-    NodeIndex n = pass_nodes_[k].first;
-    c.rooms.Append(SnapshotRoom(snap_, n));
+  for (const auto& [index, shape] : pass_nodes_) c.rooms.Append(SnapshotRoom(snap_, index));
+  if (!gangs.pending.empty()) {
     // A gang's nodes are its own: what it books is not shared, nor given back with others' pods.
-    for (const Pod* p : snap_.Get(n).pods) {
-      if (c.daemon_set_pods.contains(p)) continue;
-      if (p->meta.name.empty() || !GangOf(*p).empty()) c.closed[k] = true;
+    // Members not created yet are copies without a name.
+    std::unordered_set<const Pod*> members;
+    for (const auto& [gang, pods] : gangs.pending) members.insert(pods.begin(), pods.end());
+    for (size_t k = 0; k < pass_nodes_.size(); ++k) {
+      for (const Pod* p : snap_.Get(pass_nodes_[k].first).pods) {
+        if (c.daemon_set_pods.contains(p)) continue;
+        if (members.contains(p) || p->meta.name.empty()) c.closed[k] = true;
+      }
     }
   }
+  SumFreeRoom(c);
   return c;
 }
 
+void Pass::SumFreeRoom(Compaction& c) const {
+  c.free_cpu = c.free_memory = 0;
+  for (size_t k = 0; k < c.rooms.size(); ++k) {
+    if (c.closed[k]) continue;
+    c.free_cpu += std::max<int64_t>(0, c.rooms.At(k).cpu);
+    c.free_memory += std::max<int64_t>(0, c.rooms.At(k).memory);
+  }
+}
+
 std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compaction& c) const {
-  if (c.closed[j]) return {};
   std::vector<const Pod*> pods;
   for (const Pod* p : snap_.Get(pass_nodes_[j].first).pods) {
     if (c.daemon_set_pods.contains(p)) continue;  // they go with the node
@@ -162,6 +175,17 @@ void Pass::AccountDropped(size_t j, const Compaction& c, std::map<std::string, S
 }
 
 bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups) {
+  if (c.closed[j]) return false;
+  // What the node's own pods take (not its DaemonSet pods) against all the room the others have:
+  // most nodes of a pass are full and stop here.
+  const PoolState& ps = pools_[pass_nodes_[j].second];
+  const Resources& requested = snap_.Get(pass_nodes_[j].first).requested;
+  if (requested.cpu_milli() - ps.ds_requests.cpu_milli() >
+          c.free_cpu - std::max<int64_t>(0, c.rooms.At(j).cpu) ||
+      requested.memory() - ps.ds_requests.memory() >
+          c.free_memory - std::max<int64_t>(0, c.rooms.At(j).memory)) {
+    return false;
+  }
   std::optional<std::vector<const Pod*>> pods = MovablePods(j, c);
   if (!pods) return false;
   // A pool's last node keeps pods listed under it that sit elsewhere (AccountRetroPod).
@@ -173,13 +197,14 @@ bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups)
     if (Anchored(*p, c)) return false;
   if (!MoveOff(j, *pods, c)) return false;
   AccountDropped(j, c, ups);
+  SumFreeRoom(c);
   return true;
 }
 
-void Pass::CompactNewNodes(const std::vector<const Pod*>& pending,
+void Pass::CompactNewNodes(const std::vector<const Pod*>& pending, const Gangs& gangs,
                            std::map<std::string, ScaleUp>& ups) {
   if (!options_.compact_new_nodes || pass_nodes_.size() < 2) return;
-  Compaction c = StartCompaction(pending);
+  Compaction c = StartCompaction(pending, gangs);
   std::vector<bool> dropped(pass_nodes_.size(), false);
   for (size_t j = pass_nodes_.size(); j-- > 0;) dropped[j] = TryDrop(j, c, ups);
   size_t kept = 0;

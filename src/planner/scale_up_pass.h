@@ -212,6 +212,7 @@ struct Compaction {
   std::unordered_set<uint32_t> stuck;                  // groups a pod of which found no node
   std::unordered_map<uint32_t, bool> anchored_groups;  // groups with inter-pod rules
   std::vector<std::pair<const Pod*, size_t>> moves;    // the last MoveOff's (pod, position)
+  int64_t free_cpu = 0, free_memory = 0;               // Pass::SumFreeRoom
 };
 
 class Pass {
@@ -271,8 +272,11 @@ class Pass {
   std::unordered_set<const Pod*> DaemonSetPods() const;
 
   // New nodes the others can do without (scale_up_compact.cc), after the rounds.
-  void CompactNewNodes(const std::vector<const Pod*>& pending, std::map<std::string, ScaleUp>& ups);
-  Compaction StartCompaction(const std::vector<const Pod*>& pending);
+  void CompactNewNodes(const std::vector<const Pod*>& pending, const Gangs& gangs,
+                       std::map<std::string, ScaleUp>& ups);
+  Compaction StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs);
+  // The cpu and memory room of the open pass nodes, summed (Compaction::free_cpu, free_memory).
+  void SumFreeRoom(Compaction& c) const;
   // The pending pods' affinity and DoNotSchedule spread selectors, one pod per equivalence group
   // asked: a pod they select stays where it is.
   std::vector<const model::LabelSelector*> AnchorSelectors(const std::vector<const Pod*>& pending);

@@ -44,6 +44,7 @@ struct World {
     for (const model::DaemonSet& d : daemon_sets) in.daemon_sets.push_back(&d);
     ScaleUpOptions options;
     options.compact_new_nodes = compact;
+    options.list_new_nodes = true;
     options.flexible_nodes = flexible;
     return ScaleUpPlanner().Plan(in, options);
   }
