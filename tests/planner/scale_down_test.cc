@@ -634,6 +634,26 @@ TEST(ScaleDown, ExplainKeptNode) {
   EXPECT_THAT(ScaleDownPlanner().Explain(c.Input(), "nope"), HasSubstr("not in the cluster"));
 }
 
+// The gang a pod belongs to: the pod-group label first, then Volcano's annotation, then the
+// Kubeflow and JobSet labels; other labels and annotations name none.
+TEST(ScaleDownRules, GangOfReadsTheGangLabelsInOrder) {
+  model::Pod p;
+  p.meta.namespace_ = "ml";
+  p.meta.labels["app"] = "trainer";
+  p.meta.annotations["note"] = "x";
+  EXPECT_EQ(GangOf(p), "");
+  EXPECT_FALSE(IsTrainingPod(p));
+  p.meta.labels["jobset.sigs.k8s.io/jobset-name"] = "js";
+  EXPECT_EQ(GangOf(p), "ml/jobset:js");
+  EXPECT_TRUE(IsTrainingPod(p));
+  p.meta.labels["training.kubeflow.org/job-name"] = "kf";
+  EXPECT_EQ(GangOf(p), "ml/kubeflow:kf");
+  p.meta.annotations["scheduling.k8s.io/group-name"] = "vc";
+  EXPECT_EQ(GangOf(p), "ml/volcano:vc");
+  p.meta.labels["scheduling.x-k8s.io/pod-group"] = "pg";
+  EXPECT_EQ(GangOf(p), "ml/pod-group:pg");
+}
+
 TEST(ScaleDownRules, DrainRoles) {
   Cluster c;
   model::Pod& ds = c.AddDaemonSetPod("ds", "n1");
