@@ -13,30 +13,36 @@
 namespace tidepool::planner::scale_up_detail {
 namespace {
 
-bool Selected(const Pod& pod, const std::vector<const model::LabelSelector*>& selectors) {
-  return std::any_of(selectors.begin(), selectors.end(),
-                     [&](const model::LabelSelector* s) { return s->Matches(pod.meta.labels); });
+// Whether nodes `a` and `b` are in the same domain of every key in `keys`.
+bool SameDomains(const model::Node& a, const model::Node& b,
+                 const std::vector<std::string_view>& keys) {
+  for (std::string_view key : keys) {
+    const std::string* x = a.meta.Label(key);
+    const std::string* y = b.meta.Label(key);
+    if ((x == nullptr) != (y == nullptr) || (x != nullptr && *x != *y)) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 // The selectors of the pending pods' required affinity terms and DoNotSchedule spread
-// constraints: a pod one of them selects stays where it is. Moving it could strand the pods that
-// follow it into its domain, or lower its domain's count below what the pods spread elsewhere
-// were placed against (their skew is checked when each is placed, not again). Namespaces are not
-// compared, which only keeps more pods in place.
-std::vector<const model::LabelSelector*> Pass::AnchorSelectors(
-    const std::vector<const Pod*>& pending) {
-  std::vector<const model::LabelSelector*> out;
+// constraints, with their topology keys. A pod one of them selects keeps its domain of that key:
+// moving it elsewhere could strand the pods that follow it into its domain, or lower its domain's
+// count below what the pods spread elsewhere were placed against (their skew is checked when each
+// is placed, not again). Within the same domain every count stays as it was. Namespaces are not
+// compared, which only pins more pods.
+std::vector<Anchor> Pass::AnchorSelectors(const std::vector<const Pod*>& pending) {
+  std::vector<Anchor> out;
   std::unordered_set<uint32_t> groups;  // a group's pods have the same terms
   for (const Pod* p : pending) {
     if (!p->has_required_affinity && p->topology_spread_constraints.empty()) continue;
     if (!groups.insert(GroupOf(p)).second) continue;
     for (const model::PodAffinityTerm& t : p->affinity.pod_affinity_required)
-      if (t.has_label_selector) out.push_back(&t.label_selector);
+      if (t.has_label_selector) out.push_back({&t.label_selector, t.topology_key});
     for (const model::TopologySpreadConstraint& c : p->topology_spread_constraints) {
       if (c.has_label_selector && c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule)
-        out.push_back(&c.label_selector);
+        out.push_back({&c.label_selector, c.topology_key});
     }
   }
   return out;
@@ -95,14 +101,24 @@ std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compact
   return pods;
 }
 
-bool Pass::Anchored(const Pod& pod, Compaction& c) {
+std::optional<std::vector<std::string_view>> Pass::PinOf(const Pod& pod, Compaction& c) {
+  auto pin = [&]() -> std::optional<std::vector<std::string_view>> {
+    std::vector<std::string_view> keys;
+    for (const Anchor& a : c.anchors) {
+      if (!a.selector->Matches(pod.meta.labels)) continue;
+      // Every node is its own hostname domain: such a pod stays on its node.
+      if (a.key == model::kLabelHostname) return std::nullopt;
+      if (std::find(keys.begin(), keys.end(), a.key) == keys.end()) keys.push_back(a.key);
+    }
+    return keys;
+  };
   // A group's pods have the same labels only when they have inter-pod rules (EquivalenceKey).
   if (!pod.has_required_affinity && !pod.has_required_anti_affinity &&
       pod.topology_spread_constraints.empty()) {
-    return Selected(pod, c.anchors);
+    return pin();
   }
-  auto [it, first] = c.anchored_groups.try_emplace(GroupOf(&pod), false);
-  if (first) it->second = Selected(pod, c.anchors);
+  auto [it, first] = c.pinned_groups.try_emplace(GroupOf(&pod));
+  if (first) it->second = pin();
   return it->second;
 }
 
@@ -126,15 +142,20 @@ bool Pass::RoomForAll(size_t j, const std::vector<const Pod*>& pods, Compaction&
   return all;
 }
 
-bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods, Compaction& c) {
+bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods,
+                   const std::vector<std::vector<std::string_view>>& pins, Compaction& c) {
+  const Node& from = *snap_.Get(pass_nodes_[j].first).node;
   snap_.Fork();
-  TIDEPOOL_CHECK(snap_.RemoveNode(snap_.Get(pass_nodes_[j].first).node->name()).has_value());
+  TIDEPOOL_CHECK(snap_.RemoveNode(from.name()).has_value());
   c.moves.clear();
-  for (const Pod* pod : pods) {
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const Pod* pod = pods[i];
     FitChecker checker(*pod, snap_);
     OfferSpreadDomains(*pod, checker);
     auto takes = [&](size_t k) {
-      return k != j && !c.closed[k] && checker.Fits(pass_nodes_[k].first);
+      NodeIndex n = pass_nodes_[k].first;
+      return k != j && !c.closed[k] && SameDomains(from, *snap_.Get(n).node, pins[i]) &&
+             checker.Fits(n);
     };
     size_t k = c.rooms.Next(0, pod->requests);
     while (k < c.rooms.size() && !takes(k)) k = c.rooms.Next(k + 1, pod->requests);
@@ -193,9 +214,13 @@ bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups)
   if (from.add == 1 && from.pods.size() > pods->size()) return false;
   auto stuck = [&](const Pod* p) { return c.stuck.contains(GroupOf(p)); };
   if (std::any_of(pods->begin(), pods->end(), stuck) || !RoomForAll(j, *pods, c)) return false;
-  for (const Pod* p : *pods)
-    if (Anchored(*p, c)) return false;
-  if (!MoveOff(j, *pods, c)) return false;
+  std::vector<std::vector<std::string_view>> pins;
+  for (const Pod* p : *pods) {
+    std::optional<std::vector<std::string_view>> pin = PinOf(*p, c);
+    if (!pin) return false;
+    pins.push_back(std::move(*pin));
+  }
+  if (!MoveOff(j, *pods, pins, c)) return false;
   AccountDropped(j, c, ups);
   SumFreeRoom(c);
   return true;

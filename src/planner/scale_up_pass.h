@@ -201,18 +201,26 @@ void SortPods(std::vector<const Pod*>& pods, KeyFn key, Less less) {
   for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].second;
 }
 
+// A pending pod's required affinity term or DoNotSchedule spread constraint: the pods its
+// selector matches keep their domain of `key` (scale_up_compact.cc).
+struct Anchor {
+  const model::LabelSelector* selector = nullptr;
+  std::string_view key;
+};
+
 // The state of one compaction of the pass's new nodes (scale_up_compact.cc), by pass node
 // position.
 struct Compaction {
   std::unordered_set<const Pod*> daemon_set_pods;
-  std::vector<const model::LabelSelector*> anchors;  // Pass::AnchorSelectors
+  std::vector<Anchor> anchors;  // Pass::AnchorSelectors
   RoomIndex rooms;
   // Not a destination: dropped, or holding a gang's pods.
   std::vector<bool> closed;
-  std::unordered_set<uint32_t> stuck;                  // groups a pod of which found no node
-  std::unordered_map<uint32_t, bool> anchored_groups;  // groups with inter-pod rules
-  std::vector<std::pair<const Pod*, size_t>> moves;    // the last MoveOff's (pod, position)
-  int64_t free_cpu = 0, free_memory = 0;               // Pass::SumFreeRoom
+  std::unordered_set<uint32_t> stuck;  // groups a pod of which found no node
+  // Pass::PinOf of the groups with inter-pod rules.
+  std::unordered_map<uint32_t, std::optional<std::vector<std::string_view>>> pinned_groups;
+  std::vector<std::pair<const Pod*, size_t>> moves;  // the last MoveOff's (pod, position)
+  int64_t free_cpu = 0, free_memory = 0;             // Pass::SumFreeRoom
 };
 
 class Pass {
@@ -277,22 +285,26 @@ class Pass {
   Compaction StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs);
   // The cpu and memory room of the open pass nodes, summed (Compaction::free_cpu, free_memory).
   void SumFreeRoom(Compaction& c) const;
-  // The pending pods' affinity and DoNotSchedule spread selectors, one pod per equivalence group
-  // asked: a pod they select stays where it is.
-  std::vector<const model::LabelSelector*> AnchorSelectors(const std::vector<const Pod*>& pending);
+  // The pending pods' affinity and DoNotSchedule spread selectors with their keys, one pod per
+  // equivalence group asked.
+  std::vector<Anchor> AnchorSelectors(const std::vector<const Pod*>& pending);
   // Drops pass node `j` when its pods all move to other pass nodes; false (nothing changed)
   // otherwise.
   bool TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups);
   // The pods of pass node `j` that would move, largest first, or nothing when the node is closed
   // or one of them may not move (a warm placeholder, a pod with claims).
   std::optional<std::vector<const Pod*>> MovablePods(size_t j, const Compaction& c) const;
-  bool Anchored(const Pod& pod, Compaction& c);
+  // The topology keys whose domain `pod` must keep when it moves (those of the anchors that
+  // select it), or nothing when it may not move (one of them is the hostname).
+  std::optional<std::vector<std::string_view>> PinOf(const Pod& pod, Compaction& c);
   // Cpu and memory only, first fit: whether the other open pass nodes have room for all of
   // `pods`; a filter before MoveOff, which builds a checker per pod. c.rooms is left as it was.
   bool RoomForAll(size_t j, const std::vector<const Pod*>& pods, Compaction& c) const;
-  // Removes pass node `j` and places `pods` on the other open pass nodes; on success the
-  // snapshot keeps it and c.moves says where each went, otherwise nothing changed.
-  bool MoveOff(size_t j, const std::vector<const Pod*>& pods, Compaction& c);
+  // Removes pass node `j` and places `pods` on the other open pass nodes, each in the same
+  // domains as node `j` of its `pins` keys; on success the snapshot keeps it and c.moves says
+  // where each went, otherwise nothing changed.
+  bool MoveOff(size_t j, const std::vector<const Pod*>& pods,
+               const std::vector<std::vector<std::string_view>>& pins, Compaction& c);
   // The pool accounting and pod lists after pass node `j` was dropped (c.moves).
   void AccountDropped(size_t j, const Compaction& c, std::map<std::string, ScaleUp>& ups);
 

@@ -245,9 +245,45 @@ std::set<std::string> Unschedulable(const ScaleUpPlan& plan) {
   return pods;
 }
 
+// What every pod's required affinity term and DoNotSchedule spread constraint counts on the
+// plan's new nodes: per selector, the sorted non-zero counts of matching pods per zone, or per
+// node for the hostname. The drop keeps them all: a pod such a selector matches stays in its zone,
+// and on its node when the key is the hostname.
+std::map<std::string, std::vector<int>> ConstraintCounts(const ScaleUpPlan& plan, const World& w) {
+  std::map<std::string, const model::Pod*> by_key;
+  for (const model::Pod& p : w.pods) by_key[p.Key()] = &p;
+  std::vector<std::pair<const model::LabelSelector*, std::string>> terms;
+  for (const model::Pod& p : w.pods) {
+    for (const auto& t : p.affinity.pod_affinity_required)
+      terms.emplace_back(&t.label_selector, t.topology_key);
+    for (const auto& c : p.topology_spread_constraints)
+      terms.emplace_back(&c.label_selector, c.topology_key);
+  }
+  std::map<std::string, std::vector<int>> counts;
+  for (size_t t = 0; t < terms.size(); ++t) {
+    const auto& [selector, key] = terms[t];
+    std::map<std::string, int> per_zone;
+    std::vector<int>& out = counts[fmt::format("{} {}", t, key)];
+    for (const NewNode& n : plan.new_nodes) {
+      int matching = 0;
+      for (const std::string& pod : n.pods)
+        if (selector->Matches(by_key.at(pod)->meta.labels)) ++matching;
+      if (key == model::kLabelHostname) {
+        if (matching > 0) out.push_back(matching);
+      } else {
+        per_zone[*w.config.FindPool(n.pool)->template_node.meta.Label(key)] += matching;
+      }
+    }
+    for (const auto& [zone, c] : per_zone)
+      if (c > 0) out.push_back(c);  // a zone left without nodes held none
+    std::sort(out.begin(), out.end());
+  }
+  return counts;
+}
+
 // Differential against the planner without the drop (ScaleUpOptions::compact_new_nodes), with
 // flexible nodes and with every pool packed alone: never more nodes, never a higher price, the
-// same pods planned and the same left unschedulable.
+// same pods planned and the same left unschedulable, the same counts for every constraint.
 TEST(SharedNodeProperty, DroppingNodesNeverCostsMoreOrPlansOtherPods) {
   for (bool flexible : {true, false}) {
     int dropped = 0, cases = 0, nodes_before = 0, nodes_after = 0;
@@ -262,6 +298,7 @@ TEST(SharedNodeProperty, DroppingNodesNeverCostsMoreOrPlansOtherPods) {
       ASSERT_EQ(Unschedulable(compact), Unschedulable(plain));
       ASSERT_EQ(compact.fits_existing, plain.fits_existing);
       ASSERT_EQ(compact.new_nodes.size(), static_cast<size_t>(Nodes(compact)));
+      ASSERT_EQ(ConstraintCounts(compact, w), ConstraintCounts(plain, w));
       if (Nodes(compact) < Nodes(plain)) ++dropped;
       nodes_before += Nodes(plain);
       nodes_after += Nodes(compact);
