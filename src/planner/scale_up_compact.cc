@@ -24,14 +24,27 @@ bool SameDomains(const model::Node& a, const model::Node& b,
   return true;
 }
 
+// Whether node `to` may take a pod pinned by `pin` from node `from`.
+bool PinHolds(const Pin& pin, const model::Node& from, const sched::NodeInfo& to) {
+  if (!SameDomains(from, *to.node, pin.keys)) return false;
+  for (const model::LabelSelector* s : pin.alone) {
+    for (const Pod* p : to.pods)
+      if (s->Matches(p->meta.labels)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // The selectors of the pending pods' required affinity terms and DoNotSchedule spread
 // constraints, with their topology keys. A pod one of them selects keeps its domain of that key:
 // moving it elsewhere could strand the pods that follow it into its domain, or lower its domain's
 // count below what the pods spread elsewhere were placed against (their skew is checked when each
-// is placed, not again). Within the same domain every count stays as it was. Namespaces are not
-// compared, which only pins more pods.
+// is placed, not again). Within the same domain every count stays as it was. Every node is its
+// own hostname domain: a pod a hostname affinity term selects stays on its node, and one a
+// hostname spread selects goes only to a node where that spread counts none, so no node's count
+// rises above one and its node's count leaves with the node. Namespaces are not compared, which
+// only pins more pods.
 std::vector<Anchor> Pass::AnchorSelectors(const std::vector<const Pod*>& pending) {
   std::vector<Anchor> out;
   std::unordered_set<uint32_t> groups;  // a group's pods have the same terms
@@ -39,10 +52,10 @@ std::vector<Anchor> Pass::AnchorSelectors(const std::vector<const Pod*>& pending
     if (!p->has_required_affinity && p->topology_spread_constraints.empty()) continue;
     if (!groups.insert(GroupOf(p)).second) continue;
     for (const model::PodAffinityTerm& t : p->affinity.pod_affinity_required)
-      if (t.has_label_selector) out.push_back({&t.label_selector, t.topology_key});
+      if (t.has_label_selector) out.push_back({&t.label_selector, t.topology_key, false});
     for (const model::TopologySpreadConstraint& c : p->topology_spread_constraints) {
       if (c.has_label_selector && c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule)
-        out.push_back({&c.label_selector, c.topology_key});
+        out.push_back({&c.label_selector, c.topology_key, true});
     }
   }
   return out;
@@ -101,16 +114,21 @@ std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compact
   return pods;
 }
 
-std::optional<std::vector<std::string_view>> Pass::PinOf(const Pod& pod, Compaction& c) {
-  auto pin = [&]() -> std::optional<std::vector<std::string_view>> {
-    std::vector<std::string_view> keys;
+std::optional<Pin> Pass::PinOf(const Pod& pod, Compaction& c) {
+  auto pin = [&]() -> std::optional<Pin> {
+    Pin out;
     for (const Anchor& a : c.anchors) {
       if (!a.selector->Matches(pod.meta.labels)) continue;
-      // Every node is its own hostname domain: such a pod stays on its node.
-      if (a.key == model::kLabelHostname) return std::nullopt;
-      if (std::find(keys.begin(), keys.end(), a.key) == keys.end()) keys.push_back(a.key);
+      if (a.key != model::kLabelHostname) {
+        if (std::find(out.keys.begin(), out.keys.end(), a.key) == out.keys.end())
+          out.keys.push_back(a.key);
+      } else if (a.spread) {
+        out.alone.push_back(a.selector);
+      } else {
+        return std::nullopt;
+      }
     }
-    return keys;
+    return out;
   };
   // A group's pods have the same labels only when they have inter-pod rules (EquivalenceKey).
   if (!pod.has_required_affinity && !pod.has_required_anti_affinity &&
@@ -142,8 +160,8 @@ bool Pass::RoomForAll(size_t j, const std::vector<const Pod*>& pods, Compaction&
   return all;
 }
 
-bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods,
-                   const std::vector<std::vector<std::string_view>>& pins, Compaction& c) {
+bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods, const std::vector<Pin>& pins,
+                   Compaction& c) {
   const Node& from = *snap_.Get(pass_nodes_[j].first).node;
   snap_.Fork();
   TIDEPOOL_CHECK(snap_.RemoveNode(from.name()).has_value());
@@ -154,8 +172,7 @@ bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods,
     OfferSpreadDomains(*pod, checker);
     auto takes = [&](size_t k) {
       NodeIndex n = pass_nodes_[k].first;
-      return k != j && !c.closed[k] && SameDomains(from, *snap_.Get(n).node, pins[i]) &&
-             checker.Fits(n);
+      return k != j && !c.closed[k] && PinHolds(pins[i], from, snap_.Get(n)) && checker.Fits(n);
     };
     size_t k = c.rooms.Next(0, pod->requests);
     while (k < c.rooms.size() && !takes(k)) k = c.rooms.Next(k + 1, pod->requests);
@@ -214,9 +231,9 @@ bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups)
   if (from.add == 1 && from.pods.size() > pods->size()) return false;
   auto stuck = [&](const Pod* p) { return c.stuck.contains(GroupOf(p)); };
   if (std::any_of(pods->begin(), pods->end(), stuck) || !RoomForAll(j, *pods, c)) return false;
-  std::vector<std::vector<std::string_view>> pins;
+  std::vector<Pin> pins;
   for (const Pod* p : *pods) {
-    std::optional<std::vector<std::string_view>> pin = PinOf(*p, c);
+    std::optional<Pin> pin = PinOf(*p, c);
     if (!pin) return false;
     pins.push_back(std::move(*pin));
   }

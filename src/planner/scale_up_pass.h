@@ -206,6 +206,14 @@ void SortPods(std::vector<const Pod*>& pods, KeyFn key, Less less) {
 struct Anchor {
   const model::LabelSelector* selector = nullptr;
   std::string_view key;
+  bool spread = false;  // a spread constraint's selector, not an affinity term's
+};
+
+// Where a pod may move in a compaction (Pass::PinOf): to a node in the same domain of each of
+// `keys`, holding no pod any of `alone` selects.
+struct Pin {
+  std::vector<std::string_view> keys;
+  std::vector<const model::LabelSelector*> alone;
 };
 
 // The state of one compaction of the pass's new nodes (scale_up_compact.cc), by pass node
@@ -218,7 +226,7 @@ struct Compaction {
   std::vector<bool> closed;
   std::unordered_set<uint32_t> stuck;  // groups a pod of which found no node
   // Pass::PinOf of the groups with inter-pod rules.
-  std::unordered_map<uint32_t, std::optional<std::vector<std::string_view>>> pinned_groups;
+  std::unordered_map<uint32_t, std::optional<Pin>> pinned_groups;
   std::vector<std::pair<const Pod*, size_t>> moves;  // the last MoveOff's (pod, position)
   int64_t free_cpu = 0, free_memory = 0;             // Pass::SumFreeRoom
 };
@@ -294,17 +302,18 @@ class Pass {
   // The pods of pass node `j` that would move, largest first, or nothing when the node is closed
   // or one of them may not move (a warm placeholder, a pod with claims).
   std::optional<std::vector<const Pod*>> MovablePods(size_t j, const Compaction& c) const;
-  // The topology keys whose domain `pod` must keep when it moves (those of the anchors that
-  // select it), or nothing when it may not move (one of them is the hostname).
-  std::optional<std::vector<std::string_view>> PinOf(const Pod& pod, Compaction& c);
+  // Where `pod` may move: the domains of the anchors that select it kept, and for a hostname
+  // spread's anchor a node without pods it selects; nothing when it may not move (a hostname
+  // affinity term selects it).
+  std::optional<Pin> PinOf(const Pod& pod, Compaction& c);
   // Cpu and memory only, first fit: whether the other open pass nodes have room for all of
   // `pods`; a filter before MoveOff, which builds a checker per pod. c.rooms is left as it was.
   bool RoomForAll(size_t j, const std::vector<const Pod*>& pods, Compaction& c) const;
-  // Removes pass node `j` and places `pods` on the other open pass nodes, each in the same
-  // domains as node `j` of its `pins` keys; on success the snapshot keeps it and c.moves says
-  // where each went, otherwise nothing changed.
-  bool MoveOff(size_t j, const std::vector<const Pod*>& pods,
-               const std::vector<std::vector<std::string_view>>& pins, Compaction& c);
+  // Removes pass node `j` and places `pods` on the other open pass nodes, each where its pin lets
+  // it go; on success the snapshot keeps it and c.moves says where each went, otherwise nothing
+  // changed.
+  bool MoveOff(size_t j, const std::vector<const Pod*>& pods, const std::vector<Pin>& pins,
+               Compaction& c);
   // The pool accounting and pod lists after pass node `j` was dropped (c.moves).
   void AccountDropped(size_t j, const Compaction& c, std::map<std::string, ScaleUp>& ups);
 
