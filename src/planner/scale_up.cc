@@ -181,6 +181,12 @@ void Pass::Finish(ScaleUpPlan& plan, std::map<std::string, ScaleUp>& ups) {
   std::sort(plan.fits_existing.begin(), plan.fits_existing.end());
 }
 
+std::unordered_set<const Pod*> Pass::DaemonSetPods() const {
+  std::unordered_set<const Pod*> out;
+  for (const PoolState& ps : pools_) out.insert(ps.ds_pods.begin(), ps.ds_pods.end());
+  return out;
+}
+
 void Pass::ListNewNodes(ScaleUpPlan& plan) const {
   const std::unordered_set<const Pod*> daemon_set_pods = DaemonSetPods();
   plan.new_nodes.reserve(pass_nodes_.size());
@@ -188,9 +194,7 @@ void Pass::ListNewNodes(ScaleUpPlan& plan) const {
     NewNode& n = plan.new_nodes.emplace_back();
     n.pool = pools_[shape].pool->name;
     for (const Pod* p : snap_.Get(index).pods) {
-      if (daemon_set_pods.contains(p) || p->meta.name.empty()) continue;
-      if (p->meta.Annotation(kWarmPoolAnnotation) != nullptr) continue;
-      n.pods.push_back(p->Key());
+      if (!daemon_set_pods.contains(p) && ListedInPlan(*p)) n.pods.push_back(p->Key());
     }
     std::sort(n.pods.begin(), n.pods.end());
   }

@@ -61,12 +61,6 @@ std::vector<Anchor> Pass::AnchorSelectors(const std::vector<const Pod*>& pending
   return out;
 }
 
-std::unordered_set<const Pod*> Pass::DaemonSetPods() const {
-  std::unordered_set<const Pod*> out;
-  for (const PoolState& ps : pools_) out.insert(ps.ds_pods.begin(), ps.ds_pods.end());
-  return out;
-}
-
 Compaction Pass::StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs) {
   Compaction c;
   c.daemon_set_pods = DaemonSetPods();

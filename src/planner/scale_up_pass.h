@@ -68,6 +68,12 @@ struct Family {
   Node largest;  // a member's template with the largest allocatable of the eligible shapes
 };
 
+// A pod the plan names in ScaleUp::pods and NewNode::pods: not a gang member that is not created
+// yet (a nameless copy) nor a warm placeholder.
+inline bool ListedInPlan(const Pod& pod) {
+  return !pod.meta.name.empty() && pod.meta.Annotation(kWarmPoolAnnotation) == nullptr;
+}
+
 // Every amount of `need` fits in `room`.
 inline bool Within(const Resources& need, const Resources& room) {
   bool ok = true;

@@ -303,8 +303,7 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
 
 void Pass::AccountRetroPod(const Pod& pod, NodeIndex node, size_t fallback,
                            std::map<std::string, ScaleUp>& ups) {
-  if (pod.meta.name.empty()) return;                                // a gang member not created yet
-  if (pod.meta.Annotation(kWarmPoolAnnotation) != nullptr) return;  // a warm placeholder
+  if (!ListedInPlan(pod)) return;
   size_t pool = fallback;
   for (const auto& [index, shape] : pass_nodes_)
     if (index == node) pool = shape;
@@ -501,8 +500,7 @@ void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& u
   for (const auto& [p, node] : e.outside) AccountRetroPod(*p, node, e.new_nodes.front().pool, ups);
   for (size_t k = 0; k < e.pods.size(); ++k) {
     const Pod* p = e.pods[k];
-    if (p->meta.name.empty()) continue;  // a gang member not created yet
-    if (p->meta.Annotation(kWarmPoolAnnotation) != nullptr) continue;  // a warm placeholder
+    if (!ListedInPlan(*p)) continue;
     const std::string& pool = pools_[e.new_nodes[e.pod_node[k]].pool].pool->name;
     ScaleUp& up = ups[pool];
     up.pods.push_back(p->Key());
