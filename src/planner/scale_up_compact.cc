@@ -5,7 +5,6 @@
 // tried last opened first; each of a node's pods, largest first, goes to the first other new node
 // kube-scheduler's filters let it onto, and the node is dropped only when all of them find one.
 #include <algorithm>
-#include <tuple>
 
 #include "base/check.h"
 #include "planner/scale_up_pass.h"
@@ -92,7 +91,7 @@ void Pass::SumFreeRoom(Compaction& c) const {
   }
 }
 
-std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compaction& c) const {
+std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compaction& c) {
   std::vector<const Pod*> pods;
   for (const Pod* p : snap_.Get(pass_nodes_[j].first).pods) {
     if (c.daemon_set_pods.contains(p)) continue;  // they go with the node
@@ -101,10 +100,7 @@ std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compact
       return {};
     pods.push_back(p);
   }
-  std::stable_sort(pods.begin(), pods.end(), [](const Pod* a, const Pod* b) {
-    return std::tuple(a->requests.gpus(), a->requests.cpu_milli(), a->requests.memory()) >
-           std::tuple(b->requests.gpus(), b->requests.cpu_milli(), b->requests.memory());
-  });
+  SortForPacking(pods);
   return pods;
 }
 

@@ -305,9 +305,9 @@ class Pass {
   // Drops pass node `j` when its pods all move to other pass nodes; false (nothing changed)
   // otherwise.
   bool TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups);
-  // The pods of pass node `j` that would move, largest first, or nothing when the node is closed
-  // or one of them may not move (a warm placeholder, a pod with claims).
-  std::optional<std::vector<const Pod*>> MovablePods(size_t j, const Compaction& c) const;
+  // The pods of pass node `j` that would move, largest first (SortForPacking), or nothing when one
+  // of them may not move (a warm placeholder, a pod with claims).
+  std::optional<std::vector<const Pod*>> MovablePods(size_t j, const Compaction& c);
   // Where `pod` may move: the domains of the anchors that select it kept, and for a hostname
   // spread's anchor a node without pods it selects; nothing when it may not move (a hostname
   // affinity term selects it).
