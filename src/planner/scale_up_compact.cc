@@ -60,8 +60,14 @@ std::vector<Anchor> Pass::AnchorSelectors(const std::vector<const Pod*>& pending
   return out;
 }
 
-Compaction Pass::StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs) {
+Compaction Pass::StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs,
+                                 const std::map<std::string, ScaleUp>& ups) {
   Compaction c;
+  c.listed.resize(pools_.size(), 0);
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    auto it = ups.find(pools_[i].pool->name);
+    if (it != ups.end()) c.listed[i] = it->second.pods.size();
+  }
   c.daemon_set_pods = DaemonSetPods();
   c.anchors = AnchorSelectors(pending);
   c.closed.resize(pass_nodes_.size(), false);
@@ -185,21 +191,38 @@ bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods, const std::vec
   return false;
 }
 
-void Pass::AccountDropped(size_t j, const Compaction& c, std::map<std::string, ScaleUp>& ups) {
-  PoolState& src = pools_[pass_nodes_[j].second];
-  --src.added;
+void Pass::AccountDropped(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups) {
+  const size_t src = pass_nodes_[j].second;
+  PoolState& ps = pools_[src];
+  --ps.added;
   --cluster_nodes_;
-  cluster_capacity_ -= src.pool->template_node.capacity;
-  ScaleUp& from = ups[src.pool->name];
-  --from.add;
+  cluster_capacity_ -= ps.pool->template_node.capacity;
+  --ups[ps.pool->name].add;
   for (const auto& [pod, k] : c.moves) {
-    const std::string& to = pools_[pass_nodes_[k].second].pool->name;
-    if (to == src.pool->name) continue;
-    std::string key = pod->Key();
-    std::erase(from.pods, key);
-    ups[to].pods.push_back(key);
-    if (key == explain_pod_) pool_for_[explain_pod_] = to;
+    const size_t to = pass_nodes_[k].second;
+    if (to == src) continue;
+    --c.listed[src];
+    ++c.listed[to];
+    // The pod's first pool is where ScaleUp::pods lists it until Relist.
+    auto [it, first] = c.relisted.try_emplace(pod, src, to);
+    if (!first) it->second.second = to;
   }
+}
+
+void Pass::Relist(const Compaction& c, std::map<std::string, ScaleUp>& ups) {
+  std::map<size_t, std::unordered_set<std::string>> gone;  // pool -> keys listed elsewhere now
+  for (const auto& [pod, pools] : c.relisted) {
+    const auto [from, to] = pools;
+    if (from == to) continue;
+    std::string key = pod->Key();
+    const std::string& name = pools_[to].pool->name;
+    if (key == explain_pod_) pool_for_[explain_pod_] = name;
+    ups[name].pods.push_back(key);
+    gone[from].insert(std::move(key));
+  }
+  for (const auto& [from, keys] : gone)
+    std::erase_if(ups[pools_[from].pool->name].pods,
+                  [&](const std::string& k) { return keys.contains(k); });
 }
 
 bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups) {
@@ -217,8 +240,8 @@ bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups)
   std::optional<std::vector<const Pod*>> pods = MovablePods(j, c);
   if (!pods) return false;
   // A pool's last node keeps pods listed under it that sit elsewhere (AccountRetroPod).
-  const ScaleUp& from = ups[pools_[pass_nodes_[j].second].pool->name];
-  if (from.add == 1 && from.pods.size() > pods->size()) return false;
+  const size_t pool = pass_nodes_[j].second;
+  if (ups[pools_[pool].pool->name].add == 1 && c.listed[pool] > pods->size()) return false;
   auto stuck = [&](const Pod* p) { return c.stuck.contains(GroupOf(p)); };
   if (std::any_of(pods->begin(), pods->end(), stuck) || !RoomForAll(j, *pods, c)) return false;
   std::vector<Pin> pins;
@@ -236,9 +259,10 @@ bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups)
 void Pass::CompactNewNodes(const std::vector<const Pod*>& pending, const Gangs& gangs,
                            std::map<std::string, ScaleUp>& ups) {
   if (!options_.compact_new_nodes || pass_nodes_.size() < 2) return;
-  Compaction c = StartCompaction(pending, gangs);
+  Compaction c = StartCompaction(pending, gangs, ups);
   std::vector<bool> dropped(pass_nodes_.size(), false);
   for (size_t j = pass_nodes_.size(); j-- > 0;) dropped[j] = TryDrop(j, c, ups);
+  Relist(c, ups);
   size_t kept = 0;
   for (size_t j = 0; j < pass_nodes_.size(); ++j)
     if (!dropped[j]) pass_nodes_[kept++] = pass_nodes_[j];

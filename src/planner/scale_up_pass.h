@@ -234,7 +234,11 @@ struct Compaction {
   // Pass::PinOf of the groups with inter-pod rules.
   std::unordered_map<uint32_t, std::optional<Pin>> pinned_groups;
   std::vector<std::pair<const Pod*, size_t>> moves;  // the last MoveOff's (pod, position)
-  int64_t free_cpu = 0, free_memory = 0;             // Pass::SumFreeRoom
+  // Per pool, the pods listed under it as the drops have left them (ScaleUp::pods until Relist).
+  std::vector<size_t> listed;
+  // Pods moved to another pool's node: the pool that lists them, and the one that will.
+  std::unordered_map<const Pod*, std::pair<size_t, size_t>> relisted;
+  int64_t free_cpu = 0, free_memory = 0;  // Pass::SumFreeRoom
 };
 
 class Pass {
@@ -296,7 +300,8 @@ class Pass {
   // New nodes the others can do without (scale_up_compact.cc), after the rounds.
   void CompactNewNodes(const std::vector<const Pod*>& pending, const Gangs& gangs,
                        std::map<std::string, ScaleUp>& ups);
-  Compaction StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs);
+  Compaction StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs,
+                             const std::map<std::string, ScaleUp>& ups);
   // The cpu and memory room of the open pass nodes, summed (Compaction::free_cpu, free_memory).
   void SumFreeRoom(Compaction& c) const;
   // The pending pods' affinity and DoNotSchedule spread selectors with their keys, one pod per
@@ -320,8 +325,12 @@ class Pass {
   // changed.
   bool MoveOff(size_t j, const std::vector<const Pod*>& pods, const std::vector<Pin>& pins,
                Compaction& c);
-  // The pool accounting and pod lists after pass node `j` was dropped (c.moves).
-  void AccountDropped(size_t j, const Compaction& c, std::map<std::string, ScaleUp>& ups);
+  // The pool accounting after pass node `j` was dropped, and where its pods (c.moves) are to be
+  // listed.
+  void AccountDropped(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups);
+  // Lists every moved pod under the pool that took it, once, after all the drops (a pool's list
+  // is searched once, not once per pod).
+  void Relist(const Compaction& c, std::map<std::string, ScaleUp>& ups);
 
   // Families and flexible new nodes (scale_up_families.cc).
   void BuildFamilies(const std::vector<const Pod*>& pending);

@@ -171,10 +171,18 @@ TEST(SharedNodeProperty, NoNewNodeWhosePodsTheOthersCouldTake) {
   for (uint64_t seed = 1; seed <= 1500; ++seed) {
     World w = RandomWorld(seed);
     ScaleUpPlan plan = w.Plan();
+    // Each pool grows by its nodes and lists the pods on them (no registered nodes here, so no
+    // pod is listed under a pool whose nodes only make room for it).
     std::map<std::string, int> per_pool;
-    for (const NewNode& n : plan.new_nodes) ++per_pool[n.pool];
+    std::map<std::string, std::set<std::string>> on_pool;
+    for (const NewNode& n : plan.new_nodes) {
+      ++per_pool[n.pool];
+      on_pool[n.pool].insert(n.pods.begin(), n.pods.end());
+    }
     for (const ScaleUp& u : plan.scale_ups) {
       ASSERT_EQ(per_pool[u.pool], u.add) << "seed " << seed << ", pool " << u.pool;
+      ASSERT_EQ(std::set<std::string>(u.pods.begin(), u.pods.end()), on_pool[u.pool])
+          << "seed " << seed << ", pool " << u.pool;
     }
     PlannedCluster cluster(plan, w);
     if (!plan.new_nodes.empty()) ++worlds_with_nodes;
