@@ -84,17 +84,8 @@ Compaction Pass::StartCompaction(const std::vector<const Pod*>& pending, const G
       }
     }
   }
-  SumFreeRoom(c);
+  c.SumFree();
   return c;
-}
-
-void Pass::SumFreeRoom(Compaction& c) const {
-  c.free_cpu = c.free_memory = 0;
-  for (size_t k = 0; k < c.rooms.size(); ++k) {
-    if (c.closed[k]) continue;
-    c.free_cpu += std::max<int64_t>(0, c.rooms.At(k).cpu);
-    c.free_memory += std::max<int64_t>(0, c.rooms.At(k).memory);
-  }
 }
 
 std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compaction& c) {
@@ -174,17 +165,16 @@ bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods, const std::vec
     while (k < c.rooms.size() && !takes(k)) k = c.rooms.Next(k + 1, pod->requests);
     if (k == c.rooms.size()) break;
     (void)snap_.AddPod(pod, pass_nodes_[k].first);
-    c.rooms.Set(k, SnapshotRoom(snap_, pass_nodes_[k].first));
+    c.SetRoom(k, SnapshotRoom(snap_, pass_nodes_[k].first));
     c.moves.emplace_back(pod, k);
   }
   if (c.moves.size() == pods.size()) {
     snap_.Commit();
-    c.rooms.Set(j, RoomIndex::Room{INT64_MIN, INT64_MIN});
-    c.closed[j] = true;
+    c.Close(j);
     return true;
   }
   snap_.Revert();
-  for (const auto& [pod, k] : c.moves) c.rooms.Set(k, SnapshotRoom(snap_, pass_nodes_[k].first));
+  for (const auto& [pod, k] : c.moves) c.SetRoom(k, SnapshotRoom(snap_, pass_nodes_[k].first));
   // A group whose pod found no other node is not tried again: the nodes only fill up from here
   // on. A filter that may miss a drop, never makes one.
   c.stuck.insert(GroupOf(pods[c.moves.size()]));
@@ -252,7 +242,6 @@ bool Pass::TryDrop(size_t j, Compaction& c, std::map<std::string, ScaleUp>& ups)
   }
   if (!MoveOff(j, *pods, pins, c)) return false;
   AccountDropped(j, c, ups);
-  SumFreeRoom(c);
   return true;
 }
 

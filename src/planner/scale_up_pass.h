@@ -238,7 +238,32 @@ struct Compaction {
   std::vector<size_t> listed;
   // Pods moved to another pool's node: the pool that lists them, and the one that will.
   std::unordered_map<const Pod*, std::pair<size_t, size_t>> relisted;
-  int64_t free_cpu = 0, free_memory = 0;  // Pass::SumFreeRoom
+  // The cpu and memory room of the open nodes, summed: SumFree once, then kept by SetRoom and
+  // Close.
+  int64_t free_cpu = 0, free_memory = 0;
+
+  void SumFree() {
+    free_cpu = free_memory = 0;
+    for (size_t k = 0; k < rooms.size(); ++k)
+      if (!closed[k]) AddFree(rooms.At(k), +1);
+  }
+  void SetRoom(size_t k, RoomIndex::Room room) {
+    if (!closed[k]) {
+      AddFree(rooms.At(k), -1);
+      AddFree(room, +1);
+    }
+    rooms.Set(k, room);
+  }
+  void Close(size_t k) {
+    SetRoom(k, RoomIndex::Room{INT64_MIN, INT64_MIN});
+    closed[k] = true;
+  }
+
+ private:
+  void AddFree(RoomIndex::Room room, int sign) {
+    free_cpu += sign * std::max<int64_t>(0, room.cpu);
+    free_memory += sign * std::max<int64_t>(0, room.memory);
+  }
 };
 
 class Pass {
@@ -302,8 +327,6 @@ class Pass {
                        std::map<std::string, ScaleUp>& ups);
   Compaction StartCompaction(const std::vector<const Pod*>& pending, const Gangs& gangs,
                              const std::map<std::string, ScaleUp>& ups);
-  // The cpu and memory room of the open pass nodes, summed (Compaction::free_cpu, free_memory).
-  void SumFreeRoom(Compaction& c) const;
   // The pending pods' affinity and DoNotSchedule spread selectors with their keys, one pod per
   // equivalence group asked.
   std::vector<Anchor> AnchorSelectors(const std::vector<const Pod*>& pending);
