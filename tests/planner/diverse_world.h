@@ -2,12 +2,16 @@
 // zone affinity to their own value, hostname anti-affinity), for the scale-up property tests.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "model/daemonset.h"
 #include "model/node.h"
 #include "model/pod.h"
 #include "model/pool.h"
+#include "planner/scale_up.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::planner::testing {
@@ -75,5 +79,21 @@ inline model::Pod DiversePod(std::string name, DiverseKind kind, const std::stri
   p.Finalize();
   return p;
 }
+
+// Pools, pending pods and DaemonSets, planned with the options given (and the new nodes listed).
+struct World {
+  model::AutoscalerConfig config;
+  std::deque<model::Pod> pods;
+  std::vector<model::DaemonSet> daemon_sets;
+
+  ScaleUpPlan Plan(ScaleUpOptions options = {}) const {
+    PlannerInput in;
+    in.config = &config;
+    for (const model::Pod& p : pods) in.pods.push_back(&p);
+    for (const model::DaemonSet& d : daemon_sets) in.daemon_sets.push_back(&d);
+    options.list_new_nodes = true;
+    return ScaleUpPlanner().Plan(in, options);
+  }
+};
 
 }  // namespace tidepool::planner::testing

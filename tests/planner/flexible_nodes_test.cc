@@ -23,6 +23,7 @@ namespace {
 using testing::DiverseKind;
 using testing::DiversePod;
 using testing::Shape;
+using testing::World;
 using tidepool::testing::Res;
 
 model::Pod Pending(std::string name, std::string cpu, std::string memory = "1Gi") {
@@ -34,21 +35,6 @@ model::Pod Pending(std::string name, std::string cpu, std::string memory = "1Gi"
   p.Finalize();
   return p;
 }
-
-struct World {
-  model::AutoscalerConfig config;
-  std::vector<model::Pod> pods;
-
-  ScaleUpPlan Plan(bool flexible = true, bool compact = true) const {
-    PlannerInput in;
-    in.config = &config;
-    for (const auto& p : pods) in.pods.push_back(&p);
-    ScaleUpOptions options;
-    options.flexible_nodes = flexible;
-    options.compact_new_nodes = compact;
-    return ScaleUpPlanner().Plan(in, options);
-  }
-};
 
 std::map<std::string, int> Adds(const ScaleUpPlan& plan) {
   std::map<std::string, int> adds;
@@ -78,7 +64,7 @@ TEST(FlexibleNodes, OneNodeShrinksToTheShapeItsPodsNeed) {
         << fmt::format("{}", fmt::join(chain, ","));
     EXPECT_DOUBLE_EQ(Price(plan, w.config), 5);
     EXPECT_TRUE(plan.unschedulable.empty());
-    ScaleUpPlan alone = w.Plan(/*flexible=*/false);
+    ScaleUpPlan alone = w.Plan({.flexible_nodes = false});
     EXPECT_DOUBLE_EQ(Price(alone, w.config), 6);
   }
 }
@@ -230,8 +216,8 @@ TEST(FlexibleNodes, BetterThanPackingEachPoolAlone) {
     }
     // The rounds alone: dropping nodes afterwards (tested in shared_node_property_test.cc)
     // evens out much of what flexible nodes save.
-    ScaleUpPlan flex = w.Plan(true, /*compact=*/false);
-    ScaleUpPlan alone = w.Plan(false, /*compact=*/false);
+    ScaleUpPlan flex = w.Plan({.compact_new_nodes = false});
+    ScaleUpPlan alone = w.Plan({.flexible_nodes = false, .compact_new_nodes = false});
     int flex_nodes = 0, alone_nodes = 0;
     for (const auto& u : flex.scale_ups) flex_nodes += u.add;
     for (const auto& u : alone.scale_ups) alone_nodes += u.add;

@@ -30,25 +30,8 @@ namespace {
 using testing::DiverseKind;
 using testing::DiversePod;
 using testing::Shape;
+using testing::World;
 using tidepool::testing::Res;
-
-struct World {
-  model::AutoscalerConfig config;
-  std::deque<model::Pod> pods;
-  std::vector<model::DaemonSet> daemon_sets;
-
-  ScaleUpPlan Plan(bool compact = true, bool flexible = true) const {
-    PlannerInput in;
-    in.config = &config;
-    for (const model::Pod& p : pods) in.pods.push_back(&p);
-    for (const model::DaemonSet& d : daemon_sets) in.daemon_sets.push_back(&d);
-    ScaleUpOptions options;
-    options.compact_new_nodes = compact;
-    options.list_new_nodes = true;
-    options.flexible_nodes = flexible;
-    return ScaleUpPlanner().Plan(in, options);
-  }
-};
 
 World RandomWorld(uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -222,7 +205,7 @@ TEST(SharedNodeProperty, APodIsNotMovedOntoAGangsNode) {
   }
   w.pods.push_back(DiversePod("p002", DiverseKind::kGeneric, "a", "2", "1Gi"));
   for (bool compact : {false, true}) {
-    ScaleUpPlan plan = w.Plan(compact);
+    ScaleUpPlan plan = w.Plan({.compact_new_nodes = compact});
     ASSERT_EQ(plan.new_nodes.size(), 2u) << "compact " << compact;
     EXPECT_EQ(plan.new_nodes[0].pods, (std::vector<std::string>{"default/p000", "default/p001"}));
     EXPECT_EQ(plan.new_nodes[1].pods, (std::vector<std::string>{"default/p002"}));
@@ -301,8 +284,8 @@ TEST(SharedNodeProperty, DroppingNodesNeverCostsMoreOrPlansOtherPods) {
     int dropped = 0, cases = 0, nodes_before = 0, nodes_after = 0;
     for (uint64_t seed = 1; seed <= 1500; ++seed) {
       World w = RandomWorld(seed);
-      ScaleUpPlan plain = w.Plan(/*compact=*/false, flexible);
-      ScaleUpPlan compact = w.Plan(/*compact=*/true, flexible);
+      ScaleUpPlan plain = w.Plan({.flexible_nodes = flexible, .compact_new_nodes = false});
+      ScaleUpPlan compact = w.Plan({.flexible_nodes = flexible});
       SCOPED_TRACE(fmt::format("seed {}, flexible {}", seed, flexible));
       ASSERT_LE(Nodes(compact), Nodes(plain));
       ASSERT_LE(Price(compact, w.config), Price(plain, w.config) + 1e-9);
