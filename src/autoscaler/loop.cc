@@ -61,13 +61,14 @@ void Autoscaler::Index(StepContext& ctx) const {
   ctx.base.dra = obs.dra;
   ctx.base.now = ctx.now;
   ctx.base.provider_pool_of = obs.provider_pool_of;
+  // Drivers list nodes in name order: each goes in at the end, without a search.
   for (const model::Node* n : obs.nodes) {
-    if (n != nullptr && !n->name().empty()) ctx.nodes.emplace(n->name(), n);
+    if (n != nullptr && !n->name().empty()) ctx.nodes.emplace_hint(ctx.nodes.end(), n->name(), n);
   }
   bool any_tainted = false;
   for (const auto& [name, node] : ctx.nodes) {
     if (const model::Pool* pool = planner::PoolOf(*node, ctx.base)) {
-      ctx.pool_of.emplace(name, pool);
+      ctx.pool_of.emplace_hint(ctx.pool_of.end(), name, pool);
       any_tainted = any_tainted || HasTaint(*node, kToBeDeletedTaint);
     }
   }

@@ -45,9 +45,14 @@ std::vector<PoolTracker::Arrival> PoolTracker::Observe(
 }
 
 void PoolTracker::Remember(StepContext& ctx) {
+  // Both maps are in name order: one walk finds where each node is or goes.
+  auto it = nodes_.begin();
   for (const auto& [name, node] : ctx.nodes) {
-    auto [it, inserted] = nodes_.try_emplace(std::string(name));
-    if (inserted) it->second.first_seen = ctx.now;
+    while (it != nodes_.end() && it->first < name) ++it;
+    if (it == nodes_.end() || it->first != name) {
+      it = nodes_.emplace_hint(it, std::string(name), NodeMemory{});
+      it->second.first_seen = ctx.now;
+    }
   }
 }
 
@@ -79,37 +84,45 @@ bool DevicesPublished(const StepContext& ctx, std::optional<SlicesOf>& published
                      });
 }
 
+// What a node of `pool` counts as now, counted into its pool's state `ps`; `timeout`: the pool's
+// provision timeout.
+NodeClass ClassOf(StepContext& ctx, std::optional<SlicesOf>& published, const model::Pool& pool,
+                  const model::Node& node, NodeMemory& mem, PoolState& ps, Duration timeout) {
+  ++ps.registered;
+  bool usable = node.ready && !HasStartupTaint(node) &&
+                !(pool.template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0) &&
+                DevicesPublished(ctx, published, pool, node);
+  if (usable) {
+    ++ps.ready;
+    mem.ever_usable = true;
+    return NodeClass::kReady;
+  }
+  Time created = node.meta.creation_timestamp.value_or(mem.first_seen);
+  Time deadline = created + timeout;
+  if (ctx.now >= deadline) return NodeClass::kUnusable;
+  ++ps.starting;
+  if (!ctx.next_starting_deadline || deadline < *ctx.next_starting_deadline) {
+    ctx.next_starting_deadline = deadline;
+  }
+  return NodeClass::kStarting;
+}
+
 }  // namespace
 
 void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone) {
   std::optional<SlicesOf> published;
+  // pool_of, ctx.nodes and nodes_ (after Remember) are in name order, and each holds the names of
+  // the one before it: walk them together instead of looking each name up.
+  auto node_it = ctx.nodes.begin();
+  auto mem_it = nodes_.begin();
   for (const auto& [name, pool] : ctx.pool_of) {
-    if (gone(name)) {
-      ctx.node_class[name] = NodeClass::kGone;
-      continue;
-    }
-    PoolState& ps = pools_[pool->name];
-    ++ps.registered;
-    const model::Node& node = *ctx.nodes.at(name);
-    NodeMemory& mem = nodes_.find(name)->second;
-    bool usable = node.ready && !HasStartupTaint(node) &&
-                  !(pool->template_node.allocatable.gpus() > 0 && node.allocatable.gpus() == 0) &&
-                  DevicesPublished(ctx, published, *pool, node);
-    Time created = node.meta.creation_timestamp.value_or(mem.first_seen);
-    Time deadline = created + ProvisionTimeout(*pool);
-    if (usable) {
-      ++ps.ready;
-      ctx.node_class[name] = NodeClass::kReady;
-      mem.ever_usable = true;
-    } else if (ctx.now < deadline) {
-      ++ps.starting;
-      ctx.node_class[name] = NodeClass::kStarting;
-      if (!ctx.next_starting_deadline || deadline < *ctx.next_starting_deadline) {
-        ctx.next_starting_deadline = deadline;
-      }
-    } else {
-      ctx.node_class[name] = NodeClass::kUnusable;
-    }
+    while (node_it->first != name) ++node_it;
+    while (mem_it->first != name) ++mem_it;
+    NodeClass cls = NodeClass::kGone;
+    if (!gone(name))
+      cls = ClassOf(ctx, published, *pool, *node_it->second, mem_it->second, pools_[pool->name],
+                    ProvisionTimeout(*pool));
+    ctx.node_class.emplace_hint(ctx.node_class.end(), name, cls);
   }
 }
 
@@ -398,7 +411,16 @@ bool PoolTracker::BackoffEndedSince(Time now, const std::optional<Time>& last_pl
 }
 
 void PoolTracker::Cleanup(const StepContext& ctx) {
-  std::erase_if(nodes_, [&](const auto& e) { return !ctx.nodes.contains(e.first); });
+  // Both maps are in name order: one walk finds the nodes that are gone.
+  auto seen = ctx.nodes.begin();
+  for (auto it = nodes_.begin(); it != nodes_.end();) {
+    while (seen != ctx.nodes.end() && seen->first < it->first) ++seen;
+    if (seen != ctx.nodes.end() && seen->first == it->first) {
+      ++it;
+    } else {
+      it = nodes_.erase(it);
+    }
+  }
 }
 
 void PoolTracker::AddDigest(Digest& d) const {

@@ -43,6 +43,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
     return a->name() < b->name();
   });
   entries_.reserve(nodes.size());
+  snapshot_.ReserveNodes(nodes.size());
   for (const model::Node* node : nodes) {
     if (node->name().empty()) continue;
     if (!entries_.empty() && entries_.back().node->name() == node->name()) continue;

@@ -50,6 +50,7 @@ void Pass::InitDra() {
 void Pass::AddRegisteredNodes() {
   std::unordered_map<const Pool*, PoolState*> state_of;
   for (auto& ps : pools_) state_of.emplace(ps.pool, &ps);
+  snap_.ReserveNodes(in_.nodes.size());
   for (const Node* n : in_.nodes) {
     if (n->meta.deletion_timestamp) continue;
     auto idx = snap_.AddNode(n);

@@ -57,6 +57,11 @@ const LabelCounts& ClusterSnapshot::Labels(std::string_view ns, std::string_view
   return *label_counts_.back();
 }
 
+void ClusterSnapshot::ReserveNodes(size_t nodes) {
+  nodes_.reserve(nodes);
+  by_name_.reserve(nodes);
+}
+
 Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   TIDEPOOL_CHECK(node != nullptr);
   if (node->name().empty()) return InvalidArgument("cannot add a node without a name");

@@ -104,6 +104,9 @@ class ClusterSnapshot {
   // Adds a node; the name must be non-empty and not name a live node (an error otherwise).
   // Indexes are handed out in order and never reused (a removed node leaves a tombstone).
   Result<NodeIndex> AddNode(const model::Node* node);
+  // Room for `nodes` node slots in all, so that adding a cluster's nodes one by one does not
+  // reallocate (a hint: changes nothing else).
+  void ReserveNodes(size_t nodes);
   // Removes a node and the pods on it (their claims are released as by RemovePod). Undoable:
   // revert() restores the node at the same index with its pods in their order.
   Result<void> RemoveNode(std::string_view name);

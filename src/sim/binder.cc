@@ -15,6 +15,7 @@ class Pass {
  public:
   Pass(ScoringPolicy policy, SimCloud& cloud, Workload& workload)
       : most_(policy == ScoringPolicy::kMostAllocated), workload_(workload) {
+    snap_.ReserveNodes(cloud.joined().size());
     for (const auto& [name, idx] : cloud.joined()) {
       const SimInstance& n = cloud.instance(idx);
       auto i = snap_.AddNode(n.node.get());
