@@ -21,7 +21,8 @@ struct Registry {
   std::array<bool, UINT16_MAX + 1> gpu{};
 
   Registry() {
-    for (std::string_view n : {"cpu", "memory", "ephemeral-storage", "pods"}) Add(n);
+    for (std::string_view n : {"cpu", "memory", "ephemeral-storage", "pods", "nvidia.com/gpu"})
+      Add(n);
   }
   ResourceId Add(std::string_view name) {
     TIDEPOOL_CHECK_MSG(names.size() < UINT16_MAX, "too many distinct resource names");
@@ -46,6 +47,7 @@ ResourceId InternResource(std::string_view name) {
   if (name == "memory") return kMemory;
   if (name == "pods") return kPods;
   if (name == "ephemeral-storage") return kEphemeralStorage;
+  if (name == kNvidiaGpu) return kNvidiaGpuId;
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
   auto it = r.ids.find(name);
@@ -55,7 +57,8 @@ ResourceId InternResource(std::string_view name) {
 
 std::string_view ResourceName(ResourceId id) {
   // The well-known names need no lock: failure messages on hot paths ask for them most.
-  static constexpr std::string_view kBase[] = {"cpu", "memory", "ephemeral-storage", "pods"};
+  static constexpr std::string_view kBase[] = {"cpu", "memory", "ephemeral-storage", "pods",
+                                               kNvidiaGpu};
   if (id < kNumBaseResources) return kBase[id];
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
@@ -64,7 +67,7 @@ std::string_view ResourceName(ResourceId id) {
 }
 
 bool IsGpuResource(ResourceId id) {
-  if (id < kNumBaseResources) return false;
+  if (id < kNumBaseResources) return id == kNvidiaGpuId;
   return GetRegistry().gpu[id];
 }
 
@@ -93,7 +96,7 @@ void Resources::SetQuantity(ResourceId id, const Quantity& q) {
 }
 
 int64_t Resources::gpus() const {
-  int64_t n = 0;
+  int64_t n = base_[kNvidiaGpuId];
   for (const auto& [id, amount] : extended_)
     if (IsGpuResource(id)) n += amount;
   return n;

@@ -20,7 +20,10 @@ inline constexpr ResourceId kCpu = 0;
 inline constexpr ResourceId kMemory = 1;
 inline constexpr ResourceId kEphemeralStorage = 2;
 inline constexpr ResourceId kPods = 3;
-inline constexpr ResourceId kNumBaseResources = 4;
+// nvidia.com/gpu is a base resource too: GPU pods and nodes are this project's daily work, and
+// a base amount is stored inline, so their Resources are copied and added without allocating.
+inline constexpr ResourceId kNvidiaGpuId = 4;
+inline constexpr ResourceId kNumBaseResources = 5;
 
 inline constexpr std::string_view kNvidiaGpu = "nvidia.com/gpu";
 inline constexpr std::string_view kAmdGpu = "amd.com/gpu";
@@ -34,7 +37,7 @@ bool IsGpuResource(ResourceId id);
 
 // Resource amounts. Absent means zero. Values: cpu in milli-cores (Quantity::MilliValue),
 // others in units (Quantity::Value). Value type; cheap to copy when there are no extended
-// resources (no allocation).
+// resources beside nvidia.com/gpu (no allocation).
 class Resources {
  public:
   Resources() = default;

@@ -76,7 +76,7 @@ Verdict Insufficient(model::ResourceId resource) {
                                                           const Resources& requested) {
   model::ResourceId first = 0;
   std::string_view first_name;
-  for (const auto& [id, amount] : want.extended()) {
+  auto consider = [&](model::ResourceId id, int64_t amount) {
     if (amount > 0 && amount > allocatable.Get(id) - requested.Get(id)) {
       std::string_view name = model::ResourceName(id);
       if (first_name.empty() || name < first_name) {
@@ -84,7 +84,9 @@ Verdict Insufficient(model::ResourceId resource) {
         first_name = name;
       }
     }
-  }
+  };
+  consider(model::kNvidiaGpuId, want.Get(model::kNvidiaGpuId));
+  for (const auto& [id, amount] : want.extended()) consider(id, amount);
   return Insufficient(first);
 }
 
@@ -108,10 +110,14 @@ Verdict ResourcesVerdict(const Pod& pod, const Resources& allocatable, const Res
                                    requested.Get(model::kEphemeralStorage)) {
     return Insufficient(model::kEphemeralStorage);
   }
+  // nvidia.com/gpu is stored as a base resource but checked with the extended ones, by name.
+  auto short_of = [&](model::ResourceId id, int64_t amount) {
+    return amount > 0 && amount > allocatable.Get(id) - requested.Get(id);
+  };
+  if (short_of(model::kNvidiaGpuId, want.Get(model::kNvidiaGpuId)))
+    return InsufficientExtended(want, allocatable, requested);
   for (const auto& [id, amount] : want.extended()) {
-    if (amount > 0 && amount > allocatable.Get(id) - requested.Get(id)) {
-      return InsufficientExtended(want, allocatable, requested);
-    }
+    if (short_of(id, amount)) return InsufficientExtended(want, allocatable, requested);
   }
   return {};
 }

@@ -15,7 +15,8 @@ TEST(Resources, InternsWellKnownAndExtendedNames) {
   EXPECT_EQ(InternResource("pods"), kPods);
   ResourceId gpu = InternResource("nvidia.com/gpu");
   EXPECT_EQ(InternResource("nvidia.com/gpu"), gpu);
-  EXPECT_GE(gpu, kNumBaseResources);
+  EXPECT_EQ(gpu, kNvidiaGpuId);  // stored inline
+  EXPECT_GE(InternResource("amd.com/gpu"), kNumBaseResources);
   EXPECT_EQ(ResourceName(gpu), "nvidia.com/gpu");
   EXPECT_TRUE(IsGpuResource(gpu));
   EXPECT_TRUE(IsGpuResource(InternResource("amd.com/gpu")));

@@ -80,6 +80,13 @@ TEST(FitResources, ReportsFirstInsufficientInKubeSchedulerOrder) {
   // Extended resources by name, whatever order they were interned in.
   auto extended = PodBuilder("p").Requests({{"zz.example.com/widget", "1"}, {"amd.com/gpu", "1"}});
   EXPECT_EQ(FitOn(d, extended.Build(), "n1").reason, "Insufficient amd.com/gpu");
+  // nvidia.com/gpu is stored inline (kNvidiaGpuId) but ordered by name with the others.
+  auto nvidia_last = PodBuilder("p").Requests({{"nvidia.com/gpu", "1"}, {"amd.com/gpu", "1"}});
+  EXPECT_EQ(FitOn(d, nvidia_last.Build(), "n1").reason, "Insufficient amd.com/gpu");
+  auto nvidia_first =
+      PodBuilder("p").Requests({{"zz.example.com/widget", "1"}, {"nvidia.com/gpu", "1"}});
+  EXPECT_EQ(FitOn(d, nvidia_first.Build(), "n1").reason, "Insufficient nvidia.com/gpu");
+  EXPECT_EQ(FitOn(d, nvidia_first.Build(), "n1").resource, model::kNvidiaGpuId);
 }
 
 TEST(FitResources, InsufficientGpuOnNodeWithoutGpus) {
