@@ -50,7 +50,7 @@ void RemovalTracker::Adopt(StepContext& ctx) {
     if (resumed.contains(name)) continue;
     std::string why = "no longer removable";
     for (const planner::Keep& k : plan.keep) {
-      if (k.node == name) why = fmt::format("no longer removable: {}", k.reason);
+      if (k.node == name) why = fmt::format("no longer removable: {}", k.Reason());
     }
     const model::Pool* pool = ctx.pool_of.at(name);
     untainted_[std::string(name)] = ctx.now;

@@ -35,7 +35,10 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
                           std::any_of(plan.scale_downs.begin(), plan.scale_downs.end(),
                                       [](const auto& sd) { return sd.consolidation; });
   for (planner::Keep& k : pass.kept) {
-    if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) k.reason = it->second;
+    if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) {
+      k.text = it->second;
+      k.busy.reset();
+    }
   }
   // A node waiting for its replacement is kept for that, and is not unneeded meanwhile.
   std::erase_if(pass.kept, [this](const planner::Keep& k) { return replacements_.Tied(k.node); });
@@ -114,7 +117,7 @@ bool Autoscaler::FinishReplacements(StepContext& ctx, const planner::PlannerInpu
     bool wait = false;
     for (const planner::Keep& k : plan.keep) {
       if (k.node != name) continue;
-      why = "the new plan keeps it: " + k.reason;
+      why = "the new plan keeps it: " + k.Reason();
       // Evicting right after a near checkpoint pays more: the new node waits with it.
       wait = k.consolidation &&
              k.consolidation->decision == planner::ConsolidationDecision::kWaitForCheckpoint;

@@ -76,7 +76,7 @@ std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownP
   if (!down.keep.empty()) {
     out += "\nKEEP\n";
     std::vector<std::vector<std::string>> rows;
-    for (const auto& k : down.keep) rows.push_back({k.node, k.reason});
+    for (const auto& k : down.keep) rows.push_back({k.node, k.Reason()});
     out += Table({"NODE", "WHY"}, rows);
   }
   return out;

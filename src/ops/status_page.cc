@@ -404,7 +404,7 @@ void Kept(std::string& out, const Status& s, const StatusPageExtras& x) {
   size_t n = std::min(s.kept.size(), x.max_rows);
   for (size_t i = 0; i < n; ++i) {
     out += fmt::format("<tr><td class=\"name narrow\">{}</td><td>{}</td></tr>\n",
-                       HtmlEscape(s.kept[i].node), HtmlEscape(s.kept[i].reason));
+                       HtmlEscape(s.kept[i].node), HtmlEscape(s.kept[i].Reason()));
   }
   out += "</tbody></table>\n";
   More(out, n, s.kept.size());

@@ -2,6 +2,7 @@
 // `tidepool plan`, `explain`, Events and the status. Plain values; deterministic order.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,11 +73,37 @@ struct ScaleDown {
   std::vector<std::string> replacement_pods;
 };
 
+// Utilization of a node as scale-down judges it. A node with allocatable GPUs is judged by
+// GPUs requested / allocatable (idle GPUs are waste even when CPU pods keep the node warm);
+// any other node by max(cpu, memory) requested / allocatable. Only kMove pods count. Devices of
+// Dynamic Resource Allocation count as GPUs: `devices` on the node, `devices_allocated` of them
+// allocated to claims (an allocated device is in use whoever holds it).
+struct NodeUtilization {
+  bool gpu = false;
+  double value = 0;             // the ratio compared with the threshold
+  std::string_view resource;    // "cpu", "memory" or "gpu"
+  int64_t gpu_requested = 0;    // when gpu
+  int64_t gpu_allocatable = 0;  // when gpu
+};
+
+// A node kept because its utilization is at or above its threshold.
+struct BusyNode {
+  NodeUtilization utilization;
+  double threshold = 0;
+};
+
 struct Keep {
   std::string node;
-  std::string reason;
+  // Why, in words; when `busy` is set, what follows the utilization (or nothing).
+  std::string text;
+  // Kept for its utilization: the numbers. Most managed nodes of a busy cluster stay for this at
+  // every pass, so they are worded only when Reason() is asked.
+  std::optional<BusyNode> busy;
   // Set when the node runs training pods that consolidation weighed (whatever kept the node).
   std::optional<ConsolidationVerdict> consolidation;
+
+  // "utilization 0.83 >= threshold 0.5 (cpu)", "; " and `text` after it when both are set.
+  std::string Reason() const;
 };
 
 struct ScaleDownPlan {

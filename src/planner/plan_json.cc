@@ -53,7 +53,7 @@ nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
   }
   j["keep"] = nlohmann::json::array();
   for (const auto& k : down.keep) {
-    nlohmann::json e = {{"node", k.node}, {"reason", k.reason}};
+    nlohmann::json e = {{"node", k.node}, {"reason", k.Reason()}};
     if (k.consolidation) e["consolidation"] = VerdictToJson(*k.consolidation);
     j["keep"].push_back(std::move(e));
   }

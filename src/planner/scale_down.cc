@@ -119,8 +119,8 @@ std::string ScaleDownPlanner::Explain(const PlannerInput& input, std::string_vie
   }
   for (const Keep& k : result.plan.keep) {
     if (k.node != node_name) continue;
-    if (k.reason == utilization) return out + " Kept: its utilization is not below the threshold.";
-    return out + fmt::format(" Kept: {}.", k.reason);
+    if (k.busy && k.text.empty()) return out + " Kept: its utilization is not below the threshold.";
+    return out + fmt::format(" Kept: {}.", k.Reason());
   }
   return out;
 }

@@ -353,11 +353,11 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       // A busy node that no replacement takes stays for its utilization, as without the move.
       if (e.replace_only && replacement_[c]) {
         // Weighed, and the numbers (or the extension) keep it.
-        out.plan.keep.push_back({e.node->name(), e.keep + "; replace: " + r, PassVerdict(c)});
+        out.plan.keep.push_back({e.node->name(), "replace: " + r, e.busy, PassVerdict(c)});
       } else if (e.replace_only) {
-        out.plan.keep.push_back({e.node->name(), e.keep});
+        out.plan.keep.push_back({e.node->name(), e.keep, e.busy});
       } else {
-        out.plan.keep.push_back({e.node->name(), std::move(r), PassVerdict(c)});
+        out.plan.keep.push_back({e.node->name(), std::move(r), {}, PassVerdict(c)});
       }
       continue;
     }
@@ -366,7 +366,8 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   if (options.restore) snapshot_.Revert();
 
   for (const NodeEntry& e : entries_)
-    if (e.pool != nullptr && !e.candidate) out.plan.keep.push_back({e.node->name(), e.keep});
+    if (e.pool != nullptr && !e.candidate)
+      out.plan.keep.push_back({e.node->name(), e.keep, e.busy});
   std::sort(out.plan.keep.begin(), out.plan.keep.end(),
             [](const Keep& a, const Keep& b) { return a.node < b.node; });
   return out;

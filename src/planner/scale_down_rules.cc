@@ -73,6 +73,13 @@ std::string DescribeUtilization(const NodeUtilization& u, double threshold) {
                              u.resource);
 }
 
+std::string Keep::Reason() const {
+  if (!busy) return text;
+  std::string out = DescribeUtilization(busy->utilization, busy->threshold);
+  if (!text.empty()) out += "; " + text;
+  return out;
+}
+
 std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb, bool evict_training_pods) {
   bool annotated = !pod.meta.annotations.empty();
   if (annotated && AnnotationIs(pod, kDoNotDisruptAnnotation, "true")) {

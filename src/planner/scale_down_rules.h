@@ -9,6 +9,7 @@
 #include "model/node.h"
 #include "model/pod.h"
 #include "model/resources.h"
+#include "planner/decision.h"
 
 namespace tidepool::planner {
 
@@ -19,19 +20,6 @@ enum class DrainRole {
   kIgnored,  // terminal or already terminating: holds nothing worth moving
 };
 DrainRole DrainRoleOf(const model::Pod& pod);
-
-// Utilization of a node as scale-down judges it. A node with allocatable GPUs is judged by
-// GPUs requested / allocatable (idle GPUs are waste even when CPU pods keep the node warm);
-// any other node by max(cpu, memory) requested / allocatable. Only kMove pods count. Devices of
-// Dynamic Resource Allocation count as GPUs: `devices` on the node, `devices_allocated` of them
-// allocated to claims (an allocated device is in use whoever holds it).
-struct NodeUtilization {
-  bool gpu = false;
-  double value = 0;             // the ratio compared with the threshold
-  std::string_view resource;    // "cpu", "memory" or "gpu"
-  int64_t gpu_requested = 0;    // when gpu
-  int64_t gpu_allocatable = 0;  // when gpu
-};
 
 // `moving` is the sum of the requests of the node's kMove pods.
 NodeUtilization ComputeUtilization(const model::Node& node, const model::Resources& moving,

@@ -194,7 +194,7 @@ void ScaleDownRun::WeighCandidate(NodeIndex i, const model::Resources& requested
     }
   }
   if (e.util.value >= Threshold(e)) {
-    e.keep = DescribeUtilization(e.util, Threshold(e));
+    e.busy = BusyNode{e.util, Threshold(e)};
     // Busy, but a cheaper pool's node might hold all of it (back to spot, a smaller shape).
     if (!MayReplace(e)) return;
     e.replace_only = true;

@@ -54,7 +54,10 @@ struct NodeEntry {
   // At or above its utilization threshold: a candidate for the replace move only (all its pods go
   // to one new node of a cheaper pool); `keep` says why it stays otherwise.
   bool replace_only = false;
-  std::string keep;     // why a managed non-candidate stays (empty for candidates)
+  // Why a managed non-candidate stays (both empty for candidates): for its utilization (`busy`),
+  // or for what `keep` says.
+  std::optional<BusyNode> busy;
+  std::string keep;
   std::string blocker;  // candidates: the first pod that may not be evicted, or ""
   const model::Pod* blocker_pod = nullptr;
   // Candidates, when consolidation weighs training pods: their running training pods, whether

@@ -1392,7 +1392,7 @@ TEST(LoopWarmTest, SpareNodesComeFromZeroAndAreNeverScaledDown) {
   Status s = w.loop->GetStatus();
   EXPECT_TRUE(s.unneeded.empty());
   ASSERT_EQ(s.kept.size(), 2u);
-  EXPECT_THAT(s.kept[0].reason, HasSubstr("warm: a spare node of pool gpu"));
+  EXPECT_THAT(s.kept[0].Reason(), HasSubstr("warm: a spare node of pool gpu"));
   EXPECT_THAT(FormatStatus(s), HasSubstr("warm: spareNodes 2"));
 
   // A third idle node is beyond the spare: it goes, the two spare stay.
@@ -1886,7 +1886,7 @@ TEST(LoopReplaceTest, NothingIsEvictedBeforeTheReplacementIsReady) {
   for (const planner::Keep& k : s.kept) {
     if (k.node != "n1") continue;
     kept = true;
-    EXPECT_THAT(k.reason, HasSubstr("replacement of pool gpu-spot coming up"));
+    EXPECT_THAT(k.Reason(), HasSubstr("replacement of pool gpu-spot coming up"));
   }
   EXPECT_TRUE(kept);
 

@@ -849,7 +849,7 @@ TEST(PlannerProperties, GeneratorCoversTheInterestingCases) {
               if (b.meta.namespace_ == p.meta.namespace_ && b.Selects(p.meta)) ++pdb_evictions;
     }
     for (const auto& k : down.keep)
-      if (k.reason.find("not evictable") != std::string::npos) ++blocked;
+      if (k.Reason().find("not evictable") != std::string::npos) ++blocked;
     for (const auto& k : down.keep)
       if (k.consolidation && k.consolidation->decision != ConsolidationDecision::kPays)
         ++not_paying;

@@ -135,7 +135,7 @@ inline std::string KeepReason(const ScaleDownPlan& plan, std::string_view node) 
   int n = 0;
   for (const auto& k : plan.keep) {
     if (k.node == node) {
-      out = k.reason;
+      out = k.Reason();
       ++n;
     }
   }
@@ -150,7 +150,7 @@ inline std::string Render(const ScaleDownPlan& plan) {
     for (const auto& p : sd.evict) out += " " + p;
     out += "\n";
   }
-  for (const auto& k : plan.keep) out += "keep " + k.node + ": " + k.reason + "\n";
+  for (const auto& k : plan.keep) out += "keep " + k.node + ": " + k.Reason() + "\n";
   return out;
 }
 

@@ -27,6 +27,19 @@ using namespace scale_down_testing;  // NOLINT: the builder and plan readers
 
 // --- Empty and underutilized nodes -----------------------------------------------------------
 
+// A node kept for its utilization carries the numbers; they are worded when asked, before any
+// words of their own.
+TEST(ScaleDown, KeepReasonWordsTheUtilizationFirst) {
+  Keep k{"n1", "replace: no pool takes its pods",
+         BusyNode{{.value = 0.75, .resource = "cpu"}, 0.5}};
+  EXPECT_EQ(k.Reason(), "utilization 0.75 >= threshold 0.5 (cpu); replace: no pool takes its pods");
+  k.text.clear();
+  EXPECT_EQ(k.Reason(), "utilization 0.75 >= threshold 0.5 (cpu)");
+  k.busy.reset();
+  k.text = "annotated scale-down-disabled";
+  EXPECT_EQ(k.Reason(), "annotated scale-down-disabled");
+}
+
 TEST(ScaleDown, EmptyNodeRemoved) {
   Cluster c;
   c.AddNode("n1");
@@ -620,7 +633,7 @@ TEST(ScaleDown, DeterministicAndIndependentOfInputOrder) {
   std::reverse(in.pods.begin(), in.pods.end());
   ScaleDownPlan reversed = planner.Plan(in);
   EXPECT_EQ(Removed(first), Removed(reversed));
-  for (const auto& k : first.keep) EXPECT_EQ(KeepReason(reversed, k.node), k.reason);
+  for (const auto& k : first.keep) EXPECT_EQ(KeepReason(reversed, k.node), k.Reason());
 }
 
 TEST(ScaleDown, ExplainKeptNode) {
