@@ -71,10 +71,13 @@ bool IsGpuResource(ResourceId id) {
   return GetRegistry().gpu[id];
 }
 
+const Resources::Extended Resources::kNoExtended;
+
 int64_t Resources::GetExtended(ResourceId id) const {
-  auto it = std::lower_bound(extended_.begin(), extended_.end(), id,
+  if (!extended_) return 0;
+  auto it = std::lower_bound(extended_->begin(), extended_->end(), id,
                              [](const auto& e, ResourceId v) { return e.first < v; });
-  return it != extended_.end() && it->first == id ? it->second : 0;
+  return it != extended_->end() && it->first == id ? it->second : 0;
 }
 
 void Resources::Set(ResourceId id, int64_t amount) {
@@ -82,12 +85,16 @@ void Resources::Set(ResourceId id, int64_t amount) {
     base_[id] = amount;
     return;
   }
-  auto it = std::lower_bound(extended_.begin(), extended_.end(), id,
+  if (!extended_) {
+    if (amount == 0) return;  // absent is zero
+    extended_ = std::make_unique<Extended>();
+  }
+  auto it = std::lower_bound(extended_->begin(), extended_->end(), id,
                              [](const auto& e, ResourceId v) { return e.first < v; });
-  if (it != extended_.end() && it->first == id) {
+  if (it != extended_->end() && it->first == id) {
     it->second = amount;
   } else {
-    extended_.insert(it, {id, amount});
+    extended_->insert(it, {id, amount});
   }
 }
 
@@ -97,32 +104,32 @@ void Resources::SetQuantity(ResourceId id, const Quantity& q) {
 
 int64_t Resources::gpus() const {
   int64_t n = base_[kNvidiaGpuId];
-  for (const auto& [id, amount] : extended_)
+  for (const auto& [id, amount] : extended())
     if (IsGpuResource(id)) n += amount;
   return n;
 }
 
 Resources& Resources::operator+=(const Resources& other) {
   for (size_t i = 0; i < kNumBaseResources; ++i) base_[i] += other.base_[i];
-  for (const auto& [id, amount] : other.extended_) Set(id, Get(id) + amount);
+  for (const auto& [id, amount] : other.extended()) Set(id, Get(id) + amount);
   return *this;
 }
 
 Resources& Resources::operator-=(const Resources& other) {
   for (size_t i = 0; i < kNumBaseResources; ++i) base_[i] -= other.base_[i];
-  for (const auto& [id, amount] : other.extended_) Set(id, Get(id) - amount);
+  for (const auto& [id, amount] : other.extended()) Set(id, Get(id) - amount);
   return *this;
 }
 
 void Resources::MaxWith(const Resources& other) {
   for (size_t i = 0; i < kNumBaseResources; ++i) base_[i] = std::max(base_[i], other.base_[i]);
-  for (const auto& [id, amount] : other.extended_) Set(id, std::max(Get(id), amount));
+  for (const auto& [id, amount] : other.extended()) Set(id, std::max(Get(id), amount));
 }
 
 bool Resources::IsZero() const {
   for (int64_t v : base_)
     if (v != 0) return false;
-  for (const auto& e : extended_)
+  for (const auto& e : extended())
     if (e.second != 0) return false;
   return true;
 }
@@ -132,7 +139,7 @@ bool operator==(const Resources& a, const Resources& b) {
   // Compare extended entries ignoring zero-valued ones.
   auto nonzero = [](const Resources& r) {
     std::vector<std::pair<ResourceId, int64_t>> v;
-    for (const auto& e : r.extended_)
+    for (const auto& e : r.extended())
       if (e.second != 0) v.push_back(e);
     return v;
   };

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,10 +38,21 @@ bool IsGpuResource(ResourceId id);
 
 // Resource amounts. Absent means zero. Values: cpu in milli-cores (Quantity::MilliValue),
 // others in units (Quantity::Value). Value type; cheap to copy when there are no extended
-// resources beside nvidia.com/gpu (no allocation).
+// resources beside nvidia.com/gpu (no allocation). Other extended resources are rare, so they
+// live behind one pointer: a Resources is 48 bytes, and a cluster model holds millions of them.
 class Resources {
  public:
+  using Extended = std::vector<std::pair<ResourceId, int64_t>>;
+
   Resources() = default;
+  Resources(const Resources& other) { *this = other; }
+  Resources& operator=(const Resources& other) {
+    base_ = other.base_;
+    extended_ = other.extended_ ? std::make_unique<Extended>(*other.extended_) : nullptr;
+    return *this;
+  }
+  Resources(Resources&&) noexcept = default;
+  Resources& operator=(Resources&&) noexcept = default;
 
   // Inline for the base resources: fit checks and bin-packing read them per node.
   int64_t Get(ResourceId id) const { return id < kNumBaseResources ? base_[id] : GetExtended(id); }
@@ -69,21 +81,22 @@ class Resources {
   void ForEach(F&& f) const {
     for (ResourceId i = 0; i < kNumBaseResources; ++i)
       if (base_[i] != 0) f(i, base_[i]);
-    for (const auto& [id, amount] : extended_)
+    for (const auto& [id, amount] : extended())
       if (amount != 0) f(id, amount);
   }
 
   // Kubernetes-style rendering, e.g. {cpu: 1500m, memory: 4Gi, nvidia.com/gpu: 1}.
   std::string ToString() const;
 
-  const std::vector<std::pair<ResourceId, int64_t>>& extended() const { return extended_; }
+  // Sorted by id; may hold zero entries after subtraction.
+  const Extended& extended() const { return extended_ ? *extended_ : kNoExtended; }
 
  private:
   int64_t GetExtended(ResourceId id) const;
 
   std::array<int64_t, kNumBaseResources> base_{};
-  // Sorted by id; may hold zero entries after subtraction.
-  std::vector<std::pair<ResourceId, int64_t>> extended_;
+  static const Extended kNoExtended;
+  std::unique_ptr<Extended> extended_;  // null: none
 };
 
 // Renders one amount as a Kubernetes quantity string ("1500m" for cpu, "4Gi" for memory).
