@@ -52,6 +52,7 @@ void PoolTracker::Remember(StepContext& ctx) {
     if (it == nodes_.end() || it->first != name) {
       it = nodes_.emplace_hint(it, std::string(name), NodeMemory{});
       it->second.first_seen = ctx.now;
+      ++node_changes_;
     }
   }
 }
@@ -119,10 +120,12 @@ void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::strin
     while (node_it->first != name) ++node_it;
     while (mem_it->first != name) ++mem_it;
     NodeClass cls = NodeClass::kGone;
+    const bool was_usable = mem_it->second.ever_usable;
     if (!gone(name))
       cls = ClassOf(ctx, published, *pool, *node_it->second, mem_it->second, pools_[pool->name],
                     ProvisionTimeout(*pool));
     ctx.node_class.emplace_hint(ctx.node_class.end(), name, cls);
+    if (mem_it->second.ever_usable != was_usable) ++node_changes_;
   }
 }
 
@@ -250,6 +253,7 @@ bool PoolTracker::HandleBrokenNodes(StepContext& ctx) {
     NodeMemory& mem = nodes_.find(name)->second;
     if (mem.ever_usable || mem.broken_reported) continue;
     mem.broken_reported = true;
+    ++node_changes_;
     const model::Node& node = *ctx.nodes.at(name);
     const model::Pool& pool = *ctx.pool_of.at(name);
     Duration timeout = ProvisionTimeout(pool);
@@ -419,6 +423,7 @@ void PoolTracker::Cleanup(const StepContext& ctx) {
       ++it;
     } else {
       it = nodes_.erase(it);
+      ++node_changes_;
     }
   }
 }
@@ -448,12 +453,7 @@ void PoolTracker::AddDigest(Digest& d) const {
     d.Add(ps.backoff_cause.reason);
     d.AddInt(int{ps.backoff_cause.refused});
   }
-  d.Add(nodes_.size());
-  for (const auto& [name, mem] : nodes_) {
-    d.Add(name);
-    d.Add(mem.first_seen);
-    d.Add(uint64_t{mem.ever_usable} * 2 + uint64_t{mem.broken_reported});
-  }
+  d.Add(node_changes_);  // what nodes_ holds changes only with it
 }
 
 void PoolTracker::AddTimers(Timers& t, bool pods_pending) const {

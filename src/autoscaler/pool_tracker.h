@@ -140,6 +140,9 @@ class PoolTracker {
   const LoopOptions& options_;
   std::map<std::string, PoolState, std::less<>> pools_;   // every configured pool
   std::map<std::string, NodeMemory, std::less<>> nodes_;  // nodes seen at the last Step
+  // Bumped by every change of nodes_ (a node remembered or forgotten, a flag set): the digest
+  // reads it instead of every node.
+  uint64_t node_changes_ = 0;
 };
 
 }  // namespace tidepool::autoscaler
