@@ -237,6 +237,7 @@ class Actuator::Batch {
 
 size_t Actuator::Carry(std::span<const Action> actions, const Observation& view, Autoscaler& loop,
                        const Proceed& proceed) {
+  if (actions.empty()) return 0;  // most Steps decide nothing
   Batch batch(*this, view, loop);
   size_t done = 0;
   for (const Action& a : actions) {
