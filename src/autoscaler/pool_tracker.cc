@@ -18,25 +18,12 @@ PoolTracker::PoolTracker(const model::AutoscalerConfig& config, const LoopOption
 std::vector<PoolTracker::Arrival> PoolTracker::Observe(
     StepContext& ctx, const std::function<bool(std::string_view)>& gone) {
   Remember(ctx);
-  // The provider's report of each pool by name (the first of duplicates), and the pools'
-  // registered counts before this Step: a few pools, so sorted and plain vectors.
-  std::vector<const PoolObservation*> reported;
-  reported.reserve(ctx.obs.pools.size());
-  for (const PoolObservation& p : ctx.obs.pools) reported.push_back(&p);
-  auto by_name = [](const PoolObservation* a, const PoolObservation* b) {
-    return a->pool < b->pool;
-  };
-  std::stable_sort(reported.begin(), reported.end(), by_name);
-  auto report_of = [&](const std::string& pool) -> const PoolObservation* {
-    auto it = std::lower_bound(
-        reported.begin(), reported.end(), pool,
-        [](const PoolObservation* p, const std::string& name) { return p->pool < name; });
-    return it != reported.end() && (*it)->pool == pool ? *it : nullptr;
-  };
-  std::vector<std::pair<const PoolState*, int>> previously_registered;
-  previously_registered.reserve(pools_.size());
+  std::map<std::string_view, const PoolObservation*> reported;
+  for (const PoolObservation& p : ctx.obs.pools) reported.emplace(p.pool, &p);
+
+  std::map<std::string_view, int> previously_registered;
   for (auto& [name, ps] : pools_) {
-    previously_registered.emplace_back(&ps, ps.registered);
+    previously_registered[name] = ps.registered;
     ps.registered = ps.ready = ps.starting = 0;
   }
   Classify(ctx, gone);
@@ -44,17 +31,16 @@ std::vector<PoolTracker::Arrival> PoolTracker::Observe(
   std::vector<Arrival> arrivals;
   for (const model::Pool& pool : config_.pools) {
     PoolState& ps = pools_[pool.name];
-    auto before = std::find_if(previously_registered.begin(), previously_registered.end(),
-                               [&](const auto& e) { return e.first == &ps; });
     // A node of the pool joined: the provider delivers again.
-    if (ps.registered > (before == previously_registered.end() ? 0 : before->second)) {
+    if (ps.registered > previously_registered[pool.name]) {
       ps.backoff_level = 0;
       if (!ps.requests.empty() && ps.requests.front().requested_at <= ctx.now) {
         const ScaleUpRequest& r = ps.requests.front();
         arrivals.push_back({pool.name, ctx.now - r.requested_at, r.restarts > 0});
       }
     }
-    ReadProvider(pool, ps, report_of(pool.name), ctx.now);
+    auto it = reported.find(pool.name);
+    ReadProvider(pool, ps, it == reported.end() ? nullptr : it->second, ctx.now);
   }
   return arrivals;
 }
