@@ -117,6 +117,12 @@ struct ScaleUpConfig {
   Duration batch_max = std::chrono::seconds(10);
   int32_t max_nodes_per_scale_up = 1000;
   uint64_t random_seed = 1;
+  // scaleUp.balanceZones: pools that differ only in their zone (same shapes and prices, once
+  // flexible families are formed) are zone twins, and one estimate opens its new nodes across
+  // them, each in the twin with the fewest nodes that takes the pod, as the Cluster Autoscaler's
+  // --balance-similar-node-groups does; pods bound to a zone still go where they must. Off: each
+  // zone is a candidate of its own and a round fills one zone.
+  bool balance_zones = true;
   // scaleUp.provisioningRequests.bookingTime: how long a Provisioned ProvisioningRequest's
   // capacity stays booked (docs/kueue.md).
   Duration booking_time = std::chrono::minutes(10);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -61,15 +62,25 @@ std::set<std::string, std::less<>> ReferencedKeys(const std::vector<const Pod*>&
   return keys;
 }
 
-// What makes two pools one family: everything but their shape, price and unreferenced names.
-std::string FamilyKey(const PoolState& ps, const std::set<std::string, std::less<>>& referenced) {
+// Labels that name a node's zone: pools that differ only in these are zone twins.
+constexpr std::string_view kZoneLabels[] = {model::kLabelZone,
+                                            "failure-domain.beta.kubernetes.io/zone"};
+
+bool OneOf(std::string_view key, std::span<const std::string_view> keys) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// What makes two pools one family: everything but their shape, price and unreferenced names;
+// `zone` false leaves the zone out too (zone twins).
+std::string FamilyKey(const PoolState& ps, const std::set<std::string, std::less<>>& referenced,
+                      bool zone = true) {
   const Node& t = ps.pool->template_node;
   std::string key = fmt::format("{}|{}|{}|", ps.pool->priority,
                                 static_cast<int>(ps.pool->capacity_type), t.unschedulable);
   for (const auto& [k, v] : t.labels()) {
-    bool shape =
-        std::find(std::begin(kShapeLabels), std::end(kShapeLabels), k) != std::end(kShapeLabels);
+    bool shape = OneOf(k, kShapeLabels);
     if (k == model::kLabelHostname || (shape && !referenced.contains(k))) continue;
+    if (!zone && OneOf(k, kZoneLabels)) continue;
     key += fmt::format("{}={};", k, v);
   }
   key += '|';
@@ -106,6 +117,40 @@ void Pass::BuildFamilies(const std::vector<const Pod*>& pending) {
     }
     families_[it->second].members.push_back(i);
     family_of_[i] = it->second;
+  }
+  if (options_.flexible_nodes && cfg_.scale_up.balance_zones) FindZoneTwins(referenced);
+}
+
+void Pass::FindZoneTwins(const std::set<std::string, std::less<>>& referenced) {
+  std::map<std::string, std::vector<size_t>> by_key;
+  for (size_t f = 0; f < families_.size(); ++f)
+    by_key[FamilyKey(pools_[families_[f].members.front()], referenced, false)].push_back(f);
+  for (auto& [key, group] : by_key) {
+    if (group.size() < 2) continue;
+    for (size_t f : group) families_[f].twins = twin_groups_.size();
+    twin_groups_.push_back(std::move(group));
+  }
+}
+
+void Pass::JoinTwins(Candidate& c, std::vector<uint8_t>& joined) {
+  const Family& family = families_[c.family];
+  if (family.twins == SIZE_MAX) return;
+  auto same = [&](size_t a, size_t b) {
+    const Pool& p = *pools_[a].pool;
+    const Pool& q = *pools_[b].pool;
+    return p.price_per_hour == q.price_per_hour &&
+           p.template_node.allocatable == q.template_node.allocatable &&
+           p.template_node.capacity == q.template_node.capacity;
+  };
+  for (size_t g : twin_groups_[family.twins]) {
+    if (g == c.family || joined[g]) continue;
+    std::vector<size_t> shapes = EligibleShapes(families_[g]);
+    if (shapes.size() != c.shapes.size() ||
+        !std::equal(shapes.begin(), shapes.end(), c.shapes.begin(), same)) {
+      continue;
+    }
+    joined[g] = 1;
+    c.twins.push_back(Twin{&families_[g], std::move(shapes)});
   }
 }
 
@@ -260,9 +305,10 @@ bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e)
 
 std::optional<PoolReason> Pass::FamilyLimitReason(const Family& family,
                                                   const std::vector<size_t>& shapes, int extra,
+                                                  int cluster_extra,
                                                   const Resources& extra_capacity) const {
   if (family.members.size() == 1)
-    return LimitReason(pools_[family.members.front()], extra, extra_capacity);
+    return LimitReason(pools_[family.members.front()], extra, extra_capacity, cluster_extra);
   // The smallest shape with room decides the cluster limits; Close() enforces them exactly.
   int room = 0;
   for (size_t i : shapes) room += pools_[i].pool->max - pools_[i].current - pools_[i].added;
@@ -272,16 +318,19 @@ std::optional<PoolReason> Pass::FamilyLimitReason(const Family& family,
   }
   for (auto it = shapes.rbegin(); it != shapes.rend(); ++it) {
     const PoolState& ps = pools_[*it];
-    if (ps.current + ps.added < ps.pool->max) return LimitReason(ps, 0, extra_capacity);
+    if (ps.current + ps.added < ps.pool->max)
+      return LimitReason(ps, 0, extra_capacity, cluster_extra);
   }
   return std::nullopt;
 }
 
 size_t Pass::ChooseShape(const FlexNode& node, const std::map<size_t, int>& taken,
                          const Resources& capacity) {
+  int given = 0;  // nodes of the estimate given a shape so far, of every pool
+  for (const auto& [pool, n] : taken) given += n;
   auto room = [&](size_t i) {
     auto it = taken.find(i);
-    return !LimitReason(pools_[i], it == taken.end() ? 0 : it->second, capacity);
+    return !LimitReason(pools_[i], it == taken.end() ? 0 : it->second, capacity, given);
   };
   if (node.shapes.size() == 1) return room(node.shapes.front()) ? node.shapes.front() : SIZE_MAX;
   const sched::NodeInfo& info = snap_.Get(node.index);

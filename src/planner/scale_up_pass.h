@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -66,6 +67,15 @@ struct Family {
   int used = 0;
   std::deque<Node> new_nodes;
   Node largest;  // a member's template with the largest allocatable of the eligible shapes
+  size_t twins = SIZE_MAX;  // its group in Pass::twin_groups_, when it has zone twins
+};
+
+// A family an estimate may open nodes in, with its eligible shapes this round (the candidate's
+// own family, or one of its zone twins: ScaleUpConfig::balance_zones).
+struct Twin {
+  Family* family = nullptr;
+  std::vector<size_t> shapes;
+  int opened = 0;  // Node objects of the family the estimate used
 };
 
 // A pod the plan names in ScaleUp::pods and NewNode::pods: not a gang member that is not created
@@ -84,6 +94,7 @@ inline bool Within(const Resources& need, const Resources& room) {
 // One new node of an estimate and the shapes (pool indexes) that still hold what it carries.
 struct FlexNode {
   NodeIndex index = sched::kNoNode;
+  uint32_t twin = 0;  // its family, in Estimate::twins
   std::vector<size_t> shapes;
   size_t claim = SIZE_MAX;  // the cheapest shape in `shapes` with room for one more node
   double price = 0;         // its price
@@ -137,10 +148,11 @@ struct Solo {
   double price = 0;
 };
 
-// The outcome of bin-packing some pods onto new nodes of one family.
+// The outcome of bin-packing some pods onto new nodes of one family and its zone twins.
 struct Estimate {
-  Family* family = nullptr;
-  int opened = 0;  // Node objects of the family this estimate used (new_nodes plus dropped ones)
+  Family* family = nullptr;  // twins[0].family
+  std::vector<Twin> twins;
+  int opened = 0;  // Node objects of the families this estimate used (new_nodes plus dropped ones)
   std::vector<const Pod*> pods;
   std::vector<uint32_t> pod_node;  // per pod, its FlexNode in `new_nodes`
   std::vector<FlexNode> new_nodes;
@@ -295,6 +307,14 @@ class Pass {
   }
 
  private:
+  // A family that may grow this round, with the remaining pods it or a zone twin fits.
+  struct Candidate {
+    size_t family;
+    std::vector<size_t> shapes;  // EligibleShapes of the family this round
+    std::vector<const Pod*> pods;
+    std::vector<Twin> twins;  // its zone twins whose shapes match this round
+  };
+
   // The snapshot (scale_up.cc): registered nodes and their pods, then one template node per
   // upcoming node with its pool's DaemonSet pods.
   void BuildSnapshot();
@@ -386,10 +406,17 @@ class Pass {
                      const Resources& capacity);
   // Removes the `dropped` nodes of the estimate and their pods (noting why for each pod).
   void DropNodes(Estimate& e, const std::vector<bool>& dropped);
-  // Why the family cannot take another node (`extra` opened by the estimate in progress).
+  // Why the family cannot take another node (`extra` of its nodes and `cluster_extra` in all
+  // opened by the estimate in progress).
   std::optional<PoolReason> FamilyLimitReason(const Family& family,
                                               const std::vector<size_t>& shapes, int extra,
+                                              int cluster_extra,
                                               const Resources& extra_capacity) const;
+  // Zone twins (scaleUp.balanceZones): families whose keys differ only in the zone.
+  void FindZoneTwins(const std::set<std::string, std::less<>>& referenced);
+  // The twins of candidate `c` (those not yet in another candidate, `joined`) whose eligible
+  // shapes match its own shape for shape, which then join it.
+  void JoinTwins(Candidate& c, std::vector<uint8_t>& joined);
 
   // The round loop (scale_up_rounds.cc).
   // Static fit of a pod on an empty template node of the pool (with its DaemonSet pods).
@@ -398,19 +425,25 @@ class Pass {
   bool FitsTemplate(const Pod* pod, size_t pool_index);
   // Why the pool cannot take another node now, or nothing when it can. `extra` counts nodes
   // already added by the estimate in progress.
+  // `cluster_extra` counts them for the cluster's limit on nodes when it differs (an estimate
+  // over several pools).
   std::optional<PoolReason> LimitReason(const PoolState& ps, int extra,
-                                        const Resources& extra_capacity) const;
-  // Bin-packs pods onto new nodes of one family. Leaves the snapshot changed (caller reverts or
-  // commits). Records per-pod limit reasons for pods left over.
-  Estimate Pack(Family& family, const std::vector<size_t>& shapes,
-                const std::vector<const Pod*>& pods);
+                                        const Resources& extra_capacity,
+                                        std::optional<int> cluster_extra = std::nullopt) const;
+  // Bin-packs the candidate's pods onto new nodes of its family and zone twins. Leaves the
+  // snapshot changed (caller reverts or commits). Records per-pod limit reasons for pods left
+  // over.
+  Estimate Pack(const Candidate& c);
   // Makes in the snapshot the changes Pack made for `e` when it was packed from the same state,
   // in the same order, without checking a fit again; false (nothing changed) when the estimate
   // dropped nodes, whose traces it does not keep.
   bool Replay(const Estimate& e);
   // Packs one pod onto a node of the estimate or a new one; false when it cannot.
   bool PackOne(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
-               const std::vector<size_t>& shapes, const Solo& solo);
+               const Solo& solo);
+  // Opens a node for the pod in the estimate's twin `t` if it takes the pod; notes why not.
+  bool OpenNode(const Pod& pod, sched::FitChecker& checker, Estimate& e, uint32_t t,
+                const Solo& solo);
   // Packs the pod onto a node already in the estimate, if one takes it.
   // Spread from zero: the checker of a pod with a DoNotSchedule spread constraint on a key other
   // than the hostname counts the domains of every family that may grow now and whose template
@@ -445,11 +478,6 @@ class Pass {
   // One round of "choose the best pool for these pods and commit it". Returns false when no
   // pool can take any of them.
   bool GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups);
-  struct Candidate {
-    size_t family;
-    std::vector<size_t> shapes;  // EligibleShapes of the family this round
-    std::vector<const Pod*> pods;
-  };
   // The pools that may grow now, each with the remaining pods its template fits.
   std::vector<Candidate> Candidates(const std::vector<const Pod*>& remaining);
   // Why the pools that could host the pods cannot grow, for the reasons.
@@ -537,8 +565,9 @@ class Pass {
   std::deque<Pod> phantom_pods_;
   std::vector<PoolState> pools_;  // sorted by pool name
   std::vector<Family> families_;
-  std::vector<size_t> family_of_;     // per pool
-  std::vector<uint8_t> family_open_;  // per family, RefreshOpenFamilies
+  std::vector<size_t> family_of_;                 // per pool
+  std::vector<std::vector<size_t>> twin_groups_;  // families that are zone twins, by index
+  std::vector<uint8_t> family_open_;              // per family, RefreshOpenFamilies
   // Per equivalence group, the open families whose templates offer it a domain (this round).
   std::unordered_map<uint32_t, std::vector<size_t>> offering_families_;
   // Nodes committed in this pass with their shape (pool index), in order.

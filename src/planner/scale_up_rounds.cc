@@ -69,14 +69,16 @@ bool Pass::FitsTemplate(const Pod* pod, size_t pool_index) {
 }
 
 std::optional<PoolReason> Pass::LimitReason(const PoolState& ps, int extra,
-                                            const Resources& extra_cap) const {
+                                            const Resources& extra_cap,
+                                            std::optional<int> cluster_extra) const {
+  const int all = cluster_extra.value_or(extra);
   if (auto limit = GrowthLimit(*ps.pool, ps.current + ps.added + extra, cfg_.limits,
-                               cluster_nodes_ + extra, cluster_capacity_ + extra_cap)) {
+                               cluster_nodes_ + all, cluster_capacity_ + extra_cap)) {
     return limit;
   }
   // maxNodesPerScaleUp bounds the whole pass: nodes committed in earlier rounds (other pools,
   // gangs) count as well as those of the estimate in progress.
-  if (cluster_nodes_ - base_cluster_nodes_ + extra >= cfg_.scale_up.max_nodes_per_scale_up) {
+  if (cluster_nodes_ - base_cluster_nodes_ + all >= cfg_.scale_up.max_nodes_per_scale_up) {
     return PoolReason{ReasonKind::kScaleUpLimit,
                       fmt::format("maxNodesPerScaleUp {} reached for this pass",
                                   cfg_.scale_up.max_nodes_per_scale_up)};
@@ -84,10 +86,13 @@ std::optional<PoolReason> Pass::LimitReason(const PoolState& ps, int extra,
   return std::nullopt;
 }
 
-Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
-                    const std::vector<const Pod*>& pods) {
+Estimate Pass::Pack(const Candidate& c) {
+  Family& family = families_[c.family];
+  const std::vector<size_t>& shapes = c.shapes;
   Estimate e;
   e.family = &family;
+  e.twins.push_back(Twin{&family, shapes});
+  e.twins.insert(e.twins.end(), c.twins.begin(), c.twins.end());
   e.claimed.assign(pools_.size(), 0);
   e.first_slot = static_cast<NodeIndex>(snap_.NodeSlots());
   // Pods arrive grouped and sorted bigger-first. One checker per equivalence group, kept up to
@@ -98,7 +103,7 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
   uint32_t group = UINT32_MAX;
   std::optional<FitChecker> checker;
   Solo solo;
-  std::vector<const Pod*> order = pods;
+  std::vector<const Pod*> order = c.pods;
   if (family.members.size() > 1 && !shapes.empty()) SortForBalance(order, family.largest);
   // Pods with required anti-affinity first: they open the nodes they cannot share (one per
   // node for a group against itself), and the other pods then fill the room around them instead
@@ -115,7 +120,7 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
       cursor = PackCursor{.loosened = checker->SpreadLoosened(), .released = e.released};
     }
     size_t outside = e.outside.size();
-    if (!PackOne(*pod, *checker, cursor, e, shapes, solo)) return false;
+    if (!PackOne(*pod, *checker, cursor, e, solo)) return false;
     if (e.outside.size() == outside) e.pods.push_back(pod);
     return true;
   };
@@ -130,13 +135,27 @@ Estimate Pass::Pack(Family& family, const std::vector<size_t>& shapes,
 }
 
 bool Pass::PackOne(const Pod& pod, FitChecker& checker, PackCursor& cursor, Estimate& e,
-                   const std::vector<size_t>& shapes, const Solo& solo) {
+                   const Solo& solo) {
   if (PlaceOnEstimate(pod, checker, cursor, e, solo)) return true;
   if (HasSpread(pod) && PlaceOutsideEstimate(pod, checker, cursor, e)) return true;
-  Family& family = *e.family;
+  if (e.twins.size() == 1) return OpenNode(pod, checker, e, 0, solo);
+  // Zone twins: the one with the fewest nodes in this pass first (the lowest index on a tie).
+  std::vector<uint32_t> order(e.twins.size());
+  for (uint32_t t = 0; t < order.size(); ++t) order[t] = t;
+  auto nodes = [&](uint32_t t) { return e.twins[t].family->used + e.twins[t].opened; };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return nodes(a) < nodes(b); });
+  return std::any_of(order.begin(), order.end(),
+                     [&](uint32_t t) { return OpenNode(pod, checker, e, t, solo); });
+}
+
+bool Pass::OpenNode(const Pod& pod, FitChecker& checker, Estimate& e, uint32_t t,
+                    const Solo& solo) {
+  Twin& twin = e.twins[t];
+  Family& family = *twin.family;
   auto note = [&](const PoolReason& why) { NoteFamilyReason(pod, family, why); };
-  if (auto limit =
-          FamilyLimitReason(family, shapes, static_cast<int>(e.new_nodes.size()), Resources())) {
+  if (auto limit = FamilyLimitReason(family, twin.shapes, twin.opened,
+                                     static_cast<int>(e.new_nodes.size()), Resources())) {
     note(*limit);
     return false;
   }
@@ -148,14 +167,15 @@ bool Pass::PackOne(const Pod& pod, FitChecker& checker, PackCursor& cursor, Esti
     note(FromFit(r));
     return false;
   }
-  FlexNode node{sched::kNoNode, shapes};
-  if (shapes.empty() || !TakeOn(node, pod, solo, e)) {
+  FlexNode node{sched::kNoNode, t, twin.shapes};
+  if (twin.shapes.empty() || !TakeOn(node, pod, solo, e)) {
     // No single shape holds the pod beside the DaemonSets (the largest node mixes shapes).
     for (size_t i : family.members)
       NoteReason(pod, pools_[i].pool->name, FromFit(TemplateFit(pod, pools_[i])));
     return false;
   }
-  node.index = AddFlexNode(family, family.used + e.opened);
+  node.index = AddFlexNode(family, family.used + twin.opened);
+  ++twin.opened;
   ++e.opened;
   checker.OnNodeAdded(node.index);
   e.rooms.Set(e.new_nodes.size(), node.room);
@@ -373,7 +393,7 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
   snap_.Fork();
   std::optional<Estimate> again;
   if (!Replay(best)) {
-    again = Pack(*best.family, candidates[c].shapes, candidates[c].pods);
+    again = Pack(candidates[c]);
     TIDEPOOL_CHECK(again->pods == best.pods && again->new_nodes.size() == best.new_nodes.size() &&
                    again->outside == best.outside);
   }
@@ -388,8 +408,8 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
 
 bool Pass::Replay(const Estimate& e) {
   if (e.opened != static_cast<int>(e.new_nodes.size())) return false;
-  Family& family = *e.family;
   size_t opened = 0;
+  std::vector<int> twin_opened(e.twins.size(), 0);
   size_t outside = 0;
   auto place_outside = [&](size_t before) {
     for (; outside < e.outside.size() && e.outside_at[outside] == before; ++outside)
@@ -400,7 +420,9 @@ bool Pass::Replay(const Estimate& e) {
     // PackOne opens a node for the pod it places on it first.
     size_t n = e.pod_node[k];
     if (n == opened) {
-      NodeIndex index = AddFlexNode(family, family.used + static_cast<int>(opened));
+      const uint32_t t = e.new_nodes[n].twin;
+      Family& family = *e.twins[t].family;
+      NodeIndex index = AddFlexNode(family, family.used + twin_opened[t]++);
       TIDEPOOL_CHECK(index == e.new_nodes[n].index);
       ++opened;
     }
@@ -431,12 +453,19 @@ ExpanderOption Pass::OptionOf(const Estimate& e) const {
 
 std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& remaining) {
   std::vector<Candidate> candidates;
+  std::vector<uint8_t> joined(families_.size(), 0);  // a twin in an earlier candidate
   for (size_t f = 0; f < families_.size(); ++f) {
+    if (joined[f]) continue;
     std::vector<size_t> shapes = EligibleShapes(families_[f]);
     if (shapes.empty()) continue;
-    Candidate c{f, std::move(shapes), {}};
-    for (const Pod* p : remaining)
-      if (FitsAnyShape(p, c.shapes)) c.pods.push_back(p);
+    Candidate c{f, std::move(shapes), {}, {}};
+    JoinTwins(c, joined);
+    for (const Pod* p : remaining) {
+      bool fits = FitsAnyShape(p, c.shapes) ||
+                  std::any_of(c.twins.begin(), c.twins.end(),
+                              [&](const Twin& t) { return FitsAnyShape(p, t.shapes); });
+      if (fits) c.pods.push_back(p);
+    }
     if (!c.pods.empty()) candidates.push_back(std::move(c));
   }
   return candidates;
@@ -475,7 +504,7 @@ std::vector<std::pair<size_t, Estimate>> Pass::PackCandidates(
     for (size_t i = next; i < std::min(candidates.size(), next + kMaxExactOptions); ++i) {
       snap_.Fork();
       const Candidate& c = candidates[i];
-      Estimate e = Pack(families_[c.family], c.shapes, c.pods);
+      Estimate e = Pack(c);
       snap_.Revert();
       if (!e.pods.empty()) options.emplace_back(i, std::move(e));
     }
@@ -485,7 +514,7 @@ std::vector<std::pair<size_t, Estimate>> Pass::PackCandidates(
 
 void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& ups,
                             const std::string& why) {
-  e.family->used += e.opened;
+  for (const Twin& t : e.twins) t.family->used += t.opened;
   for (const FlexNode& n : e.new_nodes) {
     PoolState& ps = pools_[n.pool];
     ++ps.added;

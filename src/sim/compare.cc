@@ -22,6 +22,7 @@ SimInput CaLikePolicy(const SimInput& base) {
   c.scale_down.delay_after_add = std::chrono::minutes(10);
   c.scale_down.utilization_threshold = 0.5;
   c.scale_down.gpu_utilization_threshold = 0.5;
+  c.scale_up.balance_zones = false;  // --balance-similar-node-groups is off by default
   in.loop_options.scale_up.gang_aware = false;
   // The Cluster Autoscaler's estimator does not go back over the nodes it opened.
   in.loop_options.scale_up.compact_new_nodes = false;

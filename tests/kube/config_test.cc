@@ -175,6 +175,7 @@ TEST(AutoscalerConfig, AbsentSectionsKeepDefaults) {
   EXPECT_EQ(c.scale_up.max_nodes_per_scale_up, d.scale_up.max_nodes_per_scale_up);
   EXPECT_EQ(c.scale_up.random_seed, d.scale_up.random_seed);
   EXPECT_EQ(c.scale_up.booking_time, minutes(10));
+  EXPECT_TRUE(c.scale_up.balance_zones);
   EXPECT_EQ(c.scale_down.enabled, d.scale_down.enabled);
   EXPECT_EQ(c.scale_down.utilization_threshold, d.scale_down.utilization_threshold);
   EXPECT_EQ(c.scale_down.gpu_utilization_threshold, d.scale_down.gpu_utilization_threshold);
@@ -420,6 +421,13 @@ TEST(AutoscalerConfigErrors, ScalarForSection) {
 TEST(AutoscalerConfigErrors, QuotedBoolean) {
   std::string e = ErrorOf(HEADER "scaleDown: {enabled: \"yes\"}\n" ONE_POOL);
   EXPECT_EQ(e, "config.yaml:3: scaleDown.enabled: expected true or false, got \"yes\"");
+}
+
+TEST(AutoscalerConfig, BalanceZonesCanBeTurnedOff) {
+  EXPECT_FALSE(
+      MustParse(HEADER "scaleUp: {balanceZones: false}\n" ONE_POOL).scale_up.balance_zones);
+  EXPECT_EQ(ErrorOf(HEADER "scaleUp: {balanceZones: 1}\n" ONE_POOL),
+            "config.yaml:3: scaleUp.balanceZones: expected true or false, got 1");
 }
 
 TEST(AutoscalerConfigErrors, RootIsNotAMap) {

@@ -48,7 +48,7 @@ constexpr std::string_view kProviderTypes[] = {"kwok", "azure-vmss", "aks", "azu
                                                "clusterapi"};
 constexpr std::string_view kScaleUpKeys[] = {
     "expanders", "provisionTimeout",   "backoff",    "expendablePriorityCutoff", "batchIdle",
-    "batchMax",  "maxNodesPerScaleUp", "randomSeed", "provisioningRequests"};
+    "batchMax",  "maxNodesPerScaleUp", "randomSeed", "provisioningRequests",     "balanceZones"};
 constexpr std::string_view kBackoffKeys[] = {"initial", "max"};
 constexpr std::string_view kProvisioningRequestKeys[] = {"bookingTime"};
 constexpr std::string_view kExpanders[] = {"priority", "least-waste", "price", "most-pods",
@@ -197,6 +197,9 @@ Result<void> ParseScaleUp(const YamlValue& v, model::ScaleUpConfig& out) {
                                         out.max_nodes_per_scale_up));
   TIDEPOOL_RETURN_IF_ERROR(
       ReadIntField(m, "randomSeed", 0, kInt64Max, "a non-negative integer", out.random_seed));
+  if (const YamlValue* balance = m.Find("balanceZones")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(out.balance_zones, balance->ReadBool());
+  }
   if (const YamlValue* requests = m.Find("provisioningRequests")) {
     TIDEPOOL_ASSIGN_OR_RETURN(YamlMap r, YamlMap::Read(*requests, "a map {bookingTime}"));
     TIDEPOOL_RETURN_IF_ERROR(r.CheckKeys(kProvisioningRequestKeys));
