@@ -121,17 +121,20 @@ class RoomIndex {
   // A node after the last: Set(size(), room) without a rescan of its block.
   void Append(Room room);
   // The first node from `n` on whose cpu and memory room hold `need`'s, or size().
-  size_t Next(size_t n, const Resources& need) const;
+  size_t Next(size_t n, const Resources& need) const {
+    return Next(n, Room{need.cpu_milli(), need.memory()});
+  }
+  // The same for amounts that may be negative (held by any room): a positive amount is at most
+  // the room.
+  size_t Next(size_t n, Room need) const;
+  static bool Holds(const Room& need, const Room& r) {
+    return (need.cpu <= 0 || need.cpu <= r.cpu) && (need.memory <= 0 || need.memory <= r.memory);
+  }
   size_t size() const { return room_.size(); }
   Room At(size_t n) const { return room_[n]; }
 
  private:
   static constexpr size_t kBlock = 32;
-  // What both full checks ask of cpu and memory: a positive request is at most the room.
-  static bool Holds(const Resources& need, const Room& r) {
-    return (need.cpu_milli() <= 0 || need.cpu_milli() <= r.cpu) &&
-           (need.memory() <= 0 || need.memory() <= r.memory);
-  }
 
   std::vector<Room> room_;       // per node
   std::vector<Room> block_max_;  // per block of kBlock nodes, each amount's maximum
@@ -157,6 +160,7 @@ struct Estimate {
   std::vector<uint32_t> pod_node;  // per pod, its FlexNode in `new_nodes`
   std::vector<FlexNode> new_nodes;
   RoomIndex rooms;           // of new_nodes, while packing
+  RoomIndex::Room step;      // the smallest eligible shape's cpu and memory (Pass::GrowLeast)
   std::vector<int> claimed;  // per pool, the nodes whose claim it is
   Resources requested;       // of the placed pods plus DaemonSets on the new nodes
   Resources allocatable;
@@ -465,6 +469,14 @@ class Pass {
                        std::map<std::string, ScaleUp>& ups);
   bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                        const Solo& solo);
+  // A pod no node of the estimate has room for goes to the node that grows least for it: the
+  // first that holds it after growing by one step (Estimate::step, the smallest shape), else two,
+  // and so on; false when none does short of the pod's whole size (first fit decides then).
+  // Growing a node by a little where another would grow by a lot keeps the shapes tight: on
+  // Karpenter's diverse mix of 5,000 pods the price over the lower bound falls from 1.147x to
+  // 1.098x (the first node that could grow took the pod before).
+  bool GrowLeast(const Pod& pod, sched::FitChecker& checker, const PackCursor& cursor, Estimate& e,
+                 const Solo& solo);
   // The next node from `n` a loop looking for room for `need` checks: RoomIndex::Next, or `n`
   // itself without placement cursors.
   size_t NextWithRoom(const RoomIndex& rooms, size_t n, const Resources& need) const {

@@ -34,7 +34,7 @@ void RoomIndex::Append(Room r) {
   room_.push_back(r);
 }
 
-size_t RoomIndex::Next(size_t n, const Resources& need) const {
+size_t RoomIndex::Next(size_t n, Room need) const {
   while (n < room_.size()) {
     if (n % kBlock == 0 && !Holds(need, block_max_[n / kBlock])) {
       n += kBlock;

@@ -95,6 +95,11 @@ Estimate Pass::Pack(const Candidate& c) {
   e.twins.insert(e.twins.end(), c.twins.begin(), c.twins.end());
   e.claimed.assign(pools_.size(), 0);
   e.first_slot = static_cast<NodeIndex>(snap_.NodeSlots());
+  if (!shapes.empty()) {
+    // EligibleShapes are largest first.
+    const Resources& smallest = pools_[shapes.back()].pool->template_node.allocatable;
+    e.step = RoomIndex::Room{smallest.cpu_milli(), smallest.memory()};
+  }
   // Pods arrive grouped and sorted bigger-first. One checker per equivalence group, kept up to
   // date as nodes and pods are added, and one cursor (PackCursor): while a group is packed only
   // its own pods are placed, and its required affinity, if any, selects them all or none of them,
@@ -210,6 +215,7 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
       return true;
     }
     cursor.room = e.new_nodes.size();
+    if (GrowLeast(pod, checker, cursor, e, solo)) return true;
   }
   for (size_t i = cursor.fit; i < e.new_nodes.size(); ++i) {
     FlexNode& node = e.new_nodes[i];
@@ -223,6 +229,25 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
   }
   cursor.fit = e.new_nodes.size();
   return false;
+}
+
+bool Pass::GrowLeast(const Pod& pod, FitChecker& checker, const PackCursor& cursor, Estimate& e,
+                     const Solo& solo) {
+  if (e.step.cpu <= 0 || e.step.memory <= 0) return false;
+  const RoomIndex::Room size{pod.requests.cpu_milli(), pod.requests.memory()};
+  for (int64_t k = 1;; ++k) {
+    // Room that k steps of growth would make enough.
+    const RoomIndex::Room need{size.cpu - k * e.step.cpu, size.memory - k * e.step.memory};
+    if (need.cpu <= 0 && need.memory <= 0) return false;
+    for (size_t i = e.rooms.Next(cursor.fit, need); i < e.new_nodes.size();
+         i = e.rooms.Next(i + 1, need)) {
+      FlexNode& node = e.new_nodes[i];
+      if (!checker.Fits(node.index) || !TakeOn(node, pod, solo, e)) continue;
+      e.rooms.Set(i, node.room);
+      Place(pod, checker, e, i);
+      return true;
+    }
+  }
 }
 
 void Pass::RefreshOpenFamilies() {

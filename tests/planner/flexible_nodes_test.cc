@@ -126,6 +126,24 @@ TEST(FlexibleNodes, AShapeAtItsMaxIsNotChosen) {
   EXPECT_EQ(Adds(w.Plan()), (std::map<std::string, int>{{"c4", 6}}));
 }
 
+// Two pods that exclude each other open a node each, of 1 cpu: one full, one with 400m left. A
+// 1400m pod fits neither as it is; on the first it would need 3 cpu ($3), on the second 2 ($2).
+// It goes where the growth is least: $1 + $2, where the first node that could grow would make
+// it $3 + $1.
+TEST(FlexibleNodes, ThePodGoesToTheNodeThatGrowsLeast) {
+  World w;
+  w.config.pools = {Shape("c1", "1", "4Gi", 1), Shape("c2", "2", "8Gi", 2),
+                    Shape("c3", "3", "12Gi", 3), Shape("c4", "4", "16Gi", 4)};
+  w.config.scale_up.expanders = {"price"};
+  w.pods.push_back(DiversePod("anti-big", DiverseKind::kAntiAffinity, "", "1", "1Gi"));
+  w.pods.push_back(DiversePod("anti-small", DiverseKind::kAntiAffinity, "", "600m", "1Gi"));
+  w.pods.push_back(Pending("filler", "1400m"));
+  ScaleUpPlan plan = w.Plan();
+  EXPECT_TRUE(plan.unschedulable.empty());
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"c1", 1}, {"c2", 1}}));
+  EXPECT_DOUBLE_EQ(Price(plan, w.config), 3);
+}
+
 // A pod without an owner, labelled with its own name: a group of its own.
 model::Pod Single(std::string name, std::string cpu, std::string memory) {
   model::Pod p = Pending(name, std::move(cpu), std::move(memory));
