@@ -83,7 +83,9 @@ Result<void> LoadInputs(const std::string& config_path, const std::string& state
   TIDEPOOL_ASSIGN_OR_RETURN(in.config, kube::config::LoadAutoscalerConfig(config_path));
   TIDEPOOL_RETURN_IF_ERROR(
       kube::config::RequirePoolsInFile(in.config, config_path, "plan/explain"));
-  ReadProgressLine line(stderr);
+  // `always` shows the line from the start, however quick the reading.
+  ReadProgressLine line(
+      stderr, progress == "always" ? TerminalLine::Clock::duration::zero() : TerminalLine::kDelay);
   kube::codec::OnListProgress show;
   if (progress == "always" || (progress == "auto" && isatty(STDERR_FILENO))) {
     show = [&line](const kube::codec::ListProgress& p) { line.Show(p); };
@@ -209,7 +211,8 @@ struct PlanFlags {
 void AddProgressOption(CLI::App& cmd, PlanFlags& f) {
   cmd.add_option("--progress", f.progress,
                  "A progress line on stderr while a large state is read (a JSON List): auto "
-                 "shows it when stderr is a terminal")
+                 "shows it when stderr is a terminal and reading takes over half a second, "
+                 "always shows it at once on any stderr")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
 }

@@ -13,10 +13,13 @@ namespace tidepool::cli {
 
 class ReadProgressLine {
  public:
-  explicit ReadProgressLine(std::FILE* out) : line_(out) {}
+  // `delay`: how long reading runs before the line is shown.
+  explicit ReadProgressLine(std::FILE* out,
+                            TerminalLine::Clock::duration delay = TerminalLine::kDelay)
+      : line_(out, delay) {}
 
   // Shows `p` ("reading state.json: 45% of 20.2 MB, 22500 objects, ETA 1s") once reading has
-  // taken half a second, then at most five times a second.
+  // taken `delay`, then at most five times a second.
   void Show(const kube::codec::ListProgress& p);
   // Reading ended: erases the line.
   void End() { line_.End(); }

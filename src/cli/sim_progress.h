@@ -14,10 +14,12 @@ namespace tidepool::cli {
 
 class ProgressLine {
  public:
-  explicit ProgressLine(std::FILE* out) : line_(out) {}
+  // `delay`: how long a run goes before its line is shown.
+  explicit ProgressLine(std::FILE* out, TerminalLine::Clock::duration delay = TerminalLine::kDelay)
+      : line_(out, delay) {}
 
   // Shows `p` ("simulate ca-like: 4512/8152 jobs done, day 12.3 of 39.9, ETA 3s") once its run
-  // has taken half a second, then at most five times a second; a run's last call erases it.
+  // has taken `delay`, then at most five times a second; a run's last call erases it.
   void Show(const sim::Progress& p);
 
   // The line for `p`, `elapsed` after its run began (for tests).

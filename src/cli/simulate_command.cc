@@ -60,7 +60,8 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
                   "CSV file (one row per restart, for every policy run)");
   cmd->add_option("--progress", flags.progress,
                   "A progress line on stderr (jobs done, simulated day, ETA): auto shows it when "
-                  "stderr is a terminal")
+                  "stderr is a terminal and the run takes over half a second, always shows it "
+                  "at once on any stderr")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
   return cmd;
@@ -102,7 +103,9 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     in.jobs = std::move(*jobs);
   }
 
-  ProgressLine progress(stderr);
+  // `always` shows the line from the start, however quick the run.
+  ProgressLine progress(stderr, flags.progress == "always" ? TerminalLine::Clock::duration::zero()
+                                                           : TerminalLine::kDelay);
   if (flags.progress == "always" || (flags.progress == "auto" && isatty(STDERR_FILENO))) {
     in.on_progress = [&progress](const sim::Progress& p) { progress.Show(p); };
   }

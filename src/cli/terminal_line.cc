@@ -8,7 +8,7 @@ void TerminalLine::Update(const std::function<std::string(Clock::duration)>& tex
   const auto now = Clock::now();
   if (!began_) began_ = now;
   // Quick work shows nothing; long work is redrawn five times a second.
-  if (now - *began_ < std::chrono::milliseconds(500)) return;
+  if (now - *began_ < delay_) return;
   if (shown_ && now - last_ < std::chrono::milliseconds(200)) return;
   std::fprintf(out_, "\r\033[K%s", text(now - *began_).c_str());
   std::fflush(out_);

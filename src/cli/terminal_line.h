@@ -1,5 +1,6 @@
 // One status line on a terminal, rewritten in place, for work that takes seconds: shown once the
-// work has taken half a second, redrawn at most five times a second, erased when it ends.
+// work has taken `delay` (half a second unless told), redrawn at most five times a second, erased
+// when it ends.
 #pragma once
 
 #include <chrono>
@@ -14,7 +15,11 @@ class TerminalLine {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit TerminalLine(std::FILE* out) : out_(out) {}
+  // How long work runs before its line is shown: quick work shows nothing.
+  static constexpr std::chrono::milliseconds kDelay{500};
+
+  explicit TerminalLine(std::FILE* out, Clock::duration delay = kDelay)
+      : out_(out), delay_(delay) {}
 
   // A new piece of work starts: its line waits half a second again.
   void Begin();
@@ -25,6 +30,7 @@ class TerminalLine {
 
  private:
   std::FILE* out_;
+  Clock::duration delay_;
   std::optional<Clock::time_point> began_;
   Clock::time_point last_{};
   bool shown_ = false;
