@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "kube/codec/objects.h"
 #include "model/resources.h"
@@ -551,6 +553,29 @@ TEST(DecodeErrorTest, ErrorsInAFileNameTheFile) {
   EXPECT_EQ(state.error().message(), (dir / "state.yaml").string() +
                                          ": Node n: spec.unschedulable: expected true or false, "
                                          "got 1");
+}
+
+// A state read from a pipe (`--state <(kubectl get pods -o json)`), which has no size: the same
+// state as from the file.
+TEST(DecodeErrorTest, AStateFromAPipeIsTheStateFromTheFile) {
+  auto dir = std::filesystem::temp_directory_path() / "tidepool_codec_fifo";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "state.json").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string text =
+      R"({"kind":"List","apiVersion":"v1","items":[{"kind":"Node","apiVersion":"v1",)"
+      R"("metadata":{"name":"n1"}},{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p",)"
+      R"("namespace":"default"},"spec":{"containers":[{"name":"c"}]}}]})";
+  std::thread writer([&] { std::ofstream(fifo) << text; });
+  auto state = LoadStateFile(fifo);
+  writer.join();
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(state.has_value()) << state.error().message();
+  ASSERT_EQ(state->nodes.size(), 1u);
+  EXPECT_EQ(state->nodes[0].name(), "n1");
+  ASSERT_EQ(state->pods.size(), 1u);
+  EXPECT_EQ(state->pods[0].meta.name, "p");
 }
 
 // ---- quantities ----------------------------------------------------------------------------

@@ -56,6 +56,44 @@ TEST(ListStreamTest, KubectlListsHandTheSameObjectsOn) {
     {"kind":"Pod","apiVersion":"v1","metadata":{"name":"q"}}]})");
 }
 
+// Values read as nlohmann's reader reads them: integers that are not negative unsigned, others
+// signed, the rest floating; escapes in keys and strings; a repeated key keeps its last value.
+TEST(ListStreamTest, ValuesAreReadAsTheTreeReadsThem) {
+  const std::string text = R"({"kind":"List","apiVersion":"v1","items":[{"kind":"Pod",
+    "apiVersion":"v1","metadata":{"name":"a\u00e9\"b","labels":{"k\tey":"v\\1"}},
+    "n":[0,7,-7,18446744073709551615,-9223372036854775808,2.5,-0.0,1e3,true,false,null],
+    "dup":1,"dup":{"deep":[[[{}]]]}}]})";
+  ExpectSameAsTree(text);
+  Streamed s = Stream(text);
+  ASSERT_EQ(s.docs.size(), 1u);
+  const Json& n = s.docs[0].value["n"];
+  EXPECT_TRUE(n[0].is_number_unsigned());
+  EXPECT_TRUE(n[1].is_number_unsigned());
+  EXPECT_TRUE(n[2].is_number_integer() && !n[2].is_number_unsigned());
+  EXPECT_EQ(n[3].get<uint64_t>(), 18446744073709551615u);
+  EXPECT_EQ(n[4].get<int64_t>(), INT64_MIN);
+  EXPECT_TRUE(n[5].is_number_float());
+  EXPECT_TRUE(n[7].is_number_float());
+  EXPECT_EQ(s.docs[0].value["metadata"]["name"], "a\u00e9\"b");
+  EXPECT_EQ(s.docs[0].value["metadata"]["labels"]["k\tey"], "v\\1");
+  EXPECT_TRUE(s.docs[0].value["dup"].is_object());
+}
+
+// The consumer is told how many items the List has before the first is handed on.
+TEST(ListStreamTest, TheItemCountComesFirst) {
+  std::vector<std::string> events;
+  bool taken = StreamJsonList(
+      R"({"kind":"List","items":[{"kind":"Pod","apiVersion":"v1"},{"kind":"Pod","apiVersion":"v1"}]})",
+      "s.json",
+      [&](SourcedDocument&&) -> Result<void> {
+        events.push_back("item");
+        return {};
+      },
+      {}, [&](size_t n) { events.push_back("expect " + std::to_string(n)); });
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(events, (std::vector<std::string>{"expect 2", "item", "item"}));
+}
+
 TEST(ListStreamTest, TypedListItemsTakeTheListsKindAtTheEnd) {
   // The API server's PodList: items without kind or apiVersion, the list's kind given last.
   std::string text = R"({"apiVersion":"v1","items":[{"metadata":{"name":"a"}},
@@ -79,6 +117,8 @@ items: [])",                                         // YAML
            R"({"kind":"List","items":[{"kind":"Pod","apiVersion":"v1"},)",  // invalid JSON
            R"({"kind":"List","items":{"a":1}})",                            // items not an array
            R"({"kind":"List","items":[1e400]})",                            // a number out of range
+           R"({"kind":"List","items":[]} {"kind":"List"})",                 // two values
+           R"({"kind":"List","items":[]}])",                                // a stray token
            R"("just a string")",
        }) {
     EXPECT_FALSE(Stream(text).taken) << text;

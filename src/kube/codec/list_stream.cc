@@ -1,8 +1,8 @@
 #include "kube/codec/list_stream.h"
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,124 +10,94 @@
 namespace tidepool::kube::codec {
 namespace {
 
-// nlohmann's SAX events, building the top-level object without its `items` and one item at a
-// time. An item is handed to `deliver` when its last token is read.
-class ListSax {
- public:
-  using Deliver = std::function<bool(Json&&, size_t)>;
-  explicit ListSax(Deliver deliver) : deliver_(std::move(deliver)) {}
+namespace od = simdjson::ondemand;
 
-  bool null() { return Value(Json(nullptr)); }
-  bool boolean(bool v) { return Value(Json(v)); }
-  bool number_integer(int64_t v) { return Value(Json(v)); }
-  bool number_unsigned(uint64_t v) { return Value(Json(v)); }
-  bool number_float(double v, const std::string&) { return Value(Json(v)); }
-  bool string(std::string& v) { return Value(Json(std::move(v))); }
-  bool binary(Json::binary_t&) { return true; }  // JSON text has none
-  bool key(std::string& k) {
-    key_ = std::move(k);
-    return true;
+// One value of simdjson's on-demand reader as the Json tree nlohmann's reader would build: an
+// integer that is not negative is unsigned, as nlohmann reads it, and a repeated key keeps its
+// last value. False on anything simdjson rejects (the ordinary reader then words the error).
+bool ToJson(od::value v, Json& out);
+
+bool ObjectToJson(od::object object, Json& out) {
+  out = Json::object();
+  for (auto field : object) {
+    std::string_view key;
+    od::value value;
+    if (field.unescaped_key().get(key) || field.value().get(value)) return false;
+    if (!ToJson(value, out[std::string(key)])) return false;
   }
-  bool start_object(size_t) { return Open(Json::object()); }
-  bool start_array(size_t) {
-    if (stack_.size() == 1 && key_ == "items" && !items_open_) {
-      items_open_ = true;
-      root_["items"] = Json::array();  // a List's items member, kept empty
+  return true;
+}
+
+bool NumberToJson(od::value v, Json& out) {
+  od::number_type type;
+  if (v.get_number_type().get(type)) return false;
+  switch (type) {
+    case od::number_type::signed_integer: {
+      int64_t i = 0;
+      if (v.get_int64().get(i)) return false;
+      out = i >= 0 ? Json(static_cast<uint64_t>(i)) : Json(i);
       return true;
     }
-    return Open(Json::array());
-  }
-  bool end_object() { return Close(); }
-  bool end_array() {
-    if (items_open_ && stack_.size() == 1) {
-      items_open_ = false;
+    case od::number_type::unsigned_integer: {
+      uint64_t u = 0;
+      if (v.get_uint64().get(u)) return false;
+      out = u;
       return true;
     }
-    return Close();
-  }
-  // Invalid JSON: the ordinary reader words the error.
-  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
-
-  // The top-level value, without the items handed on; null when the text held no object.
-  Json& root() { return root_; }
-
- private:
-  // An item starts when only the root is open and its items array is.
-  bool AtItem() const { return items_open_ && stack_.size() == 1; }
-
-  bool Value(Json v) {
-    if (stack_.empty()) {
-      return false;  // a scalar at the top
+    case od::number_type::floating_point_number: {
+      double d = 0;
+      if (v.get_double().get(d)) return false;
+      out = d;
+      return true;
     }
-    if (AtItem()) return deliver_(std::move(v), index_++);
-    Put(std::move(v));
-    return true;
   }
-  bool Open(Json container) {
-    if (stack_.empty()) {
-      if (!container.is_object()) {
-        return false;  // a top-level array: read the ordinary way
+  return false;
+}
+
+bool ToJson(od::value v, Json& out) {
+  od::json_type type;
+  if (v.type().get(type)) return false;
+  switch (type) {
+    case od::json_type::object: {
+      od::object object;
+      return !v.get_object().get(object) && ObjectToJson(object, out);
+    }
+    case od::json_type::array: {
+      od::array array;
+      if (v.get_array().get(array)) return false;
+      out = Json::array();
+      for (auto element : array) {
+        od::value item;
+        if (element.get(item)) return false;
+        Json j;
+        if (!ToJson(item, j)) return false;
+        out.push_back(std::move(j));
       }
-      root_ = std::move(container);
-      stack_.push_back(&root_);
       return true;
     }
-    if (AtItem()) {
-      item_ = std::move(container);
-      stack_.push_back(&item_);
+    case od::json_type::number:
+      return NumberToJson(v, out);
+    case od::json_type::string: {
+      std::string_view text;
+      if (v.get_string().get(text)) return false;
+      out = std::string(text);
       return true;
     }
-    stack_.push_back(Put(std::move(container)));
-    return true;
-  }
-  bool Close() {
-    stack_.pop_back();
-    if (AtItem()) return deliver_(std::move(item_), index_++);
-    return true;
-  }
-  Json* Put(Json v) {
-    Json& parent = *stack_.back();
-    if (parent.is_array()) {
-      parent.push_back(std::move(v));
-      return &parent.back();
+    case od::json_type::boolean: {
+      bool b = false;
+      if (v.get_bool().get(b)) return false;
+      out = b;
+      return true;
     }
-    Json& slot = parent[key_];
-    slot = std::move(v);
-    return &slot;
+    case od::json_type::null: {
+      bool null = false;
+      if (v.is_null().get(null) || !null) return false;
+      out = nullptr;
+      return true;
+    }
   }
-
-  Deliver deliver_;
-  Json root_;
-  Json item_;
-  std::vector<Json*> stack_;
-  std::string key_;
-  bool items_open_ = false;
-  size_t index_ = 0;
-};
-
-// A character iterator over the text that leaves where the parser is in `at`: nlohmann's parser
-// keeps its own copy of the iterator, and reading the position is all a progress line needs.
-class Tracked {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = const char&;
-
-  Tracked(const char* p, const char** at) : p_(p), at_(at) {}
-  reference operator*() const { return *p_; }
-  Tracked& operator++() {
-    *at_ = ++p_;
-    return *this;
-  }
-  bool operator==(const Tracked& o) const { return p_ == o.p_; }
-  bool operator!=(const Tracked& o) const { return p_ != o.p_; }
-
- private:
-  const char* p_;
-  const char** at_;
-};
+  return false;
+}
 
 bool HasKindAndVersion(const Json& item) {
   return item.is_object() && Find(item, "kind") != nullptr && Find(item, "apiVersion") != nullptr;
@@ -137,7 +107,7 @@ bool HasKindAndVersion(const Json& item) {
 
 bool StreamJsonList(std::string_view text, std::string_view source,
                     const std::function<Result<void>(SourcedDocument&&)>& f,
-                    const OnListProgress& progress) {
+                    const OnListProgress& progress, const std::function<void(size_t)>& expect) {
   if (!LooksLikeJson(text)) return false;
   const char* at = text.data();
   size_t items = 0;
@@ -162,22 +132,49 @@ bool StreamJsonList(std::string_view text, std::string_view source,
                           nullptr, source, docs) &&
            hand_on(docs);
   };
-  ListSax sax(deliver);
-  try {
-    const char* end = text.data() + text.size();
-    bool parsed = progress ? Json::sax_parse(Tracked(text.data(), &at), Tracked(end, &at), &sax)
-                           : Json::sax_parse(text.begin(), text.end(), &sax);
-    if (!parsed) return false;
-  } catch (const std::exception&) {
-    return false;  // the ordinary reader reports it
+  // The List's own members, its items array kept empty.
+  Json root = Json::object();
+  simdjson::padded_string padded(text);
+  od::parser parser;
+  od::document doc;
+  od::object object;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(object)) return false;
+  for (auto field : object) {
+    std::string_view key;
+    od::value value;
+    od::json_type type;
+    if (field.unescaped_key().get(key) || field.value().get(value) || value.type().get(type))
+      return false;
+    if (key != "items" || type != od::json_type::array) {
+      if (!ToJson(value, root[std::string(key)])) return false;
+      continue;
+    }
+    root["items"] = Json::array();
+    od::array items;
+    if (value.get_array().get(items)) return false;
+    size_t count = 0;
+    if (expect && !items.count_elements().get(count)) expect(count);
+    size_t i = 0;
+    for (auto element : items) {
+      od::value v;
+      Json item;
+      if (element.get(v) || !ToJson(v, item)) return false;
+      const char* location = nullptr;
+      if (!doc.current_location().get(location)) at = text.data() + (location - padded.data());
+      if (!deliver(std::move(item), i++)) return false;
+    }
   }
+  // A token after the object: not one JSON value.
+  const char* rest = nullptr;
+  if (!doc.current_location().get(rest)) return false;
+  at = text.data() + text.size();
   std::string list_kind;
-  if (!IsListKind(sax.root(), list_kind)) return false;
+  if (!IsListKind(root, list_kind)) return false;
   Json api_version;
-  if (const Json* v = Find(sax.root(), "apiVersion")) api_version = *v;
+  if (const Json* v = Find(root, "apiVersion")) api_version = *v;
   // The List itself (its items member emptied): an error of its own stops here.
   std::vector<SourcedDocument> docs;
-  if (!ExpandDocument(std::move(sax.root()), "document 1", 0, source, docs)) return false;
+  if (!ExpandDocument(std::move(root), "document 1", 0, source, docs)) return false;
   for (auto& [item, i] : waiting) {
     if (!ExpandListItem(std::move(item), fmt::format("document 1, items[{}]", i), 1, list_kind,
                         api_version.is_null() ? nullptr : &api_version, source, docs))

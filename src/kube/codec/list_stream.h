@@ -19,9 +19,11 @@ namespace tidepool::kube::codec {
 // not a List, invalid JSON, or an error from f or from the List itself. f may then have been
 // called for some items: the caller discards what it built and reads the text the ordinary way,
 // which gives the same objects or words the error. `progress`, when set, is called after each
-// item is parsed.
+// item is parsed; `expect`, when set, with the number of items before the first is handed on
+// (a hint, to reserve room for what they decode to).
 bool StreamJsonList(std::string_view text, std::string_view source,
                     const std::function<Result<void>(SourcedDocument&&)>& f,
-                    const OnListProgress& progress = {});
+                    const OnListProgress& progress = {},
+                    const std::function<void(size_t)>& expect = {});
 
 }  // namespace tidepool::kube::codec
