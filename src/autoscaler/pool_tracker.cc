@@ -21,18 +21,19 @@ std::vector<PoolTracker::Arrival> PoolTracker::Observe(
   std::map<std::string_view, const PoolObservation*> reported;
   for (const PoolObservation& p : ctx.obs.pools) reported.emplace(p.pool, &p);
 
-  std::map<std::string_view, int> previously_registered;
+  std::vector<int> previously_registered;  // in pools_' order
   for (auto& [name, ps] : pools_) {
-    previously_registered[name] = ps.registered;
+    previously_registered.push_back(ps.registered);
     ps.registered = ps.ready = ps.starting = 0;
   }
   Classify(ctx, gone);
 
   std::vector<Arrival> arrivals;
   for (const model::Pool& pool : config_.pools) {
-    PoolState& ps = pools_[pool.name];
+    auto at = pools_.find(pool.name);
+    PoolState& ps = at->second;
     // A node of the pool joined: the provider delivers again.
-    if (ps.registered > previously_registered[pool.name]) {
+    if (ps.registered > previously_registered[std::distance(pools_.begin(), at)]) {
       ps.backoff_level = 0;
       if (!ps.requests.empty() && ps.requests.front().requested_at <= ctx.now) {
         const ScaleUpRequest& r = ps.requests.front();
@@ -114,21 +115,39 @@ NodeClass ClassOf(StepContext& ctx, std::optional<SlicesOf>& published, const mo
 void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone) {
   std::optional<SlicesOf> published;
   // pool_of, ctx.nodes and nodes_ (after Remember) are in name order, and each holds the names of
-  // the one before it: walk them together instead of looking each name up.
+  // the one before it: walk them together instead of looking each name up. Equal sizes mean equal
+  // names, and the three then step together without comparing names (which share long prefixes).
+  const bool lockstep = ctx.pool_of.size() == ctx.nodes.size() && ctx.nodes.size() == nodes_.size();
   auto node_it = ctx.nodes.begin();
   auto mem_it = nodes_.begin();
+  // Each configured pool's state, found once rather than by name for every node.
+  std::vector<PoolState*> state_of;
+  for (const model::Pool& p : config_.pools) state_of.push_back(&pools_[p.name]);
+  auto state = [&](const model::Pool* pool) -> PoolState& {
+    const model::Pool* first = config_.pools.data();
+    const bool ours = !std::less<>()(pool, first) && std::less<>()(pool, first + state_of.size());
+    return ours ? *state_of[static_cast<size_t>(pool - first)] : pools_[pool->name];
+  };
+
   for (const auto& [name, pool] : ctx.pool_of) {
-    while (node_it != ctx.nodes.end() && node_it->first < name) ++node_it;
-    while (mem_it != nodes_.end() && mem_it->first < name) ++mem_it;
-    TIDEPOOL_CHECK(node_it != ctx.nodes.end() && node_it->first == name);
-    TIDEPOOL_CHECK(mem_it != nodes_.end() && mem_it->first == name);
+    if (!lockstep) {
+      while (node_it != ctx.nodes.end() && node_it->first < name) ++node_it;
+      while (mem_it != nodes_.end() && mem_it->first < name) ++mem_it;
+      TIDEPOOL_CHECK(node_it != ctx.nodes.end() && node_it->first == name);
+      TIDEPOOL_CHECK(mem_it != nodes_.end() && mem_it->first == name);
+    }
+    NodeMemory& mem = mem_it->second;
     NodeClass cls = NodeClass::kGone;
-    const bool was_usable = mem_it->second.ever_usable;
+    const bool was_usable = mem.ever_usable;
     if (!gone(name))
-      cls = ClassOf(ctx, published, *pool, *node_it->second, mem_it->second, pools_[pool->name],
+      cls = ClassOf(ctx, published, *pool, *node_it->second, mem, state(pool),
                     ProvisionTimeout(*pool));
     ctx.node_class.emplace_hint(ctx.node_class.end(), name, cls);
-    if (mem_it->second.ever_usable != was_usable) ++node_changes_;
+    if (mem.ever_usable != was_usable) ++node_changes_;
+    if (lockstep) {
+      ++node_it;
+      ++mem_it;
+    }
   }
 }
 
