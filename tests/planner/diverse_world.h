@@ -96,4 +96,36 @@ struct World {
   }
 };
 
+// Up to `max_pods` random pods of every diverse kind (values a..c, cpu 250m-3, memory 512Mi-6Gi,
+// maxSkew 1-2, four owners), drawn with `pick(n)` in [0, n); returns how many have a spread
+// constraint.
+template <typename Pick>
+int AddRandomDiversePods(World& w, Pick&& pick, int max_pods = 40) {
+  int spread = 0;
+  int pods = 1 + pick(max_pods);
+  for (int i = 0; i < pods; ++i) {
+    std::string value(1, static_cast<char>('a' + pick(3)));
+    auto kind = static_cast<DiverseKind>(pick(5));
+    std::string cpu = std::vector<std::string>{"250m", "1", "1500m", "3"}[pick(4)];
+    std::string memory = std::vector<std::string>{"512Mi", "2Gi", "6Gi"}[pick(3)];
+    int max_skew = 1 + pick(2);
+    w.pods.push_back(DiversePod("p" + std::to_string(i), kind, value, cpu, memory, max_skew,
+                                "rs-" + std::to_string(pick(4))));
+    if (kind == DiverseKind::kZoneSpread || kind == DiverseKind::kHostnameSpread) ++spread;
+  }
+  return spread;
+}
+
+// A plan as lines (pool, nodes added, pods; then the unschedulable pods), to compare two plans.
+inline std::string RenderPlan(const ScaleUpPlan& plan) {
+  std::string out;
+  for (const auto& u : plan.scale_ups) {
+    out += u.pool + " +" + std::to_string(u.add) + " [";
+    for (const auto& p : u.pods) out += p + " ";
+    out += "]\n";
+  }
+  for (const auto& u : plan.unschedulable) out += "unschedulable " + u.pod + "\n";
+  return out;
+}
+
 }  // namespace tidepool::planner::testing

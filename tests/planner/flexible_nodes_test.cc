@@ -20,8 +20,10 @@
 namespace tidepool::planner {
 namespace {
 
+using testing::AddRandomDiversePods;
 using testing::DiverseKind;
 using testing::DiversePod;
+using testing::RenderPlan;
 using testing::Shape;
 using testing::World;
 using tidepool::testing::Res;
@@ -295,17 +297,7 @@ TEST(FlexibleNodes, CursorsPlanWhatFullScansPlan) {
         w.config.pools.back().max = 1 + pick(pick(2) ? 3 : 8);
       }
     }
-    int pods = 1 + pick(40);
-    for (int i = 0; i < pods; ++i) {
-      std::string value(1, static_cast<char>('a' + pick(3)));
-      auto kind = static_cast<DiverseKind>(pick(5));
-      std::string cpu = std::vector<std::string>{"250m", "1", "1500m", "3"}[pick(4)];
-      std::string memory = std::vector<std::string>{"512Mi", "2Gi", "6Gi"}[pick(3)];
-      int max_skew = 1 + pick(2);
-      w.pods.push_back(DiversePod(fmt::format("p{}", i), kind, value, cpu, memory, max_skew,
-                                  fmt::format("rs-{}", pick(4))));
-      if (kind == DiverseKind::kZoneSpread || kind == DiverseKind::kHostnameSpread) ++spread_pods;
-    }
+    spread_pods += AddRandomDiversePods(w, pick);
     PlannerInput in;
     in.config = &w.config;
     for (const auto& p : w.pods) in.pods.push_back(&p);
@@ -313,14 +305,7 @@ TEST(FlexibleNodes, CursorsPlanWhatFullScansPlan) {
     scans.placement_cursors = false;
     ScaleUpPlan with = ScaleUpPlanner().Plan(in);
     ScaleUpPlan without = ScaleUpPlanner().Plan(in, scans);
-    auto render = [](const ScaleUpPlan& plan) {
-      std::string out;
-      for (const auto& u : plan.scale_ups)
-        out += fmt::format("{} +{} [{}]\n", u.pool, u.add, fmt::join(u.pods, " "));
-      for (const auto& u : plan.unschedulable) out += "unschedulable " + u.pod + "\n";
-      return out;
-    };
-    ASSERT_EQ(render(with), render(without)) << "seed " << seed;
+    ASSERT_EQ(RenderPlan(with), RenderPlan(without)) << "seed " << seed;
     ++compared;
   }
   EXPECT_EQ(compared, 1000);

@@ -20,8 +20,10 @@
 namespace tidepool::planner {
 namespace {
 
+using testing::AddRandomDiversePods;
 using testing::DiverseKind;
 using testing::DiversePod;
+using testing::RenderPlan;
 using testing::Shape;
 using testing::World;
 
@@ -166,13 +168,6 @@ TEST(ZoneTwins, RandomTwinsPlanAsFullScansAndCostNoMore) {
     int nodes = 0, left = 0;
     double price = 0, price_same_left = 0;
   } on, off;
-  auto render = [](const ScaleUpPlan& plan) {
-    std::string out;
-    for (const auto& u : plan.scale_ups)
-      out += fmt::format("{} +{} [{}]\n", u.pool, u.add, fmt::join(u.pods, " "));
-    for (const auto& u : plan.unschedulable) out += "unschedulable " + u.pod + "\n";
-    return out;
-  };
   auto price = [](const ScaleUpPlan& plan, const World& w) {
     double total = 0;
     for (const auto& u : plan.scale_ups) total += u.add * w.config.FindPool(u.pool)->price_per_hour;
@@ -202,17 +197,10 @@ TEST(ZoneTwins, RandomTwinsPlanAsFullScansAndCostNoMore) {
         w.config.pools.back().max = 1 + pick(pick(2) ? 4 : 12);
       }
     }
-    int pods = 1 + pick(40);
-    for (int i = 0; i < pods; ++i) {
-      std::string value(1, static_cast<char>('a' + pick(3)));
-      auto kind = static_cast<DiverseKind>(pick(5));
-      std::string cpu = std::vector<std::string>{"250m", "1", "1500m", "3"}[pick(4)];
-      std::string memory = std::vector<std::string>{"512Mi", "2Gi", "6Gi"}[pick(3)];
-      w.pods.push_back(DiversePod(fmt::format("p{}", i), kind, value, cpu, memory, 1 + pick(2),
-                                  fmt::format("rs-{}", pick(4))));
-    }
+    AddRandomDiversePods(w, pick);
     ScaleUpPlan balanced = w.Plan();
-    ASSERT_EQ(render(balanced), render(w.Plan({.placement_cursors = false}))) << "seed " << seed;
+    ASSERT_EQ(RenderPlan(balanced), RenderPlan(w.Plan({.placement_cursors = false})))
+        << "seed " << seed;
     w.config.scale_up.balance_zones = false;
     ScaleUpPlan one_zone = w.Plan();
     bool same_left = balanced.unschedulable.size() == one_zone.unschedulable.size();
