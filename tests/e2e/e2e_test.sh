@@ -154,6 +154,49 @@ scenario_spot_fallback() {
   pass
 }
 
+# Zone twins (scaleUp.balanceZones): three pools alike but for their zone, and a Deployment of
+# six pods of 3 cpu, one per 4-cpu node. The nodes come two per zone, in one scale-up, and every
+# pod runs; the first zone alone (what a round filled before) would have taken all six.
+scenario_zone_twins() {
+  local cfg=$WORK/zones.yaml z
+  sed '/^pools:/,$d' "$HERE/config.yaml" >"$cfg"
+  echo "pools:" >>"$cfg"
+  for z in 1 2 3; do
+    cat >>"$cfg" <<EOF
+  - name: cpu-z$z
+    min: 0
+    max: 6
+    pricePerHour: 0.2
+    template:
+      labels: {pool-kind: cpu, topology.kubernetes.io/zone: zone-$z}
+      capacity: {cpu: "4", memory: 16Gi, pods: "110"}
+EOF
+  done
+  start_tidepool tp "$cfg"
+  k apply -f - >/dev/null <<EOF || { fail "could not create the Deployment"; return 1; }
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: zt, namespace: $NS}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: zt}}
+  template:
+    metadata: {labels: {app: zt}}
+    spec:
+      containers:
+      - name: main
+        image: busybox
+        resources:
+          requests: {cpu: "3", memory: 1Gi}
+EOF
+  wait_until 90 pods_running app=zt 6 || { fail "the six pods are not Running within 90 s"; return 1; }
+  for z in 1 2 3; do
+    [[ $(nodes_of cpu-z$z) -eq 2 ]] || { fail "expected 2 nodes in zone $z, got $(nodes_of cpu-z$z)"; return 1; }
+  done
+  [[ $(node_count) -eq 6 ]] || { fail "expected 6 nodes in all, got $(node_count)"; return 1; }
+  pass
+}
+
 # Gang of 4 pods with 2 GPUs each: 8 GPUs = 2 heavy nodes (4 GPUs). Both come, in one go.
 # Then a gang that cannot fit (4 x 4 GPUs with heavy max 2): no node at all.
 scenario_gang() {
@@ -767,8 +810,8 @@ EOF
   pass
 }
 
-ALL=(scale_from_zero two_pods_two_nodes spot_fallback gang drain_honours_pdb job_keeps_node consolidation
-  deallocate stopped_stock crash_during_scale_up leader_election dra dra_match capacity_buffer)
+ALL=(scale_from_zero two_pods_two_nodes spot_fallback zone_twins gang drain_honours_pdb job_keeps_node
+  consolidation deallocate stopped_stock crash_during_scale_up leader_election dra dra_match capacity_buffer)
 fresh_scenario() {
   rm -f "$WORK"/*.log
   reset_cluster
