@@ -383,9 +383,10 @@ void Pass::DropNodes(Estimate& e, const std::vector<bool>& dropped) {
   }
   for (size_t k = 0; k < e.pods.size(); ++k) {
     if (dropped[e.pod_node[k]]) {
-      NoteReason(
-          *e.pods[k], e.family->name,
-          {ReasonKind::kPoolMax, fmt::format("pools of family {} at their max", e.family->name)});
+      // A dropped node was not moved from: its twin is still there.
+      const std::string& family = e.twins[e.new_nodes[e.pod_node[k]].twin].family->name;
+      NoteReason(*e.pods[k], family,
+                 {ReasonKind::kPoolMax, fmt::format("pools of family {} at their max", family)});
       continue;
     }
     pods.push_back(e.pods[k]);
