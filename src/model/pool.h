@@ -120,8 +120,9 @@ struct ScaleUpConfig {
   // scaleUp.balanceZones: pools that differ only in their zone (same shapes and prices, once
   // flexible families are formed) are zone twins, and one estimate opens its new nodes across
   // them, each in the twin with the fewest nodes that takes the pod, as the Cluster Autoscaler's
-  // --balance-similar-node-groups does; pods bound to a zone still go where they must. Off: each
-  // zone is a candidate of its own and a round fills one zone.
+  // --balance-similar-node-groups does; pods bound to a zone still go where they must, and a
+  // gang's nodes stay in one zone. Off: each zone is a candidate of its own and a round fills one
+  // zone.
   bool balance_zones = true;
   // scaleUp.provisioningRequests.bookingTime: how long a Provisioned ProvisioningRequest's
   // capacity stays booked (docs/kueue.md).

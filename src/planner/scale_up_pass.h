@@ -579,7 +579,10 @@ class Pass {
   std::vector<Family> families_;
   std::vector<size_t> family_of_;                 // per pool
   std::vector<std::vector<size_t>> twin_groups_;  // families that are zone twins, by index
-  std::vector<uint8_t> family_open_;              // per family, RefreshOpenFamilies
+  // Whether candidates take their zone twins in: not while a gang is planned, whose members
+  // stay in one zone (a distributed run split over zones pays for every exchange between them).
+  bool balance_zones_ = true;
+  std::vector<uint8_t> family_open_;  // per family, RefreshOpenFamilies
   // Per equivalence group, the open families whose templates offer it a domain (this round).
   std::unordered_map<uint32_t, std::vector<size_t>> offering_families_;
   // Nodes committed in this pass with their shape (pool index), in order.

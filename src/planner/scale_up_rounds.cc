@@ -484,7 +484,7 @@ std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& rem
     std::vector<size_t> shapes = EligibleShapes(families_[f]);
     if (shapes.empty()) continue;
     Candidate c{f, std::move(shapes), {}, {}};
-    JoinTwins(c, joined);
+    if (balance_zones_) JoinTwins(c, joined);
     for (const Pod* p : remaining) {
       bool fits = FitsAnyShape(p, c.shapes) ||
                   std::any_of(c.twins.begin(), c.twins.end(),

@@ -62,6 +62,25 @@ TEST(ZoneTwins, NodesGoRoundTheZones) {
   EXPECT_EQ(Adds(w.Plan()), (std::map<std::string, int>{{"c4-z1", 6}}));
 }
 
+// A gang's members stay in one zone: a distributed run split over zones pays for every exchange
+// between them. The same pods without the gang label go round the zones.
+TEST(ZoneTwins, AGangStaysInOneZone) {
+  World w = ThreeZones();
+  for (int i = 0; i < 4; ++i) {
+    w.pods.push_back(Big(fmt::format("m{}", i)));
+    w.pods.back().meta.labels["scheduling.x-k8s.io/pod-group"] = "llm";
+    w.pods.back().Finalize();
+  }
+  ScaleUpPlan plan = w.Plan();
+  EXPECT_TRUE(plan.unschedulable.empty());
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"c4-z1", 4}}));
+  for (model::Pod& p : w.pods) {
+    p.meta.labels.erase("scheduling.x-k8s.io/pod-group");
+    p.Finalize();
+  }
+  EXPECT_EQ(Adds(w.Plan()), (std::map<std::string, int>{{"c4-z1", 2}, {"c4-z2", 1}, {"c4-z3", 1}}));
+}
+
 // A pod bound to a zone by its node selector opens its node there; the others go round.
 TEST(ZoneTwins, APodBoundToAZoneGetsANodeInIt) {
   World w = ThreeZones();
