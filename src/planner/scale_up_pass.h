@@ -475,7 +475,7 @@ class Pass {
   // Growing a node by a little where another would grow by a lot keeps the shapes tight: on
   // Karpenter's diverse mix of 5,000 pods the price over the lower bound falls from 1.147x to
   // 1.098x (the first node that could grow took the pod before).
-  bool GrowLeast(const Pod& pod, sched::FitChecker& checker, const PackCursor& cursor, Estimate& e,
+  bool GrowLeast(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                  const Solo& solo);
   // The next node from `n` a loop looking for room for `need` checks: RoomIndex::Next, or `n`
   // itself without placement cursors.

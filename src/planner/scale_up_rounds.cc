@@ -231,7 +231,7 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
   return false;
 }
 
-bool Pass::GrowLeast(const Pod& pod, FitChecker& checker, const PackCursor& cursor, Estimate& e,
+bool Pass::GrowLeast(const Pod& pod, FitChecker& checker, PackCursor& cursor, Estimate& e,
                      const Solo& solo) {
   if (e.step.cpu <= 0 || e.step.memory <= 0) return false;
   const RoomIndex::Room size{pod.requests.cpu_milli(), pod.requests.memory()};
@@ -245,6 +245,8 @@ bool Pass::GrowLeast(const Pod& pod, FitChecker& checker, const PackCursor& curs
       if (!checker.Fits(node.index) || !TakeOn(node, pod, solo, e)) continue;
       e.rooms.Set(i, node.room);
       Place(pod, checker, e, i);
+      // The node grew into a larger shape, with room the group's next pods may use.
+      cursor.room = std::min(cursor.room, i);
       return true;
     }
   }
