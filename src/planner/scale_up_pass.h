@@ -127,14 +127,15 @@ class RoomIndex {
   // The same for amounts that may be negative (held by any room): a positive amount is at most
   // the room.
   size_t Next(size_t n, Room need) const;
-  static bool Holds(const Room& need, const Room& r) {
-    return (need.cpu <= 0 || need.cpu <= r.cpu) && (need.memory <= 0 || need.memory <= r.memory);
-  }
   size_t size() const { return room_.size(); }
   Room At(size_t n) const { return room_[n]; }
 
  private:
   static constexpr size_t kBlock = 32;
+  // What both full checks ask of cpu and memory: a positive request is at most the room.
+  static bool Holds(const Room& need, const Room& r) {
+    return (need.cpu <= 0 || need.cpu <= r.cpu) && (need.memory <= 0 || need.memory <= r.memory);
+  }
 
   std::vector<Room> room_;       // per node
   std::vector<Room> block_max_;  // per block of kBlock nodes, each amount's maximum
@@ -153,14 +154,11 @@ struct Solo {
 
 // The outcome of bin-packing some pods onto new nodes of one family and its zone twins.
 struct Estimate {
-  Family* family = nullptr;  // twins[0].family
-  std::vector<Twin> twins;
-  int opened = 0;  // Node objects of the families this estimate used (new_nodes plus dropped ones)
+  std::vector<Twin> twins;  // the candidate's family first
   std::vector<const Pod*> pods;
   std::vector<uint32_t> pod_node;  // per pod, its FlexNode in `new_nodes`
   std::vector<FlexNode> new_nodes;
   RoomIndex rooms;           // of new_nodes, while packing
-  RoomIndex::Room step;      // the smallest eligible shape's cpu and memory (Pass::GrowLeast)
   std::vector<int> claimed;  // per pool, the nodes whose claim it is
   Resources requested;       // of the placed pods plus DaemonSets on the new nodes
   Resources allocatable;
@@ -177,6 +175,14 @@ struct Estimate {
   // Times a node's claim left a shape at its pool's max (TakeOn), letting other nodes take that
   // shape again: placements that failed before may pass now (PackCursor).
   uint64_t released = 0;
+
+  Family& family() const { return *twins.front().family; }
+  // Node objects of the families this estimate used (new_nodes plus dropped ones).
+  int Opened() const {
+    int n = 0;
+    for (const Twin& t : twins) n += t.opened;
+    return n;
+  }
 };
 
 // Where Pass::Pack's placement loops resume for one equivalence group, so a pod does not check
@@ -470,7 +476,7 @@ class Pass {
   bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                        const Solo& solo);
   // A pod no node of the estimate has room for goes to the node that grows least for it: the
-  // first that holds it after growing by one step (Estimate::step, the smallest shape), else two,
+  // first that holds it after growing by one step (the family's smallest shape), else two,
   // and so on; false when none does short of the pod's whole size (first fit decides then).
   // Growing a node by a little where another would grow by a lot keeps the shapes tight: on
   // Karpenter's diverse mix of 5,000 pods the price over the lower bound falls from 1.147x to

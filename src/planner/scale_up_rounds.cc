@@ -90,16 +90,10 @@ Estimate Pass::Pack(const Candidate& c) {
   Family& family = families_[c.family];
   const std::vector<size_t>& shapes = c.shapes;
   Estimate e;
-  e.family = &family;
   e.twins.push_back(Twin{&family, shapes});
   e.twins.insert(e.twins.end(), c.twins.begin(), c.twins.end());
   e.claimed.assign(pools_.size(), 0);
   e.first_slot = static_cast<NodeIndex>(snap_.NodeSlots());
-  if (!shapes.empty()) {
-    // EligibleShapes are largest first.
-    const Resources& smallest = pools_[shapes.back()].pool->template_node.allocatable;
-    e.step = RoomIndex::Room{smallest.cpu_milli(), smallest.memory()};
-  }
   // Pods arrive grouped and sorted bigger-first. One checker per equivalence group, kept up to
   // date as nodes and pods are added, and one cursor (PackCursor): while a group is packed only
   // its own pods are placed, and its required affinity, if any, selects them all or none of them,
@@ -181,7 +175,6 @@ bool Pass::OpenNode(const Pod& pod, FitChecker& checker, Estimate& e, uint32_t t
   }
   node.index = AddFlexNode(family, family.used + twin.opened);
   ++twin.opened;
-  ++e.opened;
   checker.OnNodeAdded(node.index);
   e.rooms.Set(e.new_nodes.size(), node.room);
   e.new_nodes.push_back(std::move(node));
@@ -203,7 +196,7 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
   SyncCursor(cursor, checker, e);
   // Several shapes: a node whose current shape has room for the pod costs nothing more, so it
   // goes first (best fit); then any node that may grow into a larger shape (first fit).
-  if (e.family->members.size() > 1) {
+  if (e.family().members.size() > 1) {
     for (size_t i = NextWithRoom(e.rooms, cursor.room, pod.requests); i < e.new_nodes.size();
          i = NextWithRoom(e.rooms, i + 1, pod.requests)) {
       FlexNode& node = e.new_nodes[i];
@@ -233,11 +226,15 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
 
 bool Pass::GrowLeast(const Pod& pod, FitChecker& checker, PackCursor& cursor, Estimate& e,
                      const Solo& solo) {
-  if (e.step.cpu <= 0 || e.step.memory <= 0) return false;
+  const std::vector<size_t>& shapes = e.twins.front().shapes;
+  if (shapes.empty()) return false;
+  // A step: the smallest shape (EligibleShapes are largest first).
+  const Resources& step = pools_[shapes.back()].pool->template_node.allocatable;
+  if (step.cpu_milli() <= 0 || step.memory() <= 0) return false;
   const RoomIndex::Room size{pod.requests.cpu_milli(), pod.requests.memory()};
   for (int64_t k = 1;; ++k) {
     // Room that k steps of growth would make enough.
-    const RoomIndex::Room need{size.cpu - k * e.step.cpu, size.memory - k * e.step.memory};
+    const RoomIndex::Room need{size.cpu - k * step.cpu_milli(), size.memory - k * step.memory()};
     if (need.cpu <= 0 && need.memory <= 0) return false;
     for (size_t i = e.rooms.Next(cursor.fit, need); i < e.new_nodes.size();
          i = e.rooms.Next(i + 1, need)) {
@@ -434,7 +431,7 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
 }
 
 bool Pass::Replay(const Estimate& e) {
-  if (e.opened != static_cast<int>(e.new_nodes.size())) return false;
+  if (e.Opened() != static_cast<int>(e.new_nodes.size())) return false;
   size_t opened = 0;
   std::vector<int> twin_opened(e.twins.size(), 0);
   size_t outside = 0;
@@ -468,7 +465,7 @@ ExpanderOption Pass::OptionOf(const Estimate& e) const {
   // A family's option is named by the shape most of its nodes got (the lowest name on a tie).
   std::map<size_t, int> count;
   for (const FlexNode& n : e.new_nodes) ++count[n.pool];
-  size_t pool = e.family->members.front();
+  size_t pool = e.family().members.front();
   int most = 0;
   for (const auto& [p, k] : count)
     if (k > most) std::tie(pool, most) = std::pair(p, k);
