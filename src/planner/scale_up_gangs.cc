@@ -85,10 +85,8 @@ void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
   Accounting before = SaveAccounting();
   std::map<std::string, ScaleUp> gang_ups;
   // A gang's new nodes stay in one zone, as each round fills one family.
-  balance_zones_ = false;
-  while (!left.empty() && GrowOnce(left, gang_ups)) {
+  while (!left.empty() && GrowOnce(left, gang_ups, /*balance_zones=*/false)) {
   }
-  balance_zones_ = true;
   if (!left.empty()) {
     snap_.Revert();
     no_fit_groups_.clear();  // the revert freed the room the gang's members had taken

@@ -495,9 +495,12 @@ class Pass {
   NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);
   // One round of "choose the best pool for these pods and commit it". Returns false when no
   // pool can take any of them.
-  bool GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups);
+  // `balance_zones`: candidates take their zone twins in (not for a gang, whose members stay in
+  // one zone: a distributed run split over zones pays for every exchange between them).
+  bool GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups,
+                bool balance_zones = true);
   // The pools that may grow now, each with the remaining pods its template fits.
-  std::vector<Candidate> Candidates(const std::vector<const Pod*>& remaining);
+  std::vector<Candidate> Candidates(const std::vector<const Pod*>& remaining, bool balance_zones);
   // Why the pools that could host the pods cannot grow, for the reasons.
   void NoteLimits(const std::vector<const Pod*>& remaining);
   // Orders the candidates best first by a fluid (resources only) estimate.
@@ -585,10 +588,7 @@ class Pass {
   std::vector<Family> families_;
   std::vector<size_t> family_of_;                 // per pool
   std::vector<std::vector<size_t>> twin_groups_;  // families that are zone twins, by index
-  // Whether candidates take their zone twins in: not while a gang is planned, whose members
-  // stay in one zone (a distributed run split over zones pays for every exchange between them).
-  bool balance_zones_ = true;
-  std::vector<uint8_t> family_open_;  // per family, RefreshOpenFamilies
+  std::vector<uint8_t> family_open_;              // per family, RefreshOpenFamilies
   // Per equivalence group, the open families whose templates offer it a domain (this round).
   std::unordered_map<uint32_t, std::vector<size_t>> offering_families_;
   // Nodes committed in this pass with their shape (pool index), in order.

@@ -389,12 +389,13 @@ NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
   return sched::kNoNode;
 }
 
-bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups) {
+bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups,
+                    bool balance_zones) {
   ++round_;
   RefreshOpenFamilies();
   PlaceSpreadPodsAgain(remaining, ups);
   if (remaining.empty()) return true;
-  std::vector<Candidate> candidates = Candidates(remaining);
+  std::vector<Candidate> candidates = Candidates(remaining, balance_zones);
   if (candidates.empty()) {
     NoteLimits(remaining);
     return false;
@@ -475,7 +476,8 @@ ExpanderOption Pass::OptionOf(const Estimate& e) const {
   return o;
 }
 
-std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& remaining) {
+std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& remaining,
+                                              bool balance_zones) {
   std::vector<Candidate> candidates;
   std::vector<uint8_t> joined(families_.size(), 0);  // a twin in an earlier candidate
   for (size_t f = 0; f < families_.size(); ++f) {
@@ -483,7 +485,7 @@ std::vector<Pass::Candidate> Pass::Candidates(const std::vector<const Pod*>& rem
     std::vector<size_t> shapes = EligibleShapes(families_[f]);
     if (shapes.empty()) continue;
     Candidate c{f, std::move(shapes), {}, {}};
-    if (balance_zones_) JoinTwins(c, joined);
+    if (balance_zones) JoinTwins(c, joined);
     for (const Pod* p : remaining) {
       bool fits = FitsAnyShape(p, c.shapes) ||
                   std::any_of(c.twins.begin(), c.twins.end(),
