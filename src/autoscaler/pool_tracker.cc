@@ -21,19 +21,18 @@ std::vector<PoolTracker::Arrival> PoolTracker::Observe(
   std::map<std::string_view, const PoolObservation*> reported;
   for (const PoolObservation& p : ctx.obs.pools) reported.emplace(p.pool, &p);
 
-  std::vector<int> previously_registered;  // in pools_' order
+  std::map<std::string_view, int> previously_registered;
   for (auto& [name, ps] : pools_) {
-    previously_registered.push_back(ps.registered);
+    previously_registered[name] = ps.registered;
     ps.registered = ps.ready = ps.starting = 0;
   }
   Classify(ctx, gone);
 
   std::vector<Arrival> arrivals;
   for (const model::Pool& pool : config_.pools) {
-    auto at = pools_.find(pool.name);
-    PoolState& ps = at->second;
+    PoolState& ps = pools_[pool.name];
     // A node of the pool joined: the provider delivers again.
-    if (ps.registered > previously_registered[std::distance(pools_.begin(), at)]) {
+    if (ps.registered > previously_registered[pool.name]) {
       ps.backoff_level = 0;
       if (!ps.requests.empty() && ps.requests.front().requested_at <= ctx.now) {
         const ScaleUpRequest& r = ps.requests.front();
@@ -120,15 +119,9 @@ void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::strin
   const bool lockstep = ctx.pool_of.size() == ctx.nodes.size() && ctx.nodes.size() == nodes_.size();
   auto node_it = ctx.nodes.begin();
   auto mem_it = nodes_.begin();
-  // Each configured pool's state, found once rather than by name for every node.
-  std::vector<PoolState*> state_of;
-  for (const model::Pool& p : config_.pools) state_of.push_back(&pools_[p.name]);
-  auto state = [&](const model::Pool* pool) -> PoolState& {
-    const model::Pool* first = config_.pools.data();
-    const bool ours = !std::less<>()(pool, first) && std::less<>()(pool, first + state_of.size());
-    return ours ? *state_of[static_cast<size_t>(pool - first)] : pools_[pool->name];
-  };
-
+  // Nodes of a pool come in runs (their names start with it): its state is looked up once a run.
+  const model::Pool* run_pool = nullptr;
+  PoolState* run_state = nullptr;
   for (const auto& [name, pool] : ctx.pool_of) {
     if (!lockstep) {
       while (node_it != ctx.nodes.end() && node_it->first < name) ++node_it;
@@ -139,8 +132,12 @@ void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::strin
     NodeMemory& mem = mem_it->second;
     NodeClass cls = NodeClass::kGone;
     const bool was_usable = mem.ever_usable;
+    if (pool != run_pool) {
+      run_pool = pool;
+      run_state = &pools_[pool->name];
+    }
     if (!gone(name))
-      cls = ClassOf(ctx, published, *pool, *node_it->second, mem, state(pool),
+      cls = ClassOf(ctx, published, *pool, *node_it->second, mem, *run_state,
                     ProvisionTimeout(*pool));
     ctx.node_class.emplace_hint(ctx.node_class.end(), name, cls);
     if (mem.ever_usable != was_usable) ++node_changes_;
