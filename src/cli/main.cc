@@ -83,9 +83,7 @@ Result<void> LoadInputs(const std::string& config_path, const std::string& state
   TIDEPOOL_ASSIGN_OR_RETURN(in.config, kube::config::LoadAutoscalerConfig(config_path));
   TIDEPOOL_RETURN_IF_ERROR(
       kube::config::RequirePoolsInFile(in.config, config_path, "plan/explain"));
-  // `always` shows the line from the start, however quick the reading.
-  ReadProgressLine line(
-      stderr, progress == "always" ? TerminalLine::Clock::duration::zero() : TerminalLine::kDelay);
+  ReadProgressLine line(stderr, TerminalLine::DelayFor(progress));
   kube::codec::OnListProgress show;
   if (progress == "always" || (progress == "auto" && isatty(STDERR_FILENO))) {
     show = [&line](const kube::codec::ListProgress& p) { line.Show(p); };

@@ -103,9 +103,7 @@ int RunSimulateCommand(const SimulateFlags& flags) {
     in.jobs = std::move(*jobs);
   }
 
-  // `always` shows the line from the start, however quick the run.
-  ProgressLine progress(stderr, flags.progress == "always" ? TerminalLine::Clock::duration::zero()
-                                                           : TerminalLine::kDelay);
+  ProgressLine progress(stderr, TerminalLine::DelayFor(flags.progress));
   if (flags.progress == "always" || (flags.progress == "auto" && isatty(STDERR_FILENO))) {
     in.on_progress = [&progress](const sim::Progress& p) { progress.Show(p); };
   }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace tidepool::cli {
 
@@ -20,6 +21,12 @@ class TerminalLine {
 
   explicit TerminalLine(std::FILE* out, Clock::duration delay = kDelay)
       : out_(out), delay_(delay) {}
+
+  // The delay for a --progress mode: `always` shows the line from the start, however quick the
+  // work; `auto` waits kDelay.
+  static Clock::duration DelayFor(std::string_view mode) {
+    return mode == "always" ? Clock::duration::zero() : Clock::duration(kDelay);
+  }
 
   // A new piece of work starts: its line waits half a second again.
   void Begin();
