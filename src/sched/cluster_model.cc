@@ -1,0 +1,178 @@
+#include "sched/cluster_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "base/check.h"
+
+namespace tidepool::sched {
+namespace {
+
+std::string PodKey(std::string_view ns, std::string_view name) {
+  std::string key;
+  key.reserve(ns.size() + 1 + name.size());
+  key.append(ns).append("/").append(name);
+  return key;
+}
+
+bool BelongsInSnapshot(const model::Pod& pod) { return !pod.IsTerminal(); }
+
+}  // namespace
+
+Result<void> ClusterModel::Writable(std::string_view what) const {
+  if (snapshot_->Depth() == 0) return {};
+  return Fail(Error::Code::kInternal,
+              "cluster model: {} refused: a pass holds {} open layer(s) of the snapshot (every "
+              "Fork needs its Revert before the next delta)",
+              what, snapshot_->Depth());
+}
+
+Result<void> ClusterModel::SetNode(std::shared_ptr<const model::Node> node) {
+  if (node == nullptr) return InvalidArgument("cluster model: node is null");
+  const std::string& name = node->name();
+  if (name.empty()) return InvalidArgument("cluster model: node without metadata.name");
+  TIDEPOOL_RETURN_IF_ERROR(Writable("node " + name));
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) it = nodes_.emplace(name, NodeRecord{}).first;
+  NodeRecord& record = it->second;
+  if (record.node != nullptr) {
+    // A changed node: its pods leave with the old slot and come back on the new one.
+    for (PodRecord* pod : record.pods) pod->placed = kNoNode;
+    TIDEPOOL_CHECK(snapshot_->RemoveNode(name).has_value());
+    retired_.push_back(std::move(record.node));
+  }
+  record.node = std::move(node);
+  Result<NodeIndex> index = snapshot_->AddNode(record.node.get());
+  TIDEPOOL_CHECK(index.has_value());
+  record.index = *index;
+  PlacePods(record);
+  ++changes_;
+  MaybeCompact();
+  return {};
+}
+
+Result<void> ClusterModel::DeleteNode(std::string_view name) {
+  TIDEPOOL_RETURN_IF_ERROR(Writable(fmt::format("deleting node {}", name)));
+  auto it = nodes_.find(name);
+  if (it == nodes_.end() || it->second.node == nullptr) {
+    return Fail(Error::Code::kNotFound, "cluster model: no node {} to delete", name);
+  }
+  NodeRecord& record = it->second;
+  for (PodRecord* pod : record.pods) pod->placed = kNoNode;
+  TIDEPOOL_CHECK(snapshot_->RemoveNode(name).has_value());
+  retired_.push_back(std::move(record.node));
+  record.index = kNoNode;
+  DropIfEmpty(it);
+  ++changes_;
+  MaybeCompact();
+  return {};
+}
+
+Result<void> ClusterModel::SetPod(std::shared_ptr<const model::Pod> pod) {
+  if (pod == nullptr) return InvalidArgument("cluster model: pod is null");
+  if (pod->meta.name.empty()) {
+    return InvalidArgument("cluster model: pod without metadata.name in namespace '{}'",
+                           pod->meta.namespace_);
+  }
+  std::string key = PodKey(pod->meta.namespace_, pod->meta.name);
+  TIDEPOOL_RETURN_IF_ERROR(Writable("pod " + key));
+  auto [it, added] = pods_.try_emplace(std::move(key));
+  PodRecord& record = it->second;
+  if (!added) Unbind(record);
+  record.pod = std::move(pod);
+  if (!record.pod->node_name.empty()) {
+    auto node = nodes_.find(record.pod->node_name);
+    if (node == nodes_.end()) node = nodes_.emplace(record.pod->node_name, NodeRecord{}).first;
+    node->second.pods.push_back(&record);
+    if (node->second.node != nullptr && BelongsInSnapshot(*record.pod)) {
+      Place(record, node->second.index);
+    }
+  }
+  ++changes_;
+  return {};
+}
+
+Result<void> ClusterModel::DeletePod(std::string_view ns, std::string_view name) {
+  std::string key = PodKey(ns, name);
+  TIDEPOOL_RETURN_IF_ERROR(Writable("deleting pod " + key));
+  auto it = pods_.find(key);
+  if (it == pods_.end()) return Fail(Error::Code::kNotFound, "cluster model: no pod {}", key);
+  Unbind(it->second);
+  pods_.erase(it);
+  ++changes_;
+  return {};
+}
+
+// Takes the pod off its node record (and the snapshot).
+void ClusterModel::Unbind(PodRecord& pod) {
+  Unplace(pod);
+  if (pod.pod->node_name.empty()) return;
+  auto it = nodes_.find(pod.pod->node_name);
+  TIDEPOOL_CHECK(it != nodes_.end());
+  std::vector<PodRecord*>& pods = it->second.pods;
+  auto at = std::find(pods.begin(), pods.end(), &pod);
+  TIDEPOOL_CHECK(at != pods.end());
+  pods.erase(at);
+  DropIfEmpty(it);
+}
+
+void ClusterModel::Place(PodRecord& pod, NodeIndex node) {
+  TIDEPOOL_CHECK(snapshot_->AddPod(pod.pod.get(), node).has_value());
+  pod.placed = node;
+}
+
+void ClusterModel::Unplace(PodRecord& pod) {
+  if (pod.placed == kNoNode) return;
+  TIDEPOOL_CHECK(snapshot_->RemovePod(pod.pod.get(), pod.placed).has_value());
+  pod.placed = kNoNode;
+}
+
+void ClusterModel::PlacePods(NodeRecord& record) {
+  for (PodRecord* pod : record.pods)
+    if (BelongsInSnapshot(*pod->pod)) Place(*pod, record.index);
+}
+
+void ClusterModel::DropIfEmpty(std::map<std::string, NodeRecord, std::less<>>::iterator it) {
+  if (it->second.node == nullptr && it->second.pods.empty()) nodes_.erase(it);
+}
+
+void ClusterModel::MaybeCompact() {
+  const size_t live = snapshot_->NodeCount();
+  const size_t tombstones = snapshot_->NodeSlots() - live;
+  if (tombstones < 64 || tombstones <= live) return;
+  // A fresh snapshot in name order. Its topology and label indexes are built again on first use.
+  snapshot_ = std::make_unique<ClusterSnapshot>();
+  retired_.clear();
+  snapshot_->ReserveNodes(live);
+  for (auto& [name, record] : nodes_) {
+    for (PodRecord* pod : record.pods) pod->placed = kNoNode;
+    if (record.node == nullptr) continue;
+    Result<NodeIndex> index = snapshot_->AddNode(record.node.get());
+    TIDEPOOL_CHECK(index.has_value());
+    record.index = *index;
+    PlacePods(record);
+  }
+  ++generation_;
+}
+
+const model::Node* ClusterModel::FindNode(std::string_view name) const {
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? nullptr : it->second.node.get();
+}
+
+const model::Pod* ClusterModel::FindPod(std::string_view ns, std::string_view name) const {
+  auto it = pods_.find(PodKey(ns, name));
+  return it == pods_.end() ? nullptr : it->second.pod.get();
+}
+
+std::vector<NodeIndex> ClusterModel::NodesByName() const {
+  std::vector<NodeIndex> out;
+  out.reserve(snapshot_->NodeCount());
+  for (const auto& [name, record] : nodes_)
+    if (record.node != nullptr) out.push_back(record.index);
+  return out;
+}
+
+}  // namespace tidepool::sched

@@ -1,0 +1,106 @@
+// ClusterModel: the cluster as one long-lived ClusterSnapshot, kept up to date from deltas (a
+// node or pod added, changed or deleted) in O(change), so that a pass forks it instead of
+// rebuilding it (docs/architecture.md, "The cluster model").
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.h"
+#include "model/node.h"
+#include "model/pod.h"
+#include "sched/snapshot.h"
+
+namespace tidepool::sched {
+
+// The model owns what it is given (shared, so an informer cache and the model can hold the same
+// object) and never changes it: an object that changes arrives again as a new object, as from a
+// watch. The snapshot holds the live nodes and, on each, the pods bound to it that are not
+// terminal. A pod may arrive before its node (watches are not ordered across kinds); it is
+// placed when the node comes. Each delta costs O(log nodes + pods on the node it touches).
+//
+// Passes read and fork the snapshot: Fork() before any change to it and Revert() after (Layer
+// does both), so that it is the cluster again when the next delta comes. A delta while a layer is
+// open is refused with an error naming the depth, and changes nothing; so is any malformed delta.
+// Pods must be Finalize()d. Devices and claims (DRA) are not modelled: a pass over a cluster with
+// DRA objects builds its own snapshot.
+class ClusterModel {
+ public:
+  ClusterModel() = default;
+  ClusterModel(const ClusterModel&) = delete;
+  ClusterModel& operator=(const ClusterModel&) = delete;
+
+  // Adds a node, or replaces the node of the same name (its pods stay on it).
+  Result<void> SetNode(std::shared_ptr<const model::Node> node);
+  // Removes a node. Its pods stay known and are placed again if a node of that name comes back.
+  Result<void> DeleteNode(std::string_view name);
+  // Adds a pod, or replaces the pod of the same namespace/name (a bind, a phase change).
+  Result<void> SetPod(std::shared_ptr<const model::Pod> pod);
+  Result<void> DeletePod(std::string_view ns, std::string_view name);
+
+  // Nodes and placed pods. Node indexes stay valid until generation() changes (a compaction,
+  // when removed nodes outnumber the live ones).
+  ClusterSnapshot& snapshot() { return *snapshot_; }
+  const ClusterSnapshot& snapshot() const { return *snapshot_; }
+  uint64_t generation() const { return generation_; }
+
+  // Known objects, by name: nodes in name order, pods by namespace/name (nullptr when unknown).
+  const model::Node* FindNode(std::string_view name) const;
+  const model::Pod* FindPod(std::string_view ns, std::string_view name) const;
+  size_t NodeCount() const { return snapshot_->NodeCount(); }
+  size_t PodCount() const { return pods_.size(); }
+  // Live node indexes in name order.
+  std::vector<NodeIndex> NodesByName() const;
+  // Deltas applied so far (successful ones), for drivers that report what changed.
+  uint64_t Changes() const { return changes_; }
+
+  // Fork()s the snapshot and Revert()s it when it goes out of scope.
+  class Layer {
+   public:
+    explicit Layer(ClusterModel& model) : snapshot_(model.snapshot()) { snapshot_.Fork(); }
+    ~Layer() { snapshot_.Revert(); }
+    Layer(const Layer&) = delete;
+    Layer& operator=(const Layer&) = delete;
+
+   private:
+    ClusterSnapshot& snapshot_;
+  };
+
+ private:
+  struct PodRecord {
+    std::shared_ptr<const model::Pod> pod;
+    NodeIndex placed = kNoNode;  // where the snapshot holds it
+  };
+  // A node name with the node (null when absent) and the pods bound to that name.
+  struct NodeRecord {
+    std::shared_ptr<const model::Node> node;
+    NodeIndex index = kNoNode;
+    std::vector<PodRecord*> pods;  // bound here, terminal or not, in arrival order
+  };
+
+  Result<void> Writable(std::string_view what) const;
+  // Places the pods bound to `record` that belong in the snapshot.
+  void PlacePods(NodeRecord& record);
+  void Place(PodRecord& pod, NodeIndex node);
+  void Unplace(PodRecord& pod);
+  void Unbind(PodRecord& pod);
+  // Drops a record that holds neither a node nor pods.
+  void DropIfEmpty(std::map<std::string, NodeRecord, std::less<>>::iterator it);
+  // Builds the snapshot again from the records when tombstones outnumber live nodes.
+  void MaybeCompact();
+
+  std::unique_ptr<ClusterSnapshot> snapshot_ = std::make_unique<ClusterSnapshot>();
+  std::map<std::string, NodeRecord, std::less<>> nodes_;
+  std::unordered_map<std::string, PodRecord> pods_;  // by namespace/name
+  // Nodes replaced or deleted since the last compaction: the snapshot's tombstones point at them.
+  std::vector<std::shared_ptr<const model::Node>> retired_;
+  uint64_t generation_ = 0;
+  uint64_t changes_ = 0;
+};
+
+}  // namespace tidepool::sched
