@@ -82,9 +82,10 @@ Result<void> ClusterModel::SetPod(std::shared_ptr<const model::Pod> pod) {
   PodRecord& record = it->second;
   if (!added) Unbind(record);
   record.pod = std::move(pod);
-  if (!record.pod->node_name.empty()) {
-    auto node = nodes_.find(record.pod->node_name);
-    if (node == nodes_.end()) node = nodes_.emplace(record.pod->node_name, NodeRecord{}).first;
+  record.node = record.pod->node_name;
+  if (!record.node.empty()) {
+    auto node = nodes_.find(record.node);
+    if (node == nodes_.end()) node = nodes_.emplace(record.node, NodeRecord{}).first;
     node->second.pods.push_back(&record);
     if (node->second.node != nullptr && BelongsInSnapshot(*record.pod)) {
       Place(record, node->second.index);
@@ -108,13 +109,14 @@ Result<void> ClusterModel::DeletePod(std::string_view ns, std::string_view name)
 // Takes the pod off its node record (and the snapshot).
 void ClusterModel::Unbind(PodRecord& pod) {
   Unplace(pod);
-  if (pod.pod->node_name.empty()) return;
-  auto it = nodes_.find(pod.pod->node_name);
+  if (pod.node.empty()) return;
+  auto it = nodes_.find(pod.node);
   TIDEPOOL_CHECK(it != nodes_.end());
   std::vector<PodRecord*>& pods = it->second.pods;
   auto at = std::find(pods.begin(), pods.end(), &pod);
   TIDEPOOL_CHECK(at != pods.end());
   pods.erase(at);
+  pod.node.clear();
   DropIfEmpty(it);
 }
 

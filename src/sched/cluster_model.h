@@ -19,10 +19,13 @@
 namespace tidepool::sched {
 
 // The model owns what it is given (shared, so an informer cache and the model can hold the same
-// object) and never changes it: an object that changes arrives again as a new object, as from a
-// watch. The snapshot holds the live nodes and, on each, the pods bound to it that are not
-// terminal. A pod may arrive before its node (watches are not ordered across kinds); it is
-// placed when the node comes. Each delta costs O(log nodes + pods on the node it touches).
+// object) and never changes it. A changed object arrives again, as a new object (a watch) or as
+// the same one changed in place (the simulator): either way the model forgets what it derived
+// from the old state (the node a pod was filed under, a node's taints and allocatable). A pod's
+// requests and labels must not change in place while it is placed. The snapshot holds the live
+// nodes and, on each, the pods bound to it that are not terminal. A pod may arrive before its node
+// (watches are not ordered across kinds); it is placed when the node comes. Each delta costs O(log
+// nodes + pods on the node it touches).
 //
 // Passes read and fork the snapshot: Fork() before any change to it and Revert() after (Layer
 // does both), so that it is the cluster again when the next delta comes. A delta while a layer is
@@ -74,6 +77,7 @@ class ClusterModel {
  private:
   struct PodRecord {
     std::shared_ptr<const model::Pod> pod;
+    std::string node;            // the node name it is filed under ("" when unbound)
     NodeIndex placed = kNoNode;  // where the snapshot holds it
   };
   // A node name with the node (null when absent) and the pods bound to that name.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/check.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
 #include "sim/units.h"
@@ -10,19 +11,23 @@
 namespace tidepool::sim {
 namespace {
 
-// One binding pass over a snapshot of the joined nodes and their pods.
+// One binding pass over the cluster model (the joined nodes and their pods), whose snapshot each
+// bind updates: a started pod is set in the model like any other change.
 class Pass {
  public:
-  Pass(ScoringPolicy policy, SimCloud& cloud, Workload& workload)
-      : most_(policy == ScoringPolicy::kMostAllocated), workload_(workload) {
-    snap_.ReserveNodes(cloud.joined().size());
-    for (const auto& [name, idx] : cloud.joined()) {
-      const SimInstance& n = cloud.instance(idx);
-      auto i = snap_.AddNode(n.node.get());
-      if (!i) continue;
-      slot_node_.push_back(idx);
-      node_name_.push_back(&n.name);
-      for (int pod : workload.PodsOn(idx)) (void)snap_.AddPod(workload.pod(pod).pod.get(), *i);
+  Pass(ScoringPolicy policy, SimCloud& cloud, Workload& workload, sched::ClusterModel& model)
+      : most_(policy == ScoringPolicy::kMostAllocated),
+        workload_(workload),
+        model_(model),
+        snap_(model.snapshot()),
+        by_name_(model.NodesByName()) {
+    // The instance behind each snapshot slot; nodes are tried in name order, as the joined
+    // nodes are listed, so that ties go to the same node whatever the slots' order.
+    instance_.assign(snap_.NodeSlots(), -1);
+    for (sched::NodeIndex i : by_name_) {
+      auto it = cloud.joined().find(snap_.Get(i).node->name());
+      TIDEPOOL_CHECK(it != cloud.joined().end());
+      instance_[i] = it->second;
     }
   }
 
@@ -43,9 +48,9 @@ class Pass {
     sched::FitChecker checker(pod, snap_);
     sched::NodeIndex best = sched::kNoNode;
     double best_score = -1;
-    for (sched::NodeIndex i = 0; i < snap_.NodeSlots(); ++i) {
+    for (sched::NodeIndex i : by_name_) {
       const sched::NodeInfo& info = snap_.Get(i);
-      if (info.removed || !checker.Fits(i)) continue;
+      if (!checker.Fits(i)) continue;
       double score = Score(info, pod);
       if (score > best_score) {
         best_score = score;
@@ -68,26 +73,28 @@ class Pass {
     return n == 0 ? 0 : sum / n;
   }
 
+  // Starts the pod on the node; the model places it there.
   void Start(int pod, sched::NodeIndex i) {
-    workload_.StartPod(pod, slot_node_[i], *node_name_[i]);
+    workload_.StartPod(pod, instance_[i], snap_.Get(i).node->name());
   }
 
   void BindGang(const std::vector<int>& pending, size_t k, size_t end) {
     const int j = workload_.pod(pending[k]).job;
-    snap_.Fork();
     std::vector<std::pair<int, sched::NodeIndex>> placed;
-    for (size_t x = k; x < end; ++x) {
-      const model::Pod& pod = *workload_.pod(pending[x]).pod;
-      sched::NodeIndex i = BestNode(pod);
-      if (i == sched::kNoNode) {
-        snap_.Revert();
-        failed_shapes_.insert(workload_.job(j).shape);
-        return;
+    {
+      // Each member where the ones before it were placed; taken back, then started for real.
+      sched::ClusterModel::Layer layer(model_);
+      for (size_t x = k; x < end; ++x) {
+        const model::Pod& pod = *workload_.pod(pending[x]).pod;
+        sched::NodeIndex i = BestNode(pod);
+        if (i == sched::kNoNode) {
+          failed_shapes_.insert(workload_.job(j).shape);
+          return;
+        }
+        TIDEPOOL_CHECK(snap_.AddPod(&pod, i).has_value());
+        placed.emplace_back(pending[x], i);
       }
-      (void)snap_.AddPod(&pod, i);
-      placed.emplace_back(pending[x], i);
     }
-    snap_.Commit();
     for (auto [pod, i] : placed) Start(pod, i);
     const SimJob& job = workload_.job(j);
     if (job.started_once == job.spec->replicas) workload_.StartGang(j);
@@ -101,16 +108,16 @@ class Pass {
         failed_shapes_.insert(workload_.job(workload_.pod(pending[x]).job).shape);
         return;
       }
-      (void)snap_.AddPod(&pod, i);
       Start(pending[x], i);
     }
   }
 
   const bool most_;
   Workload& workload_;
-  sched::ClusterSnapshot snap_;
-  std::vector<int> slot_node_;                 // snapshot index -> instance
-  std::vector<const std::string*> node_name_;  // snapshot index -> node name
+  sched::ClusterModel& model_;
+  sched::ClusterSnapshot& snap_;
+  const std::vector<sched::NodeIndex> by_name_;  // live slots in name order
+  std::vector<int> instance_;                    // per slot
   std::set<std::string> failed_shapes_;
 };
 
@@ -121,7 +128,7 @@ void Binder::Bind() {
   for (int pod : workload_.active())
     if (workload_.pod(pod).state == PodState::kPending) pending.push_back(pod);
   if (pending.empty() || cloud_.joined().empty()) return;
-  Pass pass(policy_, cloud_, workload_);
+  Pass pass(policy_, cloud_, workload_, model_);
   for (size_t k = 0; k < pending.size();) {
     int j = workload_.pod(pending[k]).job;
     size_t end = k;

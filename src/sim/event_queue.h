@@ -4,10 +4,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <queue>
+#include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "base/time.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::sim {
 
@@ -57,6 +61,20 @@ struct WorldChanges {
   bool bind_dirty = false;   // pods may be bound now (room freed, pods pending, a node joined)
   bool step_needed = false;  // the loop should step at once
   void Changed() { ++version; }
+  // The joined nodes and the pods, as the binder and the loop see them: every change to a node
+  // or a pod is applied here too, as a watch would deliver it (docs/architecture.md, "The
+  // cluster model").
+  sched::ClusterModel cluster;
+  void SetNode(std::shared_ptr<const model::Node> node) {
+    TIDEPOOL_CHECK(cluster.SetNode(std::move(node)).has_value());
+  }
+  void DeleteNode(const std::string& name) { TIDEPOOL_CHECK(cluster.DeleteNode(name).has_value()); }
+  void SetPod(std::shared_ptr<const model::Pod> pod) {
+    TIDEPOOL_CHECK(cluster.SetPod(std::move(pod)).has_value());
+  }
+  void DeletePod(const model::Pod& pod) {
+    TIDEPOOL_CHECK(cluster.DeletePod(pod.meta.namespace_, pod.meta.name).has_value());
+  }
 };
 
 }  // namespace tidepool::sim

@@ -80,7 +80,7 @@ void SimCloud::JoinNode(int idx) {
   SimInstance& n = instances_[idx];
   if (!n.alive() || n.joined) return;
   const SimPool& p = pools_[n.pool];
-  auto node = std::make_unique<model::Node>(p.pool->template_node);
+  auto node = std::make_shared<model::Node>(p.pool->template_node);
   node->meta.name = n.name;
   node->meta.uid = n.name;
   node->meta.labels[std::string(model::kLabelPool)] = p.pool->name;
@@ -95,6 +95,7 @@ void SimCloud::JoinNode(int idx) {
   n.node = std::move(node);
   n.joined = true;
   joined_.emplace(n.name, idx);
+  changes_.SetNode(n.node);
   changes_.Changed();
   if (p.sim != nullptr && p.sim->evictions_per_node_hour > 0) {
     std::exponential_distribution<double> d(p.sim->evictions_per_node_hour);
@@ -114,7 +115,10 @@ void SimCloud::EndInstance(int idx) {
   n.end = clock_.Now();
   SimPool& p = pools_[n.pool];
   std::erase(p.nodes, idx);
-  if (n.joined) joined_.erase(n.name);
+  if (n.joined) {
+    joined_.erase(n.name);
+    changes_.DeleteNode(n.name);
+  }
   if (n.node) ended_.push_back(std::move(n.node));
   changes_.Changed();
   changes_.bind_dirty = changes_.step_needed = true;
@@ -254,6 +258,7 @@ Result<void> SimCloud::StopNode(const std::string& pool, const model::Node& node
   workload_.EvictAllOn(idx, /*spot=*/false);
   std::erase(p.nodes, idx);
   joined_.erase(it);
+  changes_.DeleteNode(n.name);
   n.joined = false;
   if (n.node) ended_.push_back(std::move(n.node));
   n.stopped_since = now;

@@ -28,7 +28,7 @@ struct SimInstance {
   Time requested{};
   std::optional<Time> end;  // deleted / cancelled / reclaimed
   bool joined = false;
-  std::unique_ptr<model::Node> node;  // once joined
+  std::shared_ptr<model::Node> node;  // once joined
   // Stopped (scaleDown.mode deallocate): since when, and for how long in earlier stops.
   std::optional<Time> stopped_since;
   Duration stopped_for{};
@@ -124,7 +124,7 @@ class SimCloud final : public cloud::CloudProvider, public cloud::MachineStopper
   std::map<std::string, int, std::less<>> pool_index_;
   std::vector<SimInstance> instances_;
   std::map<std::string, int, std::less<>> joined_;  // alive joined instances by name
-  std::vector<std::unique_ptr<model::Node>> ended_;
+  std::vector<std::shared_ptr<model::Node>> ended_;
   int64_t scale_ups_ = 0;
   int64_t scale_downs_ = 0;
   std::map<std::string, int> peak_nodes_;

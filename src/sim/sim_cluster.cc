@@ -49,6 +49,7 @@ Result<void> SimCluster::AddTaint(const std::string& node, const model::Taint& t
   std::erase_if(n->node->taints, [&](const model::Taint& x) { return x.key == taint.key; });
   changes_.Changed();
   n->node->taints.push_back(taint);
+  changes_.SetNode(n->node);
   if (taint.effect != model::TaintEffect::kNoSchedule) changes_.bind_dirty = true;
   return {};
 }
@@ -57,6 +58,7 @@ Result<void> SimCluster::RemoveTaint(const std::string& node, const std::string&
   SimInstance* n = cloud_.Joined(node);
   if (n == nullptr) return Fail(Error::Code::kNotFound, "node {} not found", node);
   std::erase_if(n->node->taints, [&](const model::Taint& x) { return x.key == key; });
+  changes_.SetNode(n->node);
   changes_.Changed();
   changes_.bind_dirty = true;
   return {};

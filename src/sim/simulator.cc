@@ -67,7 +67,7 @@ class Simulator {
   SimCloud cloud_{in_, config_, clock_, queue_, changes_, workload_};
   KueueQueue kueue_{clock_, queue_, changes_, workload_};
   SimCluster cluster_{clock_, changes_, cloud_, workload_, kueue_};
-  Binder binder_{in_.sim.scheduler, cloud_, workload_};
+  Binder binder_{in_.sim.scheduler, cloud_, workload_, changes_.cluster};
   Ledger ledger_{in_, config_, cloud_, workload_};
   autoscaler::Autoscaler loop_{config_, in_.loop_options};
   actuator::Actuator actuator_{cloud_, cluster_, clock_};

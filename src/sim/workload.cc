@@ -120,11 +120,12 @@ void Workload::Submit(int j, const std::string& consume) {
   for (int pod : job.pods) {
     SimPod& p = pods_[pod];
     // Pods exist from their submit to their job's end, so memory follows the active jobs.
-    p.pod = std::make_unique<model::Pod>(MakePod(
+    p.pod = std::make_shared<model::Pod>(MakePod(
         *job.spec, r++, consume.empty() ? job.submit : clock_.Now(), in_.sim.checkpoint_every));
     if (!consume.empty()) {
       p.pod->meta.annotations[std::string(model::kConsumeProvisioningRequestAnnotation)] = consume;
     }
+    changes_.SetPod(p.pod);
     index_.emplace(p.pod->Key(), pod);
     p.state = PodState::kPending;
     active_.insert(pod);
@@ -144,6 +145,7 @@ void Workload::StartPod(int pod, int node, const std::string& node_name) {
   p.pod->node_name = node_name;
   p.pod->phase = model::PodPhase::kRunning;
   p.pod->start_time = now;
+  changes_.SetPod(p.pod);
   if (p.drained_at) {
     drain_wait_max_ = std::max(drain_wait_max_, now - *p.drained_at);
     p.drained_at.reset();
@@ -182,9 +184,10 @@ void Workload::StopPod(int pod, bool evicted) {
   p.pod->start_time.reset();
   ++p.gen;  // cancels a pending finish
   changes_.bind_dirty = true;
+  if (evicted) p.pod->phase = model::PodPhase::kPending;
+  changes_.SetPod(p.pod);
   if (!evicted) return;
   p.state = PodState::kPending;
-  p.pod->phase = model::PodPhase::kPending;
   ++pending_;
   changes_.step_needed = true;
   if (!job.spec->gang) {
@@ -241,6 +244,7 @@ void Workload::FinishPod(int pod) {
   StopPod(pod, /*evicted=*/false);
   p.state = PodState::kDone;
   p.pod->phase = model::PodPhase::kSucceeded;
+  changes_.SetPod(p.pod);
   active_.erase(pod);
   changes_.step_needed = true;
   SimJob& job = jobs_[p.job];
@@ -250,6 +254,7 @@ void Workload::FinishPod(int pod) {
     ++jobs_done_;
     for (int m : job.pods) {  // the job is over: its pods go away
       index_.erase(pods_[m].pod->Key());
+      changes_.DeletePod(*pods_[m].pod);
       pods_[m].pod.reset();
     }
   }

@@ -25,7 +25,7 @@ struct SimInput;
 enum class PodState { kNotSubmitted, kPending, kRunning, kDone };
 
 struct SimPod {
-  std::unique_ptr<model::Pod> pod;  // from submit to its job's end
+  std::shared_ptr<model::Pod> pod;  // from submit to its job's end
   int job = 0;
   PodState state = PodState::kNotSubmitted;
   int node = -1;  // the instance it runs on

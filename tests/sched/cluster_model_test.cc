@@ -296,6 +296,34 @@ TEST(ClusterModel, ABindAndAFinishMoveThePod) {
   EXPECT_EQ(model.PodCount(), 1u);  // known, terminal, not placed
 }
 
+// The simulator changes its objects in place and hands the same pointer again.
+TEST(ClusterModel, AnObjectChangedInPlaceIsFiledAgain) {
+  ClusterModel model;
+  auto node = std::make_shared<model::Node>(NodeBuilder("n1").Build());
+  ASSERT_TRUE(model.SetNode(node).has_value());
+  ASSERT_TRUE(model.SetNode(Node(NodeBuilder("n2"))).has_value());
+  auto pod = std::make_shared<model::Pod>(PodBuilder("p")
+                                              .Requests({{"cpu", "1"}})
+                                              .NodeName("n1")
+                                              .Phase(model::PodPhase::kRunning)
+                                              .Build());
+  ASSERT_TRUE(model.SetPod(pod).has_value());
+  pod->node_name = "n2";
+  ASSERT_TRUE(model.SetPod(pod).has_value());
+  const ClusterSnapshot& s = model.snapshot();
+  EXPECT_EQ(s.Get(s.FindNode("n1")).requested.cpu_milli(), 0);
+  EXPECT_EQ(s.Get(s.FindNode("n2")).requested.cpu_milli(), 1000);
+  node->taints.push_back({"dedicated", "x", model::TaintEffect::kNoSchedule});
+  ASSERT_TRUE(model.SetNode(node).has_value());
+  EXPECT_TRUE(s.Get(s.FindNode("n1")).has_taints);
+  pod->node_name.clear();
+  pod->phase = model::PodPhase::kPending;
+  ASSERT_TRUE(model.SetPod(pod).has_value());
+  EXPECT_EQ(s.PodCount(), 0);
+  ASSERT_TRUE(model.DeletePod("default", "p").has_value());
+  EXPECT_EQ(model.PodCount(), 0u);
+}
+
 TEST(ClusterModel, MalformedDeltasAreRefusedAndChangeNothing) {
   ClusterModel model;
   Result<void> r = model.SetNode(Node(NodeBuilder("")));
