@@ -18,31 +18,36 @@ PoolTracker::PoolTracker(const model::AutoscalerConfig& config, const LoopOption
 std::vector<PoolTracker::Arrival> PoolTracker::Observe(
     StepContext& ctx, const std::function<bool(std::string_view)>& gone) {
   Remember(ctx);
-  std::map<std::string_view, const PoolObservation*> reported;
-  for (const PoolObservation& p : ctx.obs.pools) reported.emplace(p.pool, &p);
-
-  std::map<std::string_view, int> previously_registered;
   for (auto& [name, ps] : pools_) {
-    previously_registered[name] = ps.registered;
+    ps.registered_before = ps.registered;
     ps.registered = ps.ready = ps.starting = 0;
   }
   Classify(ctx, gone);
 
   std::vector<Arrival> arrivals;
-  for (const model::Pool& pool : config_.pools) {
+  for (size_t i = 0; i < config_.pools.size(); ++i) {
+    const model::Pool& pool = config_.pools[i];
     PoolState& ps = pools_[pool.name];
     // A node of the pool joined: the provider delivers again.
-    if (ps.registered > previously_registered[pool.name]) {
+    if (ps.registered > ps.registered_before) {
       ps.backoff_level = 0;
       if (!ps.requests.empty() && ps.requests.front().requested_at <= ctx.now) {
         const ScaleUpRequest& r = ps.requests.front();
         arrivals.push_back({pool.name, ctx.now - r.requested_at, r.restarts > 0});
       }
     }
-    auto it = reported.find(pool.name);
-    ReadProvider(pool, ps, it == reported.end() ? nullptr : it->second, ctx.now);
+    ReadProvider(pool, ps, Reported(ctx.obs, i, pool.name), ctx.now);
   }
   return arrivals;
+}
+
+const PoolObservation* PoolTracker::Reported(const Observation& obs, size_t i,
+                                             std::string_view pool) {
+  // Drivers report the pools in the config's order; look further only when one does not.
+  if (i < obs.pools.size() && obs.pools[i].pool == pool) return &obs.pools[i];
+  for (const PoolObservation& p : obs.pools)
+    if (p.pool == pool) return &p;
+  return nullptr;
 }
 
 void PoolTracker::Remember(StepContext& ctx) {

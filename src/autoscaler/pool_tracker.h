@@ -107,6 +107,8 @@ class PoolTracker {
 
  private:
   void Remember(StepContext& ctx);
+  // What the provider reported of the config's i-th pool, or nullptr.
+  static const PoolObservation* Reported(const Observation& obs, size_t i, std::string_view pool);
   void Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone);
   void ReadProvider(const model::Pool& pool, PoolState& ps, const PoolObservation* reported,
                     Time now);

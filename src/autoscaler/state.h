@@ -55,8 +55,10 @@ struct PoolState {
   std::optional<Time> backoff_until;
   PoolFailure backoff_cause;  // the failure that began the last backoff (set with backoff_until)
 
-  // Counts at the last Step (see PoolStatus).
+  // Counts at the last Step (see PoolStatus), and registered at the Step before (PoolTracker
+  // compares the two: a node that joined ends a backoff).
   int registered = 0;
+  int registered_before = 0;
   int ready = 0;
   int starting = 0;
   int not_registered = 0;
