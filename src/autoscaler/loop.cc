@@ -59,6 +59,7 @@ void Autoscaler::Index(StepContext& ctx) const {
   ctx.base.pdbs = obs.pdbs;
   ctx.base.daemon_sets = obs.daemon_sets;
   ctx.base.dra = obs.dra;
+  ctx.base.model = obs.model;
   ctx.base.now = ctx.now;
   ctx.base.provider_pool_of = obs.provider_pool_of;
   // Drivers list nodes in name order: each goes in at the end, without a search.

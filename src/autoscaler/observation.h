@@ -15,6 +15,10 @@
 #include "model/pod.h"
 #include "model/provisioning_request.h"
 
+namespace tidepool::sched {
+class ClusterModel;  // sched/cluster_model.h
+}  // namespace tidepool::sched
+
 namespace tidepool::autoscaler {
 
 // What the provider says about one pool.
@@ -54,6 +58,10 @@ struct Observation {
   // (docs/annotations.md, "Which pool a node belongs to").
   // Optional; returns "" for "not mine".
   std::function<std::string(const model::Node&)> provider_pool_of;
+  // Optional: the driver's long-lived model of these nodes and the pods bound to them, kept from
+  // every change (docs/architecture.md, "The cluster model"). The loop's planning passes fork it
+  // and leave it as they found it. Unlike the pointers above it outlives the Step.
+  sched::ClusterModel* model = nullptr;
   // Optional change counter of the whole observation (an informer's resourceVersion high-water
   // mark, the simulator's mutation counter). 0: unknown. A driver that sets it promises that two
   // observations with the same nonzero version are identical in every field above, so the loop

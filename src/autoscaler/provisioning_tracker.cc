@@ -276,6 +276,7 @@ void ProvisioningTracker::Hold(StepContext& ctx, Served& s, const planner::Scale
     model::Pod& held = ctx.provisioning_pods.emplace_back(p);
     if (it != plan.gang_nodes.end() && ctx.Find(it->second) != nullptr) {
       held.node_name = it->second;  // holds the room on that node, also against scale-down
+      ctx.base.model = nullptr;     // which the cluster model does not know: passes build theirs
     } else {
       ctx.provisioning_keys.emplace(held.Key(), s.request->Key());  // upcoming: planned as pending
     }

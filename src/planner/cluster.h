@@ -17,6 +17,10 @@
 #include "model/pod.h"
 #include "model/pool.h"
 
+namespace tidepool::sched {
+class ClusterModel;  // sched/cluster_model.h
+}  // namespace tidepool::sched
+
 namespace tidepool::planner {
 
 // Well-known annotations, labels and taints other autoscalers use; tidepool honours them.
@@ -60,6 +64,11 @@ struct PlannerInput {
   std::vector<const model::Pod*> placeholders;
   // Scale-down: runtimes the loop observed per owner, for consolidation's horizon (optional).
   const RuntimeHints* runtime_hints = nullptr;
+  // Optional: the driver's long-lived model of the same cluster (Observation::model), holding
+  // exactly the nodes and pods above that are bound to a node, as observed (a node may differ in
+  // this input: a copy with the deletion taint, or left out). Scale-down forks it instead of
+  // building a snapshot, and leaves it as it found it.
+  sched::ClusterModel* model = nullptr;
 };
 
 inline constexpr std::string_view kWarmPoolAnnotation = "tidepool.dev/warm-pool";

@@ -16,7 +16,7 @@ void ScaleDownRun::InitReplacement() {
   if (!config_.consolidation.replace || evict_training_pods_) return;
   double dearest = -1;
   for (const NodeEntry& e : entries_) {
-    if (e.being_deleted) continue;
+    if (e.node == nullptr || e.being_deleted) continue;
     ++cluster_nodes_;
     cluster_capacity_ += e.node->capacity;
     if (e.pool == nullptr) continue;

@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "planner/cluster.h"
 #include "planner/equivalence.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::planner::scale_down_detail {
 namespace {
@@ -32,28 +33,12 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
       config_(input.config->scale_down),
       evict_training_pods_(evict_training_pods),
       weigh_training_(!evict_training_pods && config_.consolidation.enabled),
+      snapshot_(ChooseSnapshot(input)),
       placer_(snapshot_, destinations_, usable_) {
-  if (input.dra != nullptr) {
-    dra_ = std::make_unique<sched::DraState>(*input.dra);
-    snapshot_.AttachDra(dra_.get());
-  }
-  // Nodes in name order (the first of duplicate names wins); entry i is snapshot node i.
-  std::vector<const model::Node*> nodes = input.nodes;
-  std::stable_sort(nodes.begin(), nodes.end(), [](const model::Node* a, const model::Node* b) {
-    return a->name() < b->name();
-  });
-  entries_.reserve(nodes.size());
-  snapshot_.ReserveNodes(nodes.size());
-  for (const model::Node* node : nodes) {
-    if (node->name().empty()) continue;
-    if (!entries_.empty() && entries_.back().node->name() == node->name()) continue;
-    Result<NodeIndex> index = snapshot_.AddNode(node);
-    TIDEPOOL_CHECK(index.has_value() && *index == entries_.size());
-    NodeEntry& e = entries_.emplace_back();
-    e.node = node;
-    e.pool = PoolOf(*node, input);
-    e.being_deleted = HasTaint(*node, kToBeDeletedTaint);
-    e.destination = node->ready && !node->unschedulable && !e.being_deleted;
+  if (&snapshot_ == &own_snapshot_) {
+    BuildSnapshot();
+  } else {
+    UseModel();
   }
   usable_.assign(entries_.size(), 0);
   base_moved_in_.resize(entries_.size());
@@ -73,7 +58,8 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
 
   // Pods of nodes being deleted are about to be rescheduled: they take room on the nodes that
   // stay (best effort; the ones that fit nowhere are scale-up's business).
-  for (NodeEntry& e : entries_) {
+  for (NodeIndex i : by_name_) {
+    NodeEntry& e = entries_[i];
     if (!e.being_deleted) continue;
     for (uint32_t f : e.own_facts) {
       NodeIndex n = placer_.Find(facts_[f]);
@@ -83,6 +69,92 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
     }
   }
   AddPendingPods();
+}
+
+ScaleDownRun::~ScaleDownRun() {
+  if (forked_model_) snapshot_.Revert();
+}
+
+ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
+  // Nodes in name order; the first of duplicate names wins.
+  nodes_by_name_ = input.nodes;
+  std::stable_sort(
+      nodes_by_name_.begin(), nodes_by_name_.end(),
+      [](const model::Node* a, const model::Node* b) { return a->name() < b->name(); });
+  std::erase_if(nodes_by_name_, [](const model::Node* n) { return n->name().empty(); });
+  nodes_by_name_.erase(std::unique(nodes_by_name_.begin(), nodes_by_name_.end(),
+                                   [](const model::Node* a, const model::Node* b) {
+                                     return a->name() == b->name();
+                                   }),
+                       nodes_by_name_.end());
+  // The model serves when it knows every node (devices and claims it does not model).
+  if (input.model == nullptr || input.dra != nullptr) return own_snapshot_;
+  const ClusterSnapshot& model = input.model->snapshot();
+  by_name_.reserve(nodes_by_name_.size());
+  for (const model::Node* node : nodes_by_name_) {
+    NodeIndex i = model.FindNode(node->name());
+    if (i == kNoNode) {
+      by_name_.clear();
+      return own_snapshot_;
+    }
+    by_name_.push_back(i);
+  }
+  return input.model->snapshot();
+}
+
+NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
+  if (entries_.size() <= index) entries_.resize(index + 1);
+  NodeEntry& e = entries_[index];
+  e.node = node;
+  e.pool = PoolOf(*node, input_);
+  e.being_deleted = HasTaint(*node, kToBeDeletedTaint);
+  e.destination = node->ready && !node->unschedulable && !e.being_deleted;
+  return e;
+}
+
+void ScaleDownRun::BuildSnapshot() {
+  if (input_.dra != nullptr) {
+    dra_ = std::make_unique<sched::DraState>(*input_.dra);
+    snapshot_.AttachDra(dra_.get());
+  }
+  entries_.reserve(nodes_by_name_.size());
+  by_name_.reserve(nodes_by_name_.size());
+  snapshot_.ReserveNodes(nodes_by_name_.size());
+  for (const model::Node* node : nodes_by_name_) {
+    Result<NodeIndex> index = snapshot_.AddNode(node);
+    TIDEPOOL_CHECK(index.has_value() && *index == entries_.size());
+    AddEntry(*index, node);
+    by_name_.push_back(*index);
+  }
+}
+
+// The model holds the cluster as observed; the input may see some nodes otherwise (a copy with
+// the deletion taint of a node being removed, one being adopted) and leaves out the nodes it
+// knows are gone. Inside the run's layer, each such node takes its input object (with its pods)
+// and the left-out ones go.
+void ScaleDownRun::UseModel() {
+  snapshot_.Fork();
+  forked_model_ = true;
+  entries_.resize(snapshot_.NodeSlots());
+  for (size_t k = 0; k < nodes_by_name_.size(); ++k) {
+    const model::Node* node = nodes_by_name_[k];
+    NodeIndex& slot = by_name_[k];
+    if (snapshot_.Get(slot).node != node) {
+      std::vector<const model::Pod*> pods = snapshot_.Get(slot).pods;
+      TIDEPOOL_CHECK(snapshot_.RemoveNode(node->name()).has_value());
+      Result<NodeIndex> index = snapshot_.AddNode(node);
+      TIDEPOOL_CHECK(index.has_value());
+      slot = *index;
+      for (const model::Pod* pod : pods) TIDEPOOL_CHECK(snapshot_.AddPod(pod, slot).has_value());
+    }
+    AddEntry(slot, node);
+  }
+  for (NodeIndex i = 0; i < snapshot_.NodeSlots(); ++i) {
+    const NodeInfo& info = snapshot_.Get(i);
+    if (info.removed || (i < entries_.size() && entries_[i].node != nullptr)) continue;
+    TIDEPOOL_CHECK(snapshot_.RemoveNode(info.node->name()).has_value());
+  }
+  entries_.resize(snapshot_.NodeSlots());
 }
 
 // Pending pods that fit a node that stays are about to be bound there by kube-scheduler. They
@@ -119,13 +191,37 @@ void ScaleDownRun::AddPendingPods() {
 // cluster most nodes are busy and their pods are never asked.
 void ScaleDownRun::AddPods() {
   std::vector<uint8_t> maybe(entries_.size(), 0);
-  for (NodeIndex i = 0; i < entries_.size(); ++i) {
+  for (NodeIndex i : by_name_) {
     NodeEntry& e = entries_[i];
     if (e.pool == nullptr) continue;
     e.keep = NodeKeep(e);
     maybe[i] = e.keep.empty() ? 1 : 0;
   }
   std::vector<model::Resources> requested(entries_.size());
+  CollectOwnPods(requested);
+  for (NodeIndex i : by_name_) {
+    NodeEntry& e = entries_[i];
+    if (e.being_deleted) {
+      TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
+      AddFacts(e, /*blockers=*/false);  // never a candidate (NodeKeep)
+    }
+    if (e.pool == nullptr) continue;
+    if (maybe[i]) WeighCandidate(i, requested[i]);
+  }
+}
+
+void ScaleDownRun::CollectOwnPods(std::vector<model::Resources>& requested) {
+  if (forked_model_) {
+    for (NodeIndex i : by_name_) {
+      NodeEntry& e = entries_[i];
+      for (const model::Pod* pod : snapshot_.Get(i).pods) {
+        if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
+        e.own.push_back(pod);
+        requested[i] += pod->requests;
+      }
+    }
+    return;
+  }
   NodeIndex last = kNoNode;
   for (const model::Pod* pod : input_.pods) {
     if (pod->node_name.empty() || pod->IsTerminal()) continue;
@@ -140,15 +236,6 @@ void ScaleDownRun::AddPods() {
     if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
     e.own.push_back(pod);
     requested[i] += pod->requests;
-  }
-  for (NodeIndex i = 0; i < entries_.size(); ++i) {
-    NodeEntry& e = entries_[i];
-    if (e.being_deleted) {
-      TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
-      AddFacts(e, /*blockers=*/false);  // never a candidate (NodeKeep)
-    }
-    if (e.pool == nullptr) continue;
-    if (maybe[i]) WeighCandidate(i, requested[i]);
   }
 }
 
@@ -276,7 +363,7 @@ void ScaleDownRun::OrderDestinations() {
   destinations_.clear();
   // Nodes that are candidates for the replace move only are busy: they count as staying.
   auto stays = [this](NodeIndex i) { return !entries_[i].candidate || entries_[i].replace_only; };
-  for (NodeIndex i = 0; i < entries_.size(); ++i)
+  for (NodeIndex i : by_name_)
     if (entries_[i].destination && stays(i)) destinations_.push_back(i);
   for (auto it = order_.rbegin(); it != order_.rend(); ++it)
     if (entries_[*it].destination && !stays(*it)) destinations_.push_back(*it);
@@ -285,11 +372,11 @@ void ScaleDownRun::OrderDestinations() {
 }
 
 NodeIndex ScaleDownRun::Find(std::string_view name) const {
-  auto it =
-      std::lower_bound(entries_.begin(), entries_.end(), name,
-                       [](const NodeEntry& e, std::string_view n) { return e.node->name() < n; });
-  if (it == entries_.end() || it->node->name() != name) return kNoNode;
-  return static_cast<NodeIndex>(it - entries_.begin());
+  auto it = std::lower_bound(
+      by_name_.begin(), by_name_.end(), name,
+      [this](NodeIndex i, std::string_view n) { return entries_[i].node->name() < n; });
+  if (it == by_name_.end() || entries_[*it].node->name() != name) return kNoNode;
+  return *it;
 }
 
 std::string ScaleDownRun::NodeKeep(const NodeEntry& e) const {

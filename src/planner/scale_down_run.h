@@ -115,6 +115,10 @@ class ScaleDownRun {
  public:
   // `evict_training_pods`: running training pods are evictable (ScaleDownOptions).
   explicit ScaleDownRun(const PlannerInput& input, bool evict_training_pods = false);
+  // Takes back what the run changed in the input's cluster model, if it used one.
+  ~ScaleDownRun();
+  ScaleDownRun(const ScaleDownRun&) = delete;
+  ScaleDownRun& operator=(const ScaleDownRun&) = delete;
 
   PassResult RunPass(const PassOptions& options);
 
@@ -126,8 +130,17 @@ class ScaleDownRun {
   }
 
  private:
+  // The snapshot: the input's cluster model, forked and made the input's view (UseModel), or
+  // one built from the input's nodes and pods (BuildSnapshot). Both leave by_name_ and entries_.
+  ClusterSnapshot& ChooseSnapshot(const PlannerInput& input);
+  void UseModel();
+  void BuildSnapshot();
+  NodeEntry& AddEntry(NodeIndex index, const model::Node* node);
   void AddPendingPods();
   void AddPods();
+  // Each node's pods that move, and their requests (the built snapshot's pods are only in the
+  // input when built, and on the nodes when forked from the model).
+  void CollectOwnPods(std::vector<model::Resources>& requested);
   static bool ByKey(const model::Pod* a, const model::Pod* b);  // namespace/name order
   // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
   void AddFacts(NodeEntry& e, bool blockers);
@@ -226,12 +239,18 @@ class ScaleDownRun {
   const bool evict_training_pods_;
   // Running training pods are weighed (consolidation on, and not evicted regardless).
   const bool weigh_training_;
-  std::vector<NodeEntry> entries_;  // by name; entry i is snapshot node i
-  std::vector<PodFacts> facts_;     // see NodeEntry::own_facts
+  // Input nodes by snapshot slot (entries of other slots have no node), and their slots in name
+  // order (the first of duplicate names wins).
+  std::vector<NodeEntry> entries_;
+  std::vector<NodeIndex> by_name_;
+  std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
+  std::vector<PodFacts> facts_;                    // see NodeEntry::own_facts
   // Devices and claims (when the input has DRA objects), attached to snapshot_: a moved pod's
   // claims are allocated where it lands.
   std::unique_ptr<sched::DraState> dra_;
-  ClusterSnapshot snapshot_;
+  ClusterSnapshot own_snapshot_;
+  ClusterSnapshot& snapshot_;  // own_snapshot_, or the input model's, forked
+  bool forked_model_ = false;
   // Nodes that may receive pods: those that stay for sure first (name order), then candidates
   // latest-tried first, so moved pods land where they are least likely to move again.
   std::vector<NodeIndex> destinations_;

@@ -23,6 +23,7 @@ const autoscaler::Observation& SimCluster::Observe() {
   cloud_.ReleaseEnded();  // the last view, which may point to them, is replaced here
   autoscaler::Observation& obs = obs_;
   obs.version = changes_.version;
+  obs.model = &changes_.cluster;
   obs.nodes.clear();
   obs.nodes.reserve(cloud_.joined().size());
   for (const auto& [name, idx] : cloud_.joined()) {

@@ -11,12 +11,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -27,8 +30,10 @@
 #include "model/pool.h"
 #include "planner/cluster.h"
 #include "planner/disruption.h"
+#include "planner/plan_json.h"
 #include "planner/scale_down.h"
 #include "planner/scale_up.h"
+#include "sched/cluster_model.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
 #include "tests/testing/values.h"
@@ -537,6 +542,23 @@ std::string CheckReplacement(const Case& c, const ScaleDown& sd, const model::Po
 }
 
 // Checks every scale-down property; returns "" or what failed.
+// Every live node of a snapshot with its requests and pods, in name order.
+std::string RenderSnapshot(const sched::ClusterSnapshot& s) {
+  std::map<std::string, std::string> nodes;
+  for (sched::NodeIndex i = 0; i < s.NodeSlots(); ++i) {
+    const sched::NodeInfo& info = s.Get(i);
+    if (info.removed) continue;
+    std::vector<std::string> pods;
+    for (const Pod* p : info.pods) pods.push_back(p->Key());
+    std::sort(pods.begin(), pods.end());
+    nodes[info.node->name()] = fmt::format("{:p} {} [{}]", static_cast<const void*>(info.node),
+                                           info.requested.ToString(), fmt::join(pods, " "));
+  }
+  std::string out;
+  for (const auto& [name, line] : nodes) out += name + ": " + line + "\n";
+  return out;
+}
+
 std::string CheckScaleDown(const Case& c) {
   PlannerInput in = c.Input();
   ScaleDownOptions options;
@@ -819,6 +841,66 @@ TEST(PlannerProperties, ScaleUpRespectsLimitsAndTemplates) {
 
 TEST(PlannerProperties, ScaleDownRespectsPdbsAndNonMovablePods) {
   RunProperty("scale-down", CheckScaleDown);
+}
+
+// A planning pass that forks the driver's cluster model plans what one that builds its snapshot
+// plans, and leaves the model as it found it. The input sees some nodes otherwise than the model
+// holds them, as the loop's does: a copy with the deletion taint, one left out (gone), and now
+// and then a node the model does not know (the pass then builds its own snapshot).
+std::string CheckScaleDownOnTheModel(const Case& original) {
+  Gen g(original.seed ^ 0x5eedull);
+  // Some pods keep away from their app per pool, so that pods on nodes the input leaves out
+  // would change where others may go if the pass kept those nodes.
+  Case c = original;
+  for (Pod& p : c.pods) {
+    if (!g.Chance(0.15)) continue;
+    model::PodAffinityTerm t;
+    t.topology_key = std::string(model::kLabelPool);
+    t.label_selector.match_labels[std::string(kApp)] = p.meta.labels[std::string(kApp)];
+    t.has_label_selector = true;
+    p.affinity.pod_anti_affinity_required.push_back(std::move(t));
+    p.Finalize();
+  }
+  sched::ClusterModel model;
+  auto borrow = [](const auto* object) {  // the case owns its objects; the model only points
+    return std::shared_ptr<const std::remove_pointer_t<decltype(object)>>(std::shared_ptr<void>(),
+                                                                          object);
+  };
+  PlannerInput built = c.Input();
+  PlannerInput forked = built;
+  std::deque<model::Node> copies;
+  auto tainted = [&](const model::Node& n) -> const model::Node* {
+    model::Node& copy = copies.emplace_back(n);
+    copy.taints.push_back({std::string(kToBeDeletedTaint), "", model::TaintEffect::kNoSchedule});
+    return &copy;
+  };
+  forked.nodes.clear();
+  bool unknown = g.Chance(0.1);  // the model misses the first node
+  for (const model::Node& n : c.nodes) {
+    // Adopted: the model holds the node with the deletion taint, the input sees it without.
+    const model::Node* held = g.Chance(0.1) ? tainted(n) : &n;
+    if (!std::exchange(unknown, false)) TIDEPOOL_CHECK(model.SetNode(borrow(held)).has_value());
+    if (g.Chance(0.1)) continue;  // gone: the model has it, the input leaves it out
+    // Being removed: the input sees a copy with the deletion taint.
+    forked.nodes.push_back(held == &n && g.Chance(0.15) ? tainted(n) : &n);
+  }
+  for (const Pod& p : c.pods) TIDEPOOL_CHECK(model.SetPod(borrow(&p)).has_value());
+  built.nodes = forked.nodes;
+  forked.model = &model;
+
+  ScaleDownOptions options;
+  options.rate_limit = c.rate_limit;
+  const std::string before = RenderSnapshot(model.snapshot());
+  std::string want = PlanToJson({}, ScaleDownPlanner().Plan(built, options)).dump(1);
+  std::string got = PlanToJson({}, ScaleDownPlanner().Plan(forked, options)).dump(1);
+  if (got != want) return "forked the model:\n" + got + "\nbuilt a snapshot:\n" + want;
+  if (model.snapshot().Depth() != 0) return "the pass left a layer of the model open";
+  if (RenderSnapshot(model.snapshot()) != before) return "the pass changed the model";
+  return "";
+}
+
+TEST(PlannerProperties, ScaleDownOnTheClusterModelPlansWhatABuiltSnapshotPlans) {
+  RunProperty("scale-down on the model", CheckScaleDownOnTheModel);
 }
 
 // The generator produces the situations the properties are about (otherwise they would pass
