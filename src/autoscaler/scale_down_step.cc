@@ -35,10 +35,7 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
                           std::any_of(plan.scale_downs.begin(), plan.scale_downs.end(),
                                       [](const auto& sd) { return sd.consolidation; });
   for (planner::Keep& k : pass.kept) {
-    if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) {
-      k.text = it->second;
-      k.busy.reset();
-    }
+    if (auto it = warm_hosts.find(k.node); it != warm_hosts.end()) k.Say(it->second);
   }
   // A node waiting for its replacement is kept for that, and is not unneeded meanwhile.
   std::erase_if(pass.kept, [this](const planner::Keep& k) { return replacements_.Tied(k.node); });

@@ -101,9 +101,18 @@ struct Keep {
   std::optional<BusyNode> busy;
   // Set when the node runs training pods that consolidation weighed (whatever kept the node).
   std::optional<ConsolidationVerdict> consolidation;
+  // The verdict kept the node: its words follow `text` (worded, like `busy`, only when asked).
+  bool verdict_says = false;
 
-  // "utilization 0.83 >= threshold 0.5 (cpu)", "; " and `text` after it when both are set.
+  // "utilization 0.83 >= threshold 0.5 (cpu)", "; " and `text` (with the verdict's words when
+  // verdict_says) after it when both are set.
   std::string Reason() const;
+  // Replaces the reason with `words`.
+  void Say(std::string words) {
+    text = std::move(words);
+    busy.reset();
+    verdict_says = false;
+  }
 };
 
 struct ScaleDownPlan {

@@ -73,9 +73,8 @@ std::string ScaleDownRun::PdbBlocker(const NodeEntry& e, const std::vector<int32
   return "";
 }
 
-std::string ScaleDownRun::Simulate(NodeIndex c,
-                                   std::vector<std::pair<std::string, std::string>>* moves,
-                                   Amounts& free, std::vector<Amounts>& contrib) {
+Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves,
+                           Amounts& free, std::vector<Amounts>& contrib) {
   const NodeEntry& e = entries_[c];
   replacement_[c].reset();
   to_move_.assign(e.own_facts.begin(), e.own_facts.end());
@@ -122,11 +121,12 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
     // not a reason for a new node in place of this one.
     bool own = std::any_of(leftover_.begin(), leftover_.end(),
                            [&](uint32_t f) { return facts_[f].pod->node_name == e.node->name(); });
-    std::string why = own ? Replace(c) : "the pods that fit nowhere else are pending pods";
+    Why why = own ? Replace(c) : Why("the pods that fit nowhere else are pending pods");
     if (!why.empty()) {
       UndoSimulate(c, was_usable, moves, recorded);
       if (!own && !cannot_move.empty()) return cannot_move;
-      return cannot_move.empty() ? why : cannot_move + "; " + why;
+      if (!cannot_move.empty()) why.text = cannot_move + "; " + why.text;
+      return why;
     }
     if (moves) {
       for (uint32_t f : leftover_) {
@@ -135,7 +135,7 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
       }
     }
   }
-  if (std::string reason = WeighExtension(c); !reason.empty()) {
+  if (Why reason = WeighExtension(c); !reason.empty()) {
     UndoSimulate(c, was_usable, moves, recorded);
     return reason;
   }
@@ -157,7 +157,7 @@ std::string ScaleDownRun::Simulate(NodeIndex c,
     contrib[t] = FreeOn(snapshot_.Get(t));
     AddTo(free, contrib[t], 1);
   }
-  return "";
+  return {};
 }
 
 std::string ScaleDownRun::PrecheckMove(NodeIndex c, bool was_usable, const Amounts& free,
@@ -216,8 +216,8 @@ Duration ScaleDownRun::PassHorizon(NodeIndex n) {
   return horizon_[n] = h;
 }
 
-std::string ScaleDownRun::WeighExtension(NodeIndex c) {
-  if (!BaseVerdict(c)) return "";
+Why ScaleDownRun::WeighExtension(NodeIndex c) {
+  if (!BaseVerdict(c)) return {};
   // The longest-running pod each destination takes, against how long it runs anyway.
   std::vector<std::pair<NodeIndex, Duration>> longest;
   for (size_t i = 0; i < touched_.size(); ++i) {
@@ -235,11 +235,11 @@ std::string ScaleDownRun::WeighExtension(NodeIndex c) {
   }
   extension_[c] = extension;
   std::optional<ConsolidationVerdict> v = PassVerdict(c);
-  if (!GoesAhead(*v)) return DescribeVerdict(*v);
+  if (!GoesAhead(*v)) return Why::Verdict();
   for (const auto& [n, r] : longest) {
     if (entries_[n].pool != nullptr) horizon_[n] = std::max(PassHorizon(n), r);
   }
-  return "";
+  return {};
 }
 
 std::optional<ConsolidationVerdict> ScaleDownRun::PassVerdict(NodeIndex c) const {
@@ -275,8 +275,7 @@ PassBudget ScaleDownRun::StartBudget() const {
   return b;
 }
 
-std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options,
-                                  PassBudget& b) const {
+Why ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const {
   if (b.pool_size[e.pool] <= e.pool->min) {
     return fmt::format("pool {} at min {}", e.pool->name, e.pool->min);
   }
@@ -284,15 +283,13 @@ std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options
   if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
   // A busy node's removal is weighed at its replacement's price (Replace), until that is Ready.
   bool replace_only = e.replace_only && !ReplacementReady(e);
-  if (e.verdict && !GoesAhead(*e.verdict) && !replace_only) {
-    return DescribeVerdict(*e.verdict);
-  }
+  if (e.verdict && !GoesAhead(*e.verdict) && !replace_only) return Why::Verdict();
   if (options.may_remove && *options.may_remove && !(*options.may_remove)(*e.node)) {
     std::string r;
     if (options.not_yet_reason && *options.not_yet_reason) r = (*options.not_yet_reason)(*e.node);
     return r.empty() ? std::string(kDefaultNotYet) : r;
   }
-  if (!options.rate_limit) return "";
+  if (!options.rate_limit) return {};
   if (e.own.empty() && b.empty_removed >= config_.max_empty_bulk_delete) {
     return fmt::format("maxEmptyBulkDelete {} reached in this pass", config_.max_empty_bulk_delete);
   }
@@ -300,7 +297,7 @@ std::string ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options
     return fmt::format("maxNonEmptyPerPool {} reached for pool {} in this pass",
                        config_.max_non_empty_per_pool, e.pool->name);
   }
-  return "";
+  return {};
 }
 
 ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
@@ -347,17 +344,18 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   PassBudget budget = StartBudget();
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
-    std::string r = Blocker(e, options, budget);
+    Why r = Blocker(e, options, budget);
     if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
     if (!r.empty()) {
       // A busy node that no replacement takes stays for its utilization, as without the move.
       if (e.replace_only && replacement_[c]) {
         // Weighed, and the numbers (or the extension) keep it.
-        out.plan.keep.push_back({e.node->name(), "replace: " + r, e.busy, PassVerdict(c)});
+        out.plan.keep.push_back(
+            {e.node->name(), "replace: " + r.text, e.busy, PassVerdict(c), r.verdict});
       } else if (e.replace_only) {
         out.plan.keep.push_back({e.node->name(), e.keep, e.busy});
       } else {
-        out.plan.keep.push_back({e.node->name(), std::move(r), {}, PassVerdict(c)});
+        out.plan.keep.push_back({e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict});
       }
       continue;
     }

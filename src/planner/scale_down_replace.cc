@@ -90,7 +90,7 @@ std::string ScaleDownRun::HoldsLeftover(const model::Pool& pool) {
   return why;
 }
 
-std::string ScaleDownRun::Replace(NodeIndex c) {
+Why ScaleDownRun::Replace(NodeIndex c) {
   const NodeEntry& e = entries_[c];
   std::vector<std::string> refused;  // why the cheaper pools do not do, cheapest first
   for (const model::Pool* pool : cheaper_pools_) {
@@ -108,10 +108,10 @@ std::string ScaleDownRun::Replace(NodeIndex c) {
     r.pods = leftover_;
     r.verdict =
         Weigh(e.training, e.other_pods, e.pool->price_per_hour, config_.consolidation, &price);
-    if (!GoesAhead(r.verdict)) return DescribeVerdict(r.verdict);
-    return "";
+    if (!GoesAhead(r.verdict)) return Why::Verdict();
+    return {};
   }
-  if (refused.empty()) return "no cheaper pool to replace the node with";
+  if (refused.empty()) return Why("no cheaper pool to replace the node with");
   constexpr size_t kShown = 3;
   std::string out = "no cheaper pool's new node takes them: ";
   for (size_t i = 0; i < refused.size() && i < kShown; ++i) out += (i ? "; " : "") + refused[i];

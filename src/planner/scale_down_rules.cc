@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "planner/cluster.h"
+#include "planner/disruption.h"
 
 namespace tidepool::planner {
 namespace {
@@ -74,9 +75,11 @@ std::string DescribeUtilization(const NodeUtilization& u, double threshold) {
 }
 
 std::string Keep::Reason() const {
-  if (!busy) return text;
+  std::string words = text;
+  if (verdict_says && consolidation) words += DescribeVerdict(*consolidation);
+  if (!busy) return words;
   std::string out = DescribeUtilization(busy->utilization, busy->threshold);
-  if (!text.empty()) out += "; " + text;
+  if (!words.empty()) out += "; " + words;
   return out;
 }
 

@@ -86,6 +86,22 @@ struct PassOptions {
   bool waiting_is_removable = false;
 };
 
+// Why a candidate stays in this pass: words, and whether its verdict's words follow them (a
+// verdict that does not pay is worded only if the Keep's Reason() is asked: Keep::verdict_says).
+struct Why {
+  std::string text;
+  bool verdict = false;
+
+  Why() = default;
+  Why(std::string words) : text(std::move(words)) {}  // NOLINT: any reason in words is a Why
+  static Why Verdict(std::string before = "") {
+    Why w(std::move(before));
+    w.verdict = true;
+    return w;
+  }
+  bool empty() const { return text.empty() && !verdict; }
+};
+
 struct PassResult {
   ScaleDownPlan plan;
   std::vector<std::pair<std::string, std::string>> moves;  // pod key -> node, for `record`
@@ -158,7 +174,7 @@ class ScaleDownRun {
   Duration PassHorizon(NodeIndex n);
   // Candidate `c`'s pods were placed (touched_, to_move_): what their destinations cost for
   // running longer, recorded in extension_[c]; "" when the removal still pays.
-  std::string WeighExtension(NodeIndex c);
+  Why WeighExtension(NodeIndex c);
   // The verdict of candidate `c` before the extension: its replace move's when one was weighed in
   // this pass, else e.verdict.
   std::optional<ConsolidationVerdict> BaseVerdict(NodeIndex c) const {
@@ -188,7 +204,7 @@ class ScaleDownRun {
   // Candidate `c`'s pods leftover_ fit on no node that stays: weighs replacing it with one node
   // of the cheapest pool that may grow and holds them (replacement_[c]); "" when that pays, else
   // why not.
-  std::string Replace(NodeIndex c);
+  Why Replace(NodeIndex c);
   // Why `pool` may not take one more node now (backoff, its max, cluster limits), or "".
   std::string GrowBlocker(const model::Pool& pool) const;
   // Whether an empty node of `pool` (with its DaemonSet pods) holds every pod of leftover_, by the
@@ -210,13 +226,13 @@ class ScaleDownRun {
   PassBudget StartBudget() const;
   // Why candidate `e` stays before any simulation (pool min, a pod that may not be evicted, a
   // PDB, not unneeded long enough, a rate limit), or "".
-  std::string Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
+  Why Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
   // Accounts the removal of `e` in the budget and describes it.
   ScaleDown Remove(NodeIndex index, PassBudget& b) const;
   // Removes candidate `c` inside a snapshot layer and moves its pods; commits and returns ""
   // when all of them found a place, else reverts and returns the reason.
-  std::string Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves,
-                       Amounts& free, std::vector<Amounts>& contrib);
+  Why Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves, Amounts& free,
+               std::vector<Amounts>& contrib);
   // Why candidate `c`'s pods (to_move_) cannot all move to the usable nodes, judging by their
   // count and total requests, or "" when they might.
   std::string PrecheckMove(NodeIndex c, bool was_usable, const Amounts& free,
