@@ -39,7 +39,15 @@ std::optional<int> DeclaredGangSize(const model::Pod& pod) {
   return n;
 }
 
-std::string GangOf(const model::Pod& pod) {
+namespace {
+
+// The gang a pod names, unworded: the kind of the label or annotation that names it and the name.
+struct GangName {
+  std::string_view kind;
+  const std::string* name = nullptr;
+};
+
+GangName FindGang(const model::Pod& pod) {
   // One walk over the labels instead of a lookup per key: scale-down asks this of every pod of
   // every candidate node.
   const std::string* group = nullptr;
@@ -54,18 +62,27 @@ std::string GangOf(const model::Pod& pod) {
       jobset = &value;
     }
   }
-  const std::string& ns = pod.meta.namespace_;
-  if (group != nullptr) return fmt::format("{}/pod-group:{}", ns, *group);
+  if (group != nullptr) return {"pod-group", group};
   const std::string* volcano =
       pod.meta.annotations.empty() ? nullptr : pod.meta.Annotation("scheduling.k8s.io/group-name");
-  if (volcano != nullptr) return fmt::format("{}/volcano:{}", ns, *volcano);
-  if (kubeflow != nullptr) return fmt::format("{}/kubeflow:{}", ns, *kubeflow);
-  if (jobset != nullptr) return fmt::format("{}/jobset:{}", ns, *jobset);
-  return "";
+  if (volcano != nullptr) return {"volcano", volcano};
+  if (kubeflow != nullptr) return {"kubeflow", kubeflow};
+  if (jobset != nullptr) return {"jobset", jobset};
+  return {};
 }
 
+}  // namespace
+
+std::string GangOf(const model::Pod& pod) {
+  GangName g = FindGang(pod);
+  if (g.name == nullptr) return "";
+  return fmt::format("{}/{}:{}", pod.meta.namespace_, g.kind, *g.name);
+}
+
+bool InGang(const model::Pod& pod) { return FindGang(pod).name != nullptr; }
+
 bool IsTrainingPod(const model::Pod& pod) {
-  if (!GangOf(pod).empty()) return true;
+  if (InGang(pod)) return true;
   const model::OwnerReference* c = pod.meta.Controller();
   if (c == nullptr) return false;
   if (c->kind == "Job" || c->kind == "JobSet" || c->kind == "PyTorchJob" || c->kind == "TFJob" ||

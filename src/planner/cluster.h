@@ -87,6 +87,8 @@ bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cuto
 // scheduling.x-k8s.io/pod-group, annotation scheduling.k8s.io/group-name (Volcano), label
 // training.kubeflow.org/job-name (Kubeflow), label jobset.sigs.k8s.io/jobset-name (JobSet).
 std::string GangOf(const model::Pod& pod);
+// Whether GangOf(pod) is not empty, without wording the gang.
+bool InGang(const model::Pod& pod);
 
 // The gang's size its members declare (kGangSizeAnnotation, a positive integer), or nothing
 // when the annotation is missing or not one.

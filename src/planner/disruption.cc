@@ -38,9 +38,7 @@ Result<std::optional<Duration>> DurationAnnotation(const model::Pod& pod, std::s
   return std::optional<Duration>(*d);
 }
 
-int GangSize(const model::Pod& pod) {
-  return GangOf(pod).empty() ? 1 : DeclaredGangSize(pod).value_or(1);
-}
+int GangSize(const model::Pod& pod) { return InGang(pod) ? DeclaredGangSize(pod).value_or(1) : 1; }
 
 // Unsaved progress and the time to the next checkpoint, from the pod's annotations.
 Result<void> ReadProgress(const model::Pod& pod, Time start, Time now, PodDisruption& out) {
