@@ -6,7 +6,9 @@
 
 #include "base/check.h"
 #include "planner/disruption.h"
+#include "planner/plan_json.h"
 #include "planner/scale_down_run.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::planner {
 namespace {
@@ -33,6 +35,29 @@ std::vector<std::string> ManagedNodeNames(const PlannerInput& input) {
 
 ScaleDownPlan ScaleDownPlanner::Plan(const PlannerInput& input, const ScaleDownOptions& options,
                                      std::vector<std::string>* out_unneeded) const {
+  if (input.model == nullptr || !input.model->verify()) {
+    return PlanOnce(input, options, out_unneeded);
+  }
+  // The model's debug mode: the same pass on a snapshot built from the input must agree.
+  PlannerInput built = input;
+  built.model = nullptr;
+  std::vector<std::string> unneeded_built;
+  ScaleDownPlan want = PlanOnce(built, options, out_unneeded ? &unneeded_built : nullptr);
+  ScaleDownPlan got = PlanOnce(input, options, out_unneeded);
+  std::string a = PlanToJson({}, got).dump(1), b = PlanToJson({}, want).dump(1);
+  if (a != b || (out_unneeded && *out_unneeded != unneeded_built)) {
+    std::string diff = fmt::format(
+        "scale-down on the cluster model differs from scale-down on a snapshot built from the "
+        "same input\non the model: {}\nunneeded: {}\nbuilt: {}\nunneeded: {}",
+        a, out_unneeded ? fmt::format("{}", fmt::join(*out_unneeded, " ")) : "-", b,
+        fmt::format("{}", fmt::join(unneeded_built, " ")));
+    TIDEPOOL_CHECK_MSG(false, diff.c_str());
+  }
+  return got;
+}
+
+ScaleDownPlan ScaleDownPlanner::PlanOnce(const PlannerInput& input, const ScaleDownOptions& options,
+                                         std::vector<std::string>* out_unneeded) const {
   TIDEPOOL_CHECK(input.config != nullptr);
   if (out_unneeded) out_unneeded->clear();
   ScaleDownPlan plan;

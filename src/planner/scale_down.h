@@ -61,6 +61,11 @@ class ScaleDownPlanner {
 
   // Why this one node would or would not be removed now (for `explain --node`).
   std::string Explain(const PlannerInput& input, std::string_view node_name) const;
+
+ private:
+  // Plan, on the input's cluster model when it has one.
+  ScaleDownPlan PlanOnce(const PlannerInput& input, const ScaleDownOptions& options,
+                         std::vector<std::string>* out_unneeded) const;
 };
 
 }  // namespace tidepool::planner

@@ -61,6 +61,10 @@ class ClusterModel {
   std::vector<NodeIndex> NodesByName() const;
   // Deltas applied so far (successful ones), for drivers that report what changed.
   uint64_t Changes() const { return changes_; }
+  // A debug mode (the simulator's --check-invariants): a pass that forks the model also plans on
+  // a snapshot it builds, and stops the process on any difference.
+  void SetVerify(bool on) { verify_ = on; }
+  bool verify() const { return verify_; }
 
   // Fork()s the snapshot and Revert()s it when it goes out of scope.
   class Layer {
@@ -105,6 +109,7 @@ class ClusterModel {
   std::vector<std::shared_ptr<const model::Node>> retired_;
   uint64_t generation_ = 0;
   uint64_t changes_ = 0;
+  bool verify_ = false;
 };
 
 }  // namespace tidepool::sched

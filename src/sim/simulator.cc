@@ -43,7 +43,10 @@ void MixDigest(uint64_t& h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h <<
 class Simulator {
  public:
   Simulator(const SimInput& in, std::string_view run_name)
-      : in_(in), run_name_(run_name), config_(WorldConfig(in)) {}
+      : in_(in), run_name_(run_name), config_(WorldConfig(in)) {
+    // With --check-invariants, passes on the cluster model are checked against a built snapshot.
+    changes_.cluster.SetVerify(in.sim.check_invariants);
+  }
 
   Result<Summary> Run();
 

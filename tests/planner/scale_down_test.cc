@@ -8,13 +8,16 @@
 #include <algorithm>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "base/check.h"
 #include "model/quantity.h"
 #include "planner/scale_down_rules.h"
+#include "sched/cluster_model.h"
 #include "tests/planner/scale_down_cluster.h"
 #include "tests/testing/values.h"
 
@@ -681,6 +684,41 @@ TEST(ScaleDownRules, DrainRoles) {
   EXPECT_EQ(DrainRoleOf(failed), DrainRole::kIgnored);
   EXPECT_EQ(DrainRoleOf(going), DrainRole::kIgnored);
   EXPECT_EQ(DrainRoleOf(c.AddPod("web", "n1")), DrainRole::kMove);
+}
+
+// A pass on the driver's cluster model plans what a pass on a built snapshot plans; in the
+// model's debug mode a model that disagrees with the input (here it holds a pod the input lacks,
+// which fills the only destination) stops the process and says how the two plans differ.
+TEST(ScaleDown, OnTheClusterModelAndItsDebugModeFailsLoudly) {
+  Cluster c;
+  c.AddNode("n1");
+  c.AddPod("small", "n1", {{"cpu", "500m"}});
+  c.AddNode("n2");
+  c.AddPod("big", "n2", {{"cpu", "2600m"}});
+  PlannerInput in = c.Input();
+  auto borrow = [](const auto* o) {
+    return std::shared_ptr<const std::remove_pointer_t<decltype(o)>>(std::shared_ptr<void>(), o);
+  };
+  sched::ClusterModel model;
+  for (const model::Node* n : in.nodes) ASSERT_TRUE(model.SetNode(borrow(n)).has_value());
+  for (const model::Pod* p : in.pods) ASSERT_TRUE(model.SetPod(borrow(p)).has_value());
+  in.model = &model;
+  model.SetVerify(true);
+  EXPECT_EQ(Removed(ScaleDownPlanner().Plan(in)), Names{"n1"});
+
+  model::Pod stranger;
+  stranger.meta.name = "stranger";
+  stranger.meta.namespace_ = "default";
+  stranger.node_name = "n2";
+  stranger.phase = model::PodPhase::kRunning;
+  stranger.containers.push_back({.name = "main", .requests = Res({{"cpu", "1"}})});
+  stranger.Finalize();
+  ASSERT_TRUE(model.SetPod(borrow(&stranger)).has_value());
+  model.SetVerify(false);
+  EXPECT_EQ(Removed(ScaleDownPlanner().Plan(in)), Names{});  // the model's view: n2 is full
+  model.SetVerify(true);
+  EXPECT_DEATH(ScaleDownPlanner().Plan(in),
+               "scale-down on the cluster model differs from scale-down on a snapshot built");
 }
 
 }  // namespace
