@@ -36,7 +36,8 @@ CLI::App* AddSimulateCommand(CLI::App& app, SimulateFlags& flags) {
   cmd->add_option("-o,--output", flags.output, "Output format")
       ->check(CLI::IsMember({"json", "text"}));
   cmd->add_flag("--check-invariants", flags.check_invariants,
-                "Check the simulator's invariants after every event (slower)");
+                "Check the simulator's invariants after every event, and every scale-down pass "
+                "on the cluster model against one on a built snapshot (slower)");
   cmd->add_flag("--compare", flags.compare,
                 "Run the same trace under tidepool's policy, a Cluster Autoscaler-like policy "
                 "and a static cluster sized for the peak; print one table");
