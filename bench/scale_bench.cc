@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <deque>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "model/pool.h"
 #include "planner/scale_down.h"
 #include "planner/scale_up.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool {
 namespace {
@@ -120,6 +122,43 @@ void BM_Scale(benchmark::State& state) {
   state.counters["input_rss_MiB"] = static_cast<double>(before.ru_maxrss) / 1024.0;
 }
 BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+// Scale-down alone on the same cluster: building its snapshot from the input (Built), or forking
+// a long-lived ClusterModel after 100 pod changes applied to it as deltas (OnModel: each pass
+// moves 100 running pods to another node, in place, as the simulator changes its pods).
+void BM_ScaleDown(benchmark::State& state, bool on_model) {
+  static std::map<int64_t, Cluster*> clusters;
+  Cluster*& c = clusters[state.range(0)];
+  if (c == nullptr) c = Build(static_cast<int>(state.range(0)));
+  planner::PlannerInput input = c->input;
+  sched::ClusterModel model;
+  if (on_model) {
+    for (const model::Node& n : c->nodes) (void)model.SetNode(sched::ClusterModel::Borrow(&n));
+    for (const model::Pod& p : c->pods) (void)model.SetPod(sched::ClusterModel::Borrow(&p));
+    input.model = &model;
+  }
+  std::mt19937 rng(11);
+  const size_t running = c->nodes.size() * 20;
+  size_t removed = 0;
+  for (auto _ : state) {
+    if (on_model) {
+      for (int k = 0; k < 100; ++k) {
+        model::Pod& pod = c->pods[rng() % running];
+        pod.node_name = c->nodes[rng() % c->nodes.size()].meta.name;
+        (void)model.SetPod(sched::ClusterModel::Borrow(&pod));
+      }
+    }
+    planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(input);
+    removed = down.scale_downs.size();
+    benchmark::DoNotOptimize(down);
+  }
+  state.counters["nodes_removed"] = static_cast<double>(removed);
+}
+BENCHMARK_CAPTURE(BM_ScaleDown, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ScaleDown, OnModel, true)
+    ->Arg(5000)
+    ->Arg(50000)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tidepool

@@ -34,6 +34,13 @@ namespace tidepool::sched {
 // DRA objects builds its own snapshot.
 class ClusterModel {
  public:
+  // A pointer the model may hold without owning the object: for callers that keep their objects
+  // alive for as long as the model refers to them (tests, benchmarks).
+  template <typename T>
+  static std::shared_ptr<const T> Borrow(const T* object) {
+    return std::shared_ptr<const T>(std::shared_ptr<void>(), object);
+  }
+
   ClusterModel() = default;
   ClusterModel(const ClusterModel&) = delete;
   ClusterModel& operator=(const ClusterModel&) = delete;

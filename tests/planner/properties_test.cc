@@ -19,7 +19,6 @@
 #include <random>
 #include <set>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -862,10 +861,8 @@ std::string CheckScaleDownOnTheModel(const Case& original) {
     p.Finalize();
   }
   sched::ClusterModel model;
-  auto borrow = [](const auto* object) {  // the case owns its objects; the model only points
-    return std::shared_ptr<const std::remove_pointer_t<decltype(object)>>(std::shared_ptr<void>(),
-                                                                          object);
-  };
+  // The case owns its objects; the model only points at them.
+  auto borrow = [](const auto* object) { return sched::ClusterModel::Borrow(object); };
   PlannerInput built = c.Input();
   PlannerInput forked = built;
   std::deque<model::Node> copies;

@@ -10,7 +10,6 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -696,9 +695,7 @@ TEST(ScaleDown, OnTheClusterModelAndItsDebugModeFailsLoudly) {
   c.AddNode("n2");
   c.AddPod("big", "n2", {{"cpu", "2600m"}});
   PlannerInput in = c.Input();
-  auto borrow = [](const auto* o) {
-    return std::shared_ptr<const std::remove_pointer_t<decltype(o)>>(std::shared_ptr<void>(), o);
-  };
+  auto borrow = [](const auto* o) { return sched::ClusterModel::Borrow(o); };
   sched::ClusterModel model;
   for (const model::Node* n : in.nodes) ASSERT_TRUE(model.SetNode(borrow(n)).has_value());
   for (const model::Pod* p : in.pods) ASSERT_TRUE(model.SetPod(borrow(p)).has_value());
