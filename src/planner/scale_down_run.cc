@@ -89,10 +89,10 @@ ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
                        nodes_by_name_.end());
   // The model serves when it knows every node (devices and claims it does not model).
   if (input.model == nullptr || input.dra != nullptr) return own_snapshot_;
-  const ClusterSnapshot& model = input.model->snapshot();
+  const ClusterSnapshot& known = input.model->snapshot();
   by_name_.reserve(nodes_by_name_.size());
   for (const model::Node* node : nodes_by_name_) {
-    NodeIndex i = model.FindNode(node->name());
+    NodeIndex i = known.FindNode(node->name());
     if (i == kNoNode) {
       by_name_.clear();
       return own_snapshot_;
