@@ -66,8 +66,9 @@ struct PlannerInput {
   const RuntimeHints* runtime_hints = nullptr;
   // Optional: the driver's long-lived model of the same cluster (Observation::model), holding
   // exactly the nodes and pods above that are bound to a node, as observed (a node may differ in
-  // this input: a copy with the deletion taint, or left out). Scale-down forks it instead of
-  // building a snapshot, and leaves it as it found it.
+  // this input: a copy with the deletion taint, or left out). Whoever adds a bound pod the model
+  // does not hold (a provisioning hold, a warm placeholder) clears it. Scale-down forks it instead
+  // of building a snapshot, and leaves it as it found it.
   sched::ClusterModel* model = nullptr;
 };
 

@@ -1025,6 +1025,23 @@ TEST(SimConfigTest, SectionErrorsNameTheFileLineAndKeyPath) {
   EXPECT_TRUE(sc->gpu_sharing);
 }
 
+// Warm placeholders sit on nodes the cluster model does not know of: every scale-down pass of
+// every warm policy, checked against one on a built snapshot (--check-invariants), agrees. (A
+// pass that forked the model with placeholders bound found their nodes empty.)
+TEST(WarmEvaluationTest, PassesWithPlaceholdersOnNodesAgreeWithABuiltSnapshot) {
+  auto config =
+      kube::config::LoadAutoscalerConfig(TIDEPOOL_SOURCE_DIR "/examples/seed/config.yaml");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  SimInput in;
+  in.config = *config;
+  in.jobs = BuiltinScenario(1);
+  in.sim.check_invariants = true;
+  auto runs = RunWarmEvaluation(in);
+  ASSERT_TRUE(runs.has_value()) << runs.error().message();
+  ASSERT_EQ(runs->size(), 8u);
+  EXPECT_GT((*runs)[1].summary.cost, (*runs)[0].summary.cost) << "spare nodes were kept";
+}
+
 // `simulate --warm-eval` on the periodic scenario: the four policies run, spare and headroom
 // buy shorter GPU waits, and predictive lowers the GPU p95 wait within its budget.
 TEST(WarmEvaluationTest, PoliciesRunAndPredictiveHelpsWithinBudget) {
