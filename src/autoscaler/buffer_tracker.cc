@@ -81,7 +81,7 @@ void BufferTracker::Prepare(StepContext& ctx) {
       p.meta.creation_timestamp = ctx.now;
       model::Pod& copy = ctx.buffer_pods.emplace_back(std::move(p));
       ctx.buffer_keys.emplace(copy.Key(), b->Key());
-      ctx.base.pods.push_back(&copy);
+      planner::AddUnmodelledPod(ctx.base, &copy);
     }
     s.resolved.pods.clear();
     if (!s.resolved.ready) {

@@ -276,11 +276,10 @@ void ProvisioningTracker::Hold(StepContext& ctx, Served& s, const planner::Scale
     model::Pod& held = ctx.provisioning_pods.emplace_back(p);
     if (it != plan.gang_nodes.end() && ctx.Find(it->second) != nullptr) {
       held.node_name = it->second;  // holds the room on that node, also against scale-down
-      ctx.base.model = nullptr;     // which the cluster model does not know: passes build theirs
     } else {
       ctx.provisioning_keys.emplace(held.Key(), s.request->Key());  // upcoming: planned as pending
     }
-    ctx.base.pods.push_back(&held);
+    planner::AddUnmodelledPod(ctx.base, &held);
   }
 }
 
@@ -347,7 +346,7 @@ void ProvisioningTracker::CheckRegistered(StepContext& ctx, const planner::Plann
     for (model::Pod& p : s.pods) {
       model::Pod& pending = ctx.provisioning_pods.emplace_back(std::move(p));
       ctx.provisioning_keys.emplace(pending.Key(), r.Key());
-      ctx.base.pods.push_back(&pending);
+      planner::AddUnmodelledPod(ctx.base, &pending);
       w.keys.insert(pending.Key());
     }
   }

@@ -71,8 +71,7 @@ std::map<std::string, std::string> WarmPlanner::BindPlaceholders(
       ctx.warm_pods.push_back(MakePlaceholder(pool,
                                               fmt::format("warm-{}-{}-{}", pool.name, kind, i), req,
                                               whole, priority, std::string(h.name)));
-      in.pods.push_back(&ctx.warm_pods.back());
-      in.model = nullptr;  // which does not hold the placeholder: the pass builds its snapshot
+      planner::AddUnmodelledPod(in, &ctx.warm_pods.back());
       kept_for[std::string(h.name)] = std::move(why);
     };
     // Whole-node placeholders on idle nodes (name order), then headroom where it fits best.

@@ -66,14 +66,22 @@ struct PlannerInput {
   const RuntimeHints* runtime_hints = nullptr;
   // Optional: the driver's long-lived model of the same cluster (Observation::model), holding
   // exactly the nodes and pods above that are bound to a node, as observed (a node may differ in
-  // this input: a copy with the deletion taint, or left out). Whoever adds a bound pod the model
-  // does not hold (a provisioning hold, a warm placeholder) clears it. Scale-down forks it instead
-  // of building a snapshot, and leaves it as it found it.
+  // this input: a copy with the deletion taint, or left out). Pods only the caller knows are added
+  // with AddUnmodelledPod. Scale-down forks it instead of building a snapshot, and leaves it as it
+  // found it.
   sched::ClusterModel* model = nullptr;
 };
 
 inline constexpr std::string_view kWarmPoolAnnotation = "tidepool.dev/warm-pool";
 inline constexpr std::string_view kWarmWholeNodeAnnotation = "tidepool.dev/warm-whole-node";
+
+// Adds a pod that exists only in the caller (a buffer's copy, a provisioning hold, a warm
+// placeholder) to the input. One bound to a node takes the model out of the input: the model holds
+// only the pods it was fed, so a pass builds its own snapshot.
+inline void AddUnmodelledPod(PlannerInput& input, const model::Pod* pod) {
+  input.pods.push_back(pod);
+  if (!pod->node_name.empty()) input.model = nullptr;
+}
 
 // Which pool a node belongs to (docs/annotations.md): the tidepool.dev/pool label; else the
 // kubernetes.azure.com/agentpool or agentpool label equal to a pool name; else the provider's
