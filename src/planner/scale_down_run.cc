@@ -35,10 +35,10 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
       weigh_training_(!evict_training_pods && config_.consolidation.enabled),
       snapshot_(ChooseSnapshot(input)),
       placer_(snapshot_, destinations_, usable_) {
-  if (&snapshot_ == &own_snapshot_) {
-    BuildSnapshot();
-  } else {
+  if (OnModel()) {
     UseModel();
+  } else {
+    BuildSnapshot();
   }
   usable_.assign(entries_.size(), 0);
   base_moved_in_.resize(entries_.size());
@@ -72,7 +72,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
 }
 
 ScaleDownRun::~ScaleDownRun() {
-  if (forked_model_) snapshot_.Revert();
+  if (OnModel()) snapshot_.Revert();
 }
 
 ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
@@ -134,7 +134,6 @@ void ScaleDownRun::BuildSnapshot() {
 // and the left-out ones go.
 void ScaleDownRun::UseModel() {
   snapshot_.Fork();
-  forked_model_ = true;
   entries_.resize(snapshot_.NodeSlots());
   for (size_t k = 0; k < nodes_by_name_.size(); ++k) {
     const model::Node* node = nodes_by_name_[k];
@@ -211,7 +210,7 @@ void ScaleDownRun::AddPods() {
 }
 
 void ScaleDownRun::CollectOwnPods(std::vector<model::Resources>& requested) {
-  if (forked_model_) {
+  if (OnModel()) {
     for (NodeIndex i : by_name_) {
       NodeEntry& e = entries_[i];
       for (const model::Pod* pod : snapshot_.Get(i).pods) {

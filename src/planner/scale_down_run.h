@@ -151,6 +151,7 @@ class ScaleDownRun {
   ClusterSnapshot& ChooseSnapshot(const PlannerInput& input);
   void UseModel();
   void BuildSnapshot();
+  bool OnModel() const { return &snapshot_ != &own_snapshot_; }
   NodeEntry& AddEntry(NodeIndex index, const model::Node* node);
   void AddPendingPods();
   void AddPods();
@@ -265,8 +266,7 @@ class ScaleDownRun {
   // claims are allocated where it lands.
   std::unique_ptr<sched::DraState> dra_;
   ClusterSnapshot own_snapshot_;
-  ClusterSnapshot& snapshot_;  // own_snapshot_, or the input model's, forked
-  bool forked_model_ = false;
+  ClusterSnapshot& snapshot_;  // own_snapshot_, or the input model's, forked (OnModel)
   // Nodes that may receive pods: those that stay for sure first (name order), then candidates
   // latest-tried first, so moved pods land where they are least likely to move again.
   std::vector<NodeIndex> destinations_;
