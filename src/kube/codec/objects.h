@@ -55,7 +55,6 @@ Result<model::Pod> DecodePod(const nlohmann::json& obj);
 // condition being "True".
 Result<model::Node> DecodeNode(const nlohmann::json& obj);
 // minAvailable/maxUnavailable: a non-negative integer or "N%" with N <= 100.
-Result<model::Node> DecodeNode(const nlohmann::json& obj);
 Result<model::PodDisruptionBudget> DecodePdb(const nlohmann::json& obj);
 // pod_template is spec.template decoded as a pod the DaemonSet controller would create: the
 // DaemonSet's namespace, its name unless the template names itself, a controller owner
