@@ -372,7 +372,9 @@ TEST_F(FakeServerTest, WatchSaysWhetherAnErrorEventEndedIt) {
 
 // The server fails every watch from the informer's resourceVersion with the same ERROR event
 // (not 410): resuming from there would fail forever on a cache that never changes again. The
-// informer relists, and its cache shows what changed meanwhile.
+// informer relists, and its cache shows what changed meanwhile. The relist marks only what
+// changed (SetMarker), and an object whose resourceVersion did not change stays the one handed
+// out before.
 TEST_F(FakeServerTest, InformerRelistsWhenAnErrorEventEndsItsWatch) {
   std::atomic<int> lists{0};
   std::atomic<int> watches_from_10{0};
@@ -382,7 +384,9 @@ TEST_F(FakeServerTest, InformerRelistsWhenAnErrorEventEndsItsWatch) {
       std::string rv = first ? "10" : "20";
       res.set_content(fmt::format(R"({{"kind":"ConfigMapList","metadata":{{"resourceVersion":)"
                                   R"("{}"}},"items":[{{"metadata":{{"name":"{}",)"
-                                  R"("namespace":"ns","resourceVersion":"{}"}}}}]}})",
+                                  R"("namespace":"ns","resourceVersion":"{}"}}}},)"
+                                  R"({{"metadata":{{"name":"same","namespace":"ns",)"
+                                  R"("resourceVersion":"5"}}}}]}})",
                                   rv, first ? "old" : "new", rv),
                       "application/json");
       return;
@@ -402,6 +406,16 @@ TEST_F(FakeServerTest, InformerRelistsWhenAnErrorEventEndsItsWatch) {
   options.backoff_max = std::chrono::milliseconds(50);
   RawInformer informer(client, options,
                        [](const nlohmann::json& j) -> Result<nlohmann::json> { return j; });
+  std::mutex mu;
+  std::vector<std::string> marked;
+  informer.SetMarker([&](const std::string& key) {
+    std::lock_guard lock(mu);
+    marked.push_back(key);
+  });
+  std::shared_ptr<const nlohmann::json> same_first;  // set on the informer's thread, then read
+  informer.SetChangeCallback([&](ChangeType type, const std::string& key) {
+    if (key == "ns/same" && type == ChangeType::kAdded) same_first = informer.Get(key);
+  });
   informer.Start();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (informer.Get("ns/new") == nullptr && std::chrono::steady_clock::now() < deadline) {
@@ -415,6 +429,10 @@ TEST_F(FakeServerTest, InformerRelistsWhenAnErrorEventEndsItsWatch) {
   EXPECT_EQ(informer.Stats().reconnects, 0u);
   EXPECT_EQ(watches_from_10.load(), 1);
   EXPECT_EQ(informer.ResourceVersion(), "20");
+  ASSERT_NE(same_first, nullptr);
+  EXPECT_EQ(informer.Get("ns/same"), same_first);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(marked, (std::vector<std::string>{"ns/old", "ns/same", "ns/new", "ns/old"}));
 }
 
 TEST_F(FakeServerTest, ListAllFollowsContinue) {

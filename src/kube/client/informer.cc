@@ -55,6 +55,10 @@ InformerBase::~InformerBase() { Stop(); }
 
 void InformerBase::SetChangeCallback(ChangeCallback callback) { on_change_ = std::move(callback); }
 
+void InformerBase::SetMarker(std::function<void(const std::string& key)> marker) {
+  marker_ = std::move(marker);
+}
+
 void InformerBase::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
@@ -144,7 +148,10 @@ void InformerBase::MarkAbsent() {
   std::vector<std::string> gone;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [key, item] : items_) gone.push_back(key);
+    for (const auto& [key, item] : items_) {
+      gone.push_back(key);
+      Mark(key);
+    }
     items_.clear();
     resource_version_.clear();
     if (present_.exchange(false) || !synced_) {
@@ -254,17 +261,20 @@ Result<void> InformerBase::ListAndReplace() {
   std::vector<std::pair<ChangeType, std::string>> changes;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [key, item] : fresh) {
+    for (auto& [key, item] : fresh) {
       auto old = items_.find(key);
       if (old == items_.end()) {
         changes.emplace_back(ChangeType::kAdded, key);
       } else if (old->second.resource_version != item.resource_version) {
         changes.emplace_back(ChangeType::kModified, key);
+      } else {
+        item.value = std::move(old->second.value);  // unchanged: the object already handed out
       }
     }
     for (const auto& [key, item] : items_) {
       if (!fresh.contains(key)) changes.emplace_back(ChangeType::kDeleted, key);
     }
+    for (const auto& change : changes) Mark(change.second);
     items_ = std::move(fresh);
     resource_version_ = page.resource_version;
     stats_.decode_errors += decode_errors;
@@ -316,6 +326,7 @@ void InformerBase::Apply(const WatchEvent& event) {
   if (event.type == WatchEvent::Type::kDeleted) {
     std::lock_guard lock(mu_);
     if (items_.erase(key) > 0) change = ChangeType::kDeleted;
+    if (change) Mark(key);
     if (!rv.empty()) resource_version_ = rv;
     ++stats_.events;
   } else {
@@ -332,6 +343,7 @@ void InformerBase::Apply(const WatchEvent& event) {
       (void)it;
       change = inserted ? ChangeType::kAdded : ChangeType::kModified;
     }
+    if (change) Mark(key);
   }
   if (change) Notify(*change, key);
 }

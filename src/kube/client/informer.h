@@ -78,6 +78,11 @@ class InformerBase {
   // Set before Start. Called for every change of the cache: watch events, and the differences a
   // relist makes (by resourceVersion), key "namespace/name" or "name".
   void SetChangeCallback(ChangeCallback callback);
+  // Set before Start. Called with the key of every change too, but while the cache lock is held,
+  // before any Snapshot can see the change: a reader that records the keys knows that every
+  // change a later Snapshot holds was recorded before it. It must be quick, must not block and
+  // must not call into the informer.
+  void SetMarker(std::function<void(const std::string& key)> marker);
 
   void Start();
   // Returns within about a second (an open watch notices the cancel flag); idempotent.
@@ -123,6 +128,9 @@ class InformerBase {
   // unreachable (ApiClient's recovery listeners); returns false when stopping.
   bool Sleep(Duration d);
   void Notify(ChangeType type, const std::string& key);
+  void Mark(const std::string& key) {  // with mu_ held
+    if (marker_) marker_(key);
+  }
 
   ApiClient& client_;
   uint64_t recovery_listener_ = 0;  // ApiClient::AddRecoveryListener
@@ -130,6 +138,7 @@ class InformerBase {
   InformerOptions options_;
   Decoder decoder_;
   ChangeCallback on_change_;
+  std::function<void(const std::string&)> marker_;
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
