@@ -196,6 +196,13 @@ Or<std::unique_ptr<ops::OpsServer>> StartOpsServer(const std::string& listen, co
   return server;
 }
 
+// --cluster-model, checked by CLI11 to be one of on, off, verify.
+controller::ModelUse ModelUseOf(const std::string& flag) {
+  if (flag == "off") return controller::ModelUse::kOff;
+  if (flag == "verify") return controller::ModelUse::kVerify;
+  return controller::ModelUse::kOn;
+}
+
 void StartElector(kube::LeaderElector& elector, const kube::LeaderElectionConfig& lease,
                   controller::Controller& ctl) {
   elector.Start(
@@ -236,6 +243,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
   run->add_option("--retry-period", f.retry_period, "Between acquire/renew attempts");
   run->add_option("--listen", f.listen,
                   "Address of /healthz, /readyz, /metrics and /status ([host]:port; \"\" = off)");
+  run->add_option("--cluster-model", f.cluster_model,
+                  "Keep a cluster model from the informers and plan scale-down on it (on); "
+                  "build a snapshot every pass instead (off); or do both and stop the process "
+                  "on any difference (verify, for debugging)")
+      ->check(CLI::IsMember({"on", "off", "verify"}));
   return run;
 }
 
@@ -283,7 +295,7 @@ int RunRunCommand(const RunFlags& f) {
                TIDEPOOL_VERSION, client_config->server, client_config->source,
                config->provider.type, config->pools.size(), f.dry_run ? ", dry run" : "");
 
-  controller::InformerClusterReader reader(api);
+  controller::InformerClusterReader reader(api, {}, ModelUseOf(f.cluster_model));
   RunContext run{
       f, *config, *lease, clock, api, registry, metrics, reader, capi ? &*capi : nullptr};
   auto provider = MakeProvider(run);

@@ -26,6 +26,7 @@ struct RunFlags {
   std::string retry_period = "2s";
   // /healthz, /readyz, /metrics and /status; "" turns the server off.
   std::string listen = ":8085";
+  std::string cluster_model = "on";  // on, off or verify (controller::ModelUse)
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);

@@ -190,6 +190,7 @@ PassReport Controller::RunOnce(Time now) {
   report.time = now;
   if (!MayAct(report, now)) return Finish(report);
   ClusterView view = reader_.Snapshot();
+  sched::ClusterModel* model = reader_.SyncModel(view);  // the view's nodes and pods, exactly
   auto sizes = ProviderView(report, now);
   if (!sizes) return Finish(report);
   if (!loop_) {
@@ -198,6 +199,7 @@ PassReport Controller::RunOnce(Time now) {
     LoadWarmState();
   }
   autoscaler::Observation obs = Observe(view, *sizes);
+  obs.model = model;
   report.actions = loop_->Step(obs, now);
   report.acted = true;
   Act(report, obs);

@@ -8,7 +8,8 @@
 
 namespace tidepool::controller {
 
-InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune)
+InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune,
+                                             ModelUse model)
     : pods_(kube::MakePodInformer(client, tune)),
       nodes_(kube::MakeNodeInformer(client, tune)),
       pdbs_(kube::MakePdbInformer(client, tune)),
@@ -21,6 +22,14 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
       claims_(kube::MakeResourceClaimInformer(client, tune)),
       claim_templates_(kube::MakeResourceClaimTemplateInformer(client, tune)),
       slices_(kube::MakeResourceSliceInformer(client, tune)) {
+  if (model != ModelUse::kOff) {
+    model_ =
+        std::make_unique<ModelFeed>([this](const std::string& key) { return pods_->Get(key); },
+                                    [this](const std::string& name) { return nodes_->Get(name); });
+    model_->model().SetVerify(model == ModelUse::kVerify);
+    pods_->SetMarker([this](const std::string& key) { model_->PodChanged(key); });
+    nodes_->SetMarker([this](const std::string& name) { model_->NodeChanged(name); });
+  }
   pods_->SetChangeCallback([this](kube::ChangeType type, const std::string& key) {
     if (type == kube::ChangeType::kDeleted) {
       Changed(false);
@@ -124,6 +133,10 @@ std::shared_ptr<const model::DraObjects> InformerClusterReader::DraSnapshot() co
   dra_ = dra->empty() ? nullptr : std::move(dra);
   dra_version_ = version;
   return dra_;
+}
+
+sched::ClusterModel* InformerClusterReader::SyncModel(const ClusterView& view) {
+  return model_ ? model_->Sync({view.pods, view.nodes}) : nullptr;
 }
 
 void InformerClusterReader::SetOnChange(std::function<void(bool)> on_change) {

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "controller/model_feed.h"
 #include "controller/ports.h"
 #include "kube/client/api_client.h"
 #include "kube/client/informer.h"
@@ -22,7 +23,8 @@ namespace tidepool::controller {
 // added or changed; node status updates (heartbeats) and pod deletions are not. Thread-safe.
 class InformerClusterReader final : public ClusterReader {
  public:
-  InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune = {});
+  InformerClusterReader(kube::ApiClient& client, kube::InformerOptions tune = {},
+                        ModelUse model = ModelUse::kOn);
   ~InformerClusterReader() override;
 
   void Start();
@@ -31,11 +33,14 @@ class InformerClusterReader final : public ClusterReader {
   bool HasSynced() const override;
   ClusterView Snapshot() const override;
   void SetOnChange(std::function<void(bool urgent)> on_change) override;
+  sched::ClusterModel* SyncModel(const ClusterView& view) override;
 
   // Objects skipped because they did not decode, over all informers (for metrics).
   uint64_t DecodeErrors() const;
   const kube::PodInformer& pods() const { return *pods_; }
   const kube::NodeInformer& nodes() const { return *nodes_; }
+  kube::PodInformer& pods() { return *pods_; }  // for tests: cutting watches
+  kube::NodeInformer& nodes() { return *nodes_; }
 
  private:
   void Changed(bool urgent);
@@ -53,6 +58,7 @@ class InformerClusterReader final : public ClusterReader {
   std::unique_ptr<kube::ResourceClaimInformer> claims_;
   std::unique_ptr<kube::ResourceClaimTemplateInformer> claim_templates_;
   std::unique_ptr<kube::ResourceSliceInformer> slices_;
+  std::unique_ptr<ModelFeed> model_;  // null with ModelUse::kOff
   // The DRA objects as one value, copied from their informers only after one of them changed
   // (dra_changes_ counts the changes); passes in between share the copy.
   std::atomic<uint64_t> dra_changes_{0};

@@ -17,6 +17,7 @@
 #include "model/pdb.h"
 #include "model/pod.h"
 #include "model/provisioning_request.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::controller {
 
@@ -36,6 +37,15 @@ struct ClusterView {
   std::shared_ptr<const model::DraObjects> dra;
 };
 
+// Whether a reader keeps a cluster model (ClusterReader::SyncModel).
+enum class ModelUse {
+  kOff,
+  kOn,
+  // Debugging: every scale-down pass on the model also plans on a snapshot built from the view,
+  // and the process stops, printing both plans, on any difference (sched::ClusterModel::SetVerify).
+  kVerify,
+};
+
 // Contract: Snapshot() is cheap enough to call on every pass (a copy of pointers) and
 // thread-safe; HasSynced() turns true once every cache has listed. The change callback may be
 // called from any thread, often; it must only wake the controller.
@@ -47,6 +57,15 @@ class ClusterReader {
   // `urgent` is true for a change that may need a scale-up now (a pod without a node appeared or
   // changed, a node appeared or went away).
   virtual void SetOnChange(std::function<void(bool urgent)> on_change) = 0;
+  // The reader's long-lived model of the nodes and the pods bound to them (docs/architecture.md,
+  // "The cluster model"), brought up to date to `view`, this pass's Snapshot(): it then holds the
+  // view's nodes and pods exactly. Null when the reader keeps none or cannot vouch for it now
+  // (the passes then build their own snapshot). Call it on the pass thread; the pointer is valid
+  // until the next call.
+  virtual sched::ClusterModel* SyncModel(const ClusterView& view) {
+    (void)view;
+    return nullptr;
+  }
 };
 
 using actuator::EventSpec;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/model_feed.h"
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
 #include "planner/cluster.h"
@@ -24,6 +25,7 @@ class FakeReader : public ClusterReader {
  public:
   bool HasSynced() const override { return synced; }
   ClusterView Snapshot() const override {
+    reads.push_back("snapshot");
     ClusterView v;
     for (const auto& [_, n] : nodes) v.nodes.push_back(std::make_shared<model::Node>(n));
     for (const auto& [_, p] : pods) v.pods.push_back(std::make_shared<model::Pod>(p));
@@ -36,6 +38,29 @@ class FakeReader : public ClusterReader {
     return v;
   }
   void SetOnChange(std::function<void(bool)> f) override { on_change = std::move(f); }
+  sched::ClusterModel* SyncModel(const ClusterView& view) override {
+    reads.push_back("model");
+    return feed ? feed->Sync({view.pods, view.nodes}) : nullptr;
+  }
+
+  // Keeps a model of `nodes` and `pods` (fed every key now; a later change is marked with
+  // feed->NodeChanged or PodChanged), in the debug mode that checks every scale-down pass on it
+  // against a built snapshot when `verify`. Snapshot copies every object, so the caches always
+  // look newer than the view and every key is applied again at each Sync.
+  void KeepModel(bool verify) {
+    feed = std::make_unique<ModelFeed>(
+        [this](const std::string& key) -> std::shared_ptr<const model::Pod> {
+          auto it = pods.find(key);
+          return it == pods.end() ? nullptr : std::make_shared<model::Pod>(it->second);
+        },
+        [this](const std::string& name) -> std::shared_ptr<const model::Node> {
+          auto it = nodes.find(name);
+          return it == nodes.end() ? nullptr : std::make_shared<model::Node>(it->second);
+        });
+    feed->model().SetVerify(verify);
+    for (const auto& [name, _] : nodes) feed->NodeChanged(name);
+    for (const auto& [key, _] : pods) feed->PodChanged(key);
+  }
 
   bool synced = true;
   std::map<std::string, model::Node> nodes;
@@ -43,6 +68,8 @@ class FakeReader : public ClusterReader {
   std::map<std::string, model::ProvisioningRequest> requests;
   std::map<std::string, model::PodTemplate> templates;
   std::function<void(bool)> on_change;
+  std::unique_ptr<ModelFeed> feed;
+  mutable std::vector<std::string> reads;  // "snapshot" and "model", in call order
 };
 
 class FakeWriter : public ClusterWriter {
@@ -185,6 +212,35 @@ class ControllerTest : public ::testing::Test {
     r.class_name = std::string(model::kBestEffortAtomicClass);
     r.provisioning_class = model::ProvisioningClass::kBestEffortAtomic;
     r.pod_sets = std::move(pod_sets);
+  }
+
+  // Passes 10 s apart until the provider is called (at most 80); a taint the controller writes
+  // shows up in the cluster, as the API server would show it.
+  void RunUntilTheProviderIsCalled(Controller& c) {
+    for (int i = 0; i < 80 && provider_.calls.empty(); ++i) {
+      c.RunOnce(clock_.Now());
+      clock_.Advance(std::chrono::seconds(10));
+      for (const auto& call : writer_.calls) {
+        if (!call.starts_with("taint ")) continue;
+        std::string node = call.substr(6, call.find(' ', 6) - 6);
+        auto& n = reader_.nodes[node];
+        if (!n.taints.empty()) continue;
+        n.taints.push_back(
+            {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
+        if (reader_.feed) reader_.feed->NodeChanged(node);
+      }
+    }
+  }
+  // The seed cluster's idle GPU node went; the CPU pool, at its min of 1, kept its node.
+  void ExpectTheIdleGpuNodeDeleted() {
+    ASSERT_THAT(provider_.calls, ElementsAre("delete gpupool k8s-gpupool-29744472-0"));
+    EXPECT_THAT(writer_.calls, ::testing::Contains("taint k8s-gpupool-29744472-0 "
+                                                   "ToBeDeletedByClusterAutoscaler"));
+    EXPECT_THAT(writer_.calls, ::testing::Contains("delete node k8s-gpupool-29744472-0"));
+    EXPECT_THAT(writer_.events, ::testing::Contains("ScaleDown Node k8s-gpupool-29744472-0"));
+    for (const auto& call : writer_.calls) {
+      EXPECT_THAT(call, ::testing::Not(HasSubstr("cpupool")));
+    }
   }
 
   std::unique_ptr<Controller> Make(ControllerOptions options = {}) {
@@ -367,32 +423,27 @@ TEST_F(ControllerTest, DryRunCallsNothing) {
 TEST_F(ControllerTest, IdleNodeIsTaintedThenDeleted) {
   reader_.pods.clear();  // nothing runs; the GPU node is idle
   auto c = Make();
-  for (int i = 0; i < 80 && provider_.calls.empty(); ++i) {
-    c->RunOnce(clock_.Now());
-    clock_.Advance(std::chrono::seconds(10));
-    // The taint shows up in the cluster once written.
-    for (const auto& call : writer_.calls) {
-      if (call.starts_with("taint ")) {
-        std::string node = call.substr(6, call.find(' ', 6) - 6);
-        auto& n = reader_.nodes[node];
-        if (n.taints.empty()) {
-          n.taints.push_back(
-              {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
-        }
-      }
-    }
-  }
-  ASSERT_THAT(provider_.calls, ElementsAre("delete gpupool k8s-gpupool-29744472-0"));
-  EXPECT_THAT(writer_.calls, ::testing::Contains("taint k8s-gpupool-29744472-0 "
-                                                 "ToBeDeletedByClusterAutoscaler"));
-  EXPECT_THAT(writer_.calls, ::testing::Contains("delete node k8s-gpupool-29744472-0"));
-  EXPECT_THAT(writer_.events, ::testing::Contains("ScaleDown Node k8s-gpupool-29744472-0"));
-  // The CPU pool is at its min of 1: its node stays.
-  for (const auto& call : writer_.calls) EXPECT_THAT(call, ::testing::Not(HasSubstr("cpupool")));
+  RunUntilTheProviderIsCalled(*c);
+  ExpectTheIdleGpuNodeDeleted();
 }
 
-// Nothing pending, so the loop's next wakeup is the 10 s scan: a pass within 2 s of an urgent
-// change is the change's doing.
+// The same on the reader's cluster model, in its debug mode: every scale-down pass also plans on
+// a snapshot built from the view and stops the test on any difference. The model is brought up
+// to date to the pass's view (ClusterReader::SyncModel).
+TEST_F(ControllerTest, IdleNodeIsTaintedThenDeletedOnTheReadersModel) {
+  reader_.pods.clear();
+  reader_.KeepModel(/*verify=*/true);
+  auto c = Make();
+  RunUntilTheProviderIsCalled(*c);
+  ExpectTheIdleGpuNodeDeleted();
+  EXPECT_GE(reader_.feed->stats().applied, reader_.nodes.size() + 1) << "nodes and the taint";
+  ASSERT_GE(reader_.reads.size(), 2u);
+  for (size_t i = 0; i + 1 < reader_.reads.size(); i += 2) {
+    EXPECT_EQ(reader_.reads[i], "snapshot") << "read " << i;
+    EXPECT_EQ(reader_.reads[i + 1], "model") << "read " << i + 1;
+  }
+}
+
 // The cache says the GPU node is empty, the API server says a pod runs there (a lagging
 // watch): the node is untainted again and never deleted.
 TEST_F(ControllerTest, StaleCacheNeverRemovesANodeWithAnUnseenPod) {
@@ -413,6 +464,8 @@ TEST_F(ControllerTest, StaleCacheNeverRemovesANodeWithAnUnseenPod) {
                                                                 "k8s-gpupool-29744472-0")));
 }
 
+// Nothing pending, so the loop's next wakeup is the 10 s scan: a pass within 2 s of an urgent
+// change is the change's doing.
 TEST_F(ControllerTest, UrgentChangeWakesRun) {
   reader_.pods.clear();
   std::atomic<bool> stop{false};
