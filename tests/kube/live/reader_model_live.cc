@@ -1,0 +1,156 @@
+// The controller's reader keeps its cluster model from the real API server's watches: after cut
+// watches, a 410 relist during a burst of changes, and a restart, the model holds exactly what a
+// fresh LIST holds (every node and pod at the listed resourceVersion, and the pods placed on each
+// node), and a model fed while no pass read it catches up in one Sync.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/kube_adapters.h"
+#include "kube/codec/objects.h"
+#include "tests/kube/live/live_test.h"
+
+namespace tidepool::kube::live {
+namespace {
+
+using std::chrono::seconds;
+
+class ReaderModelTest : public LiveTest {
+ protected:
+  // Every difference between the reader's model (synced now) and a fresh LIST, in words.
+  std::vector<std::string> Differences(controller::InformerClusterReader& reader) {
+    sched::ClusterModel* model = reader.SyncModel(reader.Snapshot());
+    if (model == nullptr) return {"the reader hands out no model"};
+    auto nodes = client_->ListAll("/api/v1/nodes");
+    auto pods = client_->ListAll("/api/v1/pods");
+    if (!nodes || !pods) return {"list failed"};
+    std::vector<std::string> out;
+    std::map<std::string, std::set<std::string>> placed;  // node -> pod keys
+    for (const Json& item : nodes->items) {
+      auto node = codec::DecodeNode(item);
+      if (!node) return {node.error().message()};
+      placed[node->name()];
+      const model::Node* known = model->FindNode(node->name());
+      if (known == nullptr || known->meta.resource_version != node->meta.resource_version) {
+        out.push_back("node " + node->name());
+      }
+    }
+    for (const Json& item : pods->items) {
+      auto pod = codec::DecodePod(item);
+      if (!pod) return {pod.error().message()};
+      const model::Pod* known = model->FindPod(pod->meta.namespace_, pod->meta.name);
+      if (known == nullptr || known->meta.resource_version != pod->meta.resource_version) {
+        out.push_back("pod " + pod->meta.Key());
+      }
+      auto node = placed.find(pod->node_name);
+      if (node != placed.end() && !pod->IsTerminal()) node->second.insert(pod->meta.Key());
+    }
+    if (model->NodeCount() != nodes->items.size()) out.push_back("node count");
+    if (model->PodCount() != pods->items.size()) out.push_back("pod count");
+    for (sched::NodeIndex i : model->NodesByName()) {
+      const sched::NodeInfo& info = model->snapshot().Get(i);
+      std::set<std::string> on;
+      for (const model::Pod* pod : info.pods) on.insert(pod->meta.Key());
+      if (on != placed[info.node->name()]) out.push_back("pods on " + info.node->name());
+    }
+    return out;
+  }
+
+  // Waits until the model matches a fresh LIST; false (and the last differences) after 30 s.
+  ::testing::AssertionResult Matches(controller::InformerClusterReader& reader) {
+    std::vector<std::string> last;
+    if (WaitFor([&] { return (last = Differences(reader)).empty(); })) {
+      return ::testing::AssertionSuccess();
+    }
+    auto failure = ::testing::AssertionFailure() << "the model differs from a fresh LIST:";
+    for (const std::string& d : last) failure << " " << d << ";";
+    return failure;
+  }
+
+  std::string Pods() const { return CollectionPath("v1", "pods", ns_); }
+  Result<Json> CreatePod(const std::string& name, const std::string& node) {
+    return client_->Create(Pods(), Pod(name, node, "model"));
+  }
+  Result<void> DeletePod(const std::string& name) {
+    return client_->Delete(ObjectPath("v1", "pods", ns_, name));
+  }
+  Result<void> DeleteNodeNamed(const std::string& name) {
+    return client_->Delete(ObjectPath("v1", "nodes", "", name));
+  }
+};
+
+TEST_F(ReaderModelTest, ModelMatchesAFreshListThroughCutsRelistsAndRestarts) {
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 3; ++i) nodes.push_back(CreateTestNode("m" + std::to_string(i), true));
+  // Nine pods bound by name, three left to kube-scheduler.
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(CreatePod("p" + std::to_string(i), i < 9 ? nodes[i % 3] : ""));
+  }
+  controller::InformerClusterReader reader(*client_);
+  reader.Start();
+  ASSERT_TRUE(WaitFor([&] { return reader.HasSynced(); }));
+  ASSERT_TRUE(Matches(reader)) << "after the first list";
+
+  // Watches cut (a network failure): what changes meanwhile comes with the resumed watch.
+  reader.pods().InterruptWatchForTesting();
+  reader.nodes().InterruptWatchForTesting();
+  ASSERT_TRUE(DeletePod("p0"));
+  ASSERT_TRUE(DeletePod("p9"));
+  ASSERT_TRUE(CreatePod("cut", nodes[1]));
+  ASSERT_TRUE(client_->Patch(ObjectPath("v1", "nodes", "", nodes[2]),
+                             {{"metadata", {{"labels", {{"cut", "yes"}}}}}}));
+  nodes.push_back(CreateTestNode("m3", true));
+  ASSERT_TRUE(Matches(reader)) << "after cut watches";
+  EXPECT_GE(reader.pods().Stats().reconnects, 1u);
+
+  // Both watches resume from a resourceVersion etcd has compacted away (410 Gone) while pods come
+  // and go: the relists report what differs, and the model follows. (An event the old watch
+  // delivers before it ends moves the informer past "1" again: then it is asked again.)
+  ASSERT_NO_FATAL_FAILURE(CompactEtcd());
+  std::thread burst([&] {
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_TRUE(CreatePod("burst" + std::to_string(i), nodes[i % 4]));
+      if (i % 2 == 0 && i < 16) {
+        EXPECT_TRUE(DeletePod("p" + std::to_string(1 + i / 2)));
+      }
+    }
+  });
+  auto relisted = [&](InformerBase& informer) {
+    for (int attempt = 0; attempt < 10 && informer.Stats().relists == 0; ++attempt) {
+      informer.ResumeFromForTesting("1");
+      WaitFor([&] { return informer.Stats().relists >= 1; }, seconds(3));
+    }
+    return informer.Stats().relists >= 1;
+  };
+  EXPECT_TRUE(relisted(reader.pods()));
+  EXPECT_TRUE(relisted(reader.nodes()));
+  ASSERT_TRUE(DeleteNodeNamed(nodes[0]));
+  burst.join();
+  ASSERT_TRUE(Matches(reader)) << "after 410 relists";
+
+  // A restart (or another replica taking the lead) builds the same model from its first list.
+  controller::InformerClusterReader restarted(*client_);
+  restarted.Start();
+  ASSERT_TRUE(WaitFor([&] { return restarted.HasSynced(); }));
+  ASSERT_TRUE(Matches(restarted)) << "after a restart";
+
+  // While no pass reads it (a replica that does not lead), changes are only marked; the next Sync
+  // applies them all: here a node gone under its pods, and pods the scheduler binds.
+  ASSERT_TRUE(DeleteNodeNamed(nodes[1]));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(CreatePod("late" + std::to_string(i), ""));
+  ASSERT_TRUE(WaitFor([&] {
+    auto listed = client_->ListAll("/api/v1/pods");
+    return listed && reader.pods().Size() == listed->items.size() &&
+           reader.nodes().Get(nodes[1]) == nullptr;
+  }));
+  ASSERT_TRUE(Matches(reader)) << "after changes no pass read";
+  restarted.Stop();
+  reader.Stop();
+}
+
+}  // namespace
+}  // namespace tidepool::kube::live
