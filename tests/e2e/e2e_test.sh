@@ -89,7 +89,14 @@ fail() {
   k -n "$NS" get pods -o wide
   return 1
 }
+# A scenario passes only if no tidepool of it stopped on an internal check (lib.sh,
+# start_tidepool: the cluster model's verify mode).
 pass() {
+  local failed
+  if failed=$(tidepool_checks_failed); then
+    fail "tidepool stopped on a failed check: $failed"
+    return 1
+  fi
   echo "PASS $CURRENT"
   PASSED+=("$CURRENT")
 }

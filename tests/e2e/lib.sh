@@ -65,16 +65,24 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # start_tidepool NAME CONFIG [ARGS...]: `tidepool run` ($TIDEPOOL) in the background in $NS, log
 # in $WORK/NAME.log, pid in LAST_PID and TP_PIDS (not for $(...): the list must stay in this
-# shell); short lease timings; ops server on $LISTEN (default: off).
+# shell); short lease timings; ops server on $LISTEN (default: off); the cluster model in mode
+# $CLUSTER_MODEL (default: verify, so every scale-down pass on the model is checked against one
+# on a built snapshot and tidepool stops on a difference: see tidepool_checks_failed).
 TP_PIDS=()
 start_tidepool() {
   local name=$1 config=$2
   shift 2
   "$TIDEPOOL" run --config "$config" --kubeconfig "$KUBECONFIG" --namespace "$NS" \
     --identity "$name" --lease-duration 6s --renew-deadline 4s --retry-period 1s \
-    --listen "${LISTEN:-}" "$@" >>"$WORK/$name.log" 2>&1 &
+    --listen "${LISTEN:-}" --cluster-model "${CLUSTER_MODEL:-verify}" "$@" \
+    >>"$WORK/$name.log" 2>&1 &
   LAST_PID=$!
   TP_PIDS+=("$LAST_PID")
+}
+# tidepool_checks_failed: prints the first internal check that stopped a tidepool of this script
+# (its logs in $WORK) and succeeds; fails when none did.
+tidepool_checks_failed() {
+  grep -h -m1 -A2 "check failed" "$WORK"/*.log 2>/dev/null
 }
 # stop_tidepool: SIGTERM the one `tidepool run` a script started itself (pid in TP_PID), wait.
 stop_tidepool() {
