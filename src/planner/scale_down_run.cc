@@ -139,12 +139,9 @@ void ScaleDownRun::UseModel() {
     const model::Node* node = nodes_by_name_[k];
     NodeIndex& slot = by_name_[k];
     if (snapshot_.Get(slot).node != node) {
-      std::vector<const model::Pod*> pods = snapshot_.Get(slot).pods;
-      TIDEPOOL_CHECK(snapshot_.RemoveNode(node->name()).has_value());
-      Result<NodeIndex> index = snapshot_.AddNode(node);
+      Result<NodeIndex> index = snapshot_.ReplaceNode(node);
       TIDEPOOL_CHECK(index.has_value());
       slot = *index;
-      for (const model::Pod* pod : pods) TIDEPOOL_CHECK(snapshot_.AddPod(pod, slot).has_value());
     }
     AddEntry(slot, node);
   }

@@ -83,6 +83,19 @@ Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   return index;
 }
 
+Result<NodeIndex> ClusterSnapshot::ReplaceNode(const model::Node* node) {
+  NodeIndex old = FindNode(node->name());
+  if (old == kNoNode) {
+    return Fail(Error::Code::kNotFound, "cannot replace node \"{}\": not in the snapshot",
+                node->name());
+  }
+  std::vector<const model::Pod*> pods = nodes_[old].pods;
+  TIDEPOOL_RETURN_IF_ERROR(RemoveNode(node->name()));
+  TIDEPOOL_ASSIGN_OR_RETURN(NodeIndex index, AddNode(node));
+  for (const model::Pod* pod : pods) TIDEPOOL_RETURN_IF_ERROR(AddPod(pod, index));
+  return index;
+}
+
 Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
   NodeIndex index = FindNode(name);
   if (index == kNoNode) {

@@ -110,6 +110,10 @@ class ClusterSnapshot {
   // Removes a node and the pods on it (their claims are released as by RemovePod). Undoable:
   // revert() restores the node at the same index with its pods in their order.
   Result<void> RemoveNode(std::string_view name);
+  // Gives the live node named like `node` that object instead (a caller that sees the node
+  // otherwise than the snapshot holds it), with the same pods in their order. The old slot is
+  // removed and the node added again at the end: returns its new index. Undoable.
+  Result<NodeIndex> ReplaceNode(const model::Node* node);
   // Places a pod on a node (no fit check: the caller decided). The pod's node_name is not read.
   Result<void> AddPod(const model::Pod* pod, std::string_view node_name);
   Result<void> AddPod(const model::Pod* pod, NodeIndex node);

@@ -172,6 +172,32 @@ TEST_F(SnapshotTest, ForkAddRevertRestoresExactly) {
   EXPECT_EQ(s_.Depth(), 0);
 }
 
+// A node the caller sees otherwise (a copy with a taint): it takes the node's name and pods, in
+// their order, at a new slot; a revert restores the old slot with the old object.
+TEST_F(SnapshotTest, ReplaceNodeKeepsThePodsAndIsUndoneByRevert) {
+  Populate();
+  State before = Capture();
+  model::Node tainted = *s_.Get(1).node;
+  tainted.taints.push_back({"k", "v", model::TaintEffect::kNoSchedule});
+  s_.Fork();
+  auto index = s_.ReplaceNode(&tainted);
+  ASSERT_TRUE(index.has_value()) << index.error().message();
+  EXPECT_EQ(*index, 3u);
+  EXPECT_TRUE(s_.Get(1).removed);
+  EXPECT_EQ(s_.FindNode("n1"), 3u);
+  EXPECT_EQ(s_.Get(3).node, &tainted);
+  EXPECT_EQ(s_.Get(3).pods, before.pods_per_node[1]);
+  EXPECT_EQ(s_.Get(3).requested, before.requested[1]);
+  EXPECT_EQ(s_.PodCount(), before.pods);
+  EXPECT_EQ(s_.PodsWithRequiredAntiAffinity(), before.anti);
+  s_.Revert();
+  EXPECT_EQ(Capture(), before);
+  model::Node stranger = NodeBuilder("nowhere").Build();
+  auto missing = s_.ReplaceNode(&stranger);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message().find("nowhere"), std::string::npos);
+}
+
 // A flexible new node narrowed to its shape: the allocatable changes in the snapshot only, and
 // a revert restores it, also when several changes of one node are undone together.
 TEST_F(SnapshotTest, SetAllocatableIsUndoneByRevert) {
