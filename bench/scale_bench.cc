@@ -123,10 +123,12 @@ void BM_Scale(benchmark::State& state) {
 }
 BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterations(1);
 
-// Scale-down alone on the same cluster: building its snapshot from the input (Built), or forking
-// a long-lived ClusterModel after 100 pod changes applied to it as deltas (OnModel: each pass
-// moves 100 running pods to another node, in place, as the simulator changes its pods).
-void BM_ScaleDown(benchmark::State& state, bool on_model) {
+// One planner alone (or both) on the same cluster: building its snapshot from the input (Built),
+// or forking a long-lived ClusterModel after 100 pod changes applied to it as deltas (OnModel:
+// each pass moves 100 running pods to another node, in place, as the simulator changes its pods).
+enum class Plans { kUp, kDown, kBoth };
+
+void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
   static std::map<int64_t, Cluster*> clusters;
   Cluster*& c = clusters[state.range(0)];
   if (c == nullptr) c = Build(static_cast<int>(state.range(0)));
@@ -139,7 +141,7 @@ void BM_ScaleDown(benchmark::State& state, bool on_model) {
   }
   std::mt19937 rng(11);
   const size_t running = c->nodes.size() * 20;
-  size_t removed = 0;
+  size_t added = 0, removed = 0;
   for (auto _ : state) {
     if (on_model) {
       for (int k = 0; k < 100; ++k) {
@@ -148,17 +150,40 @@ void BM_ScaleDown(benchmark::State& state, bool on_model) {
         (void)model.SetPod(sched::ClusterModel::Borrow(&pod));
       }
     }
-    planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(input);
-    removed = down.scale_downs.size();
-    benchmark::DoNotOptimize(down);
+    if (plans != Plans::kDown) {
+      planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(input);
+      added = 0;
+      for (const auto& u : up.scale_ups) added += u.add;
+      benchmark::DoNotOptimize(up);
+    }
+    if (plans != Plans::kUp) {
+      planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(input);
+      removed = down.scale_downs.size();
+      benchmark::DoNotOptimize(down);
+    }
   }
+  state.counters["nodes_added"] = static_cast<double>(added);
   state.counters["nodes_removed"] = static_cast<double>(removed);
+}
+
+void BM_ScaleDown(benchmark::State& state, bool on_model) {
+  AfterChanges(state, Plans::kDown, on_model);
+}
+void BM_ScaleUp(benchmark::State& state, bool on_model) {
+  AfterChanges(state, Plans::kUp, on_model);
+}
+void BM_Pass(benchmark::State& state, bool on_model) {
+  AfterChanges(state, Plans::kBoth, on_model);
 }
 BENCHMARK_CAPTURE(BM_ScaleDown, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ScaleDown, OnModel, true)
     ->Arg(5000)
     ->Arg(50000)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ScaleUp, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ScaleUp, OnModel, true)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Pass, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Pass, OnModel, true)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tidepool

@@ -1,23 +1,62 @@
 #include "planner/scale_up.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "base/check.h"
+#include "planner/plan_json.h"
 #include "planner/scale_up_pass.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::planner {
 namespace scale_up_detail {
 
+Pass::~Pass() {
+  if (OnModel()) snap_.Revert();
+}
+
+ClusterSnapshot& Pass::ChooseSnapshot() {
+  if (in_.model == nullptr || in_.dra != nullptr) return own_snap_;
+  for (const Pool& p : cfg_.pools)
+    if (!p.devices.empty()) return own_snap_;
+  const ClusterSnapshot& known = in_.model->snapshot();
+  for (const Node* n : in_.nodes) {
+    if (!n->meta.deletion_timestamp && known.FindNode(n->name()) == sched::kNoNode)
+      return own_snap_;
+  }
+  return in_.model->snapshot();
+}
+
 void Pass::BuildSnapshot() {
   InitPools();
-  InitDra();
-  AddRegisteredNodes();
+  if (OnModel()) {
+    UseModel();
+  } else {
+    InitDra();
+    AddRegisteredNodes();
+  }
   AddUpcomingNodes();
+  base_slots_ = snap_.NodeSlots();
   base_cluster_nodes_ = cluster_nodes_;
+}
+
+RoomIndex Pass::RoomsUpTo(size_t end) const {
+  RoomIndex rooms;
+  for (size_t r = 0; r < end; ++r) rooms.Append(SnapshotRoom(snap_, SlotAt(r)));
+  return rooms;
+}
+
+void Pass::CountRegistered(const Node& node,
+                           std::unordered_map<const Pool*, PoolState*>& state_of) {
+  ++cluster_nodes_;
+  cluster_capacity_ += node.capacity;
+  if (const Pool* p = PoolOf(node, in_)) {
+    if (auto it = state_of.find(p); it != state_of.end()) ++it->second->current;
+  }
 }
 
 void Pass::InitPools() {
@@ -55,11 +94,8 @@ void Pass::AddRegisteredNodes() {
     if (n->meta.deletion_timestamp) continue;
     auto idx = snap_.AddNode(n);
     if (!idx) continue;  // duplicate name in the input: the first one wins
-    ++cluster_nodes_;
-    cluster_capacity_ += n->capacity;
-    if (const Pool* p = PoolOf(*n, in_)) {
-      if (auto it = state_of.find(p); it != state_of.end()) ++it->second->current;
-    }
+    order_.push_back(*idx);
+    CountRegistered(*n, state_of);
   }
   NodeIndex last = sched::kNoNode;
   for (const Pod* p : in_.pods) {
@@ -71,6 +107,31 @@ void Pass::AddRegisteredNodes() {
     if (idx == sched::kNoNode) continue;
     last = idx;
     (void)snap_.AddPod(p, idx);
+  }
+}
+
+void Pass::UseModel() {
+  snap_.Fork();
+  std::unordered_map<const Pool*, PoolState*> state_of;
+  for (auto& ps : pools_) state_of.emplace(ps.pool, &ps);
+  std::vector<uint8_t> used(snap_.NodeSlots(), 0);
+  for (const Node* n : in_.nodes) {
+    if (n->meta.deletion_timestamp) continue;
+    NodeIndex slot = snap_.FindNode(n->name());
+    if (slot < used.size() && used[slot]) continue;  // duplicate name: the first one wins
+    if (snap_.Get(slot).node != n) {
+      Result<NodeIndex> replaced = snap_.ReplaceNode(n);
+      TIDEPOOL_CHECK(replaced.has_value());
+      slot = *replaced;
+    }
+    if (slot >= used.size()) used.resize(slot + 1, 0);
+    used[slot] = 1;
+    order_.push_back(slot);
+    CountRegistered(*n, state_of);
+  }
+  for (NodeIndex i = 0; i < used.size(); ++i) {
+    const sched::NodeInfo& info = snap_.Get(i);
+    if (!info.removed && !used[i]) TIDEPOOL_CHECK(snap_.RemoveNode(info.node->name()).has_value());
   }
 }
 
@@ -88,6 +149,7 @@ void Pass::AddUpcomingNodes() {
       GiveTemplateDevices(&node, *ps.pool);
       auto idx = snap_.AddNode(&node);
       TIDEPOOL_CHECK(idx.has_value());
+      order_.push_back(*idx);
       for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, *idx);
       ++ps.current;
       ++cluster_nodes_;
@@ -226,10 +288,43 @@ ScaleUpPlan Pass::Run() {
 
 }  // namespace scale_up_detail
 
-ScaleUpPlan ScaleUpPlanner::Plan(const PlannerInput& input, const ScaleUpOptions& options) const {
-  TIDEPOOL_CHECK(input.config != nullptr);
+namespace {
+
+ScaleUpPlan PlanOnce(const PlannerInput& input, const ScaleUpOptions& options) {
   scale_up_detail::Pass pass(input, "", options);
   return pass.Run();
+}
+
+// All of a plan, for the model's debug mode: the plan JSON and what it leaves out.
+std::string Everything(const ScaleUpPlan& plan) {
+  std::string out = PlanToJson(plan, {}).dump(1);
+  for (const NewNode& n : plan.new_nodes) {
+    out += fmt::format("\nnew node of {}: {}", n.pool, fmt::join(n.pods, " "));
+  }
+  for (const auto& [pod, node] : plan.gang_nodes) out += fmt::format("\n{} on {}", pod, node);
+  for (const auto& [pool, why] : plan.warm_unmet) out += fmt::format("\nwarm {}: {}", pool, why);
+  return out;
+}
+
+}  // namespace
+
+ScaleUpPlan ScaleUpPlanner::Plan(const PlannerInput& input, const ScaleUpOptions& options) const {
+  TIDEPOOL_CHECK(input.config != nullptr);
+  if (input.model == nullptr || !input.model->verify()) return PlanOnce(input, options);
+  // The model's debug mode: the same pass on a snapshot built from the input must agree.
+  PlannerInput built = input;
+  built.model = nullptr;
+  std::string want = Everything(PlanOnce(built, options));
+  ScaleUpPlan got = PlanOnce(input, options);
+  std::string have = Everything(got);
+  if (have != want) {
+    std::string diff = fmt::format(
+        "scale-up on the cluster model differs from scale-up on a snapshot built from the same "
+        "input\non the model: {}\nbuilt: {}",
+        have, want);
+    TIDEPOOL_CHECK_MSG(false, diff.c_str());
+  }
+  return got;
 }
 
 }  // namespace tidepool::planner

@@ -141,9 +141,7 @@ class RoomIndex {
   std::vector<Room> block_max_;  // per block of kBlock nodes, each amount's maximum
 };
 
-// The room of the snapshot's node slots below `slots` (a removed node has none).
-RoomIndex SnapshotRooms(const ClusterSnapshot& snap, size_t slots);
-// Node `i`'s room in the snapshot now.
+// Node `i`'s room in the snapshot now (a removed node has none).
 RoomIndex::Room SnapshotRoom(const ClusterSnapshot& snap, NodeIndex i);
 
 // The cheapest shape (pool index) that holds a pod on a node of its own, and its price.
@@ -165,12 +163,13 @@ struct Estimate {
   double cost_per_hour = 0;
   // Spread pods placed on nodes outside the estimate (registered, upcoming or added by an
   // earlier round), which take them once the estimate's nodes raise the global minimum; not in
-  // `pods`. Node slots below `first_slot` are outside the estimate.
+  // `pods`. Node slots below `first_slot` are outside the estimate (Pass::RankEnd gives their
+  // walk's end).
   std::vector<std::pair<const Pod*, NodeIndex>> outside;
   std::vector<size_t> outside_at;  // per `outside` entry, the size of `pods` when it was placed
   NodeIndex first_slot = 0;
-  // The room of the nodes below `first_slot`, made when a pod first looks there (while packing:
-  // only the pods placed outside change it).
+  // The room of the nodes below `first_slot`, by walk rank (Pass::SlotAt), made when a pod first
+  // looks there (while packing: only the pods placed outside change it).
   std::optional<RoomIndex> outside_rooms;
   // Times a node's claim left a shape at its pool's max (TakeOn), letting other nodes take that
   // shape again: placements that failed before may pass now (PackCursor).
@@ -195,7 +194,8 @@ struct Estimate {
 struct PackCursor {
   size_t room = 0;        // best fit: the first new node not known to lack room or fail the pod
   size_t fit = 0;         // first fit: the first new node not known to fail the pod or its growth
-  NodeIndex outside = 0;  // the first node outside the estimate not known to fail the pod
+  size_t outside = 0;     // the walk rank of the first node outside the estimate not known to
+                          // fail the pod
   uint64_t loosened = 0;  // FitChecker::SpreadLoosened() when the cursors were last checked
   uint64_t released = 0;  // Estimate::released likewise
 };
@@ -292,7 +292,14 @@ class Pass {
  public:
   // `explain_pod`: the one pod whose placement Explain wants to know; others are not tracked.
   Pass(const PlannerInput& in, std::string explain_pod = "", ScaleUpOptions options = {})
-      : in_(in), cfg_(*in.config), explain_pod_(std::move(explain_pod)), options_(options) {}
+      : in_(in),
+        cfg_(*in.config),
+        snap_(ChooseSnapshot()),
+        explain_pod_(std::move(explain_pod)),
+        options_(options) {}
+  ~Pass();
+  Pass(const Pass&) = delete;
+  Pass& operator=(const Pass&) = delete;
 
   ScaleUpPlan Run();
 
@@ -325,9 +332,31 @@ class Pass {
     std::vector<Twin> twins;  // its zone twins whose shapes match this round
   };
 
+  // The input's cluster model when it serves (it knows every registered node, and neither the
+  // input nor a pool template has devices, which it does not model), else own_snap_.
+  ClusterSnapshot& ChooseSnapshot();
+  bool OnModel() const { return &snap_ != &own_snap_; }
   // The snapshot (scale_up.cc): registered nodes and their pods, then one template node per
   // upcoming node with its pool's DaemonSet pods.
   void BuildSnapshot();
+  // On the model, inside a layer the pass reverts when it ends: the registered nodes as the input
+  // sees them (its object, with the pods the model holds on it), in input order; the model's
+  // other nodes removed.
+  void UseModel();
+  // Counts a registered node in its pool and the cluster's totals.
+  void CountRegistered(const Node& node, std::unordered_map<const Pool*, PoolState*>& state_of);
+  // Every walk over the nodes goes by rank: the registered and upcoming nodes in input order,
+  // then the nodes the pass adds in the order it adds them. With a built snapshot a node's rank
+  // is its slot; on the model the registered ones sit wherever the model keeps them.
+  size_t Ranks() const { return order_.size() + (snap_.NodeSlots() - base_slots_); }
+  NodeIndex SlotAt(size_t rank) const {
+    return rank < order_.size() ? order_[rank]
+                                : static_cast<NodeIndex>(base_slots_ + (rank - order_.size()));
+  }
+  // The rank where the nodes from slot `first_new` (one this pass added, or the end) begin.
+  size_t RankEnd(NodeIndex first_new) const { return order_.size() + (first_new - base_slots_); }
+  // The room of the nodes of ranks below `end`.
+  RoomIndex RoomsUpTo(size_t end) const;
   // Creates dra_ when devices matter and gives every pool template its devices.
   void InitDra();
   // A node the pool will create: the pool template's devices (when there is a DraState).
@@ -581,7 +610,10 @@ class Pass {
   // Devices and claims, when the input has DRA objects or a pool has template devices; attached
   // to snap_ (declared before it, so it outlives the snapshot).
   std::unique_ptr<sched::DraState> dra_;
-  ClusterSnapshot snap_;
+  ClusterSnapshot own_snap_;
+  ClusterSnapshot& snap_;         // own_snap_ or the input model's (ChooseSnapshot)
+  std::vector<NodeIndex> order_;  // the registered and upcoming nodes' slots, by rank
+  size_t base_slots_ = 0;         // snap_.NodeSlots() once they were in
   std::deque<Node> upcoming_nodes_;
   std::deque<Pod> phantom_pods_;
   std::vector<PoolState> pools_;  // sorted by pool name
@@ -597,11 +629,11 @@ class Pass {
   int cluster_nodes_ = 0;       // registered + upcoming + added in this pass
   int base_cluster_nodes_ = 0;  // cluster_nodes_ before this pass added any
   Resources cluster_capacity_;  // of the same nodes
-  std::unordered_map<uint32_t, NodeIndex> hints_;  // group -> last node a member fit
-  // Groups that fit no node of the snapshot as it had no_fit_node_slots_ node slots. Valid
+  std::unordered_map<uint32_t, size_t> hints_;  // group -> rank of the last node a member fit
+  // Groups that fit no node of the snapshot as it had no_fit_node_ranks_ nodes to walk. Valid
   // while only pods are added: more pods never make room. New nodes clear it.
   std::unordered_set<uint32_t> no_fit_groups_;
-  size_t no_fit_node_slots_ = 0;
+  size_t no_fit_node_ranks_ = 0;
   std::unordered_map<std::string, uint32_t> group_ids_;
   std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
   std::unordered_map<const Pod*, uint32_t> group_of_;

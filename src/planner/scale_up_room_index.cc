@@ -53,10 +53,4 @@ RoomIndex::Room SnapshotRoom(const ClusterSnapshot& snap, NodeIndex i) {
           info.allocatable.memory() - info.requested.memory()};
 }
 
-RoomIndex SnapshotRooms(const ClusterSnapshot& snap, size_t slots) {
-  RoomIndex rooms;
-  for (NodeIndex i = 0; i < slots; ++i) rooms.Append(SnapshotRoom(snap, i));
-  return rooms;
-}
-
 }  // namespace tidepool::planner::scale_up_detail

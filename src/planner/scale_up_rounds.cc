@@ -296,21 +296,22 @@ bool Pass::PlaceOutsideEstimate(const Pod& pod, FitChecker& checker, PackCursor&
   // Before the estimate changed anything the pod fit no node outside it.
   if (e.new_nodes.empty() && e.outside.empty()) return false;
   SyncCursor(cursor, checker, e);
-  if (!e.outside_rooms) e.outside_rooms = SnapshotRooms(snap_, e.first_slot);
+  const size_t end = RankEnd(e.first_slot);
+  if (!e.outside_rooms) e.outside_rooms = RoomsUpTo(end);
   RoomIndex& rooms = *e.outside_rooms;
-  for (size_t n = NextWithRoom(rooms, cursor.outside, pod.requests); n < e.first_slot;
+  for (size_t n = NextWithRoom(rooms, cursor.outside, pod.requests); n < end;
        n = NextWithRoom(rooms, n + 1, pod.requests)) {
-    auto i = static_cast<NodeIndex>(n);
+    NodeIndex i = SlotAt(n);
     if (snap_.Get(i).removed || !checker.Fits(i)) continue;
     (void)snap_.AddPod(&pod, i);
-    rooms.Set(i, SnapshotRoom(snap_, i));
+    rooms.Set(n, SnapshotRoom(snap_, i));
     checker.OnPodAdded(pod, i);
     e.outside.emplace_back(&pod, i);
     e.outside_at.push_back(e.pods.size());
-    cursor.outside = i;
+    cursor.outside = n;
     return true;
   }
-  cursor.outside = e.first_slot;
+  cursor.outside = end;
   return false;
 }
 
@@ -321,7 +322,7 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
   size_t fallback = pass_nodes_.back().second;
   if (std::none_of(remaining.begin(), remaining.end(), [](const Pod* p) { return HasSpread(*p); }))
     return;
-  RoomIndex rooms = SnapshotRooms(snap_, snap_.NodeSlots());
+  RoomIndex rooms = RoomsUpTo(Ranks());
   for (bool placed = true; placed;) {
     placed = false;
     std::unordered_set<uint32_t> failed;  // groups no node takes in this sweep
@@ -329,12 +330,12 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
       if (!HasSpread(*p) || failed.contains(GroupOf(p))) return false;
       FitChecker checker(*p, snap_);
       OfferSpreadDomains(*p, checker);
-      for (size_t n = NextWithRoom(rooms, 0, p->requests); n < snap_.NodeSlots();
+      for (size_t n = NextWithRoom(rooms, 0, p->requests); n < Ranks();
            n = NextWithRoom(rooms, n + 1, p->requests)) {
-        auto i = static_cast<NodeIndex>(n);
+        NodeIndex i = SlotAt(n);
         if (snap_.Get(i).removed || !checker.Fits(i)) continue;
         (void)snap_.AddPod(p, i);
-        rooms.Set(i, SnapshotRoom(snap_, i));
+        rooms.Set(n, SnapshotRoom(snap_, i));
         AccountRetroPod(*p, i, fallback, ups);
         placed = true;
         return true;
@@ -365,23 +366,24 @@ void Pass::Place(const Pod& pod, FitChecker& checker, Estimate& e, size_t node) 
 }
 
 NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
-  size_t n = snap_.NodeSlots();
+  size_t n = Ranks();
   if (n == 0) return sched::kNoNode;
   // A group that fit no node still fits none while only pods have been added since.
-  if (n != no_fit_node_slots_) {
+  if (n != no_fit_node_ranks_) {
     no_fit_groups_.clear();
-    no_fit_node_slots_ = n;
+    no_fit_node_ranks_ = n;
   }
   if (no_fit_groups_.contains(group)) return sched::kNoNode;
   FitChecker checker(pod, snap_);
   size_t start = 0;
   if (auto it = hints_.find(group); it != hints_.end()) start = it->second;
   for (size_t k = 0; k < n; ++k) {
-    auto i = static_cast<NodeIndex>((start + k) % n);
+    size_t rank = (start + k) % n;
+    NodeIndex i = SlotAt(rank);
     if (snap_.Get(i).removed) continue;
     if (checker.Fits(i)) {
       (void)snap_.AddPod(&pod, i);
-      hints_[group] = i;
+      hints_[group] = rank;
       return i;
     }
   }

@@ -14,8 +14,9 @@ NodeIndex Pass::FindWarmRoom(const Pod& pod,
   if (pool_name == nullptr) return sched::kNoNode;
   const std::string* whole_value = pod.meta.Annotation(kWarmWholeNodeAnnotation);
   const bool whole = whole_value != nullptr && *whole_value == "true";
-  for (size_t i = 0; i < snap_.NodeSlots(); ++i) {
-    const sched::NodeInfo& info = snap_.Get(static_cast<NodeIndex>(i));
+  for (size_t rank = 0; rank < Ranks(); ++rank) {
+    const NodeIndex i = SlotAt(rank);
+    const sched::NodeInfo& info = snap_.Get(i);
     if (info.removed || info.unschedulable) continue;
     const Pool* pool = PoolOf(*info.node, in_);
     if (pool == nullptr || pool->name != *pool_name) continue;
@@ -25,9 +26,9 @@ NodeIndex Pass::FindWarmRoom(const Pod& pod,
       bool idle = std::all_of(info.pods.begin(), info.pods.end(), [&](const Pod* p) {
         return p->IsDaemonSetPod() || p->IsMirrorPod() || daemon_set_pods.contains(p);
       });
-      if (idle) return static_cast<NodeIndex>(i);
+      if (idle) return i;
     } else if (sched::CheckResources(pod, info.allocatable, info.requested).fits()) {
-      return static_cast<NodeIndex>(i);
+      return i;
     }
   }
   return sched::kNoNode;

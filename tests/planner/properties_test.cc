@@ -7,6 +7,7 @@
 // DaemonSets, nodes, pools removed one at a time while the property still fails) and printed
 // with its seed.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -842,16 +843,25 @@ TEST(PlannerProperties, ScaleDownRespectsPdbsAndNonMovablePods) {
   RunProperty("scale-down", CheckScaleDown);
 }
 
-// A planning pass that forks the driver's cluster model plans what one that builds its snapshot
-// plans, and leaves the model as it found it. The input sees some nodes otherwise than the model
-// holds them, as the loop's does: a copy with the deletion taint, one left out (gone), and now
-// and then a node the model does not know (the pass then builds its own snapshot).
-std::string CheckScaleDownOnTheModel(const Case& original) {
+// A case as a driver's cluster model holds it, and two inputs on it: `forked` carries the model,
+// `built` does not. The inputs see some nodes otherwise than the model holds them, as the loop's
+// do: a copy with the deletion taint, one left out (gone), and now and then a node the model does
+// not know (a pass then builds its own snapshot). The model got its nodes in a random order, and
+// some twice (a changed node moves to a new slot), so its slots are not the input's order.
+struct ModelledCase {
+  Case c;
+  sched::ClusterModel model;
+  std::deque<model::Node> copies;
+  PlannerInput built, forked;
+};
+
+std::unique_ptr<ModelledCase> Modelled(const Case& original) {
   Gen g(original.seed ^ 0x5eedull);
+  auto m = std::make_unique<ModelledCase>();
   // Some pods keep away from their app per pool, so that pods on nodes the input leaves out
   // would change where others may go if the pass kept those nodes.
-  Case c = original;
-  for (Pod& p : c.pods) {
+  m->c = original;
+  for (Pod& p : m->c.pods) {
     if (!g.Chance(0.15)) continue;
     model::PodAffinityTerm t;
     t.topology_key = std::string(model::kLabelPool);
@@ -860,44 +870,81 @@ std::string CheckScaleDownOnTheModel(const Case& original) {
     p.affinity.pod_anti_affinity_required.push_back(std::move(t));
     p.Finalize();
   }
-  sched::ClusterModel model;
   // The case owns its objects; the model only points at them.
   auto borrow = [](const auto* object) { return sched::ClusterModel::Borrow(object); };
-  PlannerInput built = c.Input();
-  PlannerInput forked = built;
-  std::deque<model::Node> copies;
+  m->built = m->c.Input();
+  m->forked = m->built;
   auto tainted = [&](const model::Node& n) -> const model::Node* {
-    model::Node& copy = copies.emplace_back(n);
+    model::Node& copy = m->copies.emplace_back(n);
     copy.taints.push_back({std::string(kToBeDeletedTaint), "", model::TaintEffect::kNoSchedule});
     return &copy;
   };
-  forked.nodes.clear();
+  m->forked.nodes.clear();
+  std::vector<const model::Node*> held;
   bool unknown = g.Chance(0.1);  // the model misses the first node
-  for (const model::Node& n : c.nodes) {
+  for (const model::Node& n : m->c.nodes) {
     // Adopted: the model holds the node with the deletion taint, the input sees it without.
-    const model::Node* held = g.Chance(0.1) ? tainted(n) : &n;
-    if (!std::exchange(unknown, false)) TIDEPOOL_CHECK(model.SetNode(borrow(held)).has_value());
+    const model::Node* h = g.Chance(0.1) ? tainted(n) : &n;
+    if (!std::exchange(unknown, false)) held.push_back(h);
     if (g.Chance(0.1)) continue;  // gone: the model has it, the input leaves it out
     // Being removed: the input sees a copy with the deletion taint.
-    forked.nodes.push_back(held == &n && g.Chance(0.15) ? tainted(n) : &n);
+    m->forked.nodes.push_back(h == &n && g.Chance(0.15) ? tainted(n) : &n);
   }
-  for (const Pod& p : c.pods) TIDEPOOL_CHECK(model.SetPod(borrow(&p)).has_value());
-  built.nodes = forked.nodes;
-  forked.model = &model;
+  for (size_t i = held.size(); i > 1; --i) {
+    std::swap(held[i - 1], held[static_cast<size_t>(g.Int(0, static_cast<int>(i) - 1))]);
+  }
+  for (const model::Node* n : held) {
+    TIDEPOOL_CHECK(m->model.SetNode(borrow(n)).has_value());
+    if (g.Chance(0.1)) TIDEPOOL_CHECK(m->model.SetNode(borrow(n)).has_value());
+  }
+  for (const Pod& p : m->c.pods) TIDEPOOL_CHECK(m->model.SetPod(borrow(&p)).has_value());
+  m->built.nodes = m->forked.nodes;
+  m->forked.model = &m->model;
+  return m;
+}
 
+// A planning pass that forks the model plans what one that builds its snapshot plans, and leaves
+// the model as it found it.
+std::string CheckScaleDownOnTheModel(const Case& original) {
+  std::unique_ptr<ModelledCase> m = Modelled(original);
   ScaleDownOptions options;
-  options.rate_limit = c.rate_limit;
-  const std::string before = RenderSnapshot(model.snapshot());
-  std::string want = PlanToJson({}, ScaleDownPlanner().Plan(built, options)).dump(1);
-  std::string got = PlanToJson({}, ScaleDownPlanner().Plan(forked, options)).dump(1);
+  options.rate_limit = m->c.rate_limit;
+  const std::string before = RenderSnapshot(m->model.snapshot());
+  std::string want = PlanToJson({}, ScaleDownPlanner().Plan(m->built, options)).dump(1);
+  std::string got = PlanToJson({}, ScaleDownPlanner().Plan(m->forked, options)).dump(1);
   if (got != want) return "forked the model:\n" + got + "\nbuilt a snapshot:\n" + want;
-  if (model.snapshot().Depth() != 0) return "the pass left a layer of the model open";
-  if (RenderSnapshot(model.snapshot()) != before) return "the pass changed the model";
+  if (m->model.snapshot().Depth() != 0) return "the pass left a layer of the model open";
+  if (RenderSnapshot(m->model.snapshot()) != before) return "the pass changed the model";
   return "";
 }
 
 TEST(PlannerProperties, ScaleDownOnTheClusterModelPlansWhatABuiltSnapshotPlans) {
   RunProperty("scale-down on the model", CheckScaleDownOnTheModel);
+}
+
+// The same for scale-up, whose walks over the nodes go in input order (Pass::SlotAt), wherever
+// the model keeps them; the new nodes are compared one by one, with their pods.
+std::string CheckScaleUpOnTheModel(const Case& original) {
+  std::unique_ptr<ModelledCase> m = Modelled(original);
+  ScaleUpOptions options;
+  options.list_new_nodes = true;
+  auto render = [](const ScaleUpPlan& plan) {
+    std::string out = PlanToJson(plan, {}).dump(1);
+    for (const NewNode& n : plan.new_nodes)
+      out += "\n" + n.pool + ": " + fmt::format("{}", fmt::join(n.pods, " "));
+    return out;
+  };
+  const std::string before = RenderSnapshot(m->model.snapshot());
+  std::string want = render(ScaleUpPlanner().Plan(m->built, options));
+  std::string got = render(ScaleUpPlanner().Plan(m->forked, options));
+  if (got != want) return "forked the model:\n" + got + "\nbuilt a snapshot:\n" + want;
+  if (m->model.snapshot().Depth() != 0) return "the pass left a layer of the model open";
+  if (RenderSnapshot(m->model.snapshot()) != before) return "the pass changed the model";
+  return "";
+}
+
+TEST(PlannerProperties, ScaleUpOnTheClusterModelPlansWhatABuiltSnapshotPlans) {
+  RunProperty("scale-up on the model", CheckScaleUpOnTheModel);
 }
 
 // The generator produces the situations the properties are about (otherwise they would pass
