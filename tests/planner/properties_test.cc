@@ -903,19 +903,26 @@ std::unique_ptr<ModelledCase> Modelled(const Case& original) {
   return m;
 }
 
-// A planning pass that forks the model plans what one that builds its snapshot plans, and leaves
-// the model as it found it.
+// A planning pass that forks the model plans what one that builds its snapshot plans (`plan`
+// renders the plan), and leaves the model as it found it.
+std::string PlansBothWaysAlike(ModelledCase& m,
+                               const std::function<std::string(const PlannerInput&)>& plan) {
+  const std::string before = RenderSnapshot(m.model.snapshot());
+  std::string want = plan(m.built);
+  std::string got = plan(m.forked);
+  if (got != want) return "forked the model:\n" + got + "\nbuilt a snapshot:\n" + want;
+  if (m.model.snapshot().Depth() != 0) return "the pass left a layer of the model open";
+  if (RenderSnapshot(m.model.snapshot()) != before) return "the pass changed the model";
+  return "";
+}
+
 std::string CheckScaleDownOnTheModel(const Case& original) {
   std::unique_ptr<ModelledCase> m = Modelled(original);
   ScaleDownOptions options;
   options.rate_limit = m->c.rate_limit;
-  const std::string before = RenderSnapshot(m->model.snapshot());
-  std::string want = PlanToJson({}, ScaleDownPlanner().Plan(m->built, options)).dump(1);
-  std::string got = PlanToJson({}, ScaleDownPlanner().Plan(m->forked, options)).dump(1);
-  if (got != want) return "forked the model:\n" + got + "\nbuilt a snapshot:\n" + want;
-  if (m->model.snapshot().Depth() != 0) return "the pass left a layer of the model open";
-  if (RenderSnapshot(m->model.snapshot()) != before) return "the pass changed the model";
-  return "";
+  return PlansBothWaysAlike(*m, [&](const PlannerInput& in) {
+    return PlanToJson({}, ScaleDownPlanner().Plan(in, options)).dump(1);
+  });
 }
 
 TEST(PlannerProperties, ScaleDownOnTheClusterModelPlansWhatABuiltSnapshotPlans) {
@@ -928,19 +935,14 @@ std::string CheckScaleUpOnTheModel(const Case& original) {
   std::unique_ptr<ModelledCase> m = Modelled(original);
   ScaleUpOptions options;
   options.list_new_nodes = true;
-  auto render = [](const ScaleUpPlan& plan) {
+  return PlansBothWaysAlike(*m, [&](const PlannerInput& in) {
+    ScaleUpPlan plan = ScaleUpPlanner().Plan(in, options);
     std::string out = PlanToJson(plan, {}).dump(1);
-    for (const NewNode& n : plan.new_nodes)
+    for (const NewNode& n : plan.new_nodes) {
       out += "\n" + n.pool + ": " + fmt::format("{}", fmt::join(n.pods, " "));
+    }
     return out;
-  };
-  const std::string before = RenderSnapshot(m->model.snapshot());
-  std::string want = render(ScaleUpPlanner().Plan(m->built, options));
-  std::string got = render(ScaleUpPlanner().Plan(m->forked, options));
-  if (got != want) return "forked the model:\n" + got + "\nbuilt a snapshot:\n" + want;
-  if (m->model.snapshot().Depth() != 0) return "the pass left a layer of the model open";
-  if (RenderSnapshot(m->model.snapshot()) != before) return "the pass changed the model";
-  return "";
+  });
 }
 
 TEST(PlannerProperties, ScaleUpOnTheClusterModelPlansWhatABuiltSnapshotPlans) {
