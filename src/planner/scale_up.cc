@@ -24,9 +24,15 @@ ClusterSnapshot& Pass::ChooseSnapshot() {
   for (const Pool& p : cfg_.pools)
     if (!p.devices.empty()) return own_snap_;
   const ClusterSnapshot& known = in_.model->snapshot();
+  model_slots_.reserve(in_.nodes.size());
   for (const Node* n : in_.nodes) {
-    if (!n->meta.deletion_timestamp && known.FindNode(n->name()) == sched::kNoNode)
+    if (n->meta.deletion_timestamp) continue;
+    NodeIndex slot = known.FindNode(n->name());
+    if (slot == sched::kNoNode) {
+      model_slots_.clear();
       return own_snap_;
+    }
+    model_slots_.push_back(slot);
   }
   return in_.model->snapshot();
 }
@@ -114,18 +120,20 @@ void Pass::UseModel() {
   snap_.Fork();
   std::unordered_map<const Pool*, PoolState*> state_of;
   for (auto& ps : pools_) state_of.emplace(ps.pool, &ps);
-  std::vector<uint8_t> used(snap_.NodeSlots(), 0);
+  std::vector<uint8_t> used(snap_.NodeSlots(), 0);  // slots kept, or replaced (then removed)
+  size_t k = 0;
   for (const Node* n : in_.nodes) {
     if (n->meta.deletion_timestamp) continue;
-    NodeIndex slot = snap_.FindNode(n->name());
-    if (slot < used.size() && used[slot]) continue;  // duplicate name: the first one wins
+    NodeIndex slot = model_slots_[k++];  // where the model holds the name
+    if (used[slot]) continue;            // a duplicate name: the first one wins
+    used[slot] = 1;
     if (snap_.Get(slot).node != n) {
       Result<NodeIndex> replaced = snap_.ReplaceNode(n);
       TIDEPOOL_CHECK(replaced.has_value());
       slot = *replaced;
+      used.resize(slot + 1, 0);
+      used[slot] = 1;
     }
-    if (slot >= used.size()) used.resize(slot + 1, 0);
-    used[slot] = 1;
     order_.push_back(slot);
     CountRegistered(*n, state_of);
   }
