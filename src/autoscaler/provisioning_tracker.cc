@@ -262,7 +262,10 @@ planner::PlannerInput ProvisioningTracker::NoGrowth(const StepContext& ctx,
   out.placeholders.clear();
   for (const model::Pool& pool : config_.pools) out.backoff_until[pool.name] = Time::max();
   out.pods.clear();
-  // Bound pods, and the booked room held on upcoming nodes.
+  // Bound pods, and the booked room held on upcoming nodes. They come from the Step's base, which
+  // may have gained pods held on nodes since `in` was made: its model goes with them (a held pod
+  // takes the model out, planner::AddUnmodelledPod).
+  out.model = ctx.base.model;
   for (const model::Pod* p : ctx.base.pods)
     if (!p->node_name.empty() || ctx.provisioning_keys.contains(p->Key())) out.pods.push_back(p);
   for (const Served& s : extra)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autoscaler/loop.h"
+#include "sched/cluster_model.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {
@@ -106,6 +107,15 @@ class ProvWorld {
     Observation obs;
     for (auto& [n, node] : nodes) obs.nodes.push_back(&node);
     for (auto& [n, pod] : pods) obs.pods.push_back(&pod);
+    // A driver's cluster model of the same, in its debug mode: every pass on it is also planned
+    // on a built snapshot, and the test stops on a difference.
+    sched::ClusterModel model;
+    if (with_model) {
+      model.SetVerify(true);
+      for (auto& [n, node] : nodes) (void)model.SetNode(sched::ClusterModel::Borrow(&node));
+      for (auto& [n, pod] : pods) (void)model.SetPod(sched::ClusterModel::Borrow(&pod));
+      obs.model = &model;
+    }
     for (auto& [n, r] : requests) obs.provisioning_requests.push_back(&r);
     for (auto& [n, t] : templates) obs.pod_templates.push_back(&t);
     for (const model::Pool& pool : config.pools) {
@@ -158,6 +168,7 @@ class ProvWorld {
 
   model::AutoscalerConfig config;
   Time now;
+  bool with_model = false;             // hand the loop a cluster model (in its debug mode)
   std::map<std::string, int> targets;  // the provider's target per pool
   // The provider's faults: instances it has (joined or not) when not the nodes of the pool; a
   // stockout with its reason; an increase it refuses with this error.
@@ -272,8 +283,9 @@ TEST(ProvisioningTest, RequestBeyondThePoolMaxFailsNamingThePoolAndAddsNothing) 
   EXPECT_EQ(w.All<UpdateProvisioningRequest>().size(), writes);
 }
 
-TEST(ProvisioningTest, CheckCapacityAnswersFromWhatIsThereAndNeverScales) {
+void CheckCapacityAnswersFromWhatIsThere(bool with_model) {
   ProvWorld w;
+  w.with_model = with_model;
   w.BookTwoNodes(seconds(20));
   const model::Condition* prov = w.Cond("fits", ProvisioningCondition::kProvisioned);
   ASSERT_NE(prov, nullptr);
@@ -289,6 +301,15 @@ TEST(ProvisioningTest, CheckCapacityAnswersFromWhatIsThereAndNeverScales) {
   EXPECT_EQ(prov->reason, "CapacityIsNotFound");
   EXPECT_EQ(w.Cond("late", ProvisioningCondition::kFailed), nullptr);
   EXPECT_TRUE(w.All<IncreasePool>().empty());
+}
+
+// Also on a cluster model: the room booked on the two nodes (pods held there, which only the
+// loop knows) is seen by the second request's check in the same Step.
+TEST(ProvisioningTest, CheckCapacityAnswersFromWhatIsThereAndNeverScales) {
+  for (bool with_model : {false, true}) {
+    SCOPED_TRACE(with_model ? "on a cluster model" : "without one");
+    CheckCapacityAnswersFromWhatIsThere(with_model);
+  }
 }
 
 TEST(ProvisioningTest, CheckCapacityDoesNotCountOnNodesAnAtomicRequestWaitsFor) {
