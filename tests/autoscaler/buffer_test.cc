@@ -12,6 +12,7 @@
 #include "autoscaler/buffers.h"
 #include "autoscaler/loop.h"
 #include "model/capacity_buffer.h"
+#include "tests/autoscaler/verifying_model.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {
@@ -104,6 +105,8 @@ class BufferWorld {
     for (auto& [n, b] : buffers) obs.capacity_buffers.push_back(&b);
     obs.pools.push_back(
         {.pool = "gpu", .target = target, .registered = static_cast<int>(nodes.size())});
+    std::unique_ptr<sched::ClusterModel> model = testing::VerifyingModel(obs);
+    obs.model = model.get();
     std::vector<Action> actions = loop->Step(obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());

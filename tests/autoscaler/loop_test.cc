@@ -22,6 +22,7 @@
 #include "model/quantity.h"
 #include "planner/cluster.h"
 #include "planner/disruption.h"
+#include "tests/autoscaler/verifying_model.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {
@@ -171,6 +172,8 @@ class World {
     for (const std::string& name : deleted) nodes.erase(name);
     deleted.clear();
     last_view = Observe();
+    model = testing::VerifyingModel(last_view);  // every pass checked against a built snapshot
+    last_view.model = model.get();
     std::vector<Action> actions = loop->Step(last_view, now);
     all.insert(all.end(), actions.begin(), actions.end());
     return actions;
@@ -310,9 +313,10 @@ class World {
   Result<void> evict_result;
   bool keep_evicted_pods = false;
   std::optional<Autoscaler> loop;
-  std::vector<Action> all;           // every action of every Step
-  Observation last_view;             // what the last Step saw
-  std::vector<std::string> deleted;  // Nodes deleted since, erased before the next Step
+  std::vector<Action> all;                     // every action of every Step
+  Observation last_view;                       // what the last Step saw
+  std::unique_ptr<sched::ClusterModel> model;  // of last_view
+  std::vector<std::string> deleted;            // Nodes deleted since, erased before the next Step
   Status status;
 };
 

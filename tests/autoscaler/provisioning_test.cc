@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autoscaler/loop.h"
-#include "sched/cluster_model.h"
+#include "tests/autoscaler/verifying_model.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {
@@ -107,14 +107,10 @@ class ProvWorld {
     Observation obs;
     for (auto& [n, node] : nodes) obs.nodes.push_back(&node);
     for (auto& [n, pod] : pods) obs.pods.push_back(&pod);
-    // A driver's cluster model of the same, in its debug mode: every pass on it is also planned
-    // on a built snapshot, and the test stops on a difference.
-    sched::ClusterModel model;
+    std::unique_ptr<sched::ClusterModel> model;
     if (with_model) {
-      model.SetVerify(true);
-      for (auto& [n, node] : nodes) (void)model.SetNode(sched::ClusterModel::Borrow(&node));
-      for (auto& [n, pod] : pods) (void)model.SetPod(sched::ClusterModel::Borrow(&pod));
-      obs.model = &model;
+      model = testing::VerifyingModel(obs);
+      obs.model = model.get();
     }
     for (auto& [n, r] : requests) obs.provisioning_requests.push_back(&r);
     for (auto& [n, t] : templates) obs.pod_templates.push_back(&t);
