@@ -12,6 +12,7 @@
 # object, if one cannot be created. PROFILE=FILE records tidepool with `perf record` during
 # the samples (flags in PERF_ARGS, default -g). The samples start once kwok has started every
 # pod, or at once with WAIT_STARTED=0 (kwok starts only 40-90 pods/s on a busy 2-core machine).
+# TIDEPOOL_ARGS adds flags to `tidepool run` (e.g. "--cluster-model off", to compare).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -79,8 +80,9 @@ python3 "$ROOT/bench/latency_cluster.py" "${wait_started[@]}" "$CREDS" "$NODES" 
 echo "created in $((SECONDS - start)) s${wait_started[*]:+, kwok still starting pods}" >&2
 
 : >"$WORK/tidepool.log"  # exists before the background job opens it, for the grep below
+# shellcheck disable=SC2086  # TIDEPOOL_ARGS: extra flags, split on spaces
 "$TIDEPOOL" run --config "$WORK/config.yaml" --namespace default --listen "" --no-leader-elect \
-  >"$WORK/tidepool.log" 2>&1 &
+  ${TIDEPOOL_ARGS:-} >"$WORK/tidepool.log" 2>&1 &
 TP_PID=$!
 for _ in $(seq 1 240); do grep -q "caches synced" "$WORK/tidepool.log" && break; sleep 0.5; done
 grep -q "caches synced" "$WORK/tidepool.log" || { echo "tidepool did not sync" >&2; tail "$WORK/tidepool.log"; exit 1; }
