@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "planner/cluster.h"
 #include "planner/equivalence.h"
+#include "planner/model_fork.h"
 #include "sched/cluster_model.h"
 
 namespace tidepool::planner::scale_down_detail {
@@ -89,16 +90,9 @@ ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
                        nodes_by_name_.end());
   // The model serves when it knows every node (devices and claims it does not model).
   if (input.model == nullptr || input.dra != nullptr) return own_snapshot_;
-  const ClusterSnapshot& known = input.model->snapshot();
-  by_name_.reserve(nodes_by_name_.size());
-  for (const model::Node* node : nodes_by_name_) {
-    NodeIndex i = known.FindNode(node->name());
-    if (i == kNoNode) {
-      by_name_.clear();
-      return own_snapshot_;
-    }
-    by_name_.push_back(i);
-  }
+  std::optional<ModelNodes> found = FindOnModel(input.model->snapshot(), nodes_by_name_);
+  if (!found) return own_snapshot_;
+  by_name_ = std::move(found->slots);
   return input.model->snapshot();
 }
 
@@ -134,23 +128,11 @@ void ScaleDownRun::BuildSnapshot() {
 // and the left-out ones go.
 void ScaleDownRun::UseModel() {
   snapshot_.Fork();
+  ModelNodes found{nodes_by_name_, std::move(by_name_)};
+  TakeInputNodes(snapshot_, found);
+  by_name_ = std::move(found.slots);
   entries_.resize(snapshot_.NodeSlots());
-  for (size_t k = 0; k < nodes_by_name_.size(); ++k) {
-    const model::Node* node = nodes_by_name_[k];
-    NodeIndex& slot = by_name_[k];
-    if (snapshot_.Get(slot).node != node) {
-      Result<NodeIndex> index = snapshot_.ReplaceNode(node);
-      TIDEPOOL_CHECK(index.has_value());
-      slot = *index;
-    }
-    AddEntry(slot, node);
-  }
-  for (NodeIndex i = 0; i < snapshot_.NodeSlots(); ++i) {
-    const NodeInfo& info = snapshot_.Get(i);
-    if (info.removed || (i < entries_.size() && entries_[i].node != nullptr)) continue;
-    TIDEPOOL_CHECK(snapshot_.RemoveNode(info.node->name()).has_value());
-  }
-  entries_.resize(snapshot_.NodeSlots());
+  for (size_t k = 0; k < nodes_by_name_.size(); ++k) AddEntry(by_name_[k], nodes_by_name_[k]);
 }
 
 // Pending pods that fit a node that stays are about to be bound there by kube-scheduler. They

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "base/check.h"
+#include "planner/model_fork.h"
 #include "planner/plan_json.h"
 #include "planner/scale_up_pass.h"
 #include "sched/cluster_model.h"
@@ -23,17 +24,13 @@ ClusterSnapshot& Pass::ChooseSnapshot() {
   if (in_.model == nullptr || in_.dra != nullptr) return own_snap_;
   for (const Pool& p : cfg_.pools)
     if (!p.devices.empty()) return own_snap_;
-  const ClusterSnapshot& known = in_.model->snapshot();
-  model_slots_.reserve(in_.nodes.size());
-  for (const Node* n : in_.nodes) {
-    if (n->meta.deletion_timestamp) continue;
-    NodeIndex slot = known.FindNode(n->name());
-    if (slot == sched::kNoNode) {
-      model_slots_.clear();
-      return own_snap_;
-    }
-    model_slots_.push_back(slot);
-  }
+  std::vector<const Node*> registered;
+  registered.reserve(in_.nodes.size());
+  for (const Node* n : in_.nodes)
+    if (!n->meta.deletion_timestamp) registered.push_back(n);
+  std::optional<ModelNodes> found = FindOnModel(in_.model->snapshot(), registered);
+  if (!found) return own_snap_;
+  model_nodes_ = std::move(*found);
   return in_.model->snapshot();
 }
 
@@ -118,28 +115,12 @@ void Pass::AddRegisteredNodes() {
 
 void Pass::UseModel() {
   snap_.Fork();
+  TakeInputNodes(snap_, model_nodes_);
   std::unordered_map<const Pool*, PoolState*> state_of;
   for (auto& ps : pools_) state_of.emplace(ps.pool, &ps);
-  std::vector<uint8_t> used(snap_.NodeSlots(), 0);  // slots kept, or replaced (then removed)
-  size_t k = 0;
-  for (const Node* n : in_.nodes) {
-    if (n->meta.deletion_timestamp) continue;
-    NodeIndex slot = model_slots_[k++];  // where the model holds the name
-    if (used[slot]) continue;            // a duplicate name: the first one wins
-    used[slot] = 1;
-    if (snap_.Get(slot).node != n) {
-      Result<NodeIndex> replaced = snap_.ReplaceNode(n);
-      TIDEPOOL_CHECK(replaced.has_value());
-      slot = *replaced;
-      used.resize(slot + 1, 0);
-      used[slot] = 1;
-    }
-    order_.push_back(slot);
-    CountRegistered(*n, state_of);
-  }
-  for (NodeIndex i = 0; i < used.size(); ++i) {
-    const sched::NodeInfo& info = snap_.Get(i);
-    if (!info.removed && !used[i]) TIDEPOOL_CHECK(snap_.RemoveNode(info.node->name()).has_value());
+  for (size_t k = 0; k < model_nodes_.nodes.size(); ++k) {
+    order_.push_back(model_nodes_.slots[k]);
+    CountRegistered(*model_nodes_.nodes[k], state_of);
   }
 }
 
@@ -318,20 +299,12 @@ std::string Everything(const ScaleUpPlan& plan) {
 
 ScaleUpPlan ScaleUpPlanner::Plan(const PlannerInput& input, const ScaleUpOptions& options) const {
   TIDEPOOL_CHECK(input.config != nullptr);
-  if (input.model == nullptr || !input.model->verify()) return PlanOnce(input, options);
-  // The model's debug mode: the same pass on a snapshot built from the input must agree.
+  if (!VerifyingModel(input)) return PlanOnce(input, options);
   PlannerInput built = input;
   built.model = nullptr;
   std::string want = Everything(PlanOnce(built, options));
   ScaleUpPlan got = PlanOnce(input, options);
-  std::string have = Everything(got);
-  if (have != want) {
-    std::string diff = fmt::format(
-        "scale-up on the cluster model differs from scale-up on a snapshot built from the same "
-        "input\non the model: {}\nbuilt: {}",
-        have, want);
-    TIDEPOOL_CHECK_MSG(false, diff.c_str());
-  }
+  CheckSamePlan("scale-up", Everything(got), want);
   return got;
 }
 

@@ -18,6 +18,7 @@
 
 #include "planner/equivalence.h"
 #include "planner/expander.h"
+#include "planner/model_fork.h"
 #include "planner/scale_up.h"
 #include "sched/dra/dra_state.h"
 #include "sched/fit.h"
@@ -610,9 +611,9 @@ class Pass {
   // Devices and claims, when the input has DRA objects or a pool has template devices; attached
   // to snap_ (declared before it, so it outlives the snapshot).
   std::unique_ptr<sched::DraState> dra_;
-  // ChooseSnapshot's finds: the model's slot of each registered node, in input order (declared
+  // ChooseSnapshot's finds: the registered nodes and their model slots, in input order (declared
   // before snap_, whose initialization fills it).
-  std::vector<NodeIndex> model_slots_;
+  ModelNodes model_nodes_;
   ClusterSnapshot own_snap_;
   ClusterSnapshot& snap_;         // own_snap_ or the input model's (ChooseSnapshot)
   std::vector<NodeIndex> order_;  // the registered and upcoming nodes' slots, by rank
