@@ -6,9 +6,9 @@
 
 #include "base/check.h"
 #include "planner/disruption.h"
+#include "planner/model_fork.h"
 #include "planner/plan_json.h"
 #include "planner/scale_down_run.h"
-#include "sched/cluster_model.h"
 
 namespace tidepool::planner {
 namespace {
@@ -35,24 +35,19 @@ std::vector<std::string> ManagedNodeNames(const PlannerInput& input) {
 
 ScaleDownPlan ScaleDownPlanner::Plan(const PlannerInput& input, const ScaleDownOptions& options,
                                      std::vector<std::string>* out_unneeded) const {
-  if (input.model == nullptr || !input.model->verify()) {
-    return PlanOnce(input, options, out_unneeded);
-  }
-  // The model's debug mode: the same pass on a snapshot built from the input must agree.
+  if (!VerifyingModel(input)) return PlanOnce(input, options, out_unneeded);
   PlannerInput built = input;
   built.model = nullptr;
   std::vector<std::string> unneeded_built;
   ScaleDownPlan want = PlanOnce(built, options, out_unneeded ? &unneeded_built : nullptr);
   ScaleDownPlan got = PlanOnce(input, options, out_unneeded);
-  std::string a = PlanToJson({}, got).dump(1), b = PlanToJson({}, want).dump(1);
-  if (a != b || (out_unneeded && *out_unneeded != unneeded_built)) {
-    std::string diff = fmt::format(
-        "scale-down on the cluster model differs from scale-down on a snapshot built from the "
-        "same input\non the model: {}\nunneeded: {}\nbuilt: {}\nunneeded: {}",
-        a, out_unneeded ? fmt::format("{}", fmt::join(*out_unneeded, " ")) : "-", b,
-        fmt::format("{}", fmt::join(unneeded_built, " ")));
-    TIDEPOOL_CHECK_MSG(false, diff.c_str());
-  }
+  // The plan, and with it the nodes found unneeded when asked for.
+  auto render = [](const ScaleDownPlan& plan, const std::vector<std::string>* unneeded) {
+    return fmt::format("{}\nunneeded: {}", PlanToJson({}, plan).dump(1),
+                       unneeded ? fmt::format("{}", fmt::join(*unneeded, " ")) : "-");
+  };
+  CheckSamePlan("scale-down", render(got, out_unneeded),
+                render(want, out_unneeded ? &unneeded_built : nullptr));
   return got;
 }
 
