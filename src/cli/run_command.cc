@@ -244,7 +244,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
   run->add_option("--listen", f.listen,
                   "Address of /healthz, /readyz, /metrics and /status ([host]:port; \"\" = off)");
   run->add_option("--cluster-model", f.cluster_model,
-                  "Keep a cluster model from the informers and plan scale-down on it (on); "
+                  "Keep a cluster model from the informers and plan on it (on); "
                   "build a snapshot every pass instead (off); or do both and stop the process "
                   "on any difference (verify, for debugging)")
       ->check(CLI::IsMember({"on", "off", "verify"}));

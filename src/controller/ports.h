@@ -17,7 +17,10 @@
 #include "model/pdb.h"
 #include "model/pod.h"
 #include "model/provisioning_request.h"
-#include "sched/cluster_model.h"
+
+namespace tidepool::sched {
+class ClusterModel;  // sched/cluster_model.h
+}  // namespace tidepool::sched
 
 namespace tidepool::controller {
 
@@ -41,8 +44,9 @@ struct ClusterView {
 enum class ModelUse {
   kOff,
   kOn,
-  // Debugging: every scale-down pass on the model also plans on a snapshot built from the view,
-  // and the process stops, printing both plans, on any difference (sched::ClusterModel::SetVerify).
+  // Debugging: every scale-up and scale-down pass on the model also plans on a snapshot built
+  // from the view, and the process stops, printing both plans, on any difference
+  // (sched::ClusterModel::SetVerify).
   kVerify,
 };
 
