@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "base/kill_point.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::actuator {
 
@@ -203,12 +204,16 @@ class Actuator::Batch {
       return "";
     }
     if (kind != EventObject::kPod) return "";
+    auto [ns, name] = SplitKey(object);
+    // The driver's model holds the view's pods (pending ones too, in the controller's), by key.
+    if (view_.model != nullptr) {
+      if (const model::Pod* p = view_.model->FindPod(ns, name)) return p->meta.uid;
+    }
     if (!by_name_built_) {
       by_name_built_ = true;
       by_name_.reserve(view_.pods.size());
       for (const model::Pod* p : view_.pods) by_name_.emplace(p->meta.name, p);
     }
-    auto [ns, name] = SplitKey(object);
     auto [first, last] = by_name_.equal_range(name);
     for (auto it = first; it != last; ++it)
       if (IsKey(*it->second, ns, name)) return it->second->meta.uid;

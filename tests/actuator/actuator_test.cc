@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sched/cluster_model.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::actuator {
@@ -190,6 +191,34 @@ TEST_F(ActuatorTest, EventsCarryTheUidOfTheirObjectFromTheView) {
   EXPECT_THAT(calls_.log, ElementsAre("event TriggeredScaleUp Pod default/p1 uid uid-p1",
                                       "event ScaleDown Node /n1 uid uid-n1",
                                       "event WarmScaleUp ConfigMap / uid "));
+}
+
+// With the driver's model (which holds the view's pods by key) a pod's uid is looked up there,
+// without indexing every pod of the view; a pod the model does not hold is still found in the
+// view. The model here holds a pod of the same key as the view's with another uid, to tell
+// where each answer came from.
+TEST_F(ActuatorTest, EventsFindTheirPodOnTheModelFirst) {
+  model::Pod on_model = pod_;
+  on_model.meta.uid = "uid-on-model";
+  model::Pod pending;
+  pending.meta.namespace_ = "default";
+  pending.meta.name = "p2";
+  pending.meta.uid = "uid-p2";
+  pending.Finalize();
+  view_.pods.push_back(&pending);
+  sched::ClusterModel model;
+  ASSERT_TRUE(model.SetNode(sched::ClusterModel::Borrow(&node_)));
+  ASSERT_TRUE(model.SetPod(sched::ClusterModel::Borrow(&on_model)));
+  view_.model = &model;
+  Carry({autoscaler::Event{autoscaler::EventObject::kPod, "default/p1",
+                           autoscaler::EventReason::kTriggeredScaleUp, "up"},
+         autoscaler::Event{autoscaler::EventObject::kPod, "default/p2",
+                           autoscaler::EventReason::kTriggeredScaleUp, "up"},
+         autoscaler::Event{autoscaler::EventObject::kPod, "default/absent",
+                           autoscaler::EventReason::kTriggeredScaleUp, "up"}});
+  EXPECT_THAT(calls_.log, ElementsAre("event TriggeredScaleUp Pod default/p1 uid uid-on-model",
+                                      "event TriggeredScaleUp Pod default/p2 uid uid-p2",
+                                      "event TriggeredScaleUp Pod default/absent uid "));
 }
 
 TEST_F(ActuatorTest, StopsWhereProceedSaysNo) {
