@@ -168,9 +168,9 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
                                             const std::vector<cloud::PoolSize>& sizes) const {
   autoscaler::Observation obs;
   obs.nodes.reserve(view.nodes.size());
-  for (const auto& n : view.nodes) obs.nodes.push_back(n.get());
+  for (const model::Node& n : view.nodes) obs.nodes.push_back(&n);
   obs.pods.reserve(view.pods.size());
-  for (const auto& p : view.pods) obs.pods.push_back(p.get());
+  for (const model::Pod& p : view.pods) obs.pods.push_back(&p);
   for (const auto& p : view.pdbs) obs.pdbs.push_back(p.get());
   for (const auto& d : view.daemon_sets) obs.daemon_sets.push_back(d.get());
   for (const auto& r : view.provisioning_requests) obs.provisioning_requests.push_back(r.get());

@@ -106,8 +106,8 @@ bool InformerClusterReader::HasSynced() const {
 
 ClusterView InformerClusterReader::Snapshot() const {
   ClusterView v;
-  v.nodes = nodes_->Snapshot();
-  v.pods = pods_->Snapshot();
+  v.nodes = nodes_->List();
+  v.pods = pods_->List();
   v.pdbs = pdbs_->Snapshot();
   v.daemon_sets = daemon_sets_->Snapshot();
   v.provisioning_requests = provisioning_requests_->Snapshot();

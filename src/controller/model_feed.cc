@@ -23,15 +23,31 @@ void ModelFeed::NodeChanged(const std::string& name) {
 
 namespace {
 
+// Where `key` ("namespace/name", or a node's name) sorts against the object's own key.
+int CompareKey(const model::ObjectMeta& meta, std::string_view key) {
+  if (meta.namespace_.empty()) return std::string_view(meta.name).compare(key);
+  std::string_view ns = meta.namespace_;
+  if (int c = ns.compare(key.substr(0, ns.size())); c != 0) return c;
+  key.remove_prefix(std::min(ns.size(), key.size()));
+  if (key.empty()) return 1;  // "ns/..." sorts after "ns"
+  if (key.front() != '/') return std::string_view("/").compare(key.substr(0, 1));
+  return std::string_view(meta.name).compare(key.substr(1));
+}
+
 // The view's object under `key`, or null. `objects` is in key order.
 template <typename T>
-std::shared_ptr<const T> Find(const std::vector<std::shared_ptr<const T>>& objects,
-                              const std::string& key) {
-  auto it = std::lower_bound(objects.begin(), objects.end(), key,
-                             [](const std::shared_ptr<const T>& object, const std::string& k) {
-                               return object->meta.Key() < k;
-                             });
-  return it != objects.end() && (*it)->meta.Key() == key ? *it : nullptr;
+std::shared_ptr<const T> Find(const SharedList<T>& objects, std::string_view key) {
+  size_t lo = 0, hi = objects.size();
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (CompareKey(objects[mid].meta, key) < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo < objects.size() && CompareKey(objects[lo].meta, key) == 0 ? objects.Share(lo)
+                                                                       : nullptr;
 }
 
 }  // namespace

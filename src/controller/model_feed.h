@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/shared_list.h"
 #include "model/node.h"
 #include "model/pod.h"
 #include "sched/cluster_model.h"
@@ -37,8 +38,8 @@ class ModelFeed {
   using NodeLookup = std::function<std::shared_ptr<const model::Node>(const std::string& name)>;
   // What a pass sees, each list in key order ("namespace/name" for pods, the name for nodes).
   struct View {
-    const std::vector<std::shared_ptr<const model::Pod>>& pods;
-    const std::vector<std::shared_ptr<const model::Node>>& nodes;
+    const SharedList<model::Pod>& pods;
+    const SharedList<model::Node>& nodes;
   };
 
   // The lookups read the caches now: a key whose object there is not the view's stays marked.

@@ -10,6 +10,7 @@
 
 #include "actuator/cluster_writer.h"
 #include "base/error.h"
+#include "base/shared_list.h"
 #include "model/capacity_buffer.h"
 #include "model/daemonset.h"
 #include "model/dra.h"
@@ -26,8 +27,9 @@ namespace tidepool::controller {
 
 // One consistent read of the cluster. The objects are shared and immutable.
 struct ClusterView {
-  std::vector<std::shared_ptr<const model::Node>> nodes;
-  std::vector<std::shared_ptr<const model::Pod>> pods;
+  // In key order (a node's name, a pod's namespace/name); an informer's own list, not a copy.
+  SharedList<model::Node> nodes;
+  SharedList<model::Pod> pods;
   std::vector<std::shared_ptr<const model::PodDisruptionBudget>> pdbs;
   std::vector<std::shared_ptr<const model::DaemonSet>> daemon_sets;
   std::vector<std::shared_ptr<const model::ProvisioningRequest>> provisioning_requests;
@@ -50,9 +52,10 @@ enum class ModelUse {
   kVerify,
 };
 
-// Contract: Snapshot() is cheap enough to call on every pass (a copy of pointers) and
-// thread-safe; HasSynced() turns true once every cache has listed. The change callback may be
-// called from any thread, often; it must only wake the controller.
+// Contract: Snapshot() is cheap enough to call on every pass (the caches' own lists of nodes and
+// pods, taken in O(1); a copy of pointers for the rest) and thread-safe; HasSynced() turns true
+// once every cache has listed. The change callback may be called from any thread, often; it must
+// only wake the controller.
 class ClusterReader {
  public:
   virtual ~ClusterReader() = default;

@@ -27,8 +27,12 @@ class FakeReader : public ClusterReader {
   ClusterView Snapshot() const override {
     reads.push_back("snapshot");
     ClusterView v;
-    for (const auto& [_, n] : nodes) v.nodes.push_back(std::make_shared<model::Node>(n));
-    for (const auto& [_, p] : pods) v.pods.push_back(std::make_shared<model::Pod>(p));
+    std::vector<std::shared_ptr<const model::Node>> node_list;
+    for (const auto& [_, n] : nodes) node_list.push_back(std::make_shared<model::Node>(n));
+    v.nodes = SharedList<model::Node>::Of(node_list);
+    std::vector<std::shared_ptr<const model::Pod>> pod_list;
+    for (const auto& [_, p] : pods) pod_list.push_back(std::make_shared<model::Pod>(p));
+    v.pods = SharedList<model::Pod>::Of(pod_list);
     for (const auto& [_, r] : requests) {
       v.provisioning_requests.push_back(std::make_shared<model::ProvisioningRequest>(r));
     }

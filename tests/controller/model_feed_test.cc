@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "kube/client/informer_cache.h"
 #include "tests/sched/builders.h"
 
 namespace tidepool::controller {
@@ -24,71 +25,50 @@ namespace {
 using sched::testing::NodeBuilder;
 using sched::testing::PodBuilder;
 
-// An informer cache pair: objects by key, each change marked in the feed under the cache's lock,
-// as an informer's marker does.
+// An informer cache pair (the informers' own kube::InformerCache): objects by key, each change
+// marked in the feed under the cache's lock, as an informer's marker does; a view is the caches'
+// shared lists, as an informer's List gives them.
 class Caches {
  public:
   Caches()
-      : feed_(
-            [this](const std::string& key) {
-              std::lock_guard lock(mu_);
-              auto it = pods_.find(key);
-              return it == pods_.end() ? nullptr : it->second;
-            },
-            [this](const std::string& name) {
-              std::lock_guard lock(mu_);
-              auto it = nodes_.find(name);
-              return it == nodes_.end() ? nullptr : it->second;
-            }) {}
+      : feed_([this](const std::string& key) { return Find<model::Pod>(pods_, key); },
+              [this](const std::string& name) { return Find<model::Node>(nodes_, name); }) {}
 
   void SetNode(NodeBuilder b) {
     auto node = std::make_shared<const model::Node>(b.Build());
     std::string name = node->name();
     std::lock_guard lock(mu_);
-    nodes_[name] = std::move(node);
+    nodes_.Set(name, {std::move(node), ""});
     feed_.NodeChanged(name);
   }
   void DeleteNode(const std::string& name) {
     std::lock_guard lock(mu_);
-    nodes_.erase(name);
+    nodes_.Erase(name);
     feed_.NodeChanged(name);
   }
   void SetPod(PodBuilder b) {
     model::Pod pod = b.Build();
     std::string key = pod.meta.Key();
     std::lock_guard lock(mu_);
-    pods_[key] = std::make_shared<const model::Pod>(std::move(pod));
+    pods_.Set(key, {std::make_shared<const model::Pod>(std::move(pod)), ""});
     feed_.PodChanged(key);
   }
   void DeletePod(const std::string& key) {
     std::lock_guard lock(mu_);
-    pods_.erase(key);
+    pods_.Erase(key);
     feed_.PodChanged(key);
   }
-  std::vector<std::string> NodeNames() {
-    std::lock_guard lock(mu_);
-    std::vector<std::string> out;
-    for (const auto& [name, _] : nodes_) out.push_back(name);
-    return out;
-  }
-  std::vector<std::string> PodKeys() {
-    std::lock_guard lock(mu_);
-    std::vector<std::string> out;
-    for (const auto& [key, _] : pods_) out.push_back(key);
-    return out;
-  }
+  std::vector<std::string> NodeNames() { return Keys(nodes_); }
+  std::vector<std::string> PodKeys() { return Keys(pods_); }
 
-  // The caches now, in key order, as an informer's Snapshot gives them.
+  // The caches now, in key order.
   struct Snapshot {
-    std::vector<std::shared_ptr<const model::Pod>> pods;
-    std::vector<std::shared_ptr<const model::Node>> nodes;
+    SharedList<model::Pod> pods;
+    SharedList<model::Node> nodes;
   };
   Snapshot Take() {
     std::lock_guard lock(mu_);
-    Snapshot out;
-    for (const auto& [_, pod] : pods_) out.pods.push_back(pod);
-    for (const auto& [_, node] : nodes_) out.nodes.push_back(node);
-    return out;
+    return {SharedList<model::Pod>(pods_.List()), SharedList<model::Node>(nodes_.List())};
   }
   // Takes the caches and syncs the feed to them; the model, and in `seen` what it was synced to.
   sched::ClusterModel* Sync(Snapshot& seen) {
@@ -103,9 +83,22 @@ class Caches {
   ModelFeed& feed() { return feed_; }
 
  private:
+  template <typename T>
+  std::shared_ptr<const T> Find(const kube::InformerCache& cache, const std::string& key) {
+    std::lock_guard lock(mu_);
+    const kube::InformerCache::Item* item = cache.Find(key);
+    return item == nullptr ? nullptr : std::static_pointer_cast<const T>(item->value);
+  }
+  std::vector<std::string> Keys(const kube::InformerCache& cache) {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [key, _] : cache.items()) out.push_back(key);
+    return out;
+  }
+
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const model::Node>> nodes_;
-  std::map<std::string, std::shared_ptr<const model::Pod>> pods_;
+  kube::InformerCache nodes_;
+  kube::InformerCache pods_;
   ModelFeed feed_;
 };
 
@@ -117,18 +110,16 @@ std::vector<std::string> Differences(const sched::ClusterModel& model,
   if (model.NodeCount() != seen.nodes.size()) out.push_back("node count");
   if (model.PodCount() != seen.pods.size()) out.push_back("pod count");
   std::set<std::string> nodes;
-  for (const auto& node : seen.nodes) {
-    nodes.insert(node->name());
-    if (model.FindNode(node->name()) != node.get()) out.push_back("node " + node->name());
+  for (const model::Node& node : seen.nodes) {
+    nodes.insert(node.name());
+    if (model.FindNode(node.name()) != &node) out.push_back("node " + node.name());
   }
   std::map<std::string, std::set<const model::Pod*>> placed;
-  for (const auto& pod : seen.pods) {
-    if (model.FindPod(pod->meta.namespace_, pod->meta.name) != pod.get()) {
-      out.push_back("pod " + pod->meta.Key());
+  for (const model::Pod& pod : seen.pods) {
+    if (model.FindPod(pod.meta.namespace_, pod.meta.name) != &pod) {
+      out.push_back("pod " + pod.meta.Key());
     }
-    if (!pod->IsTerminal() && nodes.contains(pod->node_name)) {
-      placed[pod->node_name].insert(pod.get());
-    }
+    if (!pod.IsTerminal() && nodes.contains(pod.node_name)) placed[pod.node_name].insert(&pod);
   }
   for (sched::NodeIndex i : model.NodesByName()) {
     const sched::NodeInfo& info = model.snapshot().Get(i);
@@ -138,8 +129,9 @@ std::vector<std::string> Differences(const sched::ClusterModel& model,
   return out;
 }
 
-PodBuilder Pod(const std::string& name, const std::string& node = "") {
-  PodBuilder b(name);
+PodBuilder Pod(const std::string& name, const std::string& node = "",
+               const std::string& ns = "default") {
+  PodBuilder b(name, ns);
   b.Requests({{"cpu", "100m"}});
   if (!node.empty()) b.NodeName(node).Phase(model::PodPhase::kRunning);
   return b;
@@ -240,8 +232,12 @@ TEST(ModelFeed, RandomChangesAndRelistsLeaveExactlyTheView) {
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
     Caches c;
     auto node_name = [&] { return "n" + std::to_string(pick(6)); };
+    // Namespaces whose keys sort around the slash ('-' and '.' before it, 'b' after), so that
+    // finding a key in the view is checked where a prefix decides.
+    const std::vector<std::string> namespaces = {"a", "a-b", "a.b", "ab"};
+    auto pod_name = [&] { return "p" + std::to_string(pick(20)); };
     auto random_pod = [&] {
-      PodBuilder b = Pod("p" + std::to_string(pick(20)), pick(3) == 0 ? "" : node_name());
+      PodBuilder b = Pod(pod_name(), pick(3) == 0 ? "" : node_name(), namespaces[pick(4)]);
       if (pick(6) == 0) b.Phase(model::PodPhase::kFailed);
       return b;
     };
@@ -258,7 +254,7 @@ TEST(ModelFeed, RandomChangesAndRelistsLeaveExactlyTheView) {
           c.SetPod(random_pod());
           break;
         case 4:
-          c.DeletePod("default/p" + std::to_string(pick(20)));
+          c.DeletePod(namespaces[pick(4)] + "/" + pod_name());
           break;
         case 5: {  // a relist: a fresh state of a few keys, the rest gone
           for (const std::string& key : c.PodKeys())

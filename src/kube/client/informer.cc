@@ -105,7 +105,7 @@ InformerStats InformerBase::Stats() const {
 
 size_t InformerBase::Size() const {
   std::lock_guard lock(mu_);
-  return items_.size();
+  return cache_.size();
 }
 
 void InformerBase::InterruptWatchForTesting() { cancel_watch_ = true; }
@@ -121,15 +121,20 @@ void InformerBase::ResumeFromForTesting(const std::string& resource_version) {
 std::vector<InformerBase::Decoded> InformerBase::SnapshotErased() const {
   std::lock_guard lock(mu_);
   std::vector<Decoded> out;
-  out.reserve(items_.size());
-  for (const auto& [key, item] : items_) out.push_back(item.value);
+  out.reserve(cache_.size());
+  for (const auto& [key, item] : cache_.items()) out.push_back(item.value);
   return out;
+}
+
+std::shared_ptr<const InformerCache::Items> InformerBase::ListErased() const {
+  std::lock_guard lock(mu_);
+  return cache_.List();
 }
 
 InformerBase::Decoded InformerBase::GetErased(const std::string& key) const {
   std::lock_guard lock(mu_);
-  auto it = items_.find(key);
-  return it == items_.end() ? nullptr : it->second.value;
+  const Item* item = cache_.Find(key);
+  return item == nullptr ? nullptr : item->value;
 }
 
 bool InformerBase::Sleep(Duration d) {
@@ -148,11 +153,11 @@ void InformerBase::MarkAbsent() {
   std::vector<std::string> gone;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [key, item] : items_) {
+    for (const auto& [key, item] : cache_.items()) {
       gone.push_back(key);
       Mark(key);
     }
-    items_.clear();
+    cache_.Replace({});
     resource_version_.clear();
     if (present_.exchange(false) || !synced_) {
       spdlog::info("informer {}: not served by the API server (404), treating as absent",
@@ -262,20 +267,20 @@ Result<void> InformerBase::ListAndReplace() {
   {
     std::lock_guard lock(mu_);
     for (auto& [key, item] : fresh) {
-      auto old = items_.find(key);
-      if (old == items_.end()) {
+      const Item* old = cache_.Find(key);
+      if (old == nullptr) {
         changes.emplace_back(ChangeType::kAdded, key);
-      } else if (old->second.resource_version != item.resource_version) {
+      } else if (old->resource_version != item.resource_version) {
         changes.emplace_back(ChangeType::kModified, key);
       } else {
-        item.value = std::move(old->second.value);  // unchanged: the object already handed out
+        item.value = old->value;  // unchanged: the object already handed out
       }
     }
-    for (const auto& [key, item] : items_) {
+    for (const auto& [key, item] : cache_.items()) {
       if (!fresh.contains(key)) changes.emplace_back(ChangeType::kDeleted, key);
     }
     for (const auto& change : changes) Mark(change.second);
-    items_ = std::move(fresh);
+    cache_.Replace(std::move(fresh));
     resource_version_ = page.resource_version;
     stats_.decode_errors += decode_errors;
     if (stats_.lists > 0) ++stats_.relists;
@@ -325,7 +330,7 @@ void InformerBase::Apply(const WatchEvent& event) {
   std::optional<ChangeType> change;
   if (event.type == WatchEvent::Type::kDeleted) {
     std::lock_guard lock(mu_);
-    if (items_.erase(key) > 0) change = ChangeType::kDeleted;
+    if (cache_.Erase(key)) change = ChangeType::kDeleted;
     if (change) Mark(key);
     if (!rv.empty()) resource_version_ = rv;
     ++stats_.events;
@@ -337,10 +342,9 @@ void InformerBase::Apply(const WatchEvent& event) {
     if (!decoded) {
       ++stats_.decode_errors;
       spdlog::warn("informer {}: skipping {}: {}", options_.name, key, decoded.error().message());
-      if (items_.erase(key) > 0) change = ChangeType::kDeleted;
+      if (cache_.Erase(key)) change = ChangeType::kDeleted;
     } else {
-      auto [it, inserted] = items_.insert_or_assign(key, Item{std::move(*decoded), rv});
-      (void)it;
+      bool inserted = cache_.Set(key, Item{std::move(*decoded), rv});
       change = inserted ? ChangeType::kAdded : ChangeType::kModified;
     }
     if (change) Mark(key);

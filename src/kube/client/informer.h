@@ -16,8 +16,10 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/shared_list.h"
 #include "base/time.h"
 #include "kube/client/api_client.h"
+#include "kube/client/informer_cache.h"
 #include "model/capacity_buffer.h"
 #include "model/daemonset.h"
 #include "model/dra.h"
@@ -109,13 +111,11 @@ class InformerBase {
 
  protected:
   std::vector<Decoded> SnapshotErased() const;
+  std::shared_ptr<const InformerCache::Items> ListErased() const;
   Decoded GetErased(const std::string& key) const;
 
  private:
-  struct Item {
-    Decoded value;
-    std::string resource_version;
-  };
+  using Item = InformerCache::Item;
   void Run();
   // An optional resource the server does not serve (404): empties the cache, reports every
   // item deleted and counts as synced.
@@ -142,7 +142,7 @@ class InformerBase {
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::map<std::string, Item> items_;
+  InformerCache cache_;
   std::string resource_version_;
   InformerStats stats_;
 
@@ -180,6 +180,8 @@ class Informer : public InformerBase {
     for (auto& v : erased) out.push_back(std::static_pointer_cast<const T>(std::move(v)));
     return out;
   }
+  // The same in O(1): the cache's own list, shared until the next change after this call.
+  SharedList<T> List() const { return SharedList<T>(ListErased()); }
   // The object with this key ("namespace/name" or "name"), or null.
   std::shared_ptr<const T> Get(const std::string& key) const {
     return std::static_pointer_cast<const T>(GetErased(key));

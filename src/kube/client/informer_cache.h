@@ -1,0 +1,48 @@
+// InformerCache: an informer's objects by key, and the same objects in key order as one shared
+// list that a reader takes in O(1) (SharedList). Not thread-safe: the informer guards it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tidepool::kube {
+
+class InformerCache {
+ public:
+  using Decoded = std::shared_ptr<const void>;
+  using Items = std::vector<Decoded>;
+  struct Item {
+    Decoded value;
+    std::string resource_version;
+  };
+
+  // Adds or replaces; true when the key is new.
+  bool Set(const std::string& key, Item item);
+  // False when the key was not there.
+  bool Erase(const std::string& key);
+  // The whole cache at once (a list).
+  void Replace(std::map<std::string, Item> items);
+
+  const Item* Find(const std::string& key) const;
+  size_t size() const { return items_.size(); }
+  const std::map<std::string, Item>& items() const { return items_; }
+  // The values in key order. The list handed out never changes: a change made while a reader
+  // holds it goes to a copy (one copy per batch of changes between two reads).
+  std::shared_ptr<const Items> List() const { return list_; }
+
+ private:
+  // `list_`, ready to be changed: copied first when a reader holds it.
+  Items& Writable();
+  // The position of `key` in key order (where it is, or would go).
+  size_t Position(const std::string& key) const;
+
+  std::map<std::string, Item> items_;
+  // The keys of items_ (the map's own strings, whose addresses never move) and their values, in
+  // key order; list_ is what readers share.
+  std::vector<const std::string*> order_;
+  std::shared_ptr<Items> list_ = std::make_shared<Items>();
+};
+
+}  // namespace tidepool::kube
