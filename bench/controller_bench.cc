@@ -1,0 +1,244 @@
+// The controller's passes at the size of bench/controller_latency.sh, without the API server:
+// NODES full nodes with 20 pods each in the informers' caches, a pending pod appears, one pass
+// opens the batch window and the next, a window later, asks for a node. What is measured is the CPU
+// of those two passes (Controller::RunOnce: view, model sync, the loop, the dry-run actuator); the
+// live script adds watch delivery and the informers' decoding, which run beside the passes.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "controller/controller.h"
+#include "controller/model_feed.h"
+#include "kube/client/informer_cache.h"
+#include "kube/config/autoscaler_config.h"
+
+namespace tidepool {
+namespace {
+
+using controller::ClusterView;
+
+// The informers' cache (kube::InformerCache) per resource. The view is the cache's shared list,
+// as the informers hand it out, or (`copy_view`) a copy of every pointer made at each pass, as
+// they did before.
+class CacheReader : public controller::ClusterReader {
+ public:
+  CacheReader(bool keep_model, bool copy_view) : copy_view_(copy_view) {
+    if (!keep_model) return;
+    feed_ = std::make_unique<controller::ModelFeed>(
+        [this](const std::string& key) { return Find<model::Pod>(pods_, key); },
+        [this](const std::string& name) { return Find<model::Node>(nodes_, name); });
+  }
+  bool HasSynced() const override { return true; }
+  ClusterView Snapshot() const override {
+    ClusterView v;
+    v.nodes = View<model::Node>(nodes_);
+    v.pods = View<model::Pod>(pods_);
+    return v;
+  }
+  void SetOnChange(std::function<void(bool)>) override {}
+  sched::ClusterModel* SyncModel(const ClusterView& view) override {
+    return feed_ ? feed_->Sync({view.pods, view.nodes}) : nullptr;
+  }
+
+  void SetNode(model::Node n) {
+    std::string name = n.name();
+    nodes_.Set(name, {std::make_shared<const model::Node>(std::move(n)), ""});
+    if (feed_) feed_->NodeChanged(name);
+  }
+  void SetPod(model::Pod p) {
+    std::string key = p.meta.Key();
+    pods_.Set(key, {std::make_shared<const model::Pod>(std::move(p)), ""});
+    if (feed_) feed_->PodChanged(key);
+  }
+
+ private:
+  template <typename T>
+  static std::shared_ptr<const T> Find(const kube::InformerCache& cache, const std::string& key) {
+    const kube::InformerCache::Item* item = cache.Find(key);
+    return item == nullptr ? nullptr : std::static_pointer_cast<const T>(item->value);
+  }
+  template <typename T>
+  SharedList<T> View(const kube::InformerCache& cache) const {
+    if (!copy_view_) return SharedList<T>(cache.List());
+    auto copy = std::make_shared<kube::InformerCache::Items>();
+    copy->reserve(cache.size());
+    for (const auto& [_, item] : cache.items()) copy->push_back(item.value);
+    return SharedList<T>(std::move(copy));
+  }
+
+  bool copy_view_;
+  kube::InformerCache nodes_;
+  kube::InformerCache pods_;
+  std::unique_ptr<controller::ModelFeed> feed_;
+};
+
+// Scale-down is off: the controller only records events and its status, which go nowhere.
+class EventSink : public controller::ClusterWriter {
+ public:
+  Result<void> AddTaint(const std::string&, const model::Taint&) override { return Unused(); }
+  Result<void> RemoveTaint(const std::string&, const std::string&) override { return Unused(); }
+  Result<void> Evict(const std::string&, const std::string&) override { return Unused(); }
+  Result<void> DeleteNode(const std::string&, const std::string&) override { return Unused(); }
+  Result<void> RecordEvent(const controller::EventSpec&) override { return {}; }
+  Result<std::vector<std::string>> PodsOnNode(const std::string&) override {
+    return Fail(Error::Code::kInternal, "the benchmark drains no node");
+  }
+  Result<void> SetProvisioningConditions(const std::string&, const std::string&,
+                                         const std::vector<model::Condition>&) override {
+    return Unused();
+  }
+  Result<void> SetCapacityBufferStatus(const std::string&, const std::string&,
+                                       const model::BufferStatus&) override {
+    return Unused();
+  }
+  Result<void> WriteStatus(const std::string&) override { return {}; }
+  Result<std::optional<std::string>> ReadWarmState() override { return std::nullopt; }
+  Result<void> WriteWarmState(const std::string&) override { return {}; }
+
+ private:
+  static Result<void> Unused() {
+    return Fail(Error::Code::kInternal, "the benchmark changes no node or pod");
+  }
+};
+
+// Pool targets that grow when asked; the nodes never come (the live script's bootDelay is 1h).
+class CountingProvider : public cloud::CloudProvider {
+ public:
+  explicit CountingProvider(int filled) : targets_{{"filled", filled}, {"fresh", 0}} {}
+  std::string_view Name() const override { return "counting"; }
+  Result<std::vector<cloud::PoolSize>> Refresh(Time) override {
+    std::vector<cloud::PoolSize> out;
+    for (const auto& [pool, n] : targets_) out.push_back({pool, n, n, false, ""});
+    return out;
+  }
+  Result<void> IncreaseSize(const std::string& pool, int delta, Time) override {
+    targets_[pool] += delta;
+    ++increases_;
+    return {};
+  }
+  Result<void> DecreaseTargetSize(const std::string&, int, Time) override { return Unused(); }
+  Result<void> DeleteNode(const std::string&, const model::Node&, Time) override {
+    return Unused();
+  }
+  std::string PoolOf(const model::Node&) const override { return ""; }
+  int increases() const { return increases_; }
+
+ private:
+  static Result<void> Unused() {
+    return Fail(Error::Code::kInternal, "scale-down is off in the benchmark");
+  }
+  std::map<std::string, int> targets_;
+  int increases_ = 0;
+};
+
+// bench/controller_latency.sh's config and cluster.
+model::AutoscalerConfig Config(int nodes) {
+  auto config = kube::config::ParseAutoscalerConfig(fmt::format(R"(
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+provider: {{type: kwok, bootDelay: 1h}}
+scanInterval: 10s
+scaleUp: {{batchIdle: 1s, batchMax: 10s}}
+scaleDown: {{enabled: false}}
+pools:
+  - name: filled
+    max: {}
+    template:
+      labels: {{bench: filled}}
+      capacity: {{cpu: "4", memory: 64Gi, pods: "30"}}
+  - name: fresh
+    max: 1000
+    template:
+      labels: {{bench: fresh}}
+      capacity: {{cpu: "8", memory: 64Gi, pods: "110"}}
+)",
+                                                                nodes + 10),
+                                                    "controller_bench");
+  if (!config) {
+    spdlog::critical("{}", config.error().message());
+    std::abort();
+  }
+  return *config;
+}
+
+model::Pod BenchPod(std::string name, std::string node, int64_t milli) {
+  model::Pod p;
+  p.meta.name = std::move(name);
+  p.meta.namespace_ = "default";
+  p.meta.uid = "uid-" + p.meta.name;
+  p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", "load", "uid-load", true});
+  model::Container c{.name = "main"};
+  c.requests.Set(model::kCpu, milli);
+  c.requests.Set(model::kMemory, int64_t{64} << 20);
+  p.containers.push_back(std::move(c));
+  p.node_name = std::move(node);
+  p.phase = p.node_name.empty() ? model::PodPhase::kPending : model::PodPhase::kRunning;
+  p.Finalize();
+  return p;
+}
+
+void Fill(CacheReader& reader, const model::AutoscalerConfig& config, int nodes) {
+  for (int n = 0; n < nodes; ++n) {
+    model::Node node = config.pools[0].template_node;
+    node.meta.name = fmt::format("filled-{:05}", n);
+    node.meta.uid = "uid-" + node.meta.name;
+    node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
+    node.ready = true;
+    for (int k = 0; k < 20; ++k) {
+      reader.SetPod(BenchPod(fmt::format("load-{:05}-{:02}", n, k), node.meta.name, 200));
+    }
+    reader.SetNode(std::move(node));
+  }
+}
+
+// One sample, as the live script takes it: a pending pod for pool `fresh` appears; the pass it
+// wakes opens the batch, the one a window later asks for a node (which never comes). Samples
+// are 11 s apart, past batchMax, so each opens its own batch; the probes stay pending, each
+// waiting for its own new node, so a run takes a fixed number of samples.
+void BM_ControllerPasses(benchmark::State& state, bool keep_model, bool copy_view) {
+  spdlog::set_level(getenv("BENCH_LOG") ? spdlog::level::info : spdlog::level::warn);
+  const int nodes = static_cast<int>(state.range(0));
+  model::AutoscalerConfig config = Config(nodes);
+  CacheReader reader(keep_model, copy_view);
+  Fill(reader, config, nodes);
+  EventSink writer;
+  CountingProvider provider(nodes);
+  ManualClock clock(Time{} + std::chrono::hours(1));
+  controller::Controller ctl(config, reader, writer, provider, clock);
+  Time now = clock.Now();
+  ctl.RunOnce(now);  // the first pass builds the loop (and the model)
+  int samples = 0;
+  for (auto _ : state) {
+    model::Pod probe = BenchPod(fmt::format("probe-{}", samples++), "", 6000);
+    probe.node_selector["bench"] = "fresh";
+    probe.Finalize();
+    reader.SetPod(std::move(probe));
+    now += std::chrono::milliseconds(100);
+    ctl.RunOnce(now);
+    now += std::chrono::milliseconds(1100);
+    ctl.RunOnce(now);
+    now += std::chrono::seconds(10);
+  }
+  if (provider.increases() != samples) {
+    state.SkipWithError(
+        fmt::format("{} of {} samples asked for a node", provider.increases(), samples).c_str());
+  }
+}
+void Sizes(benchmark::internal::Benchmark* b) {
+  b->Arg(200)->Arg(1000)->Arg(5000)->Iterations(20)->Repetitions(3)->Unit(benchmark::kMillisecond);
+}
+BENCHMARK_CAPTURE(BM_ControllerPasses, Model, true, false)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_ControllerPasses, ModelCopiedView, true, true)->Apply(Sizes);
+BENCHMARK_CAPTURE(BM_ControllerPasses, NoModel, false, false)->Apply(Sizes);
+
+}  // namespace
+}  // namespace tidepool
+
+BENCHMARK_MAIN();
