@@ -11,7 +11,8 @@
 # (bench/latency_cluster.py), which reports the load rates on stderr and fails, naming the
 # object, if one cannot be created. PROFILE=FILE records tidepool with `perf record` during
 # the samples (flags in PERF_ARGS, default -g). The samples start once kwok has started every
-# pod, or at once with WAIT_STARTED=0 (kwok starts only 40-90 pods/s on a busy 2-core machine).
+# pod, or at once with WAIT_STARTED=0 (kwok starts only 40-100 pods/s on a busy 2-core machine;
+# READY_TIMEOUT, default 600 s, bounds the wait: 100,000 pods need about 2,400).
 # TIDEPOOL_ARGS adds flags to `tidepool run` (e.g. "--cluster-model off", to compare).
 set -uo pipefail
 
