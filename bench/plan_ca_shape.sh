@@ -3,6 +3,8 @@
 # PODS pending pods without an owner (200m, 100Mi), no nodes, one pool whose 10-cpu template
 # holds 50 of them. Writes the state as kubectl's JSON List, then prints wall time and peak RSS.
 # Usage: bench/plan_ca_shape.sh [TIDEPOOL_BINARY] [PODS=50000]
+# TIDEPOOL_ARGS adds flags to `tidepool plan` (e.g. "--threads 1"); REPEAT=N plans N times on the
+# same state, each with its own line.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,5 +44,9 @@ awk -v n="$PODS" 'BEGIN {
 }' >"$WORK/state.json"
 
 echo "state: $PODS pods, $(wc -c <"$WORK/state.json") bytes"
-/usr/bin/time -f 'wall %e s, peak RSS %M KB' "$TIDEPOOL" plan --config "$WORK/config.yaml" \
-  --state "$WORK/state.json" --now 2026-11-26T10:05:00Z | grep -E '^ *cpu'
+for _ in $(seq 1 "${REPEAT:-1}"); do
+  # shellcheck disable=SC2086  # TIDEPOOL_ARGS: extra flags, split on spaces
+  /usr/bin/time -f 'wall %e s, CPU %U+%S s, peak RSS %M KB' "$TIDEPOOL" plan \
+    --config "$WORK/config.yaml" --state "$WORK/state.json" --now 2026-11-26T10:05:00Z \
+    ${TIDEPOOL_ARGS:-} | grep -E '^ *cpu'
+done

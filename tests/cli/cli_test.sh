@@ -336,6 +336,16 @@ check "plan without a terminal writes no progress" test -z "$err"
 run plan --config "$seed_cfg" --state "$tmp/big-state.json" --progress sometimes
 check "plan --progress sometimes exits 2" test "$rc" -eq 2
 
+# --threads 2 decodes the List beside parsing it; the plan is the one read with one thread.
+run plan --config "$seed_cfg" --state "$tmp/big-state.json" --threads 1 -o json
+cp "$tmp/out" "$tmp/plan-one-thread.json"
+run plan --config "$seed_cfg" --state "$tmp/big-state.json" --threads 2 -o json
+check "plan --threads 2 exits 0" test "$rc" -eq 0
+check "plan --threads 2 plans what --threads 1 plans" cmp -s "$tmp/out" "$tmp/plan-one-thread.json"
+check "the plan scales up for the List's pods" grep -q '"scaleUp": \[$' "$tmp/out"
+run plan --config "$seed_cfg" --state "$tmp/big-state.json" --threads 3
+check "plan --threads 3 exits 2, naming the flag" bash -c '[ "$1" -eq 2 ] && grep -q -- "--threads" "$2"' _ "$rc" "$tmp/err"
+
 sed -e '$a simulation:\n  bootDelay: {cpu: [1m, 1m], gpu: [1m, 1m]}' "$seed_cfg" >"$tmp/with-sim.yaml"
 run simulate --config "$tmp/with-sim.yaml" -o json
 check "simulation: section is read" python3 -c '

@@ -80,14 +80,18 @@ Result<std::vector<nlohmann::json>> ParseDocuments(std::string_view text, std::s
 // (kube/codec/dra.h); anything else is counted in `ignored`
 // (a known kind of another apiVersion as "Kind (apiVersion)"). Empty input is an empty state.
 // `progress`, when set, is told how far a JSON List is read (kube/codec/list_stream.h).
+// `threads` 2 decodes a JSON List's items on a second thread while the first parses the next
+// ones (kube/codec/decode_pipeline.h); the state is the same as with 1.
 Result<ClusterState> DecodeState(std::string_view text, std::string_view source,
-                                 const OnListProgress& progress = {});
+                                 const OnListProgress& progress = {}, int threads = 1);
 // Reads the file and decodes it; a missing or unreadable file is an error naming it (code
 // kNotFound when it does not exist).
-Result<ClusterState> LoadStateFile(const std::string& path, const OnListProgress& progress = {});
+Result<ClusterState> LoadStateFile(const std::string& path, const OnListProgress& progress = {},
+                                   int threads = 1);
 // A file, or all files of a directory (*.yaml, *.yml, *.json, sorted by name, not recursive)
 // into one state. A directory without such files is an error.
-Result<ClusterState> LoadStatePath(const std::string& path, const OnListProgress& progress = {});
+Result<ClusterState> LoadStatePath(const std::string& path, const OnListProgress& progress = {},
+                                   int threads = 1);
 
 // Converts a YAML document (yaml-cpp) into a JSON tree. Exposed for the config loader.
 // Same scalar rules as ParseDocuments; duplicate keys are errors, merge keys (`<<`) are

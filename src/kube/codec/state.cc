@@ -10,6 +10,7 @@
 
 #include "kube/codec/capacity_buffer.h"
 #include "kube/codec/decode_common.h"
+#include "kube/codec/decode_pipeline.h"
 #include "kube/codec/documents.h"
 #include "kube/codec/dra.h"
 #include "kube/codec/list_stream.h"
@@ -145,22 +146,32 @@ Result<void> DecodeDocument(const SourcedDocument& doc, std::string_view source,
 }
 
 Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_view source,
-                                          const OnListProgress& progress) {
+                                          const OnListProgress& progress, int threads) {
   // A JSON List (what kubectl -o json prints) is decoded item by item as it is parsed.
   ClusterState state;
   auto decode = [&](SourcedDocument&& doc) { return DecodeDocument(doc, source, state); };
   // Most items of a large List are pods: room for them at once, not a copy of every decoded pod
   // each time the vector doubles (a sixth of a 50,000-pod plan).
   auto expect = [&](size_t items) { state.pods.reserve(items); };
-  if (StreamJsonList(text, source, decode, progress, expect)) return state;
+  if (threads < 2) {
+    if (StreamJsonList(text, source, decode, progress, expect)) return state;
+  } else {
+    // Parsing here, decoding on the pipeline's thread, item by item in the List's order.
+    DecodePipeline pipeline(decode);
+    bool streamed = StreamJsonList(
+        text, source, [&](SourcedDocument&& doc) { return pipeline.Push(std::move(doc)); },
+        progress, expect);
+    Result<void> decoded = pipeline.Finish();
+    if (streamed && decoded) return state;
+  }
   state = ClusterState();
   TIDEPOOL_ASSIGN_OR_RETURN(auto docs, ParseSourcedDocuments(text, source));
   for (const auto& doc : docs) TIDEPOOL_RETURN_IF_ERROR(DecodeDocument(doc, source, state));
   return state;
 }
 
-Result<ClusterState> LoadStateFileUnguarded(const std::string& path,
-                                            const OnListProgress& progress) {
+Result<ClusterState> LoadStateFileUnguarded(const std::string& path, const OnListProgress& progress,
+                                            int threads) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
@@ -188,14 +199,14 @@ Result<ClusterState> LoadStateFileUnguarded(const std::string& path,
     text = std::move(buf).str();
   }
   if (in.bad()) return InvalidArgument("{}: cannot read: {}", path, std::strerror(errno));
-  return DecodeState(text, path, progress);
+  return DecodeState(text, path, progress, threads);
 }
 
-Result<ClusterState> LoadStatePathUnguarded(const std::string& path,
-                                            const OnListProgress& progress) {
+Result<ClusterState> LoadStatePathUnguarded(const std::string& path, const OnListProgress& progress,
+                                            int threads) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(path, ec)) return LoadStateFileUnguarded(path, progress);
+  if (!fs::is_directory(path, ec)) return LoadStateFileUnguarded(path, progress, threads);
   std::vector<fs::path> files;
   fs::directory_iterator it(path, ec);
   if (ec) return InvalidArgument("{}: cannot list directory: {}", path, ec.message());
@@ -214,7 +225,8 @@ Result<ClusterState> LoadStatePathUnguarded(const std::string& path,
             [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
   ClusterState state;
   for (const auto& f : files) {
-    TIDEPOOL_ASSIGN_OR_RETURN(ClusterState part, LoadStateFileUnguarded(f.string(), progress));
+    TIDEPOOL_ASSIGN_OR_RETURN(ClusterState part,
+                              LoadStateFileUnguarded(f.string(), progress, threads));
     Append(state, std::move(part));
   }
   return state;
@@ -233,16 +245,18 @@ Result<ClusterState> Guard(std::string_view what, F&& f) {
 }  // namespace
 
 Result<ClusterState> DecodeState(std::string_view text, std::string_view source,
-                                 const OnListProgress& progress) {
-  return Guard(source, [&] { return DecodeStateUnguarded(text, source, progress); });
+                                 const OnListProgress& progress, int threads) {
+  return Guard(source, [&] { return DecodeStateUnguarded(text, source, progress, threads); });
 }
 
-Result<ClusterState> LoadStateFile(const std::string& path, const OnListProgress& progress) {
-  return Guard(path, [&] { return LoadStateFileUnguarded(path, progress); });
+Result<ClusterState> LoadStateFile(const std::string& path, const OnListProgress& progress,
+                                   int threads) {
+  return Guard(path, [&] { return LoadStateFileUnguarded(path, progress, threads); });
 }
 
-Result<ClusterState> LoadStatePath(const std::string& path, const OnListProgress& progress) {
-  return Guard(path, [&] { return LoadStatePathUnguarded(path, progress); });
+Result<ClusterState> LoadStatePath(const std::string& path, const OnListProgress& progress,
+                                   int threads) {
+  return Guard(path, [&] { return LoadStatePathUnguarded(path, progress, threads); });
 }
 
 }  // namespace tidepool::kube::codec
