@@ -1,20 +1,32 @@
 #include "kube/client/informer_cache.h"
 
 #include <algorithm>
-#include <atomic>
 #include <utility>
 
 namespace tidepool::kube {
 
 InformerCache::Items& InformerCache::Writable() {
-  // A reader drops its copy of list_ on its own thread; once the count reads 1, the fence orders
-  // every read it made of the list before the writes that follow.
-  if (list_.use_count() > 1) {
-    list_ = std::make_shared<Items>(*list_);
-  } else {
-    std::atomic_thread_fence(std::memory_order_acquire);
+  if (list_->readers.load(std::memory_order_acquire) > 0) {
+    auto copy = std::make_shared<Shared>();
+    copy->items = list_->items;
+    list_ = std::move(copy);
   }
-  return *list_;
+  return list_->items;
+}
+
+std::shared_ptr<const InformerCache::Items> InformerCache::List() const {
+  // What the reader holds: the values, and a hold on the count that it gives back when the last
+  // copy of its list goes.
+  struct Hold {
+    explicit Hold(std::shared_ptr<Shared> s) : shared(std::move(s)) {
+      shared->readers.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~Hold() { shared->readers.fetch_sub(1, std::memory_order_release); }
+    std::shared_ptr<Shared> shared;
+  };
+  auto hold = std::make_shared<Hold>(list_);
+  const Items* items = &hold->shared->items;
+  return std::shared_ptr<const Items>(std::move(hold), items);
 }
 
 size_t InformerCache::Position(const std::string& key) const {
@@ -52,11 +64,11 @@ void InformerCache::Replace(std::map<std::string, Item> items) {
   items_ = std::move(items);
   order_.clear();
   order_.reserve(items_.size());
-  auto list = std::make_shared<Items>();
-  list->reserve(items_.size());
+  auto list = std::make_shared<Shared>();
+  list->items.reserve(items_.size());
   for (const auto& [key, item] : items_) {
     order_.push_back(&key);
-    list->push_back(item.value);
+    list->items.push_back(item.value);
   }
   list_ = std::move(list);
 }

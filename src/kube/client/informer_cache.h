@@ -2,6 +2,7 @@
 // list that a reader takes in O(1) (SharedList). Not thread-safe: the informer guards it.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,10 +31,17 @@ class InformerCache {
   const std::map<std::string, Item>& items() const { return items_; }
   // The values in key order. The list handed out never changes: a change made while a reader
   // holds it goes to a copy (one copy per batch of changes between two reads).
-  std::shared_ptr<const Items> List() const { return list_; }
+  std::shared_ptr<const Items> List() const;
 
  private:
-  // `list_`, ready to be changed: copied first when a reader holds it.
+  // The values with a count of the lists handed out and not yet dropped. A reader drops its
+  // list on its own thread; the count's release there and acquire in Writable order every read
+  // it made before the change that follows.
+  struct Shared {
+    Items items;
+    std::atomic<int> readers{0};
+  };
+  // `list_`'s values, ready to be changed: copied first while a reader holds them.
   Items& Writable();
   // The position of `key` in key order (where it is, or would go).
   size_t Position(const std::string& key) const;
@@ -42,7 +50,7 @@ class InformerCache {
   // The keys of items_ (the map's own strings, whose addresses never move) and their values, in
   // key order; list_ is what readers share.
   std::vector<const std::string*> order_;
-  std::shared_ptr<Items> list_ = std::make_shared<Items>();
+  std::shared_ptr<Shared> list_ = std::make_shared<Shared>();
 };
 
 }  // namespace tidepool::kube
