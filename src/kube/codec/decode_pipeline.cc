@@ -26,9 +26,13 @@ bool DecodePipeline::Hand() {
     return false;
   }
   queue_.push_back(std::move(batch_));
+  std::deque<Batch> done;
+  done.swap(done_);
   batch_ = Batch();
   batch_.reserve(kBatch);
   cv_.notify_all();
+  lock.unlock();
+  done.clear();  // the trees were built on this thread: freed here too
   return true;
 }
 
@@ -78,6 +82,8 @@ void DecodePipeline::Run() {
       cv_.notify_all();
       return;
     }
+    std::lock_guard lock(mu_);
+    done_.push_back(std::move(batch));
   }
 }
 

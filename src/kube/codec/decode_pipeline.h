@@ -1,6 +1,8 @@
 // DecodePipeline: decoding a List's items on a second thread while the first parses the next
 // ones (`tidepool plan --threads 2`). Items are decoded one at a time, in the order they were
-// pushed, so what they decode to is the same as on one thread.
+// pushed, so what they decode to is the same as on one thread. The decoded items go back to the
+// parser's thread to be freed there: their trees were allocated there, and freeing them on the
+// worker cost more than decoding on it saved (the allocator locks the other thread's arena).
 #pragma once
 
 #include <condition_variable>
@@ -50,6 +52,7 @@ class DecodePipeline {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Batch> queue_;      // guarded by mu_
+  std::deque<Batch> done_;       // guarded by mu_: decoded, to be freed by the parser
   bool closed_ = false;          // guarded by mu_: no more batches come
   std::optional<Error> failed_;  // guarded by mu_: the first error of decode_
   bool finished_ = false;        // the parser's side: Finish ran
