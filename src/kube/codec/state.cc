@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -153,17 +154,15 @@ Result<ClusterState> DecodeStateUnguarded(std::string_view text, std::string_vie
   // Most items of a large List are pods: room for them at once, not a copy of every decoded pod
   // each time the vector doubles (a sixth of a 50,000-pod plan).
   auto expect = [&](size_t items) { state.pods.reserve(items); };
-  if (threads < 2) {
-    if (StreamJsonList(text, source, decode, progress, expect)) return state;
-  } else {
-    // Parsing here, decoding on the pipeline's thread, item by item in the List's order.
-    DecodePipeline pipeline(decode);
-    bool streamed = StreamJsonList(
-        text, source, [&](SourcedDocument&& doc) { return pipeline.Push(std::move(doc)); },
-        progress, expect);
-    Result<void> decoded = pipeline.Finish();
-    if (streamed && decoded) return state;
-  }
+  // With two threads: parsing here, decoding on the pipeline's thread, in the List's order.
+  std::optional<DecodePipeline> pipeline;
+  if (threads >= 2) pipeline.emplace(decode);
+  auto hand_on = [&](SourcedDocument&& doc) {
+    return pipeline ? pipeline->Push(std::move(doc)) : decode(std::move(doc));
+  };
+  bool streamed = StreamJsonList(text, source, hand_on, progress, expect);
+  if (pipeline && !pipeline->Finish()) streamed = false;
+  if (streamed) return state;
   state = ClusterState();
   TIDEPOOL_ASSIGN_OR_RETURN(auto docs, ParseSourcedDocuments(text, source));
   for (const auto& doc : docs) TIDEPOOL_RETURN_IF_ERROR(DecodeDocument(doc, source, state));
