@@ -67,8 +67,9 @@ void Autoscaler::Index(StepContext& ctx) const {
     if (n != nullptr && !n->name().empty()) ctx.nodes.emplace_hint(ctx.nodes.end(), n->name(), n);
   }
   bool any_tainted = false;
+  const planner::PoolNames pools(config_);
   for (const auto& [name, node] : ctx.nodes) {
-    if (const model::Pool* pool = planner::PoolOf(*node, ctx.base)) {
+    if (const model::Pool* pool = planner::PoolOf(*node, ctx.base, pools)) {
       ctx.pool_of.emplace_hint(ctx.pool_of.end(), name, pool);
       any_tainted = any_tainted || HasTaint(*node, kToBeDeletedTaint);
     }

@@ -6,21 +6,40 @@
 
 namespace tidepool::planner {
 
-const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input) {
-  const model::AutoscalerConfig& config = *input.config;
-  if (const std::string* name = node.meta.Label(model::kLabelPool)) {
-    return config.FindPool(*name);
-  }
+PoolNames::PoolNames(const model::AutoscalerConfig& config) {
+  by_name_.reserve(config.pools.size());
+  for (const model::Pool& p : config.pools) by_name_.emplace(p.name, &p);
+}
+
+namespace {
+
+// PoolOf with any name lookup: FindPool or PoolNames::Find.
+template <typename FindFn>
+const model::Pool* PoolOfWith(const model::Node& node, const PlannerInput& input,
+                              const FindFn& find) {
+  if (const std::string* name = node.meta.Label(model::kLabelPool)) return find(*name);
   for (std::string_view label : {kAksAgentPoolLabel, kAgentPoolLabel}) {
     if (const std::string* name = node.meta.Label(label)) {
-      if (const model::Pool* p = config.FindPool(*name)) return p;
+      if (const model::Pool* p = find(*name)) return p;
     }
   }
   if (input.provider_pool_of) {
     std::string name = input.provider_pool_of(node);
-    if (!name.empty()) return config.FindPool(name);
+    if (!name.empty()) return find(name);
   }
   return nullptr;
+}
+
+}  // namespace
+
+const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input,
+                          const PoolNames& pools) {
+  return PoolOfWith(node, input, [&](std::string_view name) { return pools.Find(name); });
+}
+
+const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input) {
+  return PoolOfWith(node, input,
+                    [&](std::string_view name) { return input.config->FindPool(name); });
 }
 
 bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cutoff) {

@@ -100,7 +100,7 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
   if (entries_.size() <= index) entries_.resize(index + 1);
   NodeEntry& e = entries_[index];
   e.node = node;
-  e.pool = PoolOf(*node, input_);
+  e.pool = PoolOf(*node, input_, pool_names_);
   e.being_deleted = HasTaint(*node, kToBeDeletedTaint);
   e.destination = node->ready && !node->unschedulable && !e.being_deleted;
   return e;

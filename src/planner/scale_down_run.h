@@ -253,6 +253,7 @@ class ScaleDownRun {
 
   const PlannerInput& input_;
   const model::ScaleDownConfig& config_;
+  const PoolNames pool_names_{*input_.config};  // for the pool of each node
   const bool evict_training_pods_;
   // Running training pods are weighed (consolidation on, and not evicted regardless).
   const bool weigh_training_;

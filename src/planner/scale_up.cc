@@ -57,7 +57,7 @@ void Pass::CountRegistered(const Node& node,
                            std::unordered_map<const Pool*, PoolState*>& state_of) {
   ++cluster_nodes_;
   cluster_capacity_ += node.capacity;
-  if (const Pool* p = PoolOf(node, in_)) {
+  if (const Pool* p = PoolOf(node, in_, pool_names_)) {
     if (auto it = state_of.find(p); it != state_of.end()) ++it->second->current;
   }
 }

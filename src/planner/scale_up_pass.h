@@ -440,10 +440,16 @@ class Pass {
   // Gives every new node of the estimate its shape by the expander chain, within the pools'
   // max and the cluster limits; a node no shape may take is removed with its pods.
   void Close(Estimate& e);
-  // The expander chain's shape for `node` among those with room beside the nodes `taken` so
-  // far, or SIZE_MAX.
-  size_t ChooseShape(const FlexNode& node, const std::map<size_t, int>& taken,
-                     const Resources& capacity);
+  // Nodes given their shape so far by Close: per pool, in all, and their capacity.
+  struct Given {
+    std::vector<int> per_pool;  // by index in pools_
+    int all = 0;
+    Resources capacity;
+  };
+  // The expander chain's shape for `node` among those with room beside the nodes `given` so
+  // far, or SIZE_MAX. `options` and `pools` are scratch space, kept across calls.
+  size_t ChooseShape(const FlexNode& node, const Given& given, std::vector<ExpanderOption>& options,
+                     std::vector<size_t>& pools);
   // Removes the `dropped` nodes of the estimate and their pods (noting why for each pod).
   void DropNodes(Estimate& e, const std::vector<bool>& dropped);
   // Why the family cannot take another node (`extra` of its nodes and `cluster_extra` in all
@@ -608,6 +614,7 @@ class Pass {
 
   const PlannerInput& in_;
   const model::AutoscalerConfig& cfg_;
+  const PoolNames pool_names_{cfg_};  // for the pool of each registered node
   // Devices and claims, when the input has DRA objects or a pool has template devices; attached
   // to snap_ (declared before it, so it outlives the snapshot).
   std::unique_ptr<sched::DraState> dra_;

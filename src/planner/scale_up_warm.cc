@@ -18,7 +18,7 @@ NodeIndex Pass::FindWarmRoom(const Pod& pod,
     const NodeIndex i = SlotAt(rank);
     const sched::NodeInfo& info = snap_.Get(i);
     if (info.removed || info.unschedulable) continue;
-    const Pool* pool = PoolOf(*info.node, in_);
+    const Pool* pool = PoolOf(*info.node, in_, pool_names_);
     if (pool == nullptr || pool->name != *pool_name) continue;
     if (model::FindUntoleratedTaint(info.node->taints, pod.tolerations) != nullptr) continue;
     if (whole) {
