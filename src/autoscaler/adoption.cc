@@ -67,9 +67,9 @@ void RemovalTracker::Resume(StepContext& ctx, const planner::ScaleDown& sd) {
   ctx.actions.push_back(
       Event{EventObject::kNode, sd.node, EventReason::kScaleDown,
             fmt::format("resuming the removal of the node found with the {} taint: {}, {}",
-                        kToBeDeletedTaint, planner::RemovalKindName(sd.kind), sd.detail),
+                        kToBeDeletedTaint, planner::RemovalKindName(sd.kind), sd.Detail()),
             false, sd.pool});
-  last_scale_down_ = ScaleDownRecord{ctx.now, sd.node, sd.pool, "started", sd.detail};
+  last_scale_down_ = ScaleDownRecord{ctx.now, sd.node, sd.pool, "started", sd.Detail()};
   AdvanceOne(ctx, stored);
 }
 

@@ -180,7 +180,7 @@ Removal RemovalTracker::FromPlan(const planner::ScaleDown& sd, Time now) {
   r.node = sd.node;
   r.pool = sd.pool;
   r.kind = sd.kind;
-  r.detail = sd.detail;
+  r.detail = sd.Detail();
   r.consolidation = sd.consolidation;
   r.started = now;
   return r;
@@ -188,7 +188,7 @@ Removal RemovalTracker::FromPlan(const planner::ScaleDown& sd, Time now) {
 
 void RemovalTracker::Start(StepContext& ctx, const planner::ScaleDown& sd) {
   Removal r = FromPlan(sd, ctx.now);
-  std::string why = fmt::format("{}, {}", planner::RemovalKindName(sd.kind), sd.detail);
+  std::string why = fmt::format("{}, {}", planner::RemovalKindName(sd.kind), sd.Detail());
   ctx.actions.push_back(TaintNode{sd.node, sd.pool, why});
   ctx.actions.push_back(
       Event{EventObject::kNode, sd.node, EventReason::kScaleDown,

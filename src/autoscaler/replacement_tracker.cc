@@ -19,13 +19,13 @@ void ReplacementTracker::Start(StepContext& ctx, const planner::ScaleDown& sd) {
   for (const auto& [name, pool] : ctx.pool_of)
     if (pool->name == tie.pool) tie.had.emplace(name);
   std::string why = fmt::format("replaces node {} (pods {}): {}", sd.node,
-                                fmt::join(sd.replacement_pods, ", "), sd.detail);
+                                fmt::join(sd.replacement_pods, ", "), sd.Detail());
   ctx.actions.push_back(IncreasePool{tie.pool, 1, {}, 0, why, sd.node});
   pools_.RecordIncrease(tie.pool, 1, ctx.now);
   Tell(ctx, sd.node, tie,
        fmt::format("replacing the node with one of pool {} (pods {} move there); nothing is "
                    "evicted before it is Ready: {}",
-                   tie.pool, fmt::join(sd.replacement_pods, ", "), sd.detail),
+                   tie.pool, fmt::join(sd.replacement_pods, ", "), sd.Detail()),
        false);
   ties_.emplace(sd.node, std::move(tie));
 }

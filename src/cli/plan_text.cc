@@ -69,7 +69,7 @@ std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownP
         reason += fmt::format(", replace: a new {} node takes {}", s.replacement_pool,
                               Joined(s.replacement_pods));
       }
-      rows.push_back({s.node, s.pool, std::move(reason), Joined(s.evict), s.detail});
+      rows.push_back({s.node, s.pool, std::move(reason), Joined(s.evict), s.Detail()});
     }
     out += Table({"NODE", "POOL", "REASON", "EVICT", "DETAIL"}, rows);
   }

@@ -58,21 +58,6 @@ inline std::string_view RemovalKindName(RemovalKind kind) {
   return kind == RemovalKind::kEmpty ? "empty" : "underutilized";
 }
 
-struct ScaleDown {
-  std::string node;
-  std::string pool;
-  RemovalKind kind = RemovalKind::kEmpty;
-  std::vector<std::string> evict;  // pods to evict, namespace/name
-  std::string detail;              // e.g. "utilization 0.21 < 0.5 (cpu)"
-  // Set when the node runs training pods: why evicting them pays.
-  std::optional<ConsolidationVerdict> consolidation;
-  // The replace move (docs/consolidation.md): one new node of `replacement_pool` takes
-  // `replacement_pods` (those no node that stays holds); the node goes only once that node is
-  // Ready.
-  std::string replacement_pool;
-  std::vector<std::string> replacement_pods;
-};
-
 // Utilization of a node as scale-down judges it. A node with allocatable GPUs is judged by
 // GPUs requested / allocatable (idle GPUs are waste even when CPU pods keep the node warm);
 // any other node by max(cpu, memory) requested / allocatable. Only kMove pods count. Devices of
@@ -90,6 +75,29 @@ struct NodeUtilization {
 struct BusyNode {
   NodeUtilization utilization;
   double threshold = 0;
+};
+
+struct ScaleDown {
+  std::string node;
+  std::string pool;
+  RemovalKind kind = RemovalKind::kEmpty;
+  std::vector<std::string> evict;  // pods to evict, namespace/name
+  // The node's utilization against its threshold: the numbers, worded by Detail() (a pass
+  // chooses the same unneeded nodes again every scan, and their words are read only when one
+  // of them goes).
+  NodeUtilization utilization;
+  double threshold = 0;
+  // Set when the node runs training pods: why evicting them pays.
+  std::optional<ConsolidationVerdict> consolidation;
+  // The replace move (docs/consolidation.md): one new node of `replacement_pool` takes
+  // `replacement_pods` (those no node that stays holds); the node goes only once that node is
+  // Ready.
+  std::string replacement_pool;
+  std::vector<std::string> replacement_pods;
+
+  // "utilization 0.21 < 0.5 (cpu)", with "; " and the consolidation verdict's words after it
+  // when there is one.
+  std::string Detail() const;
 };
 
 struct Keep {

@@ -44,7 +44,7 @@ nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
                         {"pool", s.pool},
                         {"reason", RemovalKindName(s.kind)},
                         {"evict", s.evict},
-                        {"detail", s.detail}};
+                        {"detail", s.Detail()}};
     if (s.consolidation) e["consolidation"] = VerdictToJson(*s.consolidation);
     if (!s.replacement_pool.empty()) {
       e["replacement"] = {{"pool", s.replacement_pool}, {"pods", s.replacement_pods}};

@@ -318,9 +318,9 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   for (const model::Pod* p : e.own) sd.evict.push_back(PodKey(*p));
   if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))
     std::sort(sd.evict.begin(), sd.evict.end());
-  sd.detail = DescribeUtilization(e.util, Threshold(e));
+  sd.utilization = e.util;
+  sd.threshold = Threshold(e);
   sd.consolidation = PassVerdict(index);
-  if (sd.consolidation) sd.detail += "; " + DescribeVerdict(*sd.consolidation);
   if (const std::optional<PassReplacement>& r = replacement_[index]) {
     sd.replacement_pool = r->pool->name;
     // Pending pods the simulation put on the node go along, but are not the node's to evict.
@@ -342,6 +342,8 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   std::vector<Amounts> contrib(entries_.size());
   ResetPass(free, contrib);
   PassBudget budget = StartBudget();
+  std::vector<std::pair<NodeIndex, Keep>> keep;  // by slot, put in name order at the end
+  keep.reserve(by_name_.size());
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
     Why r = Blocker(e, options, budget);
@@ -350,12 +352,13 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       // A busy node that no replacement takes stays for its utilization, as without the move.
       if (e.replace_only && replacement_[c]) {
         // Weighed, and the numbers (or the extension) keep it.
-        out.plan.keep.push_back(
-            {e.node->name(), "replace: " + r.text, e.busy, PassVerdict(c), r.verdict});
+        keep.emplace_back(
+            c, Keep{e.node->name(), "replace: " + r.text, e.busy, PassVerdict(c), r.verdict});
       } else if (e.replace_only) {
-        out.plan.keep.push_back({e.node->name(), e.keep, e.busy});
+        keep.emplace_back(c, Keep{e.node->name(), e.keep, e.busy});
       } else {
-        out.plan.keep.push_back({e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict});
+        keep.emplace_back(c,
+                          Keep{e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict});
       }
       continue;
     }
@@ -363,11 +366,18 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   }
   if (options.restore) snapshot_.Revert();
 
-  for (const NodeEntry& e : entries_)
+  for (NodeIndex i : by_name_) {
+    const NodeEntry& e = entries_[i];
     if (e.pool != nullptr && !e.candidate)
-      out.plan.keep.push_back({e.node->name(), e.keep, e.busy});
-  std::sort(out.plan.keep.begin(), out.plan.keep.end(),
-            [](const Keep& a, const Keep& b) { return a.node < b.node; });
+      keep.emplace_back(i, Keep{e.node->name(), e.keep, e.busy});
+  }
+  // Name order without comparing names: every managed node is one of by_name_'s slots.
+  std::vector<uint32_t> rank(entries_.size());
+  for (uint32_t k = 0; k < by_name_.size(); ++k) rank[by_name_[k]] = k;
+  std::sort(keep.begin(), keep.end(),
+            [&](const auto& a, const auto& b) { return rank[a.first] < rank[b.first]; });
+  out.plan.keep.reserve(keep.size());
+  for (auto& [slot, k] : keep) out.plan.keep.push_back(std::move(k));
   return out;
 }
 

@@ -74,6 +74,12 @@ std::string DescribeUtilization(const NodeUtilization& u, double threshold) {
                              u.resource);
 }
 
+std::string ScaleDown::Detail() const {
+  std::string out = DescribeUtilization(utilization, threshold);
+  if (consolidation) out += "; " + DescribeVerdict(*consolidation);
+  return out;
+}
+
 std::string Keep::Reason() const {
   std::string words = text;
   if (verdict_says && consolidation) words += DescribeVerdict(*consolidation);

@@ -324,18 +324,15 @@ std::optional<PoolReason> Pass::FamilyLimitReason(const Family& family,
   return std::nullopt;
 }
 
-size_t Pass::ChooseShape(const FlexNode& node, const std::map<size_t, int>& taken,
-                         const Resources& capacity) {
-  int given = 0;  // nodes of the estimate given a shape so far, of every pool
-  for (const auto& [pool, n] : taken) given += n;
+size_t Pass::ChooseShape(const FlexNode& node, const Given& given,
+                         std::vector<ExpanderOption>& options, std::vector<size_t>& pools) {
   auto room = [&](size_t i) {
-    auto it = taken.find(i);
-    return !LimitReason(pools_[i], it == taken.end() ? 0 : it->second, capacity, given);
+    return !LimitReason(pools_[i], given.per_pool[i], given.capacity, given.all);
   };
   if (node.shapes.size() == 1) return room(node.shapes.front()) ? node.shapes.front() : SIZE_MAX;
   const sched::NodeInfo& info = snap_.Get(node.index);
-  std::vector<ExpanderOption> options;
-  std::vector<size_t> pools;
+  options.clear();
+  pools.clear();
   for (size_t i : node.shapes) {
     if (!room(i)) continue;
     const model::Pool& p = *pools_[i].pool;
@@ -349,19 +346,22 @@ size_t Pass::ChooseShape(const FlexNode& node, const std::map<size_t, int>& take
 }
 
 void Pass::Close(Estimate& e) {
-  std::map<size_t, int> taken;  // pool -> nodes given in this estimate
-  Resources capacity;
+  Given given;
+  given.per_pool.assign(pools_.size(), 0);
+  std::vector<ExpanderOption> options;
+  std::vector<size_t> pools;
   std::vector<bool> dropped(e.new_nodes.size(), false);
   for (size_t n = 0; n < e.new_nodes.size(); ++n) {
     FlexNode& node = e.new_nodes[n];
-    node.pool = ChooseShape(node, taken, capacity);
+    node.pool = ChooseShape(node, given, options, pools);
     if (node.pool == SIZE_MAX) {
       dropped[n] = true;
       continue;
     }
-    ++taken[node.pool];
+    ++given.per_pool[node.pool];
+    ++given.all;
     const Node& t = pools_[node.pool].pool->template_node;
-    capacity += t.capacity;
+    given.capacity += t.capacity;
     e.allocatable += t.allocatable;
     e.requested += snap_.Get(node.index).requested;
     e.cost_per_hour += pools_[node.pool].pool->price_per_hour;

@@ -78,7 +78,7 @@ TEST(Consolidation, WaitsForANearCheckpointThenConsolidates) {
   ASSERT_TRUE(plan.scale_downs[0].consolidation.has_value());
   EXPECT_EQ(plan.scale_downs[0].consolidation->decision, ConsolidationDecision::kPays);
   EXPECT_NEAR(plan.scale_downs[0].consolidation->gpu_hours_lost, 10 / 3600.0, 1e-9);
-  EXPECT_THAT(plan.scale_downs[0].detail, HasSubstr("consolidation pays: saves $16.04"));
+  EXPECT_THAT(plan.scale_downs[0].Detail(), HasSubstr("consolidation pays: saves $16.04"));
 }
 
 // The unneeded-node pass takes a node that waits for a checkpoint as removable (its

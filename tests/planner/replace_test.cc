@@ -74,9 +74,9 @@ TEST(Replace, AnOnDemandNodeGoesToSpotWhenItPays) {
   EXPECT_EQ(v.horizon, hours(2) + minutes(50));
   EXPECT_NEAR(v.savings, 5.6 * (2 + 50 / 60.0), 1e-9);
   EXPECT_NEAR(v.work_lost, 2.0 * (2 + 2 / 60.0), 1e-9);
-  EXPECT_THAT(sd.detail, HasSubstr("consolidation pays: replacing the $8.00/h node with one of "
-                                   "pool gpu-spot at $2.40/h saves $15.87 over 2h50m against "
-                                   "$4.07 of work lost"));
+  EXPECT_THAT(sd.Detail(), HasSubstr("consolidation pays: replacing the $8.00/h node with one of "
+                                     "pool gpu-spot at $2.40/h saves $15.87 over 2h50m against "
+                                     "$4.07 of work lost"));
 }
 
 // At $6/h the replacement saves ($8 - $6) x 2h50m = $5.67 < $8.13: kept, with the numbers.

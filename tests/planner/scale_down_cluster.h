@@ -146,7 +146,7 @@ inline std::string Render(const ScaleDownPlan& plan) {
   std::string out;
   for (const auto& sd : plan.scale_downs) {
     out += "remove " + sd.node + " " + sd.pool + " " +
-           (sd.kind == RemovalKind::kEmpty ? "empty" : "underutilized") + " [" + sd.detail + "]";
+           (sd.kind == RemovalKind::kEmpty ? "empty" : "underutilized") + " [" + sd.Detail() + "]";
     for (const auto& p : sd.evict) out += " " + p;
     out += "\n";
   }

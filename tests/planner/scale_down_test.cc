@@ -55,7 +55,7 @@ TEST(ScaleDown, EmptyNodeRemoved) {
   EXPECT_EQ(sd->kind, RemovalKind::kEmpty);
   EXPECT_EQ(sd->pool, "cpupool");
   EXPECT_TRUE(sd->evict.empty());
-  EXPECT_EQ(sd->detail, "utilization 0.00 < 0.5 (cpu)");
+  EXPECT_EQ(sd->Detail(), "utilization 0.00 < 0.5 (cpu)");
   EXPECT_EQ(KeepReason(plan, "n2"), "utilization 0.75 >= threshold 0.5 (cpu)");
 }
 
@@ -72,7 +72,7 @@ TEST(ScaleDown, UnderutilizedNodeRemovedWithItsPodsListed) {
   const ScaleDown* sd = Removal(plan, "n1");
   EXPECT_EQ(sd->kind, RemovalKind::kUnderutilized);
   EXPECT_EQ(sd->evict, (Names{"default/a", "default/b"}));
-  EXPECT_EQ(sd->detail, "utilization 0.25 < 0.5 (cpu)");
+  EXPECT_EQ(sd->Detail(), "utilization 0.25 < 0.5 (cpu)");
   EXPECT_THAT(KeepReason(plan, "n2"), HasSubstr("utilization 0.65 >= threshold 0.5"));
 
   std::string explain = ScaleDownPlanner().Explain(c.Input(), "n1");
@@ -522,7 +522,7 @@ TEST(ScaleDown, GpuNodeWithOnlyCpuPodsIsRemovedWhenTheyFitElsewhere) {
   c.AddPod("big", "c1", {{"cpu", "9"}});
   ScaleDownPlan plan = c.Plan();
   ASSERT_EQ(Removed(plan), Names{"g1"}) << Render(plan);
-  EXPECT_EQ(plan.scale_downs[0].detail, "gpu utilization 0/1 < 0.5");
+  EXPECT_EQ(plan.scale_downs[0].Detail(), "gpu utilization 0/1 < 0.5");
   EXPECT_EQ(plan.scale_downs[0].kind, RemovalKind::kUnderutilized);
   EXPECT_EQ(plan.scale_downs[0].evict, Names{"default/cpu-heavy"});
 }
