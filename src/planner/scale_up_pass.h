@@ -175,6 +175,8 @@ struct Estimate {
   // Times a node's claim left a shape at its pool's max (TakeOn), letting other nodes take that
   // shape again: placements that failed before may pass now (PackCursor).
   uint64_t released = 0;
+  // The node after the one first fit grew last, where the next first fit starts (Pass::FirstFit).
+  size_t grow_next = 0;
 
   Family& family() const { return *twins.front().family; }
   // Node objects of the families this estimate used (new_nodes plus dropped ones).
@@ -199,6 +201,10 @@ struct PackCursor {
                           // fail the pod
   uint64_t loosened = 0;  // FitChecker::SpreadLoosened() when the cursors were last checked
   uint64_t released = 0;  // Estimate::released likewise
+  // First fit resumes where it last grew a node (Estimate::grow_next), so the nodes from there to
+  // the end may have failed the pod while those before it were not checked: [failed_from,
+  // failed_to) is such a run, which it passes over.
+  size_t failed_from = 0, failed_to = 0;
 };
 
 // The gangs among the pending pods, and the pods in none.
@@ -519,6 +525,15 @@ class Pass {
   // 1.098x (the first node that could grow took the pod before).
   bool GrowLeast(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                  const Solo& solo);
+  // The first node of the estimate that takes the pod, growing into a larger shape if it must;
+  // in a family of several shapes searched from the node after the one it grew last
+  // (Estimate::grow_next) and around. Starting at the first node each time made a few nodes
+  // grow into the largest shapes, full in one resource and half empty in the other, while the
+  // rest kept the smallest: going round spreads the growth, so later pods of the other resource
+  // find room on every node. On Karpenter's diverse mix of 20,000 pods the price over the lower
+  // bound falls from 1.157x to 1.091x.
+  bool FirstFit(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
+                const Solo& solo);
   // The next node from `n` a loop looking for room for `need` checks: RoomIndex::Next, or `n`
   // itself without placement cursors.
   size_t NextWithRoom(const RoomIndex& rooms, size_t n, const Resources& need) const {

@@ -210,17 +210,44 @@ bool Pass::PlaceOnEstimate(const Pod& pod, FitChecker& checker, PackCursor& curs
     cursor.room = e.new_nodes.size();
     if (GrowLeast(pod, checker, cursor, e, solo)) return true;
   }
-  for (size_t i = cursor.fit; i < e.new_nodes.size(); ++i) {
+  return FirstFit(pod, checker, cursor, e, solo);
+}
+
+bool Pass::FirstFit(const Pod& pod, FitChecker& checker, PackCursor& cursor, Estimate& e,
+                    const Solo& solo) {
+  const size_t end = e.new_nodes.size();
+  // A family of one shape has nothing to grow into: its nodes fill in order, as first fit
+  // decreasing packs them.
+  const size_t start =
+      e.family().members.size() > 1 ? std::clamp(e.grow_next, cursor.fit, end) : cursor.fit;
+  auto take = [&](size_t i) {
     FlexNode& node = e.new_nodes[i];
-    if (!checker.Fits(node.index) || !TakeOn(node, pod, solo, e)) continue;
+    if (!checker.Fits(node.index) || !TakeOn(node, pod, solo, e)) return false;
     e.rooms.Set(i, node.room);
     Place(pod, checker, e, i);
-    cursor.fit = i;
+    e.grow_next = i + 1;
     // The node may have grown into a larger shape, with room for pods it had none for.
     cursor.room = std::min(cursor.room, i);
     return true;
+  };
+  for (size_t i = start; i < end; ++i) {
+    if (i >= cursor.failed_from && i < cursor.failed_to) {
+      i = cursor.failed_to - 1;
+      continue;
+    }
+    if (!take(i)) continue;
+    if (start == cursor.fit) cursor.fit = i;  // the nodes before it failed the pod
+    return true;
   }
-  cursor.fit = e.new_nodes.size();
+  // Every node from `start` on failed the pod; with the run before it, if they join, one run.
+  if (start < cursor.failed_from || start > cursor.failed_to) cursor.failed_from = start;
+  cursor.failed_to = end;
+  for (size_t i = cursor.fit; i < start; ++i) {
+    if (!take(i)) continue;
+    cursor.fit = i;
+    return true;
+  }
+  cursor.fit = end;
   return false;
 }
 

@@ -146,6 +146,33 @@ TEST(FlexibleNodes, ThePodGoesToTheNodeThatGrowsLeast) {
   EXPECT_DOUBLE_EQ(Price(plan, w.config), 3);
 }
 
+// Shapes of k cpu and 2k GiB at $k, k = 1..16. Four pods that exclude each other (100m, 100Mi)
+// open four nodes of 1 cpu. Eight pods of 1950m and 3950Mi follow; none fits in a node's room
+// or one step of growth, so every node would grow by the pod's whole size. Each time taking the
+// first node, one node grows to 16 cpu and the other three stay at 1: $19. Going round the
+// nodes, each takes two of them (4 cpu, 8000Mi): four nodes of 4 cpu, $16, the lower bound
+// within a step's rounding.
+TEST(FlexibleNodes, NodesGrowInTurnWhenEveryNodeMustGrowAlike) {
+  World w;
+  for (int k = 1; k <= 16; ++k)
+    w.config.pools.push_back(
+        Shape(fmt::format("s{}", k), std::to_string(k), fmt::format("{}Gi", 2 * k), k));
+  for (int i = 0; i < 4; ++i)
+    w.pods.push_back(
+        DiversePod(fmt::format("anti-{}", i), DiverseKind::kAntiAffinity, "", "100m", "100Mi"));
+  for (int i = 0; i < 8; ++i)
+    w.pods.push_back(Pending(fmt::format("big-{}", i), "1950m", "3950Mi"));
+  for (const auto& chain : std::vector<std::vector<std::string>>{
+           {"priority", "least-waste"}, {"price"}, {"least-waste"}}) {
+    w.config.scale_up.expanders = chain;
+    ScaleUpPlan plan = w.Plan();
+    EXPECT_TRUE(plan.unschedulable.empty());
+    EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"s4", 4}}))
+        << fmt::format("{}", fmt::join(chain, ","));
+    EXPECT_DOUBLE_EQ(Price(plan, w.config), 16);
+  }
+}
+
 // A pod without an owner, labelled with its own name: a group of its own.
 model::Pod Single(std::string name, std::string cpu, std::string memory) {
   model::Pod p = Pending(name, std::move(cpu), std::move(memory));
