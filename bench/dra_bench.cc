@@ -111,9 +111,9 @@ struct Fixture {
       p.containers[0].requests.Set(kGpu, 1);
       return;
     }
-    p.resource_claims.push_back({.name = "gpu", .template_name = "one-gpu"});
+    p.mutable_resource_claims().push_back({.name = "gpu", .template_name = "one-gpu"});
     if (!generated_claim.empty()) {
-      p.resource_claim_statuses.push_back({.name = "gpu", .claim_name = generated_claim});
+      p.mutable_resource_claim_statuses().push_back({.name = "gpu", .claim_name = generated_claim});
     }
   }
 

@@ -174,16 +174,16 @@ model::Pod DiversePod(int index, int kind, std::mt19937_64& rng) {
     c.max_skew = 1;
     c.label_selector = selector("my-label", value());
     c.has_label_selector = true;
-    p.topology_spread_constraints.push_back(c);
+    p.mutable_topology_spread_constraints().push_back(c);
   }
   if (kind == 3) {
     p.meta.labels["my-affininity"] = value();
-    p.affinity.pod_affinity_required.push_back(
+    p.mutable_affinity().pod_affinity_required.push_back(
         term(model::kLabelZone, selector("my-affininity", value())));
   }
   if (kind == 4) {
     p.meta.labels["app"] = "nginx";
-    p.affinity.pod_anti_affinity_required.push_back(
+    p.mutable_affinity().pod_anti_affinity_required.push_back(
         term(model::kLabelHostname, selector("app", "nginx")));
   }
   p.Finalize();

@@ -181,7 +181,7 @@ const Cluster& MixedCluster() {
       Pod p = MakePod("placed-" + std::to_string(j), Res(100 + rng() % 2000, 1 + rng() % 4),
                       {{"app", app}, {"team", "t" + std::to_string(rng() % 5)}});
       if (j % 20 == 0) {
-        p.affinity.pod_anti_affinity_required.push_back(Term(kHost, {{"app", app}}));
+        p.mutable_affinity().pod_anti_affinity_required.push_back(Term(kHost, {{"app", app}}));
         p.Finalize();
       }
       c->Place(std::move(p), static_cast<NodeIndex>(rng() % 5000));
@@ -201,7 +201,7 @@ const Cluster& MixedCluster() {
         case 2: {  // heavy GPU on spot, via required node affinity
           model::NodeSelectorTerm t;
           t.match_expressions.push_back({"pool", model::SelectorOp::kIn, {"gpu-heavy"}});
-          p.affinity.node_required.emplace().terms.push_back(std::move(t));
+          p.mutable_affinity().node_required.emplace().terms.push_back(std::move(t));
           p.tolerations.push_back({"", model::TolerationOp::kExists, "", {}, {}});
           p.containers[0].requests.Set(model::InternResource(model::kNvidiaGpu), 4);
           break;
@@ -209,14 +209,14 @@ const Cluster& MixedCluster() {
         case 3: {  // zone affinity
           model::NodeSelectorTerm t;
           t.match_expressions.push_back({kZone, model::SelectorOp::kIn, {"zone-1", "zone-2"}});
-          p.affinity.node_required.emplace().terms.push_back(std::move(t));
+          p.mutable_affinity().node_required.emplace().terms.push_back(std::move(t));
           break;
         }
         case 4:  // hostname anti-affinity against its own app
-          p.affinity.pod_anti_affinity_required.push_back(Term(kHost, {{"app", app}}));
+          p.mutable_affinity().pod_anti_affinity_required.push_back(Term(kHost, {{"app", app}}));
           break;
         case 5:  // zone affinity to another app
-          p.affinity.pod_affinity_required.push_back(
+          p.mutable_affinity().pod_affinity_required.push_back(
               Term(kZone, {{"app", "app-" + std::to_string((k + 1) % 40)}}));
           break;
         case 6: {  // zone spread
@@ -225,7 +225,7 @@ const Cluster& MixedCluster() {
           s.max_skew = 1;
           s.label_selector.match_labels = {{"app", app}};
           s.has_label_selector = true;
-          p.topology_spread_constraints.push_back(std::move(s));
+          p.mutable_topology_spread_constraints().push_back(std::move(s));
           break;
         }
         case 7: {  // hostname spread
@@ -234,7 +234,7 @@ const Cluster& MixedCluster() {
           s.max_skew = 2;
           s.label_selector.match_labels = {{"app", app}};
           s.has_label_selector = true;
-          p.topology_spread_constraints.push_back(std::move(s));
+          p.mutable_topology_spread_constraints().push_back(std::move(s));
           break;
         }
       }

@@ -29,7 +29,7 @@ model::Pod CopyOf(const model::Pod& pod, const model::CapacityBuffer& b, int i) 
   copy.meta.deletion_timestamp.reset();
   copy.meta.annotations[std::string(kCapacityBufferAnnotation)] = b.Key();
   copy.node_name.clear();
-  copy.nominated_node_name.clear();
+  copy.ClearNomination();
   copy.phase = model::PodPhase::kPending;
   return copy;
 }

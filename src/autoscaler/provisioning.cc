@@ -81,7 +81,7 @@ model::Pod CopyOf(const model::PodTemplate& t, const model::ProvisioningRequest&
   pod.meta.annotations[std::string(kProvisioningRequestAnnotation)] = request.Key();
   pod.meta.annotations[std::string(planner::kSafeToEvictAnnotation)] = "false";
   pod.node_name.clear();
-  pod.nominated_node_name.clear();
+  pod.ClearNomination();
   pod.phase = model::PodPhase::kPending;
   return pod;
 }

@@ -7,7 +7,7 @@ Resources EffectiveRequests(const Pod& pod) {
   // the app total; a regular init container runs alone next to the sidecars started before it.
   Resources sidecars;
   Resources init_peak;
-  for (const auto& c : pod.init_containers) {
+  for (const auto& c : pod.init_containers()) {
     if (c.restartable) {
       sidecars += c.requests;
       init_peak.MaxWith(sidecars);
@@ -19,15 +19,15 @@ Resources EffectiveRequests(const Pod& pod) {
   for (const auto& c : pod.containers) total += c.requests;
   total += sidecars;
   total.MaxWith(init_peak);
-  total += pod.overhead;
+  total += pod.overhead();
   total.Set(kPods, 1);
   return total;
 }
 
 void Pod::Finalize() {
   requests = EffectiveRequests(*this);
-  has_required_anti_affinity = !affinity.pod_anti_affinity_required.empty();
-  has_required_affinity = !affinity.pod_affinity_required.empty();
+  has_required_anti_affinity = !affinity().pod_anti_affinity_required.empty();
+  has_required_affinity = !affinity().pod_affinity_required.empty();
 }
 
 bool Pod::IsDaemonSetPod() const {
@@ -39,7 +39,7 @@ bool Pod::IsMirrorPod() const { return meta.annotations.contains("kubernetes.io/
 
 std::vector<ContainerPort> Pod::HostPorts() const {
   std::vector<ContainerPort> out;
-  for (const auto* list : {&init_containers, &containers})
+  for (const auto* list : {&init_containers(), &containers})
     for (const auto& c : *list)
       for (const auto& p : c.ports)
         if (p.host_port != 0) out.push_back(p);

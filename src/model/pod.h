@@ -10,6 +10,7 @@
 #include "model/meta.h"
 #include "model/resources.h"
 #include "model/selector.h"
+#include "model/sparse.h"
 
 namespace tidepool::model {
 
@@ -83,6 +84,22 @@ struct PodResourceClaimStatus {
 
 enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 
+// The parts of a pod that most pods leave empty: a Pod keeps them behind one pointer, allocated
+// when one of them is first written, so that a plain pod does not carry them (a cluster model
+// holds a million pods; they would be a third of each).
+struct PodExtras {
+  // spec
+  Affinity affinity;
+  std::vector<Container> init_containers;
+  Resources overhead;
+  std::string priority_class_name;
+  std::vector<TopologySpreadConstraint> topology_spread_constraints;
+  std::vector<PodResourceClaim> resource_claims;
+  // status
+  std::string nominated_node_name;
+  std::vector<PodResourceClaimStatus> resource_claim_statuses;
+};
+
 struct Pod {
   ObjectMeta meta;
 
@@ -90,30 +107,58 @@ struct Pod {
   std::string node_name;
   std::string scheduler_name;
   Labels node_selector;
-  Affinity affinity;
   std::vector<Toleration> tolerations;
   std::vector<Container> containers;
-  std::vector<Container> init_containers;
-  Resources overhead;
-  std::optional<int32_t> priority;
-  std::string priority_class_name;
-  std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<Volume> volumes;
-  bool host_network = false;
-  std::vector<PodResourceClaim> resource_claims;
-
+  std::optional<int32_t> priority;
   // status
   PodPhase phase = PodPhase::kPending;
+  bool host_network = false;  // spec
   // PodScheduled=False with reason Unschedulable: the scheduler tried and gave up.
   bool unschedulable_condition = false;
-  std::string nominated_node_name;
-  std::optional<Time> start_time;
-  std::vector<PodResourceClaimStatus> resource_claim_statuses;
-
   // Derived at decode time by Finalize(); kept in sync by whoever mutates the spec.
-  Resources requests;  // EffectiveRequests(*this)
   bool has_required_anti_affinity = false;
   bool has_required_affinity = false;
+  std::optional<Time> start_time;
+  Resources requests;  // EffectiveRequests(*this), derived by Finalize()
+
+  // The usually empty parts (PodExtras): read as empty until written through mutable_*().
+  const Affinity& affinity() const { return extras_.get().affinity; }
+  Affinity& mutable_affinity() { return extras_.mutable_get().affinity; }
+  const std::vector<Container>& init_containers() const { return extras_.get().init_containers; }
+  std::vector<Container>& mutable_init_containers() {
+    return extras_.mutable_get().init_containers;
+  }
+  const Resources& overhead() const { return extras_.get().overhead; }
+  Resources& mutable_overhead() { return extras_.mutable_get().overhead; }
+  const std::string& priority_class_name() const { return extras_.get().priority_class_name; }
+  std::string& mutable_priority_class_name() { return extras_.mutable_get().priority_class_name; }
+  const std::vector<TopologySpreadConstraint>& topology_spread_constraints() const {
+    return extras_.get().topology_spread_constraints;
+  }
+  std::vector<TopologySpreadConstraint>& mutable_topology_spread_constraints() {
+    return extras_.mutable_get().topology_spread_constraints;
+  }
+  const std::vector<PodResourceClaim>& resource_claims() const {
+    return extras_.get().resource_claims;
+  }
+  std::vector<PodResourceClaim>& mutable_resource_claims() {
+    return extras_.mutable_get().resource_claims;
+  }
+  const std::string& nominated_node_name() const { return extras_.get().nominated_node_name; }
+  // Forgets status.nominatedNodeName (a copy of a pod is nominated nowhere); allocates nothing.
+  void ClearNomination() {
+    if (extras_.allocated()) extras_.mutable_get().nominated_node_name.clear();
+  }
+  std::string& mutable_nominated_node_name() { return extras_.mutable_get().nominated_node_name; }
+  // Whether one of the usually empty parts was ever written (the pod carries its PodExtras).
+  bool HasExtras() const { return extras_.allocated(); }
+  const std::vector<PodResourceClaimStatus>& resource_claim_statuses() const {
+    return extras_.get().resource_claim_statuses;
+  }
+  std::vector<PodResourceClaimStatus>& mutable_resource_claim_statuses() {
+    return extras_.mutable_get().resource_claim_statuses;
+  }
 
   // Recomputes the derived fields from the spec. Call after building or changing a Pod.
   void Finalize();
@@ -127,6 +172,9 @@ struct Pod {
   bool IsMirrorPod() const;
   // Every host port this pod asks for (host_port != 0) across containers and init containers.
   std::vector<ContainerPort> HostPorts() const;
+
+ private:
+  Sparse<PodExtras> extras_;
 };
 
 // The requests the scheduler accounts for a pod: the larger of (sum of app containers plus

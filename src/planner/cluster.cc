@@ -125,8 +125,8 @@ std::vector<const model::Pod*> DaemonSetPodsFor(const model::Node& node,
       }
     }
     if (!selector_ok) continue;
-    if (p.affinity.node_required &&
-        !p.affinity.node_required->Matches(node.labels(), node.name())) {
+    if (p.affinity().node_required &&
+        !p.affinity().node_required->Matches(node.labels(), node.name())) {
       continue;
     }
     if (model::FindUntoleratedTaint(node.taints, p.tolerations) != nullptr) continue;

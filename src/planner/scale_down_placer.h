@@ -28,9 +28,9 @@ using sched::NodeInfo;
 // anti-affinity pods) take the fast path: node-local filters and resources only.
 inline bool HasInterPodRules(const model::Pod& pod) {
   if (pod.has_required_affinity || pod.has_required_anti_affinity) return true;
-  for (const auto& c : pod.topology_spread_constraints)
+  for (const auto& c : pod.topology_spread_constraints())
     if (c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule) return true;
-  for (const auto* list : {&pod.init_containers, &pod.containers})
+  for (const auto* list : {&pod.init_containers(), &pod.containers})
     for (const auto& c : *list)
       for (const auto& p : c.ports)
         if (p.host_port > 0) return true;
@@ -72,7 +72,7 @@ struct PodFacts {
     resolved = true;
     equivalence = EquivalenceKey(*pod);
     inter_pod = HasInterPodRules(*pod);
-    node_constraints = !pod->node_selector.empty() || pod->affinity.node_required.has_value();
+    node_constraints = !pod->node_selector.empty() || pod->affinity().node_required.has_value();
     pod->requests.ForEach([this](model::ResourceId id, int64_t) {
       if (id != model::kCpu && id != model::kMemory && id != model::kPods) other_resources = true;
     });
@@ -149,7 +149,7 @@ class Placer {
   // Pods with ResourceClaims need the DynamicResources filter, which only FitChecker runs.
   bool NeedsFullCheck(const PodFacts& f) const {
     return f.inter_pod || snapshot_.PodsWithRequiredAntiAffinity() > 0 ||
-           !f.pod->resource_claims.empty();
+           !f.pod->resource_claims().empty();
   }
 
   // The filters FitChecker::Check applies when it has nothing to precompute, minus NodeName

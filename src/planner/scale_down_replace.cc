@@ -71,7 +71,7 @@ std::string ScaleDownRun::HoldsLeftover(const model::Pool& pool) {
   }
   for (uint32_t f : leftover_) {
     const model::Pod& pod = *facts_[f].pod;
-    if (!pod.resource_claims.empty()) {
+    if (!pod.resource_claims().empty()) {
       why = fmt::format("pod {} has resource claims, which the replace move does not allocate",
                         pod.Key());
       break;

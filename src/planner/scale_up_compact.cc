@@ -48,11 +48,11 @@ std::vector<Anchor> Pass::AnchorSelectors(const std::vector<const Pod*>& pending
   std::vector<Anchor> out;
   std::unordered_set<uint32_t> groups;  // a group's pods have the same terms
   for (const Pod* p : pending) {
-    if (!p->has_required_affinity && p->topology_spread_constraints.empty()) continue;
+    if (!p->has_required_affinity && p->topology_spread_constraints().empty()) continue;
     if (!groups.insert(GroupOf(p)).second) continue;
-    for (const model::PodAffinityTerm& t : p->affinity.pod_affinity_required)
+    for (const model::PodAffinityTerm& t : p->affinity().pod_affinity_required)
       if (t.has_label_selector) out.push_back({&t.label_selector, t.topology_key, false});
-    for (const model::TopologySpreadConstraint& c : p->topology_spread_constraints) {
+    for (const model::TopologySpreadConstraint& c : p->topology_spread_constraints()) {
       if (c.has_label_selector && c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule)
         out.push_back({&c.label_selector, c.topology_key, true});
     }
@@ -93,7 +93,7 @@ std::optional<std::vector<const Pod*>> Pass::MovablePods(size_t j, const Compact
   for (const Pod* p : snap_.Get(pass_nodes_[j].first).pods) {
     if (c.daemon_set_pods.contains(p)) continue;  // they go with the node
     // A warm placeholder is planned after this; claims are allocated on the node's own devices.
-    if (!p->resource_claims.empty() || p->meta.Annotation(kWarmPoolAnnotation) != nullptr)
+    if (!p->resource_claims().empty() || p->meta.Annotation(kWarmPoolAnnotation) != nullptr)
       return {};
     pods.push_back(p);
   }
@@ -119,7 +119,7 @@ std::optional<Pin> Pass::PinOf(const Pod& pod, Compaction& c) {
   };
   // A group's pods have the same labels only when they have inter-pod rules (EquivalenceKey).
   if (!pod.has_required_affinity && !pod.has_required_anti_affinity &&
-      pod.topology_spread_constraints.empty()) {
+      pod.topology_spread_constraints().empty()) {
     return pin();
   }
   auto [it, first] = c.pinned_groups.try_emplace(GroupOf(&pod));

@@ -75,8 +75,8 @@ void WriteNodeConstraints(const Pod& p, KeyWriter& w) {
     w.Str(t.value);
     w.Int(t.effect ? static_cast<int>(*t.effect) : -1);
   }
-  if (p.affinity.node_required) {
-    for (const auto& term : p.affinity.node_required->terms) {
+  if (p.affinity().node_required) {
+    for (const auto& term : p.affinity().node_required->terms) {
       w.Tag('a');
       w.Requirements(term.match_expressions);
       w.Tag('f');
@@ -89,7 +89,7 @@ void WriteNodeConstraints(const Pod& p, KeyWriter& w) {
 // its labels. Only for pods with such rules.
 void WriteInterPodRules(const Pod& p, KeyWriter& w) {
   for (const auto* terms :
-       {&p.affinity.pod_affinity_required, &p.affinity.pod_anti_affinity_required}) {
+       {&p.affinity().pod_affinity_required, &p.affinity().pod_anti_affinity_required}) {
     w.Tag('P');
     for (const auto& t : *terms) {
       w.Str(t.topology_key);
@@ -98,7 +98,7 @@ void WriteInterPodRules(const Pod& p, KeyWriter& w) {
       w.Tag(t.namespace_selector ? 'S' : '-');
     }
   }
-  for (const auto& c : p.topology_spread_constraints) {
+  for (const auto& c : p.topology_spread_constraints()) {
     w.Tag('s');
     w.Str(c.topology_key);
     w.Int(c.max_skew);
@@ -117,7 +117,7 @@ void WriteInterPodRules(const Pod& p, KeyWriter& w) {
 }
 
 void WriteHostPorts(const Pod& p, KeyWriter& w) {
-  for (const auto* list : {&p.init_containers, &p.containers})
+  for (const auto* list : {&p.init_containers(), &p.containers})
     for (const auto& c : *list)
       for (const auto& port : c.ports)
         if (port.host_port != 0) {
@@ -139,13 +139,13 @@ std::string EquivalenceKey(const model::Pod& p) {
   WriteOwnerAndRequests(p, w);
   WriteNodeConstraints(p, w);
   bool inter_pod = p.has_required_affinity || p.has_required_anti_affinity ||
-                   !p.topology_spread_constraints.empty();
+                   !p.topology_spread_constraints().empty();
   if (inter_pod) WriteInterPodRules(p, w);
   WriteHostPorts(p, w);
   // Claims: pods naming the same claims or templates are interchangeable. A claim generated from
   // a template for one pod is not written: pending pods' generated claims are unallocated and
   // equal to their template's.
-  for (const auto& c : p.resource_claims) {
+  for (const auto& c : p.resource_claims()) {
     w.Tag('r');
     w.Str(c.name);
     w.Str(c.claim_name);

@@ -45,14 +45,14 @@ std::set<std::string, std::less<>> ReferencedKeys(const std::vector<const Pod*>&
   std::set<std::string, std::less<>> keys;
   auto inter_pod = [&](const Pod& p) {
     for (const auto* terms :
-         {&p.affinity.pod_affinity_required, &p.affinity.pod_anti_affinity_required})
+         {&p.affinity().pod_affinity_required, &p.affinity().pod_anti_affinity_required})
       for (const auto& t : *terms) keys.insert(t.topology_key);
-    for (const auto& c : p.topology_spread_constraints) keys.insert(c.topology_key);
+    for (const auto& c : p.topology_spread_constraints()) keys.insert(c.topology_key);
   };
   for (const Pod* p : pending) {
     for (const auto& [k, v] : p->node_selector) keys.insert(k);
-    if (p->affinity.node_required)
-      for (const auto& term : p->affinity.node_required->terms)
+    if (p->affinity().node_required)
+      for (const auto& term : p->affinity().node_required->terms)
         for (const auto& r : term.match_expressions) keys.insert(r.key);
     inter_pod(*p);
   }

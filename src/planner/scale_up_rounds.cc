@@ -35,15 +35,15 @@ ExpanderOption FluidOption(const PoolState& ps, const std::vector<const Pod*>& p
 
 // The pod has a DoNotSchedule spread constraint.
 bool HasSpread(const Pod& pod) {
-  return std::any_of(pod.topology_spread_constraints.begin(), pod.topology_spread_constraints.end(),
-                     [](const auto& c) {
+  return std::any_of(pod.topology_spread_constraints().begin(),
+                     pod.topology_spread_constraints().end(), [](const auto& c) {
                        return c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule;
                      });
 }
 // The pod has a DoNotSchedule spread constraint on a key other than the hostname.
 bool HasDomainSpread(const Pod& pod) {
-  return std::any_of(pod.topology_spread_constraints.begin(), pod.topology_spread_constraints.end(),
-                     [](const auto& c) {
+  return std::any_of(pod.topology_spread_constraints().begin(),
+                     pod.topology_spread_constraints().end(), [](const auto& c) {
                        return c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule &&
                               c.topology_key != model::kLabelHostname;
                      });

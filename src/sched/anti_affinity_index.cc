@@ -39,13 +39,13 @@ void AntiAffinityIndex::ForEachList(const model::PodAffinityTerm& term, F&& f) {
 }
 
 void AntiAffinityIndex::Add(const model::Pod& pod, uint32_t node) {
-  const auto& terms = pod.affinity.pod_anti_affinity_required;
+  const auto& terms = pod.affinity().pod_anti_affinity_required;
   for (uint32_t t = 0; t < terms.size(); ++t)
     ForEachList(terms[t], [&](std::vector<Entry>& list) { list.push_back({&pod, t, node}); });
 }
 
 void AntiAffinityIndex::Remove(const model::Pod& pod, uint32_t node) {
-  const auto& terms = pod.affinity.pod_anti_affinity_required;
+  const auto& terms = pod.affinity().pod_anti_affinity_required;
   for (uint32_t t = 0; t < terms.size(); ++t) {
     ForEachList(terms[t], [&](std::vector<Entry>& list) {
       // Reverts remove the latest additions first: search from the back.

@@ -17,7 +17,7 @@ namespace tidepool::sched {
 
 class AntiAffinityIndex {
  public:
-  // One term of a placed pod: owner->affinity.pod_anti_affinity_required[term], on `node`.
+  // One term of a placed pod: owner->affinity().pod_anti_affinity_required[term], on `node`.
   struct Entry {
     const model::Pod* owner;
     uint32_t term;

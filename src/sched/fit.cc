@@ -54,7 +54,7 @@ Verdict StaticVerdict(const Pod& pod, const Node& node, bool unschedulable, bool
       return v;
     }
   }
-  if ((!pod.node_selector.empty() || pod.affinity.node_required) && !MatchesAffinity(pod, node)) {
+  if ((!pod.node_selector.empty() || pod.affinity().node_required) && !MatchesAffinity(pod, node)) {
     return Reject(FitCode::kNodeAffinity);
   }
   return {};
@@ -231,17 +231,17 @@ FitResult ClaimsResult(const PodClaims* claims, const DraState* dra, const Node&
 FitChecker::FitChecker(const Pod& pod, const ClusterSnapshot& snapshot)
     : pod_(&pod), snapshot_(&snapshot) {
   TIDEPOOL_CHECK_MSG(pod.requests.pods() > 0, "fit check of a pod without Finalize()");
-  if (!pod.resource_claims.empty() && snapshot.dra() != nullptr) {
+  if (!pod.resource_claims().empty() && snapshot.dra() != nullptr) {
     claims_ = &snapshot.dra()->ClaimsOf(pod);
   }
   bool has_ports = false;
   ForEachHostPort(pod, [&](const model::ContainerPort&) { has_ports = true; });
-  bool has_terms = !pod.affinity.pod_affinity_required.empty() ||
-                   !pod.affinity.pod_anti_affinity_required.empty();
+  bool has_terms = !pod.affinity().pod_affinity_required.empty() ||
+                   !pod.affinity().pod_anti_affinity_required.empty();
   bool existing_anti = snapshot.PodsWithRequiredAntiAffinity() > 0;
   bool has_spread =
-      std::any_of(pod.topology_spread_constraints.begin(), pod.topology_spread_constraints.end(),
-                  [](const auto& c) {
+      std::any_of(pod.topology_spread_constraints().begin(),
+                  pod.topology_spread_constraints().end(), [](const auto& c) {
                     return c.when_unsatisfiable == model::WhenUnsatisfiable::kDoNotSchedule;
                   });
   if (!has_ports && !has_terms && !existing_anti && !has_spread) return;
@@ -324,7 +324,7 @@ template <bool kReason>
     const Verdict inter_pod = pre_->InterPodVerdict(t);
     if (!inter_pod.fits()) return Failure<kReason>(inter_pod);
   }
-  if (pod_->resource_claims.empty()) return FitResult::Fit();
+  if (pod_->resource_claims().empty()) return FitResult::Fit();
   if constexpr (!kReason) {
     if (claims_ == nullptr || !snapshot_->dra()->CanAllocate(*claims_, node))
       return Failure<false>(Reject(FitCode::kDynamicResources));
@@ -368,7 +368,7 @@ FitResult FitChecker::CheckTemplate(const Node& node, const Resources& existing_
 }
 
 FitResult CheckClaims(const Pod& pod, const Node& node, const ClusterSnapshot& snapshot) {
-  if (pod.resource_claims.empty()) return FitResult::Fit();
+  if (pod.resource_claims().empty()) return FitResult::Fit();
   const DraState* dra = snapshot.dra();
   return ClaimsResult(dra != nullptr ? &dra->ClaimsOf(pod) : nullptr, dra, node);
 }

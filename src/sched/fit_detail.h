@@ -59,7 +59,7 @@ inline bool MatchesAffinity(const Pod& pod, const Node& node) {
     const std::string* v = FindLabel(node.labels(), key);
     if (v == nullptr || *v != value) return false;
   }
-  const auto& required = pod.affinity.node_required;
+  const auto& required = pod.affinity().node_required;
   return !required || required->Matches(node.labels(), node.name());
 }
 
@@ -67,7 +67,7 @@ inline bool MatchesAffinity(const Pod& pod, const Node& node) {
 // lists them, without allocating.
 template <typename F>
 void ForEachHostPort(const Pod& pod, F&& f) {
-  for (const auto* list : {&pod.init_containers, &pod.containers})
+  for (const auto* list : {&pod.init_containers(), &pod.containers})
     for (const auto& c : *list)
       for (const auto& p : c.ports)
         if (p.host_port > 0) f(p);

@@ -106,8 +106,8 @@ int32_t LabelMatch::Pods(NodeIndex node) {
 
 void FitChecker::Precomputed::AccountAffinityPod(const Pod& existing, NodeIndex i,
                                                  bool indexed_too) {
-  const auto& affinity_terms = pod->affinity.pod_affinity_required;
-  const auto& anti_terms = pod->affinity.pod_anti_affinity_required;
+  const auto& affinity_terms = pod->affinity().pod_affinity_required;
+  const auto& anti_terms = pod->affinity().pod_anti_affinity_required;
   const std::string& ns = pod->meta.namespace_;
   if (!affinity_terms.empty() && (indexed_too || !affinity_match.indexed()) &&
       MatchesAllTerms(affinity_terms, ns, existing)) {
@@ -130,12 +130,12 @@ void FitChecker::Precomputed::AccountAffinityPod(const Pod& existing, NodeIndex 
 
 void FitChecker::Precomputed::AccountExistingAntiPod(const Pod& existing, NodeIndex i) {
   if (!existing.has_required_anti_affinity) return;
-  const auto& terms = existing.affinity.pod_anti_affinity_required;
+  const auto& terms = existing.affinity().pod_anti_affinity_required;
   for (size_t t = 0; t < terms.size(); ++t) AccountExistingAntiTerm(existing, t, i);
 }
 
 void FitChecker::Precomputed::AccountExistingAntiTerm(const Pod& existing, size_t t, NodeIndex i) {
-  const PodAffinityTerm& term = existing.affinity.pod_anti_affinity_required[t];
+  const PodAffinityTerm& term = existing.affinity().pod_anti_affinity_required[t];
   if (!TermMatches(term, existing.meta.namespace_, *pod)) return;
   const TopologyIndex& topo = snapshot->Topology(term.topology_key);
   uint32_t d = topo.DomainOf(i);
@@ -154,20 +154,20 @@ void FitChecker::Precomputed::ComputeAffinity() {
     const TopologyIndex& topo = snapshot->Topology(t.topology_key);
     return DomainCounts{&topo, std::vector<int32_t>(topo.DomainCount(), 0)};
   };
-  for (const auto& t : pod->affinity.pod_affinity_required) affinity.push_back(init(t));
-  for (const auto& t : pod->affinity.pod_anti_affinity_required) anti_affinity.push_back(init(t));
+  for (const auto& t : pod->affinity().pod_affinity_required) affinity.push_back(init(t));
+  for (const auto& t : pod->affinity().pod_anti_affinity_required) anti_affinity.push_back(init(t));
   const std::string& ns = pod->meta.namespace_;
-  self_matches_affinity = MatchesAllTerms(pod->affinity.pod_affinity_required, ns, *pod);
+  self_matches_affinity = MatchesAllTerms(pod->affinity().pod_affinity_required, ns, *pod);
   auto match = [&](const PodAffinityTerm& t) {
     const std::string* term_ns = TermNamespace(t, ns);
     return t.has_label_selector && term_ns != nullptr
                ? fit_detail::MatchByLabel(*snapshot, *term_ns, t.label_selector, true)
                : LabelMatch{};
   };
-  if (pod->affinity.pod_affinity_required.size() == 1)
-    affinity_match = match(pod->affinity.pod_affinity_required.front());
-  for (const auto& t : pod->affinity.pod_anti_affinity_required) anti_match.push_back(match(t));
-  bool scan = (!pod->affinity.pod_affinity_required.empty() && !affinity_match.indexed()) ||
+  if (pod->affinity().pod_affinity_required.size() == 1)
+    affinity_match = match(pod->affinity().pod_affinity_required.front());
+  for (const auto& t : pod->affinity().pod_anti_affinity_required) anti_match.push_back(match(t));
+  bool scan = (!pod->affinity().pod_affinity_required.empty() && !affinity_match.indexed()) ||
               std::any_of(anti_match.begin(), anti_match.end(),
                           [](const LabelMatch& m) { return !m.indexed(); });
   CountIndexedAffinity();
@@ -315,11 +315,11 @@ bool FitChecker::Precomputed::InclusionByTopology() const {
   // node for a pod without a nodeSelector or required node affinity (MatchesAffinity).
   if (spread_needs_taints) return false;
   return !spread_needs_affinity ||
-         (pod->node_selector.empty() && !pod->affinity.node_required.has_value());
+         (pod->node_selector.empty() && !pod->affinity().node_required.has_value());
 }
 
 void FitChecker::Precomputed::ComputeSpread() {
-  for (const auto& c : pod->topology_spread_constraints) {
+  for (const auto& c : pod->topology_spread_constraints()) {
     if (c.when_unsatisfiable != model::WhenUnsatisfiable::kDoNotSchedule) continue;
     Spread s;
     s.constraint = &c;

@@ -105,7 +105,7 @@ Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
   // Its pods leave with it, and with them their claims (undone by the DraState's own log).
   if (dra_ != nullptr) {
     for (const model::Pod* p : info.pods)
-      if (!p->resource_claims.empty()) dra_->Unplace(*p);
+      if (!p->resource_claims().empty()) dra_->Unplace(*p);
   }
   if (info.pods_with_required_anti_affinity > 0) {
     for (const model::Pod* p : info.pods)
@@ -168,7 +168,7 @@ Result<void> ClusterSnapshot::AddPod(const model::Pod* pod, NodeIndex node) {
   TIDEPOOL_CHECK_MSG(pod->requests.pods() > 0, "pod added without Finalize()");
   PlacePod(pod, node);
   Record({Op::kAddPod, node, pod, 0});
-  if (dra_ != nullptr && !pod->resource_claims.empty()) dra_->Place(*pod, *nodes_[node].node);
+  if (dra_ != nullptr && !pod->resource_claims().empty()) dra_->Place(*pod, *nodes_[node].node);
   return {};
 }
 
@@ -213,7 +213,7 @@ Result<void> ClusterSnapshot::RemovePod(const model::Pod* pod, NodeIndex node) {
   const model::Pod* placed = pods[position];
   UnplacePodAt(node, static_cast<uint32_t>(position));
   Record({Op::kRemovePod, node, placed, static_cast<uint32_t>(position)});
-  if (dra_ != nullptr && !placed->resource_claims.empty()) dra_->Unplace(*placed);
+  if (dra_ != nullptr && !placed->resource_claims().empty()) dra_->Unplace(*placed);
   return {};
 }
 

@@ -21,7 +21,7 @@ std::optional<SkipReason> SkipOf(const model::Pod& pod) {
   }
   const model::Resources& r = pod.requests;
   if (r.cpu_milli() == 0 && r.memory() == 0 && r.gpus() == 0) return SkipReason::kNoRequests;
-  if (!pod.resource_claims.empty()) return SkipReason::kResourceClaims;
+  if (!pod.resource_claims().empty()) return SkipReason::kResourceClaims;
   return std::nullopt;
 }
 

@@ -28,7 +28,7 @@ void AddPlacement(const JobSpec& job, model::Pod& p) {
     model::NodeSelectorTerm term;
     term.match_expressions.push_back(
         {std::string(kGpuModelLabel), model::SelectorOp::kIn, job.gpu_models});
-    p.affinity.node_required = model::NodeSelector{{std::move(term)}};
+    p.mutable_affinity().node_required = model::NodeSelector{{std::move(term)}};
   }
 }
 
@@ -39,11 +39,11 @@ model::Pod ReplayPod(const model::Pod& observed, Time submit) {
   p.meta.creation_timestamp = submit;
   p.meta.annotations.erase(std::string(planner::kLastCheckpointAnnotation));
   p.node_name.clear();
-  p.nominated_node_name.clear();
+  p.ClearNomination();
   p.phase = model::PodPhase::kPending;
   p.unschedulable_condition = false;
   p.start_time.reset();
-  p.resource_claim_statuses.clear();
+  if (!p.resource_claim_statuses().empty()) p.mutable_resource_claim_statuses().clear();
   return p;
 }
 

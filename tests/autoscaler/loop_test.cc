@@ -775,7 +775,7 @@ spec:
   pool.device_slices = model::TemplateSlices(pool.name, pool.template_node.meta.name, pool.devices);
   w.Start();
   model::Pod& p = w.AddPod("p1", {{"cpu", "1"}});
-  p.resource_claims.push_back({.name = "gpu", .template_name = "one-gpu"});
+  p.mutable_resource_claims().push_back({.name = "gpu", .template_name = "one-gpu"});
   p.Finalize();
   w.RunUntil(w.now + seconds(1));
   ASSERT_EQ(w.target["dra"], 1);

@@ -133,13 +133,13 @@ TEST_F(SeedStateTest, DaemonSetPods) {
   EXPECT_EQ(p.scheduler_name, "default-scheduler");
   EXPECT_TRUE(p.host_network);
   EXPECT_EQ(p.priority, 2000001000);
-  EXPECT_EQ(p.priority_class_name, "system-node-critical");
+  EXPECT_EQ(p.priority_class_name(), "system-node-critical");
   EXPECT_EQ(p.phase, model::PodPhase::kRunning);
   EXPECT_EQ(p.requests.cpu_milli(), 100);
   EXPECT_EQ(p.requests.pods(), 1);
-  ASSERT_TRUE(p.affinity.node_required.has_value());
-  ASSERT_EQ(p.affinity.node_required->terms.size(), 1u);
-  const auto& field = p.affinity.node_required->terms[0].match_fields;
+  ASSERT_TRUE(p.affinity().node_required.has_value());
+  ASSERT_EQ(p.affinity().node_required->terms.size(), 1u);
+  const auto& field = p.affinity().node_required->terms[0].match_fields;
   ASSERT_EQ(field.size(), 1u);
   EXPECT_EQ(field[0].key, "metadata.name");
   EXPECT_EQ(field[0].op, model::SelectorOp::kIn);
@@ -633,8 +633,8 @@ spec:
   overhead: {cpu: 250m, memory: 120Mi}
   containers: [{resources: {requests: {cpu: 1}}}]
 )");
-  EXPECT_EQ(p.overhead.cpu_milli(), 250);
-  EXPECT_EQ(p.overhead.memory(), 120LL << 20);
+  EXPECT_EQ(p.overhead().cpu_milli(), 250);
+  EXPECT_EQ(p.overhead().memory(), 120LL << 20);
   EXPECT_EQ(p.requests.cpu_milli(), 1250);
 }
 
@@ -687,11 +687,11 @@ spec:
   - name: train
     resources: {requests: {cpu: 500m, memory: 1Gi}}
 )");
-  ASSERT_EQ(p.init_containers.size(), 2u);
-  EXPECT_EQ(p.init_containers[0].name, "proxy");
-  EXPECT_TRUE(p.init_containers[0].restartable);
-  EXPECT_FALSE(p.init_containers[1].restartable);
-  EXPECT_EQ(p.init_containers[1].requests.memory(), 2LL << 30);
+  ASSERT_EQ(p.init_containers().size(), 2u);
+  EXPECT_EQ(p.init_containers()[0].name, "proxy");
+  EXPECT_TRUE(p.init_containers()[0].restartable);
+  EXPECT_FALSE(p.init_containers()[1].restartable);
+  EXPECT_EQ(p.init_containers()[1].requests.memory(), 2LL << 30);
   ASSERT_EQ(p.containers.size(), 1u);
   EXPECT_FALSE(p.containers[0].restartable);
   // The download runs next to the sidecar (1 + 0.1 cpu); the app with it needs 0.6.
@@ -723,8 +723,8 @@ spec:
       - weight: 10
         preference: {matchExpressions: [{key: zone, operator: In, values: ["1"]}]}
 )");
-  ASSERT_TRUE(p.affinity.node_required.has_value());
-  const auto& terms = p.affinity.node_required->terms;
+  ASSERT_TRUE(p.affinity().node_required.has_value());
+  const auto& terms = p.affinity().node_required->terms;
   ASSERT_EQ(terms.size(), 2u);
   ASSERT_EQ(terms[0].match_expressions.size(), 3u);
   EXPECT_EQ(terms[0].match_expressions[0].op, model::SelectorOp::kGt);
@@ -737,9 +737,9 @@ spec:
   EXPECT_EQ(terms[1].match_fields[0].key, "metadata.name");
   EXPECT_THAT(terms[1].match_fields[0].values, ElementsAre("node-7"));
   // The decoded selector behaves: gpu-count 4 matches term 0, node-7 matches term 1.
-  EXPECT_TRUE(p.affinity.node_required->Matches({{"gpu-count", "4"}}, "other"));
-  EXPECT_FALSE(p.affinity.node_required->Matches({{"gpu-count", "12"}}, "other"));
-  EXPECT_TRUE(p.affinity.node_required->Matches({}, "node-7"));
+  EXPECT_TRUE(p.affinity().node_required->Matches({{"gpu-count", "4"}}, "other"));
+  EXPECT_FALSE(p.affinity().node_required->Matches({{"gpu-count", "12"}}, "other"));
+  EXPECT_TRUE(p.affinity().node_required->Matches({}, "node-7"));
 }
 
 TEST(PodDecodeTest, NoRequiredNodeAffinityMeansNone) {
@@ -751,7 +751,7 @@ spec:
     nodeAffinity:
       preferredDuringSchedulingIgnoredDuringExecution: []
 )");
-  EXPECT_FALSE(p.affinity.node_required.has_value());
+  EXPECT_FALSE(p.affinity().node_required.has_value());
   EXPECT_EQ(p.node_selector.at("disktype"), "ssd");
 }
 
@@ -776,20 +776,20 @@ spec:
       - weight: 1
         podAffinityTerm: {topologyKey: x}
 )");
-  ASSERT_EQ(p.affinity.pod_affinity_required.size(), 1u);
-  const auto& a = p.affinity.pod_affinity_required[0];
+  ASSERT_EQ(p.affinity().pod_affinity_required.size(), 1u);
+  const auto& a = p.affinity().pod_affinity_required[0];
   EXPECT_TRUE(a.has_label_selector);
   EXPECT_EQ(a.label_selector.match_labels.at("job"), "resnet");
   EXPECT_THAT(a.namespaces, ElementsAre("team-a", "team-b"));
   EXPECT_FALSE(a.namespace_selector.has_value());
   EXPECT_EQ(a.topology_key, "topology.kubernetes.io/zone");
-  ASSERT_EQ(p.affinity.pod_anti_affinity_required.size(), 2u);
-  const auto& anti = p.affinity.pod_anti_affinity_required[0];
+  ASSERT_EQ(p.affinity().pod_anti_affinity_required.size(), 2u);
+  const auto& anti = p.affinity().pod_anti_affinity_required[0];
   ASSERT_EQ(anti.label_selector.match_expressions.size(), 1u);
   EXPECT_EQ(anti.label_selector.match_expressions[0].op, model::SelectorOp::kExists);
   ASSERT_TRUE(anti.namespace_selector.has_value());
   EXPECT_EQ(anti.namespace_selector->match_labels.at("tier"), "ml");
-  EXPECT_FALSE(p.affinity.pod_anti_affinity_required[1].has_label_selector);
+  EXPECT_FALSE(p.affinity().pod_anti_affinity_required[1].has_label_selector);
   EXPECT_TRUE(p.has_required_affinity);
   EXPECT_TRUE(p.has_required_anti_affinity);
 }
@@ -846,8 +846,8 @@ spec:
     nodeTaintsPolicy: Honor
     matchLabelKeys: [pod-template-hash]
 )");
-  ASSERT_EQ(p.topology_spread_constraints.size(), 2u);
-  const auto& d = p.topology_spread_constraints[0];
+  ASSERT_EQ(p.topology_spread_constraints().size(), 2u);
+  const auto& d = p.topology_spread_constraints()[0];
   EXPECT_EQ(d.max_skew, 1);
   EXPECT_EQ(d.topology_key, "topology.kubernetes.io/zone");
   EXPECT_EQ(d.when_unsatisfiable, model::WhenUnsatisfiable::kDoNotSchedule);
@@ -856,7 +856,7 @@ spec:
   EXPECT_EQ(d.node_affinity_policy, model::InclusionPolicy::kHonor);
   EXPECT_EQ(d.node_taints_policy, model::InclusionPolicy::kIgnore);
   EXPECT_TRUE(d.match_label_keys.empty());
-  const auto& c = p.topology_spread_constraints[1];
+  const auto& c = p.topology_spread_constraints()[1];
   EXPECT_EQ(c.max_skew, 2);
   EXPECT_EQ(c.when_unsatisfiable, model::WhenUnsatisfiable::kScheduleAnyway);
   EXPECT_TRUE(c.has_label_selector);
@@ -895,7 +895,7 @@ spec:
 )");
   EXPECT_TRUE(host.host_network);
   EXPECT_EQ(host.containers[0].ports[0].host_port, 10250);
-  EXPECT_EQ(host.init_containers[0].ports[0].host_port, 9000);
+  EXPECT_EQ(host.init_containers()[0].ports[0].host_port, 9000);
 }
 
 TEST(PodDecodeTest, Volumes) {
@@ -925,6 +925,32 @@ spec:
   EXPECT_EQ(p.volumes[4].claim_name, "trainer-ckpt");
   EXPECT_EQ(p.volumes[5].kind, Kind::kOther);
   EXPECT_EQ(p.volumes[5].name, "cfg");
+}
+
+// A pod that has none of the usually empty parts (model::PodExtras) decodes without them; one
+// part present, even empty, gives the pod its extras.
+TEST(PodDecodeTest, APlainPodCarriesNoExtras) {
+  model::Pod plain = PodFrom(R"(
+metadata: {name: plain, namespace: default}
+spec:
+  schedulerName: default-scheduler
+  nodeSelector: {pool: cpu}
+  containers: [{name: main, resources: {requests: {cpu: 100m}}}]
+  initContainers: []
+  topologySpreadConstraints: []
+  affinity: null
+status: {phase: Pending}
+)");
+  EXPECT_FALSE(plain.HasExtras());
+  EXPECT_EQ(plain.requests.cpu_milli(), 100);
+  model::Pod with = PodFrom(R"(
+metadata: {name: with, namespace: default}
+spec:
+  containers: [{name: main}]
+  priorityClassName: batch-low
+)");
+  EXPECT_TRUE(with.HasExtras());
+  EXPECT_EQ(with.priority_class_name(), "batch-low");
 }
 
 TEST(PodDecodeTest, MetadataAndStatus) {
@@ -963,11 +989,11 @@ status:
   EXPECT_EQ(p.meta.Controller()->name, "bert-j");
   EXPECT_EQ(p.priority, -5);
   EXPECT_EQ(p.PriorityOrZero(), -5);
-  EXPECT_EQ(p.priority_class_name, "batch-low");
+  EXPECT_EQ(p.priority_class_name(), "batch-low");
   EXPECT_EQ(p.scheduler_name, "volcano");
   EXPECT_EQ(p.phase, model::PodPhase::kSucceeded);
   EXPECT_TRUE(p.IsTerminal());
-  EXPECT_EQ(p.nominated_node_name, "node-3");
+  EXPECT_EQ(p.nominated_node_name(), "node-3");
   EXPECT_EQ(p.start_time, T("2024-01-02T03:04:06Z"));
   EXPECT_FALSE(p.unschedulable_condition);  // not reason Unschedulable
 

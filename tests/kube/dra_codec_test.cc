@@ -245,11 +245,11 @@ status:
   resourceClaimStatuses: [{name: gpu, resourceClaimName: p-gpu-x7k2q}]
 )"));
   ASSERT_TRUE(pod.has_value()) << pod.error().message();
-  ASSERT_EQ(pod->resource_claims.size(), 2u);
-  EXPECT_EQ(pod->resource_claims[0].template_name, "one-gpu");
-  EXPECT_EQ(pod->resource_claims[1].claim_name, "pair");
-  ASSERT_EQ(pod->resource_claim_statuses.size(), 1u);
-  EXPECT_EQ(pod->resource_claim_statuses[0].claim_name, "p-gpu-x7k2q");
+  ASSERT_EQ(pod->resource_claims().size(), 2u);
+  EXPECT_EQ(pod->resource_claims()[0].template_name, "one-gpu");
+  EXPECT_EQ(pod->resource_claims()[1].claim_name, "pair");
+  ASSERT_EQ(pod->resource_claim_statuses().size(), 1u);
+  EXPECT_EQ(pod->resource_claim_statuses()[0].claim_name, "p-gpu-x7k2q");
   EXPECT_THAT(
       ErrorOf(DecodePod(One("kind: Pod\nmetadata: {name: p}\nspec: {resourceClaims: [{name: g, "
                             "resourceClaimName: a, resourceClaimTemplateName: b}]}\n"))),

@@ -82,7 +82,7 @@ TEST(EffectiveRequests, NoRequestsStillTakesAPodSlot) {
 TEST(EffectiveRequests, InitContainerLargerThanApp) {
   Pod p;
   p.containers = {C("100m", "100Mi")};
-  p.init_containers = {C("2", "50Mi"), C("500m", "1Gi")};
+  p.mutable_init_containers() = {C("2", "50Mi"), C("500m", "1Gi")};
   Resources r = EffectiveRequests(p);
   EXPECT_EQ(r.cpu_milli(), 2000);           // the first init container's cpu
   EXPECT_EQ(r.memory(), int64_t{1} << 30);  // the second init container's memory
@@ -92,7 +92,7 @@ TEST(EffectiveRequests, SidecarsAddToAppsAndToLaterInits) {
   Pod p;
   p.containers = {C("1", "1Gi")};
   // A sidecar, then a regular init container that runs next to it.
-  p.init_containers = {C("500m", "100Mi", /*restartable=*/true), C("2", "100Mi")};
+  p.mutable_init_containers() = {C("500m", "100Mi", /*restartable=*/true), C("2", "100Mi")};
   Resources r = EffectiveRequests(p);
   // Apps + sidecar = 1.5 cpu; init peak = 2 + 0.5 = 2.5 cpu.
   EXPECT_EQ(r.cpu_milli(), 2500);
@@ -102,7 +102,7 @@ TEST(EffectiveRequests, SidecarsAddToAppsAndToLaterInits) {
 TEST(EffectiveRequests, InitBeforeSidecarDoesNotCountIt) {
   Pod p;
   p.containers = {C("1", "1Gi")};
-  p.init_containers = {C("1200m", "100Mi"), C("500m", "100Mi", /*restartable=*/true)};
+  p.mutable_init_containers() = {C("1200m", "100Mi"), C("500m", "100Mi", /*restartable=*/true)};
   Resources r = EffectiveRequests(p);
   EXPECT_EQ(r.cpu_milli(), 1500);  // apps + sidecar beats the lone 1.2 cpu init container
 }
@@ -110,7 +110,7 @@ TEST(EffectiveRequests, InitBeforeSidecarDoesNotCountIt) {
 TEST(EffectiveRequests, OverheadIsAdded) {
   Pod p;
   p.containers = {C("1", "1Gi")};
-  p.overhead.SetQuantity(kCpu, Q("250m"));
+  p.mutable_overhead().SetQuantity(kCpu, Q("250m"));
   EXPECT_EQ(EffectiveRequests(p).cpu_milli(), 1250);
 }
 

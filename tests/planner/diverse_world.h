@@ -63,7 +63,7 @@ inline model::Pod DiversePod(std::string name, DiverseKind kind, const std::stri
     c.max_skew = max_skew;
     c.label_selector = sel;
     c.has_label_selector = true;
-    p.topology_spread_constraints.push_back(c);
+    p.mutable_topology_spread_constraints().push_back(c);
   } else if (kind == DiverseKind::kZoneAffinity || kind == DiverseKind::kAntiAffinity) {
     const bool affinity = kind == DiverseKind::kZoneAffinity;
     const std::string key = affinity ? "aff" : "app";
@@ -73,7 +73,8 @@ inline model::Pod DiversePod(std::string name, DiverseKind kind, const std::stri
     t.topology_key = std::string(affinity ? model::kLabelZone : model::kLabelHostname);
     t.label_selector = sel;
     t.has_label_selector = true;
-    (affinity ? p.affinity.pod_affinity_required : p.affinity.pod_anti_affinity_required)
+    (affinity ? p.mutable_affinity().pod_affinity_required
+              : p.mutable_affinity().pod_anti_affinity_required)
         .push_back(t);
   }
   p.Finalize();

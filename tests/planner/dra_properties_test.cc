@@ -90,7 +90,7 @@ TEST(DraProperties, PlansNeverPlaceMoreClaimsOnANodeThanItsDevicesHold) {
       std::string owner = fmt::format("rs{}", rng() % 4);
       p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", owner, owner, true});
       Want w{kProducts[rng() % 3], 1 << (rng() % 3)};
-      p.resource_claims.push_back(
+      p.mutable_resource_claims().push_back(
           {.name = "gpus", .template_name = fmt::format("{}-{}", w.product, w.devices)});
       model::Container c;
       c.requests.Set(model::kCpu, 100);

@@ -109,7 +109,7 @@ TEST(FlexibleNodes, ZonesAreNotMerged) {
     c.max_skew = 1;
     c.label_selector.match_labels["app"] = "spread";
     c.has_label_selector = true;
-    p.topology_spread_constraints.push_back(c);
+    p.mutable_topology_spread_constraints().push_back(c);
     p.Finalize();
     w.pods.push_back(p);
   }
@@ -218,7 +218,7 @@ TEST(FlexibleNodes, APodTriesAgainOnceWhatItsAffinitySelectsIsPlaced) {
   term.topology_key = std::string(model::kLabelZone);
   term.label_selector.match_labels["app"] = "db";
   term.has_label_selector = true;
-  client.affinity.pod_affinity_required.push_back(term);
+  client.mutable_affinity().pod_affinity_required.push_back(term);
   client.Finalize();
   model::Pod db = Single("db", "1", "1Gi");
   db.meta.labels["app"] = "db";

@@ -141,7 +141,7 @@ Pod RandomPod(Gen& g, int index, bool bound) {
     t.topology_key = std::string(model::kLabelHostname);
     t.label_selector.match_labels[std::string(kApp)] = p.meta.labels[std::string(kApp)];
     t.has_label_selector = true;
-    p.affinity.pod_anti_affinity_required.push_back(std::move(t));
+    p.mutable_affinity().pod_anti_affinity_required.push_back(std::move(t));
   }
   int owner = g.Int(0, 9);
   if (owner <= 4) {
@@ -867,7 +867,7 @@ std::unique_ptr<ModelledCase> Modelled(const Case& original) {
     t.topology_key = std::string(model::kLabelPool);
     t.label_selector.match_labels[std::string(kApp)] = p.meta.labels[std::string(kApp)];
     t.has_label_selector = true;
-    p.affinity.pod_anti_affinity_required.push_back(std::move(t));
+    p.mutable_affinity().pod_anti_affinity_required.push_back(std::move(t));
     p.Finalize();
   }
   // The case owns its objects; the model only points at them.

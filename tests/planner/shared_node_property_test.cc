@@ -120,9 +120,9 @@ struct PlannedCluster {
     // its move would be no witness.
     for (const model::Pod* p : moving) {
       for (const model::Pod& other : w.pods) {
-        for (const auto& t : other.affinity.pod_affinity_required)
+        for (const auto& t : other.affinity().pod_affinity_required)
           if (t.label_selector.Matches(p->meta.labels)) return false;
-        for (const auto& c : other.topology_spread_constraints)
+        for (const auto& c : other.topology_spread_constraints())
           if (c.label_selector.Matches(p->meta.labels)) return false;
       }
     }
@@ -174,7 +174,7 @@ TEST(SharedNodeProperty, NoNewNodeWhosePodsTheOthersCouldTake) {
     // (spread_from_zero_test.cc replays such plans through the scheduler's filter instead).
     for (size_t j = 0; j < plan.new_nodes.size(); ++j) {
       for (const model::Pod* p : cluster.pods[j]) {
-        if (!p->topology_spread_constraints.empty()) continue;
+        if (!p->topology_spread_constraints().empty()) continue;
         EXPECT_TRUE(cluster.FitsWhereItIs(*p, j))
             << "seed " << seed << ": pod " << p->meta.name << " on new node " << j;
       }
@@ -249,9 +249,9 @@ struct ConstraintCounts {
     for (const model::Pod& p : w.pods) by_key[p.Key()] = &p;
     std::vector<std::pair<const model::LabelSelector*, std::string>> terms;
     for (const model::Pod& p : w.pods) {
-      for (const auto& t : p.affinity.pod_affinity_required)
+      for (const auto& t : p.affinity().pod_affinity_required)
         terms.emplace_back(&t.label_selector, t.topology_key);
-      for (const auto& c : p.topology_spread_constraints)
+      for (const auto& c : p.topology_spread_constraints())
         terms.emplace_back(&c.label_selector, c.topology_key);
     }
     for (size_t t = 0; t < terms.size(); ++t) {

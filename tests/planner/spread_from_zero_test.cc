@@ -60,7 +60,7 @@ model::Pod SpreadPod(std::string name, model::TopologySpreadConstraint c, std::s
   p.meta.labels["app"] = "spread";
   p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", "rs", "rs-uid", true});
   p.containers.push_back({.name = "main", .requests = Res({{"cpu", cpu}, {"memory", memory}})});
-  p.topology_spread_constraints.push_back(std::move(c));
+  p.mutable_topology_spread_constraints().push_back(std::move(c));
   p.Finalize();
   return p;
 }
@@ -181,7 +181,7 @@ TEST(SpreadFromZero, OnlyEligiblePoolsOfferZones) {
     model::NodeSelectorTerm term;
     term.match_expressions.push_back(
         {std::string(model::kLabelZone), model::SelectorOp::kIn, {"z1", "z2"}});
-    p.affinity.node_required = model::NodeSelector{{term}};
+    p.mutable_affinity().node_required = model::NodeSelector{{term}};
     p.Finalize();
     w.pods.push_back(std::move(p));
   }
@@ -311,7 +311,7 @@ TEST(SpreadFromZero, PlannedPodsPassTheRealFilterOnceTheNodesJoin) {
         model::NodeSelectorTerm term;
         term.match_expressions.push_back(
             {std::string(model::kLabelZone), model::SelectorOp::kIn, allowed});
-        p.affinity.node_required = model::NodeSelector{{term}};
+        p.mutable_affinity().node_required = model::NodeSelector{{term}};
         p.Finalize();
       }
       w.pods.push_back(std::move(p));

@@ -70,8 +70,8 @@ class PodBuilder {
     return *this;
   }
   PodBuilder& InitContainer(ResourceList list) {
-    pod_.init_containers.push_back(
-        {.name = "init" + std::to_string(pod_.init_containers.size()), .requests = Res(list)});
+    pod_.mutable_init_containers().push_back(
+        {.name = "init" + std::to_string(pod_.init_containers().size()), .requests = Res(list)});
     return *this;
   }
   PodBuilder& Label(std::string key, std::string value) {
@@ -89,8 +89,9 @@ class PodBuilder {
   // Adds an ORed term to the required node affinity.
   PodBuilder& NodeAffinityTerm(std::vector<model::SelectorRequirement> expressions,
                                std::vector<model::SelectorRequirement> fields = {}) {
-    if (!pod_.affinity.node_required) pod_.affinity.node_required.emplace();
-    pod_.affinity.node_required->terms.push_back({std::move(expressions), std::move(fields)});
+    if (!pod_.affinity().node_required) pod_.mutable_affinity().node_required.emplace();
+    pod_.mutable_affinity().node_required->terms.push_back(
+        {std::move(expressions), std::move(fields)});
     return *this;
   }
   PodBuilder& Tolerate(std::string key, model::TolerationOp op, std::string value = "",
@@ -106,15 +107,15 @@ class PodBuilder {
     return *this;
   }
   PodBuilder& Affinity(model::PodAffinityTerm term) {
-    pod_.affinity.pod_affinity_required.push_back(std::move(term));
+    pod_.mutable_affinity().pod_affinity_required.push_back(std::move(term));
     return *this;
   }
   PodBuilder& AntiAffinity(model::PodAffinityTerm term) {
-    pod_.affinity.pod_anti_affinity_required.push_back(std::move(term));
+    pod_.mutable_affinity().pod_anti_affinity_required.push_back(std::move(term));
     return *this;
   }
   PodBuilder& Spread(model::TopologySpreadConstraint c) {
-    pod_.topology_spread_constraints.push_back(std::move(c));
+    pod_.mutable_topology_spread_constraints().push_back(std::move(c));
     return *this;
   }
   PodBuilder& Phase(model::PodPhase phase) {

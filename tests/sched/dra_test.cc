@@ -172,7 +172,7 @@ class DraTest : public ::testing::Test {
     } else {
       rc.template_name = claim;
     }
-    p.resource_claims.push_back(rc);
+    p.mutable_resource_claims().push_back(rc);
     p.Finalize();
     return p;
   }
@@ -426,7 +426,7 @@ TEST(DraWithoutStateTest, PodsWithClaimsFitNowhere) {
   ASSERT_TRUE(snap.AddNode(&n).has_value());
   model::Pod p;
   p.meta.name = "p";
-  p.resource_claims.push_back({.name = "gpu", .template_name = "t"});
+  p.mutable_resource_claims().push_back({.name = "gpu", .template_name = "t"});
   p.Finalize();
   FitResult r = FitChecker(p, snap).Check(0);
   EXPECT_EQ(r.code, FitCode::kDynamicResources);

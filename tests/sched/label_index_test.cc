@@ -105,9 +105,9 @@ model::Pod Twin(model::Pod p) {
   auto widen = [](model::LabelSelector& s) {
     s.match_expressions.push_back(Req("app", model::SelectorOp::kExists));
   };
-  for (auto& c : p.topology_spread_constraints) widen(c.label_selector);
-  for (auto& t : p.affinity.pod_affinity_required) widen(t.label_selector);
-  for (auto& t : p.affinity.pod_anti_affinity_required) widen(t.label_selector);
+  for (auto& c : p.mutable_topology_spread_constraints()) widen(c.label_selector);
+  for (auto& t : p.mutable_affinity().pod_affinity_required) widen(t.label_selector);
+  for (auto& t : p.mutable_affinity().pod_anti_affinity_required) widen(t.label_selector);
   p.meta.name += "-twin";
   p.Finalize();
   return p;

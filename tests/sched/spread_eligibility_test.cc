@@ -54,7 +54,7 @@ std::vector<model::Pod> Probes() {
 }
 
 model::Pod Twin(model::Pod p) {
-  for (auto& c : p.topology_spread_constraints)
+  for (auto& c : p.mutable_topology_spread_constraints())
     c.node_taints_policy = model::InclusionPolicy::kHonor;
   p.meta.name += "-twin";
   p.Finalize();

@@ -189,7 +189,9 @@ Result<void> DecodePodSpec(const Json& spec, const FieldPath& path, model::Pod& 
   TIDEPOOL_RETURN_IF_ERROR(ReadString(spec, "schedulerName", path, pod.scheduler_name));
   TIDEPOOL_RETURN_IF_ERROR(ReadStringMap(spec, "nodeSelector", path, pod.node_selector));
   TIDEPOOL_RETURN_IF_ERROR(ReadBool(spec, "hostNetwork", path, pod.host_network));
-  TIDEPOOL_RETURN_IF_ERROR(DecodeAffinity(spec, path, pod.affinity));
+  // The usually empty parts (model::PodExtras) are written only when the object has them.
+  if (Find(spec, "affinity") != nullptr)
+    TIDEPOOL_RETURN_IF_ERROR(DecodeAffinity(spec, path, pod.mutable_affinity()));
   TIDEPOOL_RETURN_IF_ERROR(
       ForEachItem(spec, "tolerations", path, [&](const Json& t, const FieldPath& p) {
         return DecodeToleration(t, p, pod.tolerations.emplace_back());
@@ -202,21 +204,26 @@ Result<void> DecodePodSpec(const Json& spec, const FieldPath& path, model::Pod& 
   TIDEPOOL_RETURN_IF_ERROR(
       ForEachItem(spec, "initContainers", path, [&](const Json& c, const FieldPath& p) {
         return DecodeContainer(c, p, /*init=*/true, pod.host_network,
-                               pod.init_containers.emplace_back());
+                               pod.mutable_init_containers().emplace_back());
       }));
-  TIDEPOOL_RETURN_IF_ERROR(ReadResourceList(spec, "overhead", path, pod.overhead));
+  if (Find(spec, "overhead") != nullptr)
+    TIDEPOOL_RETURN_IF_ERROR(ReadResourceList(spec, "overhead", path, pod.mutable_overhead()));
   TIDEPOOL_RETURN_IF_ERROR(ReadInt32(spec, "priority", path, pod.priority));
-  TIDEPOOL_RETURN_IF_ERROR(ReadString(spec, "priorityClassName", path, pod.priority_class_name));
+  if (Find(spec, "priorityClassName") != nullptr) {
+    TIDEPOOL_RETURN_IF_ERROR(
+        ReadString(spec, "priorityClassName", path, pod.mutable_priority_class_name()));
+  }
   TIDEPOOL_RETURN_IF_ERROR(
       ForEachItem(spec, "topologySpreadConstraints", path, [&](const Json& c, const FieldPath& p) {
-        return DecodeSpreadConstraint(c, p, pod.topology_spread_constraints.emplace_back());
+        return DecodeSpreadConstraint(c, p,
+                                      pod.mutable_topology_spread_constraints().emplace_back());
       }));
   TIDEPOOL_RETURN_IF_ERROR(
       ForEachItem(spec, "volumes", path, [&](const Json& v, const FieldPath& p) {
         return DecodeVolume(v, p, pod.meta.name, pod.volumes.emplace_back());
       }));
   return ForEachItem(spec, "resourceClaims", path, [&](const Json& c, const FieldPath& p) {
-    return DecodePodResourceClaim(c, p, pod.resource_claims.emplace_back());
+    return DecodePodResourceClaim(c, p, pod.mutable_resource_claims().emplace_back());
   });
 }
 
@@ -234,12 +241,15 @@ Result<void> DecodePodStatus(const Json& status, const FieldPath& path, model::P
         }
         return {};
       }));
-  TIDEPOOL_RETURN_IF_ERROR(ReadString(status, "nominatedNodeName", path, pod.nominated_node_name));
+  if (Find(status, "nominatedNodeName") != nullptr) {
+    TIDEPOOL_RETURN_IF_ERROR(
+        ReadString(status, "nominatedNodeName", path, pod.mutable_nominated_node_name()));
+  }
   TIDEPOOL_RETURN_IF_ERROR(ReadTime(status, "startTime", path, pod.start_time));
   return ForEachItem(status, "resourceClaimStatuses", path,
                      [&](const Json& c, const FieldPath& p) -> Result<void> {
                        TIDEPOOL_RETURN_IF_ERROR(ExpectObject(c, p));
-                       auto& out = pod.resource_claim_statuses.emplace_back();
+                       auto& out = pod.mutable_resource_claim_statuses().emplace_back();
                        TIDEPOOL_RETURN_IF_ERROR(ReadString(c, "name", p, out.name));
                        return ReadString(c, "resourceClaimName", p, out.claim_name);
                      });

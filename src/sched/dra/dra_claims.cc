@@ -82,7 +82,7 @@ const PodClaims& DraState::Impl::ClaimsOf(const model::Pod& pod) {
   if (auto it = pod_claims.find(&pod); it != pod_claims.end()) return *it->second;
   auto out = std::make_unique<PodClaims>();
   const std::string& ns = pod.meta.namespace_;
-  for (const auto& rc : pod.resource_claims) {
+  for (const auto& rc : pod.resource_claims()) {
     PodClaim& c = out->claims.emplace_back();
     const model::ResourceClaimSpec* spec = nullptr;
     if (!rc.claim_name.empty()) {
@@ -97,7 +97,7 @@ const PodClaims& DraState::Impl::ClaimsOf(const model::Pod& pod) {
       spec = &it->second->spec;
     } else {
       // The claim the control plane generated for this pod, if it exists already.
-      for (const auto& st : pod.resource_claim_statuses) {
+      for (const auto& st : pod.resource_claim_statuses()) {
         if (st.name != rc.name || st.claim_name.empty()) continue;
         if (auto it = claims.find(ns + "/" + st.claim_name); it != claims.end())
           c.claim = it->second;

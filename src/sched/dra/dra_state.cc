@@ -198,7 +198,7 @@ std::string DraState::Diagnose(const PodClaims& claims, const model::Node& node)
 }
 
 void DraState::Place(const model::Pod& pod, const model::Node& node) {
-  if (pod.resource_claims.empty()) return;
+  if (pod.resource_claims().empty()) return;
   const PodClaims& claims = impl_->ClaimsOf(pod);
   if (!claims.error.empty()) return;
   auto pending = impl_->Pending(claims, node);
@@ -231,7 +231,7 @@ void DraState::Place(const model::Pod& pod, const model::Node& node) {
 }
 
 void DraState::Unplace(const model::Pod& pod) {
-  if (pod.resource_claims.empty()) return;
+  if (pod.resource_claims().empty()) return;
   const PodClaims& claims = impl_->ClaimsOf(pod);
   if (!claims.error.empty()) return;
   for (const PodClaim& c : claims.claims) {
@@ -298,7 +298,7 @@ std::vector<std::string> DraState::ForeignClaimsOn(
     if (impl_->devices[id].node_local) on_node[id] = 1;
   std::vector<const void*> used;
   for (const model::Pod* p : pods) {
-    if (p->resource_claims.empty()) continue;
+    if (p->resource_claims().empty()) continue;
     for (const PodClaim& c : impl_->ClaimsOf(*p).claims) used.push_back(ClaimKey(c));
   }
   std::vector<std::string> out;

@@ -138,7 +138,7 @@ TEST(AzureSkuDevicesTest, ClaimSelectorsPickTheMatchingSize) {
   model::Pod pod;
   pod.meta.name = "train";
   pod.meta.namespace_ = "ml";
-  pod.resource_claims.push_back({.name = "gpu", .template_name = "a100-sxm"});
+  pod.mutable_resource_claims().push_back({.name = "gpu", .template_name = "a100-sxm"});
   pod.Finalize();
   sched::FitChecker checker(pod, snap);
   EXPECT_TRUE(checker.CheckTemplate(pools[0].template_node, {}, 0).fits());
