@@ -200,6 +200,7 @@ void ScaleDownRun::UndoSimulate(NodeIndex c, bool was_usable,
 
 Duration ScaleDownRun::PassHorizon(NodeIndex n) {
   if (horizon_[n] != kUnknown) return horizon_[n];
+  OwnPodsFromModel(n);
   const NodeEntry& e = entries_[n];
   const model::ConsolidationConfig& c = config_.consolidation;
   Duration h{};

@@ -180,6 +180,7 @@ void ScaleDownRun::AddPods() {
   for (NodeIndex i : by_name_) {
     NodeEntry& e = entries_[i];
     if (e.being_deleted) {
+      OwnPodsFromModel(i);
       TIDEPOOL_CHECK(snapshot_.RemoveNode(e.node->name()).has_value());
       AddFacts(e, /*blockers=*/false);  // never a candidate (NodeKeep)
     }
@@ -190,13 +191,12 @@ void ScaleDownRun::AddPods() {
 
 void ScaleDownRun::CollectOwnPods(std::vector<model::Resources>& requested) {
   if (OnModel()) {
+    // The model's nodes hold their pods' requests and the part that stays on drain: the pods
+    // themselves are read only on the nodes that need them (OwnPodsFromModel).
     for (NodeIndex i : by_name_) {
-      NodeEntry& e = entries_[i];
-      for (const model::Pod* pod : snapshot_.Get(i).pods) {
-        if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
-        e.own.push_back(pod);
-        requested[i] += pod->requests;
-      }
+      const NodeInfo& info = snapshot_.Get(i);
+      requested[i] = info.requested - info.staying_requested;
+      entries_[i].model_pods = static_cast<uint32_t>(info.pods.size());
     }
     return;
   }
@@ -215,6 +215,16 @@ void ScaleDownRun::CollectOwnPods(std::vector<model::Resources>& requested) {
     e.own.push_back(pod);
     requested[i] += pod->requests;
   }
+}
+
+void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
+  NodeEntry& e = entries_[i];
+  if (!OnModel() || e.own_read) return;  // built: CollectOwnPods filled them
+  e.own_read = true;
+  const std::vector<const model::Pod*>& pods = snapshot_.Get(i).pods;
+  TIDEPOOL_CHECK(e.model_pods <= pods.size());
+  for (uint32_t k = 0; k < e.model_pods; ++k)
+    if (DrainRoleOf(*pods[k]) == DrainRole::kMove) e.own.push_back(pods[k]);
 }
 
 bool ScaleDownRun::ByKey(const model::Pod* a, const model::Pod* b) {
@@ -264,7 +274,10 @@ void ScaleDownRun::WeighCandidate(NodeIndex i, const model::Resources& requested
     if (!MayReplace(e)) return;
     e.replace_only = true;
   }
-  if (!e.being_deleted) AddFacts(e, /*blockers=*/true);
+  if (!e.being_deleted) {
+    OwnPodsFromModel(i);
+    AddFacts(e, /*blockers=*/true);
+  }
   e.candidate = true;
   WeighConsolidation(e);
   order_.push_back(i);

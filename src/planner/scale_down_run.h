@@ -45,7 +45,13 @@ struct NodeEntry {
   bool being_deleted = false;         // ToBeDeletedByClusterAutoscaler taint
   bool destination = false;           // ready, schedulable, not being deleted
   // Its non-terminal pods with DrainRole::kMove; in namespace/name order once own_facts is built.
+  // On the model they are read when first needed (OwnPodsFromModel): for candidates, nodes being
+  // deleted and destinations whose horizon is asked.
   std::vector<const model::Pod*> own;
+  // On the model: how many of the node's first pods in the snapshot are its own (the run only
+  // adds pods after them), and whether `own` holds them yet.
+  uint32_t model_pods = 0;
+  bool own_read = false;
   // Indices into ScaleDownRun::facts_ of `own`, same order; only for nodes that may be
   // candidates and nodes being deleted.
   std::vector<uint32_t> own_facts;
@@ -155,9 +161,11 @@ class ScaleDownRun {
   NodeEntry& AddEntry(NodeIndex index, const model::Node* node);
   void AddPendingPods();
   void AddPods();
-  // Each node's pods that move, and their requests (the built snapshot's pods are only in the
-  // input when built, and on the nodes when forked from the model).
+  // Each node's requests of the pods that move; when built, also those pods (`own`), which are
+  // only in the input. On the model the nodes hold both sums, and the pods are read later.
   void CollectOwnPods(std::vector<model::Resources>& requested);
+  // On the model, node `i`'s pods that move (`own`), read once, when the node needs them.
+  void OwnPodsFromModel(NodeIndex i);
   static bool ByKey(const model::Pod* a, const model::Pod* b);  // namespace/name order
   // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
   void AddFacts(NodeEntry& e, bool blockers);

@@ -120,6 +120,7 @@ Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
   contents.node = info.node;
   std::swap(contents.pods, info.pods);
   std::swap(contents.requested, info.requested);
+  std::swap(contents.staying_requested, info.staying_requested);
   contents.pods_with_required_anti_affinity = info.pods_with_required_anti_affinity;
   contents.pods_with_required_affinity = info.pods_with_required_affinity;
   info.pods_with_required_anti_affinity = 0;
@@ -221,6 +222,7 @@ void ClusterSnapshot::PlacePod(const model::Pod* pod, NodeIndex node) {
   NodeInfo& info = nodes_[node];
   info.pods.push_back(pod);
   info.requested += pod->requests;
+  if (StaysOnDrain(*pod)) info.staying_requested += pod->requests;
   ++pod_count_;
   for (auto& l : label_counts_) l->Change(*pod, node, +1);
   if (pod->has_required_anti_affinity) {
@@ -241,6 +243,7 @@ void ClusterSnapshot::UnplacePodAt(NodeIndex node, uint32_t position) {
   info.pods[position] = info.pods.back();
   info.pods.pop_back();
   info.requested -= pod->requests;
+  if (StaysOnDrain(*pod)) info.staying_requested -= pod->requests;
   --pod_count_;
   for (auto& l : label_counts_) l->Change(*pod, node, -1);
   if (pod->has_required_anti_affinity) {
@@ -306,6 +309,7 @@ void ClusterSnapshot::Undo(const Change& c) {
       TIDEPOOL_CHECK(info.removed && contents.node == info.node);
       std::swap(info.pods, contents.pods);
       std::swap(info.requested, contents.requested);
+      std::swap(info.staying_requested, contents.staying_requested);
       info.pods_with_required_anti_affinity = contents.pods_with_required_anti_affinity;
       info.pods_with_required_affinity = contents.pods_with_required_affinity;
       info.removed = false;

@@ -30,6 +30,9 @@ struct NodeInfo {
   const model::Node* node = nullptr;
   std::vector<const model::Pod*> pods;
   model::Resources requested;  // sum of pods' effective requests (pods counts the pod slots)
+  // The part of `requested` that draining the node leaves in place (StaysOnDrain): scale-down
+  // reads a node's utilization as the difference without visiting its pods.
+  model::Resources staying_requested;
   int32_t pods_with_required_anti_affinity = 0;
   int32_t pods_with_required_affinity = 0;
   // Tombstone: indexes stay stable across remove/revert. A removed node has no pods, zero
@@ -41,6 +44,13 @@ struct NodeInfo {
   bool has_taints = false;
   model::Resources allocatable;
 };
+
+// A pod that draining its node does not move: a DaemonSet or mirror pod (it belongs to the node),
+// or one being deleted already. Read when the pod is placed, like its requests, so these must not
+// change in place while it is.
+inline bool StaysOnDrain(const model::Pod& pod) {
+  return pod.meta.deletion_timestamp.has_value() || pod.IsDaemonSetPod() || pod.IsMirrorPod();
+}
 
 // The domains of one topology key (a node label such as topology.kubernetes.io/zone): the domain
 // id of every node slot, or kNoDomain when the node lacks the label. Ids are dense, handed out

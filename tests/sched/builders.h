@@ -122,6 +122,15 @@ class PodBuilder {
     pod_.phase = phase;
     return *this;
   }
+  PodBuilder& DaemonSet(std::string name) {
+    pod_.meta.owner_references.push_back(
+        {"apps/v1", "DaemonSet", name, "uid-" + name, /*controller=*/true});
+    return *this;
+  }
+  PodBuilder& Mirror() {
+    pod_.meta.annotations["kubernetes.io/config.mirror"] = "hash";
+    return *this;
+  }
   PodBuilder& Terminating() {
     pod_.meta.deletion_timestamp = Time{};
     return *this;

@@ -34,7 +34,7 @@ std::shared_ptr<const model::Pod> Pod(PodBuilder b) {
 struct NodeView {
   const model::Node* node = nullptr;
   std::multiset<const model::Pod*> pods;
-  model::Resources requested;
+  model::Resources requested, staying;
   int32_t anti = 0, affinity = 0;
   friend bool operator==(const NodeView&, const NodeView&) = default;
 };
@@ -48,6 +48,12 @@ std::map<std::string, NodeView> View(const ClusterSnapshot& s) {
     v.node = info.node;
     v.pods.insert(info.pods.begin(), info.pods.end());
     v.requested = info.requested;
+    v.staying = info.staying_requested;
+    // The staying part is what its pods say, not only what a rebuild says.
+    model::Resources staying;
+    for (const model::Pod* p : info.pods)
+      if (StaysOnDrain(*p)) staying += p->requests;
+    EXPECT_EQ(info.staying_requested, staying) << info.node->name();
     v.anti = info.pods_with_required_anti_affinity;
     v.affinity = info.pods_with_required_affinity;
   }
@@ -196,6 +202,8 @@ class Deltas {
                                       model::PodPhase::kSucceeded, model::PodPhase::kFailed};
     b.Phase(phases[Pick(6) < 3 ? 0 : Pick(4)]);
     if (Pick(8) == 0) b.Terminating();
+    if (Pick(6) == 0) b.DaemonSet("ds");
+    if (Pick(9) == 0) b.Mirror();
     if (Pick(5) == 0) b.AntiAffinity(Term(std::string(model::kLabelHostname), {{"app", "b"}}));
     if (Pick(7) == 0) b.Affinity(Term(std::string(model::kLabelZone), {{"app", "a"}}));
     auto pod = Pod(b);

@@ -25,7 +25,7 @@ struct State {
   int depth;
   std::vector<bool> removed;
   std::vector<std::vector<const model::Pod*>> pods_per_node;
-  std::vector<model::Resources> requested;
+  std::vector<model::Resources> requested, staying;
   std::vector<model::Resources> allocatable;
   std::vector<std::pair<int32_t, int32_t>> per_node_affinity;
   std::vector<NodeIndex> by_name;
@@ -61,6 +61,7 @@ class SnapshotTest : public ::testing::Test {
       s.removed.push_back(n.removed);
       s.pods_per_node.push_back(n.pods);
       s.requested.push_back(n.requested);
+      s.staying.push_back(n.staying_requested);
       s.allocatable.push_back(n.allocatable);
       s.per_node_affinity.emplace_back(n.pods_with_required_anti_affinity,
                                        n.pods_with_required_affinity);
@@ -108,6 +109,29 @@ TEST_F(SnapshotTest, AddNodesAndPodsKeepsRequestsIncrementally) {
   EXPECT_TRUE(s_.Get(1).requested.IsZero());
   EXPECT_EQ(s_.PodsWithRequiredAntiAffinity(), 0);
   EXPECT_EQ(s_.PodCount(), 1);
+}
+
+// DaemonSet and mirror pods, and pods being deleted, stay when the node drains: their requests
+// are kept apart too, through removals and reverts.
+TEST_F(SnapshotTest, KeepsTheRequestsOfPodsThatStayOnDrain) {
+  ASSERT_TRUE(s_.AddNode(Node("n0")));
+  pods_.push_back(PodBuilder("ds").Requests({{"cpu", "100m"}}).DaemonSet("agent").Build());
+  pods_.push_back(PodBuilder("mirror").Requests({{"cpu", "200m"}}).Mirror().Build());
+  pods_.push_back(PodBuilder("going").Requests({{"cpu", "400m"}}).Terminating().Build());
+  for (const model::Pod& p : pods_) ASSERT_TRUE(s_.AddPod(&p, "n0"));
+  ASSERT_TRUE(s_.AddPod(Pod("moves", "800m"), "n0"));
+  EXPECT_EQ(s_.Get(0).requested, Res({{"cpu", "1500m"}, {"pods", "4"}}));
+  EXPECT_EQ(s_.Get(0).staying_requested, Res({{"cpu", "700m"}, {"pods", "3"}}));
+
+  State before = Capture();
+  s_.Fork();
+  ASSERT_TRUE(s_.RemovePod(&pods_[1], 0));
+  EXPECT_EQ(s_.Get(0).staying_requested, Res({{"cpu", "500m"}, {"pods", "2"}}));
+  ASSERT_TRUE(s_.RemoveNode("n0"));
+  EXPECT_TRUE(s_.Get(0).staying_requested.IsZero());
+  s_.Revert();
+  EXPECT_EQ(Capture(), before);
+  EXPECT_EQ(s_.Get(0).staying_requested, Res({{"cpu", "700m"}, {"pods", "3"}}));
 }
 
 TEST_F(SnapshotTest, ErrorsNameTheNodeOrPod) {
