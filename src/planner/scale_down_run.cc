@@ -145,9 +145,13 @@ void ScaleDownRun::AddPendingPods() {
   // that fitted nowhere fits nowhere either, as the snapshot only fills up here. A burst of
   // thousands of pending pods costs a search per group, not per pod.
   std::unordered_set<std::string> no_room;
+  // Room only shrinks here: a pod that asks more than any usable node has fits nowhere.
+  sched::RoomBound room;
+  for (NodeIndex n : destinations_)
+    if (usable_[n]) room.Add(snapshot_.Get(n));
   const int32_t cutoff = input_.config->scale_up.expendable_priority_cutoff;
   for (const model::Pod* pod : input_.pods) {
-    if (!IsPendingForScaleUp(*pod, cutoff)) continue;
+    if (!IsPendingForScaleUp(*pod, cutoff) || room.Excludes(*pod)) continue;
     std::string group = planner::EquivalenceKey(*pod);
     if (no_room.contains(group)) continue;
     auto f = static_cast<uint32_t>(facts_.size());

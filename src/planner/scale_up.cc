@@ -186,8 +186,14 @@ std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& si
                                                      ScaleUpPlan& plan) {
   SortByFlexibility(singles);
   std::vector<const Pod*> need;
+  // Room only shrinks here: a pod that asks more than any node has fits nowhere.
+  sched::RoomBound room;
+  for (size_t rank = 0; rank < Ranks(); ++rank) {
+    const sched::NodeInfo& info = snap_.Get(SlotAt(rank));
+    if (!info.removed) room.Add(info);
+  }
   for (const Pod* p : singles) {
-    NodeIndex i = PlaceOnExisting(*p, GroupOf(p));
+    NodeIndex i = room.Excludes(*p) ? sched::kNoNode : PlaceOnExisting(*p, GroupOf(p));
     if (i != sched::kNoNode) {
       plan.fits_existing.push_back(p->Key());
       if (plan.fits_existing.back() == explain_pod_)

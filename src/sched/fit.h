@@ -2,6 +2,7 @@
 // kube-scheduler's wording. Mirrors the default filter plugins that matter for autoscaling.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -154,6 +155,24 @@ FitResult CheckResources(const model::Pod& pod, const model::Resources& allocata
 // snapshot node or a template node given to the snapshot's DraState) in the snapshot's state.
 FitResult CheckClaims(const model::Pod& pod, const model::Node& node,
                       const ClusterSnapshot& snapshot);
+
+// The most room any of a set of nodes has, per amount the resource filter checks on every pod:
+// cpu, memory and pod slots (NodeInfo::allocatable less requested). While those nodes only gain
+// pods, a pod that asks more of one of these than the bound fits none of them, so a search over
+// them all can be skipped; the pods that wait for new nodes are usually such pods.
+struct RoomBound {
+  int64_t cpu = 0, memory = 0, pods = 0;
+
+  void Add(const NodeInfo& info) {
+    cpu = std::max(cpu, info.allocatable.cpu_milli() - info.requested.cpu_milli());
+    memory = std::max(memory, info.allocatable.memory() - info.requested.memory());
+    pods = std::max(pods, info.allocatable.pods() - info.requested.pods());
+  }
+  // The resource filter turns `pod` down on every node added (ResourcesVerdict).
+  bool Excludes(const model::Pod& pod) const {
+    return pods < 1 || pod.requests.cpu_milli() > cpu || pod.requests.memory() > memory;
+  }
+};
 
 // True when the node matches the pod's nodeSelector and required node affinity (what the
 // NodeAffinity filter and the spread constraints' nodeAffinityPolicy Honor test).

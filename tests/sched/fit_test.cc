@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+
 #include "tests/sched/builders.h"
 
 namespace tidepool::sched {
@@ -31,6 +34,52 @@ TEST(FitResources, FitsWhenEnoughIsFree) {
   EXPECT_TRUE(r.fits());
   EXPECT_EQ(r.code, FitCode::kFits);
   EXPECT_EQ(r.reason, "");
+}
+
+// A pod the bound excludes fits no node it was built from, and the bound is tight: a pod asking
+// exactly the most room of one amount (and nothing else) fits some node. Random small clusters,
+// overcommitted nodes among them.
+TEST(FitResources, RoomBoundExcludesOnlyPodsThatFitNowhere) {
+  std::mt19937 rng(5);
+  auto pick = [&rng](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  int excluded = 0;
+  for (int round = 0; round < 300; ++round) {
+    TestCluster c;
+    int nodes = 1 + pick(4);
+    for (int n = 0; n < nodes; ++n) {
+      std::string name = "n" + std::to_string(n);
+      c.AddNode(NodeBuilder(name)
+                    .Allocatable({{"cpu", std::to_string(1 + pick(4))},
+                                  {"memory", std::to_string(1 + pick(4)) + "Gi"},
+                                  {"pods", std::to_string(1 + pick(3))}})
+                    .Build());
+      for (int k = pick(4); k > 0; --k) {
+        c.AddPod(PodBuilder(name + "-" + std::to_string(k))
+                     .Requests({{"cpu", std::to_string(500 * pick(4)) + "m"},
+                                {"memory", std::to_string(pick(3)) + "Gi"}})
+                     .Build(),
+                 name);
+      }
+    }
+    RoomBound room;
+    for (NodeIndex n = 0; n < c.snapshot().NodeSlots(); ++n) room.Add(c.snapshot().Get(n));
+    auto pod = PodBuilder("p")
+                   .Requests({{"cpu", std::to_string(500 * pick(8)) + "m"},
+                              {"memory", std::to_string(pick(5)) + "Gi"}})
+                   .Build();
+    bool fits_some = false;
+    for (NodeIndex n = 0; n < c.snapshot().NodeSlots(); ++n)
+      fits_some = fits_some || Fits(pod, n, c.snapshot()).fits();
+    if (room.Excludes(pod)) {
+      ++excluded;
+      EXPECT_FALSE(fits_some) << "round " << round;
+    }
+    if (room.pods >= 1 && room.cpu > 0) {
+      auto at_bound = PodBuilder("b").Requests({{"cpu", std::to_string(room.cpu) + "m"}}).Build();
+      EXPECT_FALSE(room.Excludes(at_bound));
+    }
+  }
+  EXPECT_GT(excluded, 30);  // the rounds reach the case
 }
 
 TEST(FitResources, InsufficientCpuCountsPlacedPods) {
