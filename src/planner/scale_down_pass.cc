@@ -343,8 +343,8 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   std::vector<Amounts> contrib(entries_.size());
   ResetPass(free, contrib);
   PassBudget budget = StartBudget();
-  std::vector<std::pair<NodeIndex, Keep>> keep;  // by slot, put in name order at the end
-  keep.reserve(by_name_.size());
+  // The candidates that stay, by slot; every managed node's Keep goes out in name order at the end.
+  std::vector<std::optional<Keep>> kept(entries_.size());
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
     Why r = Blocker(e, options, budget);
@@ -353,13 +353,11 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       // A busy node that no replacement takes stays for its utilization, as without the move.
       if (e.replace_only && replacement_[c]) {
         // Weighed, and the numbers (or the extension) keep it.
-        keep.emplace_back(
-            c, Keep{e.node->name(), "replace: " + r.text, e.busy, PassVerdict(c), r.verdict});
+        kept[c] = Keep{e.node->name(), "replace: " + r.text, e.busy, PassVerdict(c), r.verdict};
       } else if (e.replace_only) {
-        keep.emplace_back(c, Keep{e.node->name(), e.keep, e.busy});
+        kept[c] = Keep{e.node->name(), e.keep, e.busy};
       } else {
-        keep.emplace_back(c,
-                          Keep{e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict});
+        kept[c] = Keep{e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict};
       }
       continue;
     }
@@ -367,18 +365,15 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   }
   if (options.restore) snapshot_.Revert();
 
+  out.plan.keep.reserve(by_name_.size() - out.plan.scale_downs.size());
   for (NodeIndex i : by_name_) {
     const NodeEntry& e = entries_[i];
-    if (e.pool != nullptr && !e.candidate)
-      keep.emplace_back(i, Keep{e.node->name(), e.keep, e.busy});
+    if (kept[i]) {
+      out.plan.keep.push_back(std::move(*kept[i]));
+    } else if (e.pool != nullptr && !e.candidate) {
+      out.plan.keep.push_back(Keep{e.node->name(), e.keep, e.busy});
+    }
   }
-  // Name order without comparing names: every managed node is one of by_name_'s slots.
-  std::vector<uint32_t> rank(entries_.size());
-  for (uint32_t k = 0; k < by_name_.size(); ++k) rank[by_name_[k]] = k;
-  std::sort(keep.begin(), keep.end(),
-            [&](const auto& a, const auto& b) { return rank[a.first] < rank[b.first]; });
-  out.plan.keep.reserve(keep.size());
-  for (auto& [slot, k] : keep) out.plan.keep.push_back(std::move(k));
   return out;
 }
 
