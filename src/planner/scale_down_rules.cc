@@ -4,6 +4,7 @@
 
 #include "planner/cluster.h"
 #include "planner/disruption.h"
+#include "sched/snapshot.h"
 
 namespace tidepool::planner {
 namespace {
@@ -33,10 +34,11 @@ const model::Volume* LocalStorageVolume(const model::Pod& pod) {
 
 }  // namespace
 
+// The snapshot's rule (what it sums in staying_requested) says which pods move.
 DrainRole DrainRoleOf(const model::Pod& pod) {
-  if (pod.IsTerminal() || pod.meta.deletion_timestamp) return DrainRole::kIgnored;
-  if (pod.IsDaemonSetPod() || pod.IsMirrorPod()) return DrainRole::kStays;
-  return DrainRole::kMove;
+  if (pod.IsTerminal()) return DrainRole::kIgnored;
+  if (!sched::StaysOnDrain(pod)) return DrainRole::kMove;
+  return pod.meta.deletion_timestamp ? DrainRole::kIgnored : DrainRole::kStays;
 }
 
 NodeUtilization ComputeUtilization(const model::Node& node, const model::Resources& moving,
