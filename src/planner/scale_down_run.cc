@@ -179,8 +179,7 @@ void ScaleDownRun::AddPods() {
     e.keep = NodeKeep(e);
     maybe[i] = e.keep.empty() ? 1 : 0;
   }
-  std::vector<model::Resources> requested(entries_.size());
-  CollectOwnPods(requested);
+  CollectOwnPods();
   for (NodeIndex i : by_name_) {
     NodeEntry& e = entries_[i];
     if (e.being_deleted) {
@@ -189,19 +188,15 @@ void ScaleDownRun::AddPods() {
       AddFacts(e, /*blockers=*/false);  // never a candidate (NodeKeep)
     }
     if (e.pool == nullptr) continue;
-    if (maybe[i]) WeighCandidate(i, requested[i]);
+    if (maybe[i]) WeighCandidate(i);
   }
 }
 
-void ScaleDownRun::CollectOwnPods(std::vector<model::Resources>& requested) {
+void ScaleDownRun::CollectOwnPods() {
   if (OnModel()) {
-    // The model's nodes hold their pods' requests and the part that stays on drain: the pods
-    // themselves are read only on the nodes that need them (OwnPodsFromModel).
-    for (NodeIndex i : by_name_) {
-      const NodeInfo& info = snapshot_.Get(i);
-      requested[i] = info.requested - info.staying_requested;
-      entries_[i].model_pods = static_cast<uint32_t>(info.pods.size());
-    }
+    // The model's pods are read only on the nodes that need them (OwnPodsFromModel).
+    for (NodeIndex i : by_name_)
+      entries_[i].unread_pods = static_cast<uint32_t>(snapshot_.Get(i).pods.size());
     return;
   }
   NodeIndex last = kNoNode;
@@ -215,20 +210,17 @@ void ScaleDownRun::CollectOwnPods(std::vector<model::Resources>& requested) {
     last = i;
     NodeEntry& e = entries_[i];
     if (!e.being_deleted) TIDEPOOL_CHECK(snapshot_.AddPod(pod, i).has_value());
-    if (DrainRoleOf(*pod) != DrainRole::kMove) continue;
-    e.own.push_back(pod);
-    requested[i] += pod->requests;
+    if (DrainRoleOf(*pod) == DrainRole::kMove) e.own.push_back(pod);
   }
 }
 
 void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   NodeEntry& e = entries_[i];
-  if (!OnModel() || e.own_read) return;  // built: CollectOwnPods filled them
-  e.own_read = true;
   const std::vector<const model::Pod*>& pods = snapshot_.Get(i).pods;
-  TIDEPOOL_CHECK(e.model_pods <= pods.size());
-  for (uint32_t k = 0; k < e.model_pods; ++k)
+  TIDEPOOL_CHECK(e.unread_pods <= pods.size());
+  for (uint32_t k = 0; k < e.unread_pods; ++k)
     if (DrainRoleOf(*pods[k]) == DrainRole::kMove) e.own.push_back(pods[k]);
+  e.unread_pods = 0;
 }
 
 bool ScaleDownRun::ByKey(const model::Pod* a, const model::Pod* b) {
@@ -257,8 +249,11 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
 
 // Node `i` may be a candidate (managed, nothing keeps it): its utilization, and when it is low
 // enough (or a cheaper pool might hold all of it) its pods' facts, blockers and verdict.
-void ScaleDownRun::WeighCandidate(NodeIndex i, const model::Resources& requested) {
+void ScaleDownRun::WeighCandidate(NodeIndex i) {
   NodeEntry& e = entries_[i];
+  // What its pods that move request: the snapshot keeps the part that stays on drain apart.
+  const NodeInfo& info = snapshot_.Get(i);
+  const model::Resources requested = info.requested - info.staying_requested;
   sched::DraState::DeviceUse devices;
   if (dra_) devices = dra_->UseOf(*e.node);
   e.util = ComputeUtilization(*e.node, requested, devices.devices, devices.allocated);

@@ -48,10 +48,9 @@ struct NodeEntry {
   // On the model they are read when first needed (OwnPodsFromModel): for candidates, nodes being
   // deleted and destinations whose horizon is asked.
   std::vector<const model::Pod*> own;
-  // On the model: how many of the node's first pods in the snapshot are its own (the run only
-  // adds pods after them), and whether `own` holds them yet.
-  uint32_t model_pods = 0;
-  bool own_read = false;
+  // On the model, until OwnPodsFromModel reads them: how many of the node's first pods in the
+  // snapshot are its own (the run only adds pods after them). 0 once read, and when built.
+  uint32_t unread_pods = 0;
   // Indices into ScaleDownRun::facts_ of `own`, same order; only for nodes that may be
   // candidates and nodes being deleted.
   std::vector<uint32_t> own_facts;
@@ -161,15 +160,15 @@ class ScaleDownRun {
   NodeEntry& AddEntry(NodeIndex index, const model::Node* node);
   void AddPendingPods();
   void AddPods();
-  // Each node's requests of the pods that move; when built, also those pods (`own`), which are
-  // only in the input. On the model the nodes hold both sums, and the pods are read later.
-  void CollectOwnPods(std::vector<model::Resources>& requested);
+  // Each node's pods that move (`own`): when built, from the input as its pods go into the
+  // snapshot; on the model, only counted here and read later (OwnPodsFromModel).
+  void CollectOwnPods();
   // On the model, node `i`'s pods that move (`own`), read once, when the node needs them.
   void OwnPodsFromModel(NodeIndex i);
   static bool ByKey(const model::Pod* a, const model::Pod* b);  // namespace/name order
   // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
   void AddFacts(NodeEntry& e, bool blockers);
-  void WeighCandidate(NodeIndex i, const model::Resources& requested);
+  void WeighCandidate(NodeIndex i);
   // Why `pod` (a kMove pod of candidate `e`) may not be evicted, or ""; a running training pod
   // that consolidation weighs goes into e.training instead.
   std::string PodBlocker(NodeEntry& e, const model::Pod& pod);
