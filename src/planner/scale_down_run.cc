@@ -107,6 +107,7 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
 }
 
 void ScaleDownRun::BuildSnapshot() {
+  snapshot_.KeepStayingSums();  // WeighCandidate reads them
   if (input_.dra != nullptr) {
     dra_ = std::make_unique<sched::DraState>(*input_.dra);
     snapshot_.AttachDra(dra_.get());

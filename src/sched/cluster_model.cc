@@ -21,6 +21,12 @@ bool BelongsInSnapshot(const model::Pod& pod) { return !pod.IsTerminal(); }
 
 }  // namespace
 
+std::unique_ptr<ClusterSnapshot> ClusterModel::NewSnapshot() {
+  auto snapshot = std::make_unique<ClusterSnapshot>();
+  snapshot->KeepStayingSums();
+  return snapshot;
+}
+
 Result<void> ClusterModel::Writable(std::string_view what) const {
   if (snapshot_->Depth() == 0) return {};
   return Fail(Error::Code::kInternal,
@@ -145,7 +151,7 @@ void ClusterModel::MaybeCompact() {
   const size_t tombstones = snapshot_->NodeSlots() - live;
   if (tombstones < 64 || tombstones <= live) return;
   // A fresh snapshot in name order. Its topology and label indexes are built again on first use.
-  snapshot_ = std::make_unique<ClusterSnapshot>();
+  snapshot_ = NewSnapshot();
   retired_.clear();
   snapshot_->ReserveNodes(live);
   for (auto& [name, record] : nodes_) {

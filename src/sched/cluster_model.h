@@ -109,7 +109,10 @@ class ClusterModel {
   // Builds the snapshot again from the records when tombstones outnumber live nodes.
   void MaybeCompact();
 
-  std::unique_ptr<ClusterSnapshot> snapshot_ = std::make_unique<ClusterSnapshot>();
+  // A snapshot that keeps the sums scale-down reads (KeepStayingSums).
+  static std::unique_ptr<ClusterSnapshot> NewSnapshot();
+
+  std::unique_ptr<ClusterSnapshot> snapshot_ = NewSnapshot();
   std::map<std::string, NodeRecord, std::less<>> nodes_;
   std::unordered_map<std::string, PodRecord> pods_;  // by namespace/name
   // Nodes replaced or deleted since the last compaction: the snapshot's tombstones point at them.

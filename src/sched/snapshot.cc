@@ -222,7 +222,7 @@ void ClusterSnapshot::PlacePod(const model::Pod* pod, NodeIndex node) {
   NodeInfo& info = nodes_[node];
   info.pods.push_back(pod);
   info.requested += pod->requests;
-  if (StaysOnDrain(*pod)) info.staying_requested += pod->requests;
+  if (keep_staying_ && StaysOnDrain(*pod)) info.staying_requested += pod->requests;
   ++pod_count_;
   for (auto& l : label_counts_) l->Change(*pod, node, +1);
   if (pod->has_required_anti_affinity) {
@@ -243,7 +243,7 @@ void ClusterSnapshot::UnplacePodAt(NodeIndex node, uint32_t position) {
   info.pods[position] = info.pods.back();
   info.pods.pop_back();
   info.requested -= pod->requests;
-  if (StaysOnDrain(*pod)) info.staying_requested -= pod->requests;
+  if (keep_staying_ && StaysOnDrain(*pod)) info.staying_requested -= pod->requests;
   --pod_count_;
   for (auto& l : label_counts_) l->Change(*pod, node, -1);
   if (pod->has_required_anti_affinity) {
@@ -260,6 +260,11 @@ void ClusterSnapshot::UnplacePodAt(NodeIndex node, uint32_t position) {
 void ClusterSnapshot::AttachDra(DraState* dra) {
   TIDEPOOL_CHECK_MSG(layers_.empty(), "AttachDra() inside a Fork()");
   dra_ = dra;
+}
+
+void ClusterSnapshot::KeepStayingSums() {
+  TIDEPOOL_CHECK_MSG(pod_count_ == 0 && log_.empty(), "KeepStayingSums() on a snapshot with pods");
+  keep_staying_ = true;
 }
 
 void ClusterSnapshot::Fork() {

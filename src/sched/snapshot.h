@@ -31,7 +31,8 @@ struct NodeInfo {
   std::vector<const model::Pod*> pods;
   model::Resources requested;  // sum of pods' effective requests (pods counts the pod slots)
   // The part of `requested` that draining the node leaves in place (StaysOnDrain): scale-down
-  // reads a node's utilization as the difference without visiting its pods.
+  // reads a node's utilization as the difference without visiting its pods. Kept only by a
+  // snapshot asked to (ClusterSnapshot::KeepStayingSums); zero otherwise.
   model::Resources staying_requested;
   int32_t pods_with_required_anti_affinity = 0;
   int32_t pods_with_required_affinity = 0;
@@ -141,6 +142,12 @@ class ClusterSnapshot {
   void AttachDra(DraState* dra);
   DraState* dra() const { return dra_; }
 
+  // From now on, keep each node's NodeInfo::staying_requested. Only on a snapshot without pods
+  // (checked): the snapshots scale-down reads ask for it, and the many a scale-up estimate
+  // builds and fills do not pay for a sum they never read.
+  void KeepStayingSums();
+  bool keeps_staying_sums() const { return keep_staying_; }
+
   void Fork();
   // Requires an open layer (checked).
   void Revert();
@@ -196,6 +203,7 @@ class ClusterSnapshot {
   int64_t pod_count_ = 0;
   int64_t pods_with_anti_affinity_ = 0;
   int64_t pods_with_affinity_ = 0;
+  bool keep_staying_ = false;
   std::vector<Change> log_;
   std::vector<size_t> layers_;  // log_ size at each fork
   // The contents of nodes removed inside an open layer, most recent last; kRemoveNode undo

@@ -133,6 +133,7 @@ struct Truth {
 void ExpectSame(const ClusterModel& model, const Truth& truth,
                 const std::vector<model::Pod>& probes, const std::string& where) {
   ClusterSnapshot rebuilt;
+  rebuilt.KeepStayingSums();  // as the model's
   truth.Rebuild(rebuilt);
   const ClusterSnapshot& s = model.snapshot();
   ASSERT_EQ(View(s), View(rebuilt)) << where;

@@ -112,8 +112,9 @@ TEST_F(SnapshotTest, AddNodesAndPodsKeepsRequestsIncrementally) {
 }
 
 // DaemonSet and mirror pods, and pods being deleted, stay when the node drains: their requests
-// are kept apart too, through removals and reverts.
+// are kept apart too, through removals and reverts, by a snapshot asked to.
 TEST_F(SnapshotTest, KeepsTheRequestsOfPodsThatStayOnDrain) {
+  s_.KeepStayingSums();
   ASSERT_TRUE(s_.AddNode(Node("n0")));
   pods_.push_back(PodBuilder("ds").Requests({{"cpu", "100m"}}).DaemonSet("agent").Build());
   pods_.push_back(PodBuilder("mirror").Requests({{"cpu", "200m"}}).Mirror().Build());
@@ -132,6 +133,14 @@ TEST_F(SnapshotTest, KeepsTheRequestsOfPodsThatStayOnDrain) {
   s_.Revert();
   EXPECT_EQ(Capture(), before);
   EXPECT_EQ(s_.Get(0).staying_requested, Res({{"cpu", "700m"}, {"pods", "3"}}));
+
+  // One not asked keeps the same requests and no staying part.
+  ClusterSnapshot plain;
+  ASSERT_TRUE(plain.AddNode(&nodes_.back()));
+  for (const model::Pod& p : pods_) ASSERT_TRUE(plain.AddPod(&p, "n0"));
+  EXPECT_EQ(plain.Get(0).requested, s_.Get(0).requested);
+  EXPECT_TRUE(plain.Get(0).staying_requested.IsZero());
+  EXPECT_DEATH(plain.KeepStayingSums(), "with pods");
 }
 
 TEST_F(SnapshotTest, ErrorsNameTheNodeOrPod) {
