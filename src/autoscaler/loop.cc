@@ -63,14 +63,16 @@ void Autoscaler::Index(StepContext& ctx) const {
   ctx.base.now = ctx.now;
   ctx.base.provider_pool_of = obs.provider_pool_of;
   // Drivers list nodes in name order: each goes in at the end, without a search.
+  ctx.nodes.Reserve(obs.nodes.size());
   for (const model::Node* n : obs.nodes) {
-    if (n != nullptr && !n->name().empty()) ctx.nodes.emplace_hint(ctx.nodes.end(), n->name(), n);
+    if (n != nullptr && !n->name().empty()) ctx.nodes.Add(n->name(), n);
   }
   bool any_tainted = false;
   const planner::PoolNames pools(config_);
+  ctx.pool_of.Reserve(ctx.nodes.size());
   for (const auto& [name, node] : ctx.nodes) {
     if (const model::Pool* pool = planner::PoolOf(*node, ctx.base, pools)) {
-      ctx.pool_of.emplace_hint(ctx.pool_of.end(), name, pool);
+      ctx.pool_of.Add(name, pool);
       any_tainted = any_tainted || HasTaint(*node, kToBeDeletedTaint);
     }
   }

@@ -127,6 +127,7 @@ void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::strin
   // Nodes of a pool come in runs (their names start with it): its state is looked up once a run.
   const model::Pool* run_pool = nullptr;
   PoolState* run_state = nullptr;
+  ctx.node_class.Reserve(ctx.pool_of.size());
   for (const auto& [name, pool] : ctx.pool_of) {
     if (!lockstep) {
       while (node_it != ctx.nodes.end() && node_it->first < name) ++node_it;
@@ -144,7 +145,7 @@ void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::strin
     if (!gone(name))
       cls = ClassOf(ctx, published, *pool, *node_it->second, mem, *run_state,
                     ProvisionTimeout(*pool));
-    ctx.node_class.emplace_hint(ctx.node_class.end(), name, cls);
+    ctx.node_class.Add(name, cls);
     if (mem.ever_usable != was_usable) ++node_changes_;
     if (lockstep) {
       ++node_it;

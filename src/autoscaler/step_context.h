@@ -13,6 +13,7 @@
 
 #include "autoscaler/action.h"
 #include "autoscaler/observation.h"
+#include "base/name_map.h"
 #include "base/time.h"
 #include "model/node.h"
 #include "model/pod.h"
@@ -67,10 +68,10 @@ struct StepContext {
   const Observation& obs;
   const Time now;
   std::vector<Action> actions;
-  planner::PlannerInput base;  // config, pods, PDBs, DaemonSets, now, provider mapping
-  std::map<std::string_view, const model::Node*> nodes;    // by name, first of duplicates
-  std::map<std::string_view, const model::Pool*> pool_of;  // managed nodes only
-  std::map<std::string_view, NodeClass> node_class;        // managed nodes only
+  planner::PlannerInput base;           // config, pods, PDBs, DaemonSets, now, provider mapping
+  NameMap<const model::Node*> nodes;    // by name, first of duplicates
+  NameMap<const model::Pool*> pool_of;  // managed nodes only
+  NameMap<NodeClass> node_class;        // managed nodes only
   // Pods on the nodes the loop is removing or finds tainted ToBeDeleted.
   std::map<std::string_view, std::vector<const model::Pod*>> pods_on;
   std::vector<const model::Pod*> pending;

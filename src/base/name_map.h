@@ -1,0 +1,62 @@
+// NameMap<V>: values by name in one sorted vector, for the maps a Step fills once, nearly always
+// in name order, and then only reads (StepContext's nodes, their pools and classes).
+#pragma once
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/check.h"
+
+namespace tidepool {
+
+// A std::map<std::string_view, V> for that use: one allocation for all entries instead of one per
+// entry, and lookups by binary search over contiguous names. Iteration is in name order. The
+// names are views: what they point into must outlive the map.
+template <typename V>
+class NameMap {
+ public:
+  using value_type = std::pair<std::string_view, V>;
+  using const_iterator = typename std::vector<value_type>::const_iterator;
+
+  // Adds `name` unless it is there already (the first value of a name wins). In name order this
+  // appends; out of order it inserts, moving the names after it.
+  void Add(std::string_view name, V value) {
+    if (entries_.empty() || entries_.back().first < name) {
+      entries_.emplace_back(name, std::move(value));
+      return;
+    }
+    auto at = LowerBound(name);
+    if (at != entries_.end() && at->first == name) return;
+    entries_.emplace(at, name, std::move(value));
+  }
+  void Reserve(size_t n) { entries_.reserve(n); }
+
+  const_iterator find(std::string_view name) const {
+    auto at = LowerBound(name);
+    return at != entries_.end() && at->first == name ? at : entries_.end();
+  }
+  bool contains(std::string_view name) const { return find(name) != end(); }
+  // The value of a name that is there (checked).
+  const V& at(std::string_view name) const {
+    auto it = find(name);
+    TIDEPOOL_CHECK_MSG(it != end(), "NameMap::at: no such name");
+    return it->second;
+  }
+
+  const_iterator begin() const { return entries_.begin(); }
+  const_iterator end() const { return entries_.end(); }
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  typename std::vector<value_type>::const_iterator LowerBound(std::string_view name) const {
+    return std::lower_bound(entries_.begin(), entries_.end(), name,
+                            [](const value_type& e, std::string_view n) { return e.first < n; });
+  }
+
+  std::vector<value_type> entries_;
+};
+
+}  // namespace tidepool

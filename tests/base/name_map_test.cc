@@ -1,0 +1,62 @@
+#include "base/name_map.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tidepool {
+namespace {
+
+std::vector<std::pair<std::string_view, int>> Entries(const NameMap<int>& m) {
+  return {m.begin(), m.end()};
+}
+
+TEST(NameMap, FindsWhatWasAddedInNameOrder) {
+  NameMap<int> m;
+  m.Add("a", 1);
+  m.Add("b", 2);
+  m.Add("c", 3);
+  EXPECT_EQ(m.size(), 3u);
+  EXPECT_EQ(m.at("b"), 2);
+  EXPECT_TRUE(m.contains("c"));
+  EXPECT_FALSE(m.contains("bb"));
+  EXPECT_EQ(m.find("0"), m.end());
+  EXPECT_EQ(m.find("d"), m.end());
+}
+
+// Out of order and with repeated names it is a std::map's emplace: sorted, first value wins.
+TEST(NameMap, MatchesAMapForAnyOrderOfNames) {
+  std::mt19937 rng(5);
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) names.push_back("node-" + std::to_string(i % 29));
+  for (int round = 0; round < 200; ++round) {
+    std::shuffle(names.begin(), names.end(), rng);
+    if (round % 4 == 0) std::sort(names.begin(), names.end());
+    NameMap<int> m;
+    std::map<std::string_view, int> want;
+    for (size_t k = 0; k < names.size(); ++k) {
+      m.Add(names[k], static_cast<int>(k));
+      want.emplace(names[k], static_cast<int>(k));
+    }
+    const std::vector<std::pair<std::string_view, int>> sorted(want.begin(), want.end());
+    ASSERT_EQ(Entries(m), sorted);
+    for (const auto& [name, value] : want) {
+      ASSERT_NE(m.find(name), m.end());
+      EXPECT_EQ(m.at(name), value);
+    }
+    EXPECT_FALSE(m.contains("node-"));
+    EXPECT_FALSE(m.contains("node-99"));
+  }
+}
+
+TEST(NameMap, AtAnAbsentNameStops) {
+  NameMap<int> m;
+  m.Add("a", 1);
+  EXPECT_DEATH((void)m.at("b"), "no such name");
+}
+
+}  // namespace
+}  // namespace tidepool
