@@ -79,9 +79,10 @@ ScaleDownRun::~ScaleDownRun() {
 ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
   // Nodes in name order; the first of duplicate names wins.
   nodes_by_name_ = input.nodes;
-  std::stable_sort(
-      nodes_by_name_.begin(), nodes_by_name_.end(),
-      [](const model::Node* a, const model::Node* b) { return a->name() < b->name(); });
+  auto by_name = [](const model::Node* a, const model::Node* b) { return a->name() < b->name(); };
+  // The loop lists them in name order already: checking costs a comparison per node.
+  if (!std::is_sorted(nodes_by_name_.begin(), nodes_by_name_.end(), by_name))
+    std::stable_sort(nodes_by_name_.begin(), nodes_by_name_.end(), by_name);
   std::erase_if(nodes_by_name_, [](const model::Node* n) { return n->name().empty(); });
   nodes_by_name_.erase(std::unique(nodes_by_name_.begin(), nodes_by_name_.end(),
                                    [](const model::Node* a, const model::Node* b) {
