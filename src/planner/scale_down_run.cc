@@ -41,6 +41,10 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
   } else {
     BuildSnapshot();
   }
+  // WeighCandidate reads what moves as `requested` less `staying_requested`: a snapshot without
+  // that sum would make every pod look like one that moves.
+  TIDEPOOL_CHECK_MSG(snapshot_.keeps_staying_sums(),
+                     "scale-down on a snapshot that does not keep the staying sums");
   usable_.assign(entries_.size(), 0);
   base_moved_in_.resize(entries_.size());
   moved_in_.resize(entries_.size());
@@ -108,7 +112,7 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
 }
 
 void ScaleDownRun::BuildSnapshot() {
-  snapshot_.KeepStayingSums();  // WeighCandidate reads them
+  snapshot_.KeepStayingSums();
   if (input_.dra != nullptr) {
     dra_ = std::make_unique<sched::DraState>(*input_.dra);
     snapshot_.AttachDra(dra_.get());
