@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "base/time.h"
 #include "model/pool.h"
+#include "planner/scale_down_memo.h"
 
 namespace tidepool::autoscaler {
 
@@ -158,6 +159,9 @@ class Autoscaler {
   PoolTracker pools_{config_, options_};
   UnneededTracker unneeded_{config_, options_};
   RuntimeTracker runtimes_;
+  // What the scale-down passes read about nodes that did not change since (a cache: decisions are
+  // the same without it).
+  planner::ScaleDownMemo scale_down_memo_;
   RemovalTracker removals_{config_, options_, pools_, unneeded_};
   ReplacementTracker replacements_{config_, pools_};
   WarmPlanner warm_{config_};

@@ -7,6 +7,7 @@
 #include "autoscaler/planner_input.h"
 #include "planner/disruption.h"
 #include "planner/scale_down.h"
+#include "planner/scale_down_memo.h"
 
 namespace tidepool::autoscaler {
 
@@ -16,6 +17,7 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
     return;
   }
   planner::PlannerInput in = BuildPlannerInput(ctx, InputFor::kScaleDown, removing_);
+  in.scale_down_memo = &scale_down_memo_;
   // Backoffs: the replace move does not ask a pool whose scale-up failed for a node.
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
   runtimes_.Observe(ctx.obs.pods, ctx.now);

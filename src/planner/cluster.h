@@ -38,6 +38,7 @@ inline constexpr std::string_view kAgentPoolLabel = "agentpool";
 inline constexpr std::string_view kAksAgentPoolLabel = "kubernetes.azure.com/agentpool";
 
 struct RuntimeHints;  // planner/disruption.h
+class ScaleDownMemo;  // planner/scale_down_memo.h
 
 // Everything one planning pass reads. Pointers are borrowed: they must outlive the pass.
 struct PlannerInput {
@@ -71,6 +72,10 @@ struct PlannerInput {
   // with AddUnmodelledPod. Scale-down forks it instead of building a snapshot, and leaves it as it
   // found it.
   sched::ClusterModel* model = nullptr;
+  // Optional, with `model`: what the last scale-down passes on that model read about each node,
+  // reused where the node and its pods did not change (ScaleDownMemo). The caller keeps it across
+  // passes; a pass that does not plan on the model neither reads nor writes it.
+  ScaleDownMemo* scale_down_memo = nullptr;
 };
 
 inline constexpr std::string_view kWarmPoolAnnotation = "tidepool.dev/warm-pool";

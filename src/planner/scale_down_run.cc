@@ -105,7 +105,13 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
   if (entries_.size() <= index) entries_.resize(index + 1);
   NodeEntry& e = entries_[index];
   e.node = node;
-  e.pool = PoolOf(*node, input_, pool_names_);
+  if (memo_ != nullptr) {
+    e.memo = const_cast<ScaleDownMemo::Node*>(memo_->Find(index, node));
+    if (e.memo == nullptr && (e.memo = memo_->Keep(index, node)) != nullptr) {
+      e.memo->pool = PoolOf(*node, input_, pool_names_);
+    }
+  }
+  e.pool = e.memo != nullptr ? e.memo->pool : PoolOf(*node, input_, pool_names_);
   e.being_deleted = HasTaint(*node, kToBeDeletedTaint);
   e.destination = node->ready && !node->unschedulable && !e.being_deleted;
   return e;
@@ -133,6 +139,8 @@ void ScaleDownRun::BuildSnapshot() {
 // knows are gone. Inside the run's layer, each such node takes its input object (with its pods)
 // and the left-out ones go.
 void ScaleDownRun::UseModel() {
+  memo_ = input_.scale_down_memo;
+  if (memo_ != nullptr) memo_->Begin(*input_.model, *input_.config);
   snapshot_.Fork();
   ModelNodes found{nodes_by_name_, std::move(by_name_)};
   TakeInputNodes(snapshot_, found);
@@ -222,11 +230,22 @@ void ScaleDownRun::CollectOwnPods() {
 
 void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   NodeEntry& e = entries_[i];
+  if (e.unread_pods == 0) return;
+  if (e.memo != nullptr && e.memo->own_read) {
+    e.own = e.memo->own;
+    e.unread_pods = 0;
+    return;
+  }
   const std::vector<const model::Pod*>& pods = snapshot_.Get(i).pods;
   TIDEPOOL_CHECK(e.unread_pods <= pods.size());
   for (uint32_t k = 0; k < e.unread_pods; ++k)
     if (DrainRoleOf(*pods[k]) == DrainRole::kMove) e.own.push_back(pods[k]);
   e.unread_pods = 0;
+  std::stable_sort(e.own.begin(), e.own.end(), ByKey);
+  if (e.memo != nullptr) {
+    e.memo->own = e.own;
+    e.memo->own_read = true;
+  }
 }
 
 bool ScaleDownRun::ByKey(const model::Pod* a, const model::Pod* b) {

@@ -14,6 +14,7 @@
 
 #include "planner/disruption.h"
 #include "planner/scale_down.h"
+#include "planner/scale_down_memo.h"
 #include "planner/scale_down_placer.h"
 #include "planner/scale_down_rules.h"
 #include "sched/dra/dra_state.h"
@@ -42,8 +43,10 @@ inline void AddTo(Amounts& a, const Amounts& b, int sign) {
 struct NodeEntry {
   const model::Node* node = nullptr;
   const model::Pool* pool = nullptr;  // nullptr: unmanaged
-  bool being_deleted = false;         // ToBeDeletedByClusterAutoscaler taint
-  bool destination = false;           // ready, schedulable, not being deleted
+  // On the model, with a memo: what the memo keeps about the node (read, or to be written).
+  ScaleDownMemo::Node* memo = nullptr;
+  bool being_deleted = false;  // ToBeDeletedByClusterAutoscaler taint
+  bool destination = false;    // ready, schedulable, not being deleted
   // Its non-terminal pods with DrainRole::kMove; in namespace/name order once own_facts is built.
   // On the model they are read when first needed (OwnPodsFromModel): for candidates, nodes being
   // deleted and destinations whose horizon is asked.
@@ -163,7 +166,8 @@ class ScaleDownRun {
   // Each node's pods that move (`own`): when built, from the input as its pods go into the
   // snapshot; on the model, only counted here and read later (OwnPodsFromModel).
   void CollectOwnPods();
-  // On the model, node `i`'s pods that move (`own`), read once, when the node needs them.
+  // On the model, node `i`'s pods that move (`own`, in namespace/name order), read once, when the
+  // node needs them: from the memo when it has them, else from the snapshot (and kept there).
   void OwnPodsFromModel(NodeIndex i);
   static bool ByKey(const model::Pod* a, const model::Pod* b);  // namespace/name order
   // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
@@ -270,6 +274,7 @@ class ScaleDownRun {
   std::vector<NodeIndex> by_name_;
   std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
   std::vector<PodFacts> facts_;                    // see NodeEntry::own_facts
+  ScaleDownMemo* memo_ = nullptr;                  // on the model, the input's memo if any
   // Devices and claims (when the input has DRA objects), attached to snapshot_: a moved pod's
   // claims are allocated where it lands.
   std::unique_ptr<sched::DraState> dra_;

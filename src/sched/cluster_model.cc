@@ -53,6 +53,7 @@ Result<void> ClusterModel::SetNode(std::shared_ptr<const model::Node> node) {
   Result<NodeIndex> index = snapshot_->AddNode(record.node.get());
   TIDEPOOL_CHECK(index.has_value());
   record.index = *index;
+  Touch(record.index);
   PlacePods(record);
   ++changes_;
   MaybeCompact();
@@ -129,12 +130,19 @@ void ClusterModel::Unbind(PodRecord& pod) {
 void ClusterModel::Place(PodRecord& pod, NodeIndex node) {
   TIDEPOOL_CHECK(snapshot_->AddPod(pod.pod.get(), node).has_value());
   pod.placed = node;
+  Touch(node);
 }
 
 void ClusterModel::Unplace(PodRecord& pod) {
   if (pod.placed == kNoNode) return;
   TIDEPOOL_CHECK(snapshot_->RemovePod(pod.pod.get(), pod.placed).has_value());
+  Touch(pod.placed);
   pod.placed = kNoNode;
+}
+
+void ClusterModel::Touch(NodeIndex i) {
+  if (stamps_.size() <= i) stamps_.resize(snapshot_->NodeSlots(), 0);
+  stamps_[i] = ++last_stamp_;
 }
 
 void ClusterModel::PlacePods(NodeRecord& record) {
@@ -153,6 +161,7 @@ void ClusterModel::MaybeCompact() {
   // A fresh snapshot in name order. Its topology and label indexes are built again on first use.
   snapshot_ = NewSnapshot();
   retired_.clear();
+  stamps_.clear();
   snapshot_->ReserveNodes(live);
   for (auto& [name, record] : nodes_) {
     for (PodRecord* pod : record.pods) pod->placed = kNoNode;
@@ -160,6 +169,7 @@ void ClusterModel::MaybeCompact() {
     Result<NodeIndex> index = snapshot_->AddNode(record.node.get());
     TIDEPOOL_CHECK(index.has_value());
     record.index = *index;
+    Touch(record.index);
     PlacePods(record);
   }
   ++generation_;

@@ -58,6 +58,11 @@ class ClusterModel {
   ClusterSnapshot& snapshot() { return *snapshot_; }
   const ClusterSnapshot& snapshot() const { return *snapshot_; }
   uint64_t generation() const { return generation_; }
+  // A number that changes whenever the pods placed on node slot `i` change, never to one it had
+  // before; 0 for a slot the model did not hand out (one a pass added in its layer). A changed
+  // node takes a new slot, so with generation() a slot and its stamp name one state of a node and
+  // its pods: what a pass derived from them holds while the stamp stays (ScaleDownMemo).
+  uint64_t Stamp(NodeIndex i) const { return i < stamps_.size() ? stamps_[i] : 0; }
 
   // Known objects, by name: nodes in name order, pods by namespace/name (nullptr when unknown).
   const model::Node* FindNode(std::string_view name) const;
@@ -103,6 +108,8 @@ class ClusterModel {
   void PlacePods(NodeRecord& record);
   void Place(PodRecord& pod, NodeIndex node);
   void Unplace(PodRecord& pod);
+  // Gives slot `i` a new stamp.
+  void Touch(NodeIndex i);
   void Unbind(PodRecord& pod);
   // Drops a record that holds neither a node nor pods.
   void DropIfEmpty(std::map<std::string, NodeRecord, std::less<>>::iterator it);
@@ -118,6 +125,8 @@ class ClusterModel {
   // Nodes replaced or deleted since the last compaction: the snapshot's tombstones point at them.
   std::vector<std::shared_ptr<const model::Node>> retired_;
   uint64_t generation_ = 0;
+  std::vector<uint64_t> stamps_;  // per snapshot slot
+  uint64_t last_stamp_ = 0;
   uint64_t changes_ = 0;
   bool verify_ = false;
 };

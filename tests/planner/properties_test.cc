@@ -32,6 +32,7 @@
 #include "planner/disruption.h"
 #include "planner/plan_json.h"
 #include "planner/scale_down.h"
+#include "planner/scale_down_memo.h"
 #include "planner/scale_up.h"
 #include "sched/cluster_model.h"
 #include "sched/fit.h"
@@ -927,6 +928,125 @@ std::string CheckScaleDownOnTheModel(const Case& original) {
 
 TEST(PlannerProperties, ScaleDownOnTheClusterModelPlansWhatABuiltSnapshotPlans) {
   RunProperty("scale-down on the model", CheckScaleDownOnTheModel);
+}
+
+// Deltas between two passes, as a driver feeds them: pods moved to another node, finished,
+// unbound or deleted; nodes changed (a new slot); time going on (delayAfterAdd and the training
+// pods' verdicts change with it, and the memo must not keep them).
+void ApplyRandomDeltas(Gen& g, ModelledCase& m) {
+  auto borrow = [](const auto* object) { return sched::ClusterModel::Borrow(object); };
+  const int changes = g.Int(0, 4);
+  for (int k = 0; k < changes && !m.c.pods.empty(); ++k) {
+    Pod& pod = m.c.pods[static_cast<size_t>(g.Int(0, static_cast<int>(m.c.pods.size()) - 1))];
+    const int what = g.Int(0, 4);
+    if (what == 0 && !m.c.nodes.empty()) {
+      pod.node_name =
+          m.c.nodes[static_cast<size_t>(g.Int(0, static_cast<int>(m.c.nodes.size()) - 1))].name();
+    } else if (what == 1) {
+      pod.phase = model::PodPhase::kSucceeded;
+    } else if (what == 2) {
+      pod.node_name.clear();
+    } else if (what == 3) {
+      const model::Node* node = m.model.FindNode(pod.node_name);
+      if (node != nullptr) TIDEPOOL_CHECK(m.model.SetNode(borrow(node)).has_value());
+      continue;
+    } else {
+      // Deleted: gone from the model and both inputs (its object stays in the case, unread).
+      if (m.model.FindPod(pod.meta.namespace_, pod.meta.name) == nullptr) continue;
+      TIDEPOOL_CHECK(m.model.DeletePod(pod.meta.namespace_, pod.meta.name).has_value());
+      for (PlannerInput* in : {&m.built, &m.forked}) std::erase(in->pods, &pod);
+      continue;
+    }
+    if (m.model.FindPod(pod.meta.namespace_, pod.meta.name) == nullptr) continue;
+    TIDEPOOL_CHECK(m.model.SetPod(borrow(&pod)).has_value());
+  }
+  const Duration later = std::chrono::minutes(g.Int(0, 20));
+  m.built.now += later;
+  m.forked.now += later;
+}
+
+// Scale-down on the model with a memo kept across passes plans, pass after pass, what a pass on a
+// built snapshot plans, while deltas change some nodes between passes (and the second pass of a
+// round, as the loop's, finds every node as the first left it).
+std::string CheckScaleDownWithAMemo(const Case& original) {
+  std::unique_ptr<ModelledCase> m = Modelled(original);
+  ScaleDownMemo memo;
+  m->forked.scale_down_memo = &memo;
+  Gen g(original.seed ^ 0x3e30ull);
+  ScaleDownOptions options;
+  options.rate_limit = m->c.rate_limit;
+  auto plan = [&](const PlannerInput& in) {
+    return PlanToJson({}, ScaleDownPlanner().Plan(in, options)).dump(1);
+  };
+  for (int round = 0; round < 4; ++round) {
+    if (round > 0) ApplyRandomDeltas(g, *m);
+    for (int pass = 0; pass < 2; ++pass) {
+      if (std::string why = PlansBothWaysAlike(*m, plan); !why.empty()) {
+        return fmt::format("round {}, pass {}: {}", round, pass, why);
+      }
+    }
+  }
+  return "";
+}
+
+TEST(PlannerProperties, ScaleDownWithAMemoAcrossDeltasPlansWhatAFreshPassPlans) {
+  RunProperty("scale-down with a memo", CheckScaleDownWithAMemo);
+}
+
+// The memo keeps a node's facts only while the model's stamp of its slot stays, and forgets
+// everything every kFullPassEvery passes and when the model is compacted.
+TEST(ScaleDownMemo, KeepsWhileTheStampStaysAndForgetsOnSchedule) {
+  Case c;
+  c.config.pools.emplace_back().name = "p";
+  for (int i = 0; i < 2; ++i) {
+    model::Node& n = c.nodes.emplace_back();
+    n.meta.name = fmt::format("n{}", i);
+  }
+  Pod& pod = c.pods.emplace_back();
+  pod.meta.name = "a";
+  pod.meta.namespace_ = "default";
+  pod.node_name = "n0";
+  pod.phase = model::PodPhase::kRunning;
+  pod.Finalize();
+  auto borrow = [](const auto* object) { return sched::ClusterModel::Borrow(object); };
+  sched::ClusterModel model;
+  for (const model::Node& n : c.nodes) ASSERT_TRUE(model.SetNode(borrow(&n)).has_value());
+  ASSERT_TRUE(model.SetPod(borrow(&pod)).has_value());
+  const sched::NodeIndex n0 = model.snapshot().FindNode("n0");
+  const sched::NodeIndex n1 = model.snapshot().FindNode("n1");
+
+  ScaleDownMemo memo;
+  memo.Begin(model, c.config);
+  ScaleDownMemo::Node* kept = memo.Keep(n0, &c.nodes[0]);
+  ASSERT_NE(kept, nullptr);
+  kept->pool = &c.config.pools[0];
+  ASSERT_NE(memo.Keep(n1, &c.nodes[1]), nullptr);
+  EXPECT_EQ(memo.Keep(sched::NodeIndex{99}, &c.nodes[1]), nullptr);  // not the model's slot
+  memo.Begin(model, c.config);
+  ASSERT_NE(memo.Find(n0, &c.nodes[0]), nullptr);
+  EXPECT_EQ(memo.Find(n0, &c.nodes[0])->pool, &c.config.pools[0]);
+  EXPECT_EQ(memo.Find(n0, &c.nodes[1]), nullptr);  // another object in the slot
+
+  // The pod moves: both nodes' stamps change.
+  pod.node_name = "n1";
+  ASSERT_TRUE(model.SetPod(borrow(&pod)).has_value());
+  EXPECT_EQ(memo.Find(n0, &c.nodes[0]), nullptr);
+  EXPECT_EQ(memo.Find(n1, &c.nodes[1]), nullptr);
+  ASSERT_NE(memo.Keep(n0, &c.nodes[0]), nullptr);
+  EXPECT_NE(memo.Find(n0, &c.nodes[0]), nullptr);
+
+  // The safety net: the pass after kFullPassEvery passes starts from nothing.
+  while (memo.passes() < ScaleDownMemo::kFullPassEvery) memo.Begin(model, c.config);
+  EXPECT_NE(memo.Find(n0, &c.nodes[0]), nullptr);
+  memo.Begin(model, c.config);
+  EXPECT_EQ(memo.passes(), 1u);
+  EXPECT_EQ(memo.Find(n0, &c.nodes[0]), nullptr);
+
+  // Another config forgets everything too.
+  ASSERT_NE(memo.Keep(n0, &c.nodes[0]), nullptr);
+  model::AutoscalerConfig other = c.config;
+  memo.Begin(model, other);
+  EXPECT_EQ(memo.Find(n0, &c.nodes[0]), nullptr);
 }
 
 // The same for scale-up, whose walks over the nodes go in input order (Pass::SlotAt), wherever

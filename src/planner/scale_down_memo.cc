@@ -1,0 +1,40 @@
+#include "planner/scale_down_memo.h"
+
+#include "sched/cluster_model.h"
+
+namespace tidepool::planner {
+
+void ScaleDownMemo::Begin(const sched::ClusterModel& model, const model::AutoscalerConfig& config) {
+  const bool same = model_ == &model && config_ == &config && generation_ == model.generation();
+  if (!same || passes_ >= kFullPassEvery) {
+    nodes_.clear();
+    passes_ = 0;
+  }
+  model_ = &model;
+  config_ = &config;
+  generation_ = model.generation();
+  ++passes_;
+  // One entry per slot the model has handed out, made now: a pass holds pointers to entries.
+  nodes_.resize(model.snapshot().NodeSlots());
+}
+
+const ScaleDownMemo::Node* ScaleDownMemo::Find(sched::NodeIndex i, const model::Node* node) const {
+  if (i >= nodes_.size()) return nullptr;
+  const Node& n = nodes_[i];
+  if (n.stamp == 0 || n.node != node || n.stamp != model_->Stamp(i)) return nullptr;
+  return &n;
+}
+
+ScaleDownMemo::Node* ScaleDownMemo::Keep(sched::NodeIndex i, const model::Node* node) {
+  const uint64_t stamp = model_ != nullptr ? model_->Stamp(i) : 0;
+  if (stamp == 0 || i >= nodes_.size()) return nullptr;
+  Node& n = nodes_[i];
+  n.stamp = stamp;
+  n.node = node;
+  n.pool = nullptr;
+  n.own_read = false;
+  n.own.clear();
+  return &n;
+}
+
+}  // namespace tidepool::planner

@@ -1,0 +1,65 @@
+// ScaleDownMemo: what a scale-down pass on the driver's cluster model learned about each node
+// that the next pass reuses while the node and its pods are unchanged (docs/architecture.md, "The
+// cluster model"). A pass on the model reads the pool of every node and, for the nodes that may
+// go, their pods that move in namespace/name order; on a cluster where few nodes change between
+// passes that is the same answer, pass after pass.
+//
+// Only what depends on the node and its pods alone is kept: anything that depends on the time
+// (delayAfterAdd, a training pod's expected remaining runtime), on other nodes (where pods fit) or
+// on other objects (PDBs) is computed again by every pass. The model's stamps (ClusterModel::Stamp)
+// say which nodes changed. Every kFullPassEvery passes the memo forgets everything, so a pass
+// reads every node afresh (a safety net); the model's debug mode (ClusterModel::SetVerify)
+// compares each pass that used the memo with one that built its own snapshot.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/node.h"
+#include "model/pod.h"
+#include "model/pool.h"
+#include "sched/snapshot.h"
+
+namespace tidepool::sched {
+class ClusterModel;
+}
+
+namespace tidepool::planner {
+
+class ScaleDownMemo {
+ public:
+  static constexpr uint64_t kFullPassEvery = 64;
+
+  // One node slot as a pass read it.
+  struct Node {
+    uint64_t stamp = 0;  // the model's stamp of the slot then; 0: nothing kept
+    const model::Node* node = nullptr;
+    const model::Pool* pool = nullptr;   // nullptr: unmanaged
+    bool own_read = false;               // `own` holds the node's pods that move
+    std::vector<const model::Pod*> own;  // in namespace/name order
+  };
+
+  // Starts a pass on `model` planned with `config`. Forgets everything when either is not the
+  // last pass's, when the model was compacted (its slots were handed out again), and every
+  // kFullPassEvery passes.
+  void Begin(const sched::ClusterModel& model, const model::AutoscalerConfig& config);
+
+  // What the last passes kept about slot `i`, if it still holds `node` with the pods it held.
+  const Node* Find(sched::NodeIndex i, const model::Node* node) const;
+  // Where a pass keeps what it read about slot `i` holding `node`: an entry emptied and stamped
+  // with the model's stamp of the slot, or nullptr when the model had not handed the slot out at
+  // Begin (a node the pass added in its layer). Entries stay where they are until the next Begin.
+  Node* Keep(sched::NodeIndex i, const model::Node* node);
+
+  // Passes since the memo last forgot everything (1 during the first).
+  uint64_t passes() const { return passes_; }
+
+ private:
+  const sched::ClusterModel* model_ = nullptr;
+  const model::AutoscalerConfig* config_ = nullptr;
+  uint64_t generation_ = 0;
+  uint64_t passes_ = 0;
+  std::vector<Node> nodes_;  // by slot
+};
+
+}  // namespace tidepool::planner
