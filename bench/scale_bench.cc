@@ -14,6 +14,7 @@
 #include "model/pod.h"
 #include "model/pool.h"
 #include "planner/scale_down.h"
+#include "planner/scale_down_memo.h"
 #include "planner/scale_up.h"
 #include "sched/cluster_model.h"
 
@@ -125,7 +126,8 @@ BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterat
 
 // One planner alone (or both) on the same cluster: building its snapshot from the input (Built),
 // or forking a long-lived ClusterModel after 100 pod changes applied to it as deltas (OnModel:
-// each pass moves 100 running pods to another node, in place, as the simulator changes its pods).
+// each pass moves 100 running pods to another node, in place, as the simulator changes its pods;
+// scale-down keeps its memo across passes, as the loop does).
 enum class Plans { kUp, kDown, kBoth };
 
 void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
@@ -134,10 +136,12 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
   if (c == nullptr) c = Build(static_cast<int>(state.range(0)));
   planner::PlannerInput input = c->input;
   sched::ClusterModel model;
+  planner::ScaleDownMemo memo;  // kept across passes, as the loop keeps it
   if (on_model) {
     for (const model::Node& n : c->nodes) (void)model.SetNode(sched::ClusterModel::Borrow(&n));
     for (const model::Pod& p : c->pods) (void)model.SetPod(sched::ClusterModel::Borrow(&p));
     input.model = &model;
+    input.scale_down_memo = &memo;
   }
   std::mt19937 rng(11);
   const size_t running = c->nodes.size() * 20;

@@ -34,6 +34,7 @@ ScaleDownMemo::Node* ScaleDownMemo::Keep(sched::NodeIndex i, const model::Node* 
   n.pool = nullptr;
   n.own_read = false;
   n.own.clear();
+  n.facts.clear();
   return &n;
 }
 

@@ -1,7 +1,8 @@
 // ScaleDownMemo: what a scale-down pass on the driver's cluster model learned about each node
 // that the next pass reuses while the node and its pods are unchanged (docs/architecture.md, "The
 // cluster model"). A pass on the model reads the pool of every node and, for the nodes that may
-// go, their pods that move in namespace/name order; on a cluster where few nodes change between
+// go, their pods that move in namespace/name order with what the drain simulation reads of them
+// (PodFacts); on a cluster where few nodes change between
 // passes that is the same answer, pass after pass.
 //
 // Only what depends on the node and its pods alone is kept: anything that depends on the time
@@ -18,6 +19,7 @@
 #include "model/node.h"
 #include "model/pod.h"
 #include "model/pool.h"
+#include "planner/scale_down_placer.h"
 #include "sched/snapshot.h"
 
 namespace tidepool::sched {
@@ -34,9 +36,10 @@ class ScaleDownMemo {
   struct Node {
     uint64_t stamp = 0;  // the model's stamp of the slot then; 0: nothing kept
     const model::Node* node = nullptr;
-    const model::Pool* pool = nullptr;   // nullptr: unmanaged
-    bool own_read = false;               // `own` holds the node's pods that move
-    std::vector<const model::Pod*> own;  // in namespace/name order
+    const model::Pool* pool = nullptr;               // nullptr: unmanaged
+    bool own_read = false;                           // `own` holds the node's pods that move
+    std::vector<const model::Pod*> own;              // in namespace/name order
+    std::vector<scale_down_detail::PodFacts> facts;  // `own`'s, resolved
   };
 
   // Starts a pass on `model` planned with `config`. Forgets everything when either is not the

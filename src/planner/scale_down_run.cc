@@ -244,6 +244,8 @@ void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   std::stable_sort(e.own.begin(), e.own.end(), ByKey);
   if (e.memo != nullptr) {
     e.memo->own = e.own;
+    e.memo->facts.clear();
+    for (const model::Pod* pod : e.own) e.memo->facts.emplace_back(pod).Resolve();
     e.memo->own_read = true;
   }
 }
@@ -259,9 +261,18 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
   if (!std::is_sorted(e.own.begin(), e.own.end(), ByKey))
     std::stable_sort(e.own.begin(), e.own.end(), ByKey);
   e.own_facts.reserve(e.own.size());
-  for (const model::Pod* pod : e.own) {
+  // On the model, `own` came with its facts, resolved, from the memo (OwnPodsFromModel).
+  const std::vector<PodFacts>* kept =
+      e.memo != nullptr && e.memo->own_read ? &e.memo->facts : nullptr;
+  TIDEPOOL_CHECK(kept == nullptr || kept->size() == e.own.size());
+  for (size_t k = 0; k < e.own.size(); ++k) {
+    const model::Pod* pod = e.own[k];
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
-    facts_.emplace_back(pod);
+    if (kept != nullptr) {
+      facts_.push_back((*kept)[k]);
+    } else {
+      facts_.emplace_back(pod);
+    }
     if (!blockers) continue;
     // `own` is in namespace/name order: the first blocker found is the one to report.
     std::string blocker = PodBlocker(e, *pod);
