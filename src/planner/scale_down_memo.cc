@@ -18,9 +18,9 @@ void ScaleDownMemo::Begin(const sched::ClusterModel& model, const model::Autosca
   nodes_.resize(model.snapshot().NodeSlots());
 }
 
-const ScaleDownMemo::Node* ScaleDownMemo::Find(sched::NodeIndex i, const model::Node* node) const {
+ScaleDownMemo::Node* ScaleDownMemo::Find(sched::NodeIndex i, const model::Node* node) {
   if (i >= nodes_.size()) return nullptr;
-  const Node& n = nodes_[i];
+  Node& n = nodes_[i];
   if (n.stamp == 0 || n.node != node || n.stamp != model_->Stamp(i)) return nullptr;
   return &n;
 }

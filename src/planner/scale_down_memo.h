@@ -47,8 +47,9 @@ class ScaleDownMemo {
   // kFullPassEvery passes.
   void Begin(const sched::ClusterModel& model, const model::AutoscalerConfig& config);
 
-  // What the last passes kept about slot `i`, if it still holds `node` with the pods it held.
-  const Node* Find(sched::NodeIndex i, const model::Node* node) const;
+  // What the last passes kept about slot `i`, if it still holds `node` with the pods it held (a
+  // pass adds what it reads later, such as the pods of a node that becomes a candidate).
+  Node* Find(sched::NodeIndex i, const model::Node* node);
   // Where a pass keeps what it read about slot `i` holding `node`: an entry emptied and stamped
   // with the model's stamp of the slot, or nullptr when the model had not handed the slot out at
   // Begin (a node the pass added in its layer). Entries stay where they are until the next Begin.

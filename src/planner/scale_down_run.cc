@@ -106,7 +106,7 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
   NodeEntry& e = entries_[index];
   e.node = node;
   if (memo_ != nullptr) {
-    e.memo = const_cast<ScaleDownMemo::Node*>(memo_->Find(index, node));
+    e.memo = memo_->Find(index, node);
     if (e.memo == nullptr && (e.memo = memo_->Keep(index, node)) != nullptr) {
       e.memo->pool = PoolOf(*node, input_, pool_names_);
     }
