@@ -2,8 +2,8 @@
 // that the next pass reuses while the node and its pods are unchanged (docs/architecture.md, "The
 // cluster model"). A pass on the model reads the pool of every node and, for the nodes that may
 // go, their pods that move in namespace/name order with what the drain simulation reads of them
-// (PodFacts); on a cluster where few nodes change between
-// passes that is the same answer, pass after pass.
+// (PodFacts); on a cluster where few nodes change between passes that is the same answer, pass
+// after pass.
 //
 // Only what depends on the node and its pods alone is kept: anything that depends on the time
 // (delayAfterAdd, a training pod's expected remaining runtime), on other nodes (where pods fit) or
