@@ -33,7 +33,6 @@ ScaleDownMemo::Node* ScaleDownMemo::Keep(sched::NodeIndex i, const model::Node* 
   n.node = node;
   n.pool = nullptr;
   n.own_read = false;
-  n.own.clear();
   n.facts.clear();
   return &n;
 }

@@ -36,10 +36,10 @@ class ScaleDownMemo {
   struct Node {
     uint64_t stamp = 0;  // the model's stamp of the slot then; 0: nothing kept
     const model::Node* node = nullptr;
-    const model::Pool* pool = nullptr;               // nullptr: unmanaged
-    bool own_read = false;                           // `own` holds the node's pods that move
-    std::vector<const model::Pod*> own;              // in namespace/name order
-    std::vector<scale_down_detail::PodFacts> facts;  // `own`'s, resolved
+    const model::Pool* pool = nullptr;  // nullptr: unmanaged
+    // `facts` holds the node's pods that move, in namespace/name order, resolved.
+    bool own_read = false;
+    std::vector<scale_down_detail::PodFacts> facts;
   };
 
   // Starts a pass on `model` planned with `config`. Forgets everything when either is not the

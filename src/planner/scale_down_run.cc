@@ -105,13 +105,13 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
   if (entries_.size() <= index) entries_.resize(index + 1);
   NodeEntry& e = entries_[index];
   e.node = node;
-  if (memo_ != nullptr) {
-    e.memo = memo_->Find(index, node);
-    if (e.memo == nullptr && (e.memo = memo_->Keep(index, node)) != nullptr) {
-      e.memo->pool = PoolOf(*node, input_, pool_names_);
-    }
+  e.memo = memo_ != nullptr ? memo_->Find(index, node) : nullptr;
+  if (e.memo != nullptr) {
+    e.pool = e.memo->pool;
+  } else {
+    e.pool = PoolOf(*node, input_, pool_names_);
+    if (memo_ != nullptr && (e.memo = memo_->Keep(index, node)) != nullptr) e.memo->pool = e.pool;
   }
-  e.pool = e.memo != nullptr ? e.memo->pool : PoolOf(*node, input_, pool_names_);
   e.being_deleted = HasTaint(*node, kToBeDeletedTaint);
   e.destination = node->ready && !node->unschedulable && !e.being_deleted;
   return e;
@@ -232,7 +232,8 @@ void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   NodeEntry& e = entries_[i];
   if (e.unread_pods == 0) return;
   if (e.memo != nullptr && e.memo->own_read) {
-    e.own = e.memo->own;
+    e.own.reserve(e.memo->facts.size());
+    for (const PodFacts& f : e.memo->facts) e.own.push_back(f.pod);
     e.unread_pods = 0;
     return;
   }
@@ -243,7 +244,6 @@ void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   e.unread_pods = 0;
   std::stable_sort(e.own.begin(), e.own.end(), ByKey);
   if (e.memo != nullptr) {
-    e.memo->own = e.own;
     e.memo->facts.clear();
     for (const model::Pod* pod : e.own) e.memo->facts.emplace_back(pod).Resolve();
     e.memo->own_read = true;
