@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "base/check.h"
 #include "planner/scale_down_run.h"
 
 namespace tidepool::planner::scale_down_detail {
 namespace {
+
+constexpr uint32_t kNotKept = UINT32_MAX;
 
 std::string FormatAmount(const Amounts& a, size_t i) {
   switch (i) {
@@ -76,7 +79,7 @@ std::string ScaleDownRun::PdbBlocker(const NodeEntry& e, const std::vector<int32
 Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves,
                            Amounts& free, std::vector<Amounts>& contrib) {
   const NodeEntry& e = entries_[c];
-  replacement_[c].reset();
+  replacement_.erase(c);
   to_move_.assign(e.own_facts.begin(), e.own_facts.end());
   to_move_.insert(to_move_.end(), moved_in_[c].begin(), moved_in_[c].end());
   bool was_usable = usable_[c] != 0;
@@ -131,7 +134,7 @@ Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::
     if (moves) {
       for (uint32_t f : leftover_) {
         moves->emplace_back(facts_[f].pod->Key(),
-                            fmt::format("a new node of pool {}", replacement_[c]->pool->name));
+                            fmt::format("a new node of pool {}", ReplacementOf(c)->pool->name));
       }
     }
   }
@@ -141,8 +144,8 @@ Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::
   }
   snapshot_.Commit();
   moved_in_[c].clear();
-  if (replacement_[c]) {
-    const model::Pool* pool = replacement_[c]->pool;
+  if (const PassReplacement* r = ReplacementOf(c)) {
+    const model::Pool* pool = r->pool;
     ++replacements_added_[pool];
     replacement_capacity_ += pool->template_node.capacity;
   }
@@ -257,7 +260,7 @@ void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   for (NodeIndex i = 0; i < entries_.size(); ++i) moved_in_[i] = base_moved_in_[i];
   horizon_.assign(entries_.size(), kUnknown);
   extension_.assign(entries_.size(), 0);
-  replacement_.assign(entries_.size(), std::nullopt);
+  replacement_.clear();
   replacements_added_.clear();
   replacement_capacity_ = {};
   placer_.Reset();
@@ -280,11 +283,12 @@ Why ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options, PassBu
   if (b.pool_size[e.pool] <= e.pool->min) {
     return fmt::format("pool {} at min {}", e.pool->name, e.pool->min);
   }
-  if (!e.blocker.empty()) return e.blocker;
+  const WeighedPods& w = Weighed(e);
+  if (!w.blocker.empty()) return w.blocker;
   if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
   // A busy node's removal is weighed at its replacement's price (Replace), until that is Ready.
   bool replace_only = e.replace_only && !ReplacementReady(e);
-  if (e.verdict && !GoesAhead(*e.verdict) && !replace_only) return Why::Verdict();
+  if (w.verdict && !GoesAhead(*w.verdict) && !replace_only) return Why::Verdict();
   if (options.may_remove && *options.may_remove && !(*options.may_remove)(*e.node)) {
     std::string r;
     if (options.not_yet_reason && *options.not_yet_reason) r = (*options.not_yet_reason)(*e.node);
@@ -322,7 +326,7 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   sd.utilization = e.util;
   sd.threshold = Threshold(e);
   sd.consolidation = PassVerdict(index);
-  if (const std::optional<PassReplacement>& r = replacement_[index]) {
+  if (const PassReplacement* r = ReplacementOf(index)) {
     sd.replacement_pool = r->pool->name;
     // Pending pods the simulation put on the node go along, but are not the node's to evict.
     for (uint32_t f : r->pods) {
@@ -343,21 +347,26 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   std::vector<Amounts> contrib(entries_.size());
   ResetPass(free, contrib);
   PassBudget budget = StartBudget();
-  // The candidates that stay, by slot; every managed node's Keep goes out in name order at the end.
-  std::vector<std::optional<Keep>> kept(entries_.size());
+  // The candidates that stay, in the order tried, and where each slot's Keep is among them (a few
+  // bytes per node: most nodes are not candidates); every managed node's Keep goes out in name
+  // order at the end.
+  std::vector<Keep> kept;
+  std::vector<uint32_t> kept_at(entries_.size(), kNotKept);
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
     Why r = Blocker(e, options, budget);
     if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
     if (!r.empty()) {
+      kept_at[c] = static_cast<uint32_t>(kept.size());
       // A busy node that no replacement takes stays for its utilization, as without the move.
-      if (e.replace_only && replacement_[c]) {
+      if (e.replace_only && ReplacementOf(c) != nullptr) {
         // Weighed, and the numbers (or the extension) keep it.
-        kept[c] = Keep{e.node->name(), "replace: " + r.text, e.busy, PassVerdict(c), r.verdict};
+        kept.push_back(
+            Keep{e.node->name(), "replace: " + r.text, Busy(e), PassVerdict(c), r.verdict});
       } else if (e.replace_only) {
-        kept[c] = Keep{e.node->name(), e.keep, e.busy};
+        kept.push_back(Keep{e.node->name(), e.keep, Busy(e)});
       } else {
-        kept[c] = Keep{e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict};
+        kept.push_back(Keep{e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict});
       }
       continue;
     }
@@ -368,10 +377,10 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   out.plan.keep.reserve(by_name_.size() - out.plan.scale_downs.size());
   for (NodeIndex i : by_name_) {
     const NodeEntry& e = entries_[i];
-    if (kept[i]) {
-      out.plan.keep.push_back(std::move(*kept[i]));
+    if (kept_at[i] != kNotKept) {
+      out.plan.keep.push_back(std::move(kept[kept_at[i]]));
     } else if (e.pool != nullptr && !e.candidate) {
-      out.plan.keep.push_back(Keep{e.node->name(), e.keep, e.busy});
+      out.plan.keep.push_back(Keep{e.node->name(), e.keep, Busy(e)});
     }
   }
   return out;

@@ -4,7 +4,19 @@
 
 #include <map>
 
+#include "planner/cluster.h"
+#include "planner/disruption.h"
+#include "planner/scale_down_rules.h"
+
 namespace tidepool::planner::scale_down_detail {
+
+void PodFacts::ResolveEviction() {
+  if (eviction_resolved) return;
+  eviction_resolved = true;
+  eviction_rules = MayBlockEviction(*pod);
+  weighable =
+      pod->phase == model::PodPhase::kRunning && IsTrainingPod(*pod) && !DeclaresRestartable(*pod);
+}
 
 std::string Placer::Diagnose(PodFacts& f) {
   f.Resolve();

@@ -59,6 +59,10 @@ struct PodFacts {
   bool inter_pod = false;                 // HasInterPodRules
   bool node_constraints = false;          // a nodeSelector or required node affinity
   bool other_resources = false;  // requests beyond cpu, memory and pods (storage, extended)
+  // Read when the pod's eviction is weighed (ResolveEviction): candidates' pods only.
+  bool eviction_resolved = false;
+  bool eviction_rules = false;  // MayBlockEviction: EvictionBlocker may have something to say
+  bool weighable = false;       // a running training pod that does not declare itself restartable
   uint64_t equivalence = 0;
 
   explicit PodFacts(const model::Pod* p)
@@ -77,6 +81,8 @@ struct PodFacts {
       if (id != model::kCpu && id != model::kMemory && id != model::kPods) other_resources = true;
     });
   }
+
+  void ResolveEviction();
 
   // Placement order: biggest first (GPUs, then cpu, then memory), so the hard pods pick first.
   friend bool BiggerThan(const PodFacts& a, const PodFacts& b) {

@@ -103,11 +103,11 @@ Why ScaleDownRun::Replace(NodeIndex c) {
     }
     // The cheapest pool that holds them saves the most: the horizon and work lost are the same.
     ReplacementPrice price{pool->name, pool->price_per_hour};
-    PassReplacement& r = replacement_[c].emplace();
+    PassReplacement& r = replacement_[c] = PassReplacement{};
     r.pool = pool;
     r.pods = leftover_;
-    r.verdict =
-        Weigh(e.training, e.other_pods, e.pool->price_per_hour, config_.consolidation, &price);
+    r.verdict = Weigh(Weighed(e).training, Weighed(e).other_pods, e.pool->price_per_hour,
+                      config_.consolidation, &price);
     if (!GoesAhead(r.verdict)) return Why::Verdict();
     return {};
   }

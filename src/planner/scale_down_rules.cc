@@ -125,4 +125,13 @@ std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb, bool evi
   return "";
 }
 
+bool MayBlockEviction(const model::Pod& pod) {
+  if (!pod.meta.annotations.empty() && (pod.meta.Annotation(kDoNotDisruptAnnotation) != nullptr ||
+                                        pod.meta.Annotation(kSafeToEvictAnnotation) != nullptr)) {
+    return true;
+  }
+  return pod.meta.Controller() == nullptr || IsTrainingPod(pod) ||
+         LocalStorageVolume(pod) != nullptr || pod.meta.namespace_ == kKubeSystem;
+}
+
 }  // namespace tidepool::planner

@@ -38,4 +38,10 @@ std::string DescribeUtilization(const NodeUtilization& u, double threshold);
 std::string EvictionBlocker(const model::Pod& pod, bool covered_by_pdb,
                             bool evict_training_pods = false);
 
+// False only when EvictionBlocker(pod, covered, evict) is "" whatever `covered` and `evict` are:
+// none of the annotations it reads, a controller, not a training pod, no local storage, not in
+// kube-system. It reads the pod once, so a drain simulation can keep it (PodFacts) and word a
+// blocker only for the pods that may have one.
+bool MayBlockEviction(const model::Pod& pod);
+
 }  // namespace tidepool::planner

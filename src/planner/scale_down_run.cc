@@ -245,7 +245,11 @@ void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   std::stable_sort(e.own.begin(), e.own.end(), ByKey);
   if (e.memo != nullptr) {
     e.memo->facts.clear();
-    for (const model::Pod* pod : e.own) e.memo->facts.emplace_back(pod).Resolve();
+    for (const model::Pod* pod : e.own) {
+      PodFacts& f = e.memo->facts.emplace_back(pod);
+      f.Resolve();
+      f.ResolveEviction();
+    }
     e.memo->own_read = true;
   }
 }
@@ -256,15 +260,16 @@ bool ScaleDownRun::ByKey(const model::Pod* a, const model::Pod* b) {
 }
 
 void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
-  // Input order is namespace/name order when it comes from an API list; otherwise sort (only the
-  // nodes whose pods are asked about need the order).
-  if (!std::is_sorted(e.own.begin(), e.own.end(), ByKey))
-    std::stable_sort(e.own.begin(), e.own.end(), ByKey);
-  e.own_facts.reserve(e.own.size());
-  // On the model, `own` came with its facts, resolved, from the memo (OwnPodsFromModel).
+  // On the model, `own` came with its facts, resolved and in order, from the memo
+  // (OwnPodsFromModel).
   const std::vector<PodFacts>* kept =
       e.memo != nullptr && e.memo->own_read ? &e.memo->facts : nullptr;
   TIDEPOOL_CHECK(kept == nullptr || kept->size() == e.own.size());
+  // Input order is namespace/name order when it comes from an API list; otherwise sort (only the
+  // nodes whose pods are asked about need the order).
+  if (kept == nullptr && !std::is_sorted(e.own.begin(), e.own.end(), ByKey))
+    std::stable_sort(e.own.begin(), e.own.end(), ByKey);
+  e.own_facts.reserve(e.own.size());
   for (size_t k = 0; k < e.own.size(); ++k) {
     const model::Pod* pod = e.own[k];
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
@@ -275,10 +280,11 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
     }
     if (!blockers) continue;
     // `own` is in namespace/name order: the first blocker found is the one to report.
-    std::string blocker = PodBlocker(e, *pod);
-    if (!blocker.empty() && e.blocker_pod == nullptr) {
-      e.blocker = std::move(blocker);
-      e.blocker_pod = pod;
+    std::string blocker = PodBlocker(e, facts_.back());
+    WeighedPods& w = Weighed(e);
+    if (!blocker.empty() && w.blocker_pod == nullptr) {
+      w.blocker = std::move(blocker);
+      w.blocker_pod = pod;
     }
   }
 }
@@ -304,11 +310,13 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     }
   }
   if (e.util.value >= Threshold(e)) {
-    e.busy = BusyNode{e.util, Threshold(e)};
+    e.busy = true;
     // Busy, but a cheaper pool's node might hold all of it (back to spot, a smaller shape).
     if (!MayReplace(e)) return;
     e.replace_only = true;
   }
+  e.weighed = static_cast<uint32_t>(weighed_.size());
+  weighed_.emplace_back();
   if (!e.being_deleted) {
     OwnPodsFromModel(i);
     AddFacts(e, /*blockers=*/true);
@@ -318,15 +326,18 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
   order_.push_back(i);
 }
 
-std::string ScaleDownRun::PodBlocker(NodeEntry& e, const model::Pod& pod) {
-  CoveringPdbs(pod, covering_);
-  std::string blocker =
-      EvictionBlocker(pod, !covering_.empty(), evict_training_pods_ || weigh_training_);
-  if (!blocker.empty()) return blocker;
-  bool weighed = weigh_training_ && pod.phase == model::PodPhase::kRunning && IsTrainingPod(pod) &&
-                 !DeclaresRestartable(pod);
-  if (!weighed) {
-    e.other_pods = true;
+std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f) {
+  f.ResolveEviction();
+  const model::Pod& pod = *f.pod;
+  if (f.eviction_rules) {
+    CoveringPdbs(pod, covering_);
+    std::string blocker =
+        EvictionBlocker(pod, !covering_.empty(), evict_training_pods_ || weigh_training_);
+    if (!blocker.empty()) return blocker;
+  }
+  WeighedPods& w = Weighed(e);
+  if (!weigh_training_ || !f.weighable) {
+    w.other_pods = true;
     return "";
   }
   Result<PodDisruption> d =
@@ -336,7 +347,7 @@ std::string ScaleDownRun::PodBlocker(NodeEntry& e, const model::Pod& pod) {
   // The pod's facts were added just before (AddPods).
   fact_remaining_.resize(facts_.size(), config_.consolidation.max_horizon);
   fact_remaining_.back() = d->remaining;
-  e.training.push_back(std::move(*d));
+  w.training.push_back(std::move(*d));
   return "";
 }
 
@@ -344,9 +355,10 @@ Duration ScaleDownRun::FactRemaining(uint32_t f) const {
   return f < fact_remaining_.size() ? fact_remaining_[f] : config_.consolidation.max_horizon;
 }
 
-void ScaleDownRun::WeighConsolidation(NodeEntry& e) const {
-  if (e.training.empty() || !e.blocker.empty()) return;
-  e.verdict = Weigh(e.training, e.other_pods, e.pool->price_per_hour, config_.consolidation);
+void ScaleDownRun::WeighConsolidation(NodeEntry& e) {
+  WeighedPods& w = Weighed(e);
+  if (w.training.empty() || !w.blocker.empty()) return;
+  w.verdict = Weigh(w.training, w.other_pods, e.pool->price_per_hour, config_.consolidation);
 }
 
 void ScaleDownRun::ComputePdbBudgets() {

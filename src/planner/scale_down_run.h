@@ -62,14 +62,21 @@ struct NodeEntry {
   // At or above its utilization threshold: a candidate for the replace move only (all its pods go
   // to one new node of a cheaper pool); `keep` says why it stays otherwise.
   bool replace_only = false;
-  // Why a managed non-candidate stays (both empty for candidates): for its utilization (`busy`),
-  // or for what `keep` says.
-  std::optional<BusyNode> busy;
+  // Why a managed non-candidate stays (both unset for candidates): for its utilization (`busy`:
+  // ScaleDownRun::Busy has the numbers), or for what `keep` says.
+  bool busy = false;
   std::string keep;
-  std::string blocker;  // candidates: the first pod that may not be evicted, or ""
+  // Candidates: where their pods' verdicts are (ScaleDownRun::weighed_); most nodes have none.
+  uint32_t weighed = kNotWeighed;
+  static constexpr uint32_t kNotWeighed = UINT32_MAX;
+};
+
+// What a candidate's pods say about its removal (ScaleDownRun::WeighCandidate).
+struct WeighedPods {
+  std::string blocker;  // the first pod that may not be evicted, or ""
   const model::Pod* blocker_pod = nullptr;
-  // Candidates, when consolidation weighs training pods: their running training pods, whether
-  // other pods keep the node busy too, and the verdict (docs/consolidation.md).
+  // When consolidation weighs training pods: the running training pods, whether other pods keep
+  // the node busy too, and the verdict (docs/consolidation.md).
   std::vector<PodDisruption> training;
   bool other_pods = false;
   std::optional<ConsolidationVerdict> verdict;
@@ -152,6 +159,14 @@ class ScaleDownRun {
   double Threshold(const NodeEntry& e) const {
     return e.util.gpu ? config_.gpu_utilization_threshold : config_.utilization_threshold;
   }
+  // The numbers of a node kept for its utilization, or nothing.
+  std::optional<BusyNode> Busy(const NodeEntry& e) const {
+    if (!e.busy) return std::nullopt;
+    return BusyNode{e.util, Threshold(e)};
+  }
+  // A candidate's pods' verdicts (NodeEntry::weighed).
+  const WeighedPods& Weighed(const NodeEntry& e) const { return weighed_[e.weighed]; }
+  WeighedPods& Weighed(NodeEntry& e) { return weighed_[e.weighed]; }
 
  private:
   // The snapshot: the input's cluster model, forked and made the input's view (UseModel), or
@@ -173,10 +188,10 @@ class ScaleDownRun {
   // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
   void AddFacts(NodeEntry& e, bool blockers);
   void WeighCandidate(NodeIndex i);
-  // Why `pod` (a kMove pod of candidate `e`) may not be evicted, or ""; a running training pod
-  // that consolidation weighs goes into e.training instead.
-  std::string PodBlocker(NodeEntry& e, const model::Pod& pod);
-  void WeighConsolidation(NodeEntry& e) const;
+  // Why the pod of `f` (a kMove pod of candidate `e`) may not be evicted, or ""; a running
+  // training pod that consolidation weighs goes into its WeighedPods::training instead.
+  std::string PodBlocker(NodeEntry& e, PodFacts& f);
+  void WeighConsolidation(NodeEntry& e);
   // Expected remaining runtime of a pod that moves (facts index): its PodDisruption's when it is
   // a weighed training pod, else maxHorizon.
   Duration FactRemaining(uint32_t f) const;
@@ -188,10 +203,15 @@ class ScaleDownRun {
   // running longer, recorded in extension_[c]; "" when the removal still pays.
   Why WeighExtension(NodeIndex c);
   // The verdict of candidate `c` before the extension: its replace move's when one was weighed in
-  // this pass, else e.verdict.
+  // this pass, else its WeighedPods::verdict.
+  // The replace move weighed for candidate `c` in this pass, or nullptr.
+  const PassReplacement* ReplacementOf(NodeIndex c) const {
+    auto it = replacement_.find(c);
+    return it == replacement_.end() ? nullptr : &it->second;
+  }
   std::optional<ConsolidationVerdict> BaseVerdict(NodeIndex c) const {
-    if (replacement_[c]) return replacement_[c]->verdict;
-    return entries_[c].verdict;
+    if (const PassReplacement* r = ReplacementOf(c)) return r->verdict;
+    return Weighed(entries_[c]).verdict;
   }
   // BaseVerdict of candidate `c` with this pass's extension applied.
   std::optional<ConsolidationVerdict> PassVerdict(NodeIndex c) const;
@@ -214,7 +234,7 @@ class ScaleDownRun {
                replacement_ready_->end();
   }
   // Candidate `c`'s pods leftover_ fit on no node that stays: weighs replacing it with one node
-  // of the cheapest pool that may grow and holds them (replacement_[c]); "" when that pays, else
+  // of the cheapest pool that may grow and holds them (ReplacementOf(c)); "" when that pays, else
   // why not.
   Why Replace(NodeIndex c);
   // Why `pool` may not take one more node now (backoff, its max, cluster limits), or "".
@@ -274,6 +294,7 @@ class ScaleDownRun {
   std::vector<NodeIndex> by_name_;
   std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
   std::vector<PodFacts> facts_;                    // see NodeEntry::own_facts
+  std::vector<WeighedPods> weighed_;               // see NodeEntry::weighed
   ScaleDownMemo* memo_ = nullptr;                  // on the model, the input's memo if any
   // Devices and claims (when the input has DRA objects), attached to snapshot_: a moved pod's
   // claims are allocated where it lands.
@@ -313,7 +334,7 @@ class ScaleDownRun {
   model::Resources cluster_capacity_;
   // Per pass: the replace move weighed for each candidate (kept when it did not pay, for the Keep),
   // and the new nodes the pass's removals asked for.
-  std::vector<std::optional<PassReplacement>> replacement_;
+  std::unordered_map<NodeIndex, PassReplacement> replacement_;  // the few candidates weighed
   std::unordered_map<const model::Pool*, int32_t> replacements_added_;
   model::Resources replacement_capacity_;
   // Scratch buffers reused across candidates.

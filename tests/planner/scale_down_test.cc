@@ -357,6 +357,70 @@ TEST(ScaleDown, KubeSystemPodNeedsAPdb) {
   EXPECT_EQ(Removed(d.c.Plan()), Names{"n1"});
 }
 
+// MayBlockEviction lets a pass skip EvictionBlocker: wherever it says no, the blocker is "" for
+// every PDB coverage and training setting; and each rule alone makes it say yes. Every mix of
+// the rules' inputs.
+TEST(ScaleDown, MayBlockEvictionCoversEveryRuleOfEvictionBlocker) {
+  using Annotations = std::vector<std::pair<std::string_view, std::string_view>>;
+  const std::vector<Annotations> annotation_sets = {
+      {},
+      {{"example.com/other", "x"}},
+      {{kDoNotDisruptAnnotation, "true"}},
+      {{kDoNotDisruptAnnotation, "false"}},
+      {{kSafeToEvictAnnotation, "false"}},
+      {{kSafeToEvictAnnotation, "true"}},
+  };
+  const std::vector<std::vector<model::OwnerReference>> owners = {
+      {},
+      {{"apps/v1", "ReplicaSet", "web", "rs-uid", true}},
+      {{"batch/v1", "Job", "train", "job-uid", true}},
+      {{"apps/v1", "ReplicaSet", "web", "rs-uid", false}},  // not a controller
+  };
+  const std::vector<std::vector<model::Volume>> volume_sets = {
+      {},
+      {{.name = "scratch", .kind = model::Volume::Kind::kEmptyDir}},
+      {{.name = "shm", .kind = model::Volume::Kind::kEmptyDir, .empty_dir_in_memory = true}},
+      {{.name = "logs", .kind = model::Volume::Kind::kHostPath}},
+  };
+  int quiet = 0, said = 0;
+  for (const Annotations& annotations : annotation_sets) {
+    for (const auto& owner : owners) {
+      for (const auto& volumes : volume_sets) {
+        for (std::string_view ns : {"default", "kube-system"}) {
+          for (bool running : {false, true}) {
+            for (bool gang : {false, true}) {
+              model::Pod pod;
+              pod.meta.name = "p";
+              pod.meta.namespace_ = std::string(ns);
+              for (const auto& [k, v] : annotations)
+                pod.meta.annotations[std::string(k)] = std::string(v);
+              pod.meta.owner_references = owner;
+              pod.volumes = volumes;
+              pod.phase = running ? model::PodPhase::kRunning : model::PodPhase::kPending;
+              if (gang) pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "g";
+              pod.Finalize();
+              bool any = false;
+              for (bool covered : {false, true})
+                for (bool evict : {false, true})
+                  any = any || !EvictionBlocker(pod, covered, evict).empty();
+              if (!MayBlockEviction(pod)) {
+                EXPECT_FALSE(any) << "ns " << ns << ", running " << running << ", gang " << gang;
+                ++quiet;
+              } else {
+                said += any ? 1 : 0;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // The rules' inputs alone: annotations that mean nothing, a ReplicaSet, in-memory emptyDir,
+  // default namespace, no gang: 2 x 1 x 2 x 1 x 2 x 1 pods.
+  EXPECT_EQ(quiet, 8);
+  EXPECT_GT(said, 0);
+}
+
 // --- PodDisruptionBudgets --------------------------------------------------------------------
 
 TEST(ScaleDown, KeptWhenPdbAllowsNoDisruption) {
