@@ -85,6 +85,10 @@ bool DeclaresRestartable(const model::Pod& pod) {
   return v != nullptr && *v == "true";
 }
 
+bool ConsolidationWeighs(const model::Pod& pod) {
+  return pod.phase == model::PodPhase::kRunning && IsTrainingPod(pod) && !DeclaresRestartable(pod);
+}
+
 std::string_view ProgressBasisName(ProgressBasis b) {
   switch (b) {
     case ProgressBasis::kLastCheckpoint:

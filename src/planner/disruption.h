@@ -41,6 +41,10 @@ std::string RuntimeOwnerKey(const model::Pod& pod);
 // worth weighing when evicted.
 bool DeclaresRestartable(const model::Pod& pod);
 
+// A running training pod (IsTrainingPod) that does not declare itself restartable: consolidation
+// weighs the work its eviction loses, where other pods move freely.
+bool ConsolidationWeighs(const model::Pod& pod);
+
 // How the progress an eviction throws away is known.
 enum class ProgressBasis {
   kLastCheckpoint,      // now - tidepool.dev/last-checkpoint

@@ -208,8 +208,7 @@ Duration ScaleDownRun::PassHorizon(NodeIndex n) {
   const model::ConsolidationConfig& c = config_.consolidation;
   Duration h{};
   for (const model::Pod* pod : e.own) {
-    if (pod->phase != model::PodPhase::kRunning || !IsTrainingPod(*pod) ||
-        DeclaresRestartable(*pod)) {
+    if (!ConsolidationWeighs(*pod)) {
       h = c.max_horizon;
       break;
     }

@@ -4,7 +4,6 @@
 
 #include <map>
 
-#include "planner/cluster.h"
 #include "planner/disruption.h"
 #include "planner/scale_down_rules.h"
 
@@ -14,8 +13,7 @@ void PodFacts::ResolveEviction() {
   if (eviction_resolved) return;
   eviction_resolved = true;
   eviction_rules = MayBlockEviction(*pod);
-  weighable =
-      pod->phase == model::PodPhase::kRunning && IsTrainingPod(*pod) && !DeclaresRestartable(*pod);
+  weighable = ConsolidationWeighs(*pod);
 }
 
 std::string Placer::Diagnose(PodFacts& f) {

@@ -62,7 +62,7 @@ struct PodFacts {
   // Read when the pod's eviction is weighed (ResolveEviction): candidates' pods only.
   bool eviction_resolved = false;
   bool eviction_rules = false;  // MayBlockEviction: EvictionBlocker may have something to say
-  bool weighable = false;       // a running training pod that does not declare itself restartable
+  bool weighable = false;       // ConsolidationWeighs
   uint64_t equivalence = 0;
 
   explicit PodFacts(const model::Pod* p)

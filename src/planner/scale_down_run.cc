@@ -245,11 +245,7 @@ void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   std::stable_sort(e.own.begin(), e.own.end(), ByKey);
   if (e.memo != nullptr) {
     e.memo->facts.clear();
-    for (const model::Pod* pod : e.own) {
-      PodFacts& f = e.memo->facts.emplace_back(pod);
-      f.Resolve();
-      f.ResolveEviction();
-    }
+    for (const model::Pod* pod : e.own) e.memo->facts.emplace_back(pod).Resolve();
     e.memo->own_read = true;
   }
 }
@@ -262,8 +258,7 @@ bool ScaleDownRun::ByKey(const model::Pod* a, const model::Pod* b) {
 void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
   // On the model, `own` came with its facts, resolved and in order, from the memo
   // (OwnPodsFromModel).
-  const std::vector<PodFacts>* kept =
-      e.memo != nullptr && e.memo->own_read ? &e.memo->facts : nullptr;
+  std::vector<PodFacts>* kept = e.memo != nullptr && e.memo->own_read ? &e.memo->facts : nullptr;
   TIDEPOOL_CHECK(kept == nullptr || kept->size() == e.own.size());
   // Input order is namespace/name order when it comes from an API list; otherwise sort (only the
   // nodes whose pods are asked about need the order).
@@ -274,6 +269,8 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
     const model::Pod* pod = e.own[k];
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
     if (kept != nullptr) {
+      // A candidate's eviction facts are read into the memo first, so later passes keep them.
+      if (blockers) (*kept)[k].ResolveEviction();
       facts_.push_back((*kept)[k]);
     } else {
       facts_.emplace_back(pod);

@@ -202,13 +202,13 @@ class ScaleDownRun {
   // Candidate `c`'s pods were placed (touched_, to_move_): what their destinations cost for
   // running longer, recorded in extension_[c]; "" when the removal still pays.
   Why WeighExtension(NodeIndex c);
-  // The verdict of candidate `c` before the extension: its replace move's when one was weighed in
-  // this pass, else its WeighedPods::verdict.
   // The replace move weighed for candidate `c` in this pass, or nullptr.
   const PassReplacement* ReplacementOf(NodeIndex c) const {
     auto it = replacement_.find(c);
     return it == replacement_.end() ? nullptr : &it->second;
   }
+  // The verdict of candidate `c` before the extension: its replace move's when one was weighed in
+  // this pass, else its WeighedPods::verdict.
   std::optional<ConsolidationVerdict> BaseVerdict(NodeIndex c) const {
     if (const PassReplacement* r = ReplacementOf(c)) return r->verdict;
     return Weighed(entries_[c]).verdict;
