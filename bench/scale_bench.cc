@@ -154,6 +154,8 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
         (void)model.SetPod(sched::ClusterModel::Borrow(&pod));
       }
     }
+    // The loop takes the pods without a node from the model at every Step.
+    if (on_model) input.unbound = model.Unbound();
     if (plans != Plans::kDown) {
       planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(input);
       added = 0;

@@ -1,6 +1,7 @@
 #include "autoscaler/loop.h"
 
 #include "autoscaler/planner_input.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::autoscaler {
 
@@ -56,6 +57,8 @@ void Autoscaler::Index(StepContext& ctx) const {
   const Observation& obs = ctx.obs;
   ctx.base.config = &config_;
   ctx.base.pods = obs.pods;
+  // The model knows its pods without a node: the passes look for pending pods there.
+  if (obs.model != nullptr) ctx.base.unbound = obs.model->Unbound();
   ctx.base.pdbs = obs.pdbs;
   ctx.base.daemon_sets = obs.daemon_sets;
   ctx.base.dra = obs.dra;

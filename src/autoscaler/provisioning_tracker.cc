@@ -153,7 +153,9 @@ void ProvisioningTracker::Prepare(StepContext& ctx, const planner::PlannerInput&
   }
   // Pending pods consuming a served request trigger no scale-up of their own.
   if (!index.hidden.empty()) {
-    std::erase_if(ctx.base.pods, [&](const model::Pod* p) { return index.hidden.contains(p); });
+    auto hidden = [&](const model::Pod* p) { return index.hidden.contains(p); };
+    std::erase_if(ctx.base.pods, hidden);
+    if (ctx.base.unbound) std::erase_if(*ctx.base.unbound, hidden);
   }
   HoldBooked(ctx, in, booked);
   CheckCapacity(ctx, in, check, atomic);
@@ -266,10 +268,16 @@ planner::PlannerInput ProvisioningTracker::NoGrowth(const StepContext& ctx,
   // may have gained pods held on nodes since `in` was made: its model goes with them (a held pod
   // takes the model out, planner::AddUnmodelledPod).
   out.model = ctx.base.model;
-  for (const model::Pod* p : ctx.base.pods)
-    if (!p->node_name.empty() || ctx.provisioning_keys.contains(p->Key())) out.pods.push_back(p);
+  out.unbound.emplace();
+  for (const model::Pod* p : ctx.base.pods) {
+    if (!p->node_name.empty()) {
+      out.pods.push_back(p);
+    } else if (ctx.provisioning_keys.contains(p->Key())) {
+      planner::AddUnmodelledPod(out, p);
+    }
+  }
   for (const Served& s : extra)
-    for (const model::Pod& p : s.pods) out.pods.push_back(&p);
+    for (const model::Pod& p : s.pods) planner::AddUnmodelledPod(out, &p);
   return out;
 }
 
@@ -305,7 +313,7 @@ void ProvisioningTracker::CheckCapacity(StepContext& ctx, const planner::Planner
   // not count on the upcoming nodes an older atomic request is waiting for.
   planner::PlannerInput input = NoGrowth(ctx, in, atomic);
   for (const Served& s : check)
-    for (const model::Pod& p : s.pods) input.pods.push_back(&p);
+    for (const model::Pod& p : s.pods) planner::AddUnmodelledPod(input, &p);
   planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(input, options_.scale_up);
   for (Served& s : check) {
     const model::ProvisioningRequest& r = *s.request;

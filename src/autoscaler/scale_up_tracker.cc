@@ -58,7 +58,7 @@ void ScaleUpTracker::ObservePending(StepContext& ctx) {
   const int32_t cutoff = config_.scale_up.expendable_priority_cutoff;
   // The observation's pods as ProvisioningTracker left them (its requests' pods in, the pods
   // that consume a booking out).
-  for (const model::Pod* pod : ctx.base.pods) {
+  for (const model::Pod* pod : planner::UnboundPods(ctx.base)) {
     if (!planner::IsPendingForScaleUp(*pod, cutoff)) continue;
     ctx.pending.push_back(pod);
     auto [it, inserted] = ctx.pending_keys.insert(pod->Key());

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <tuple>
 
 namespace tidepool::planner {
 
@@ -46,6 +48,32 @@ bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cuto
   return pod.node_name.empty() && !pod.meta.deletion_timestamp && !pod.IsTerminal() &&
          !pod.IsDaemonSetPod() && !pod.IsMirrorPod() &&
          pod.PriorityOrZero() >= expendable_priority_cutoff;
+}
+
+std::vector<const model::Pod*> UnboundPods(const PlannerInput& input) {
+  if (input.unbound) return *input.unbound;
+  std::vector<const model::Pod*> out;
+  for (const model::Pod* pod : input.pods)
+    if (pod->node_name.empty() && !pod->IsTerminal()) out.push_back(pod);
+  return out;
+}
+
+void SortForScheduling(std::vector<const model::Pod*>& pods) {
+  struct Item {
+    int32_t priority;
+    Time created;
+    std::string key;
+    const model::Pod* pod;
+  };
+  std::vector<Item> items;
+  items.reserve(pods.size());
+  for (const model::Pod* p : pods)
+    items.push_back(
+        {p->PriorityOrZero(), p->meta.creation_timestamp.value_or(Time{}), p->Key(), p});
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return std::tie(b.priority, a.created, a.key) < std::tie(a.priority, b.created, b.key);
+  });
+  for (size_t i = 0; i < items.size(); ++i) pods[i] = items[i].pod;
 }
 
 std::optional<int> DeclaredGangSize(const model::Pod& pod) {

@@ -45,6 +45,11 @@ struct PlannerInput {
   const model::AutoscalerConfig* config = nullptr;
   std::vector<const model::Node*> nodes;
   std::vector<const model::Pod*> pods;
+  // Optional: exactly the pods of `pods` that have no node and are not terminal, each once (the
+  // driver's model's, sched::ClusterModel::Unbound, or the loop's one read of the pods), so that a
+  // pass finds the pending pods without reading a million bound ones. Unset: passes read `pods`.
+  // AddUnmodelledPod keeps it; whoever changes `pods` otherwise sets it again or resets it.
+  std::optional<std::vector<const model::Pod*>> unbound;
   std::vector<const model::PodDisruptionBudget*> pdbs;
   std::vector<const model::DaemonSet*> daemon_sets;
   // DeviceClasses, ResourceClaims, their templates and ResourceSlices; null when none were read.
@@ -86,8 +91,20 @@ inline constexpr std::string_view kWarmWholeNodeAnnotation = "tidepool.dev/warm-
 // only the pods it was fed, so a pass builds its own snapshot.
 inline void AddUnmodelledPod(PlannerInput& input, const model::Pod* pod) {
   input.pods.push_back(pod);
-  if (!pod->node_name.empty()) input.model = nullptr;
+  if (!pod->node_name.empty()) {
+    input.model = nullptr;
+  } else if (input.unbound && !pod->IsTerminal()) {
+    input.unbound->push_back(pod);
+  }
 }
+
+// The pods of `input` that have no node and are not terminal: `input.unbound` when set, else
+// read from `input.pods` in their order.
+std::vector<const model::Pod*> UnboundPods(const PlannerInput& input);
+
+// Pending pods in the order kube-scheduler's queue takes them: higher priority first, then older,
+// then by namespace/name; whatever order they came in.
+void SortForScheduling(std::vector<const model::Pod*>& pods);
 
 // The configured pools by name, for a pass that asks the pool of every node
 // (AutoscalerConfig::FindPool compares names one by one: 200 pools and 50,000 nodes made that

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
+#include <string>
 
 #include "base/check.h"
 #include "sched/cluster_model.h"
@@ -56,6 +59,30 @@ void CheckSamePlan(std::string_view planner, const std::string& on_model,
       "{} on the cluster model differs from {} on a snapshot built from the same input\n"
       "on the model: {}\nbuilt: {}",
       planner, planner, on_model, built);
+  TIDEPOOL_CHECK_MSG(false, diff.c_str());
+}
+
+void CheckUnbound(const PlannerInput& input) {
+  if (!input.unbound) return;
+  std::vector<const model::Pod*> want;
+  for (const model::Pod* pod : input.pods)
+    if (pod->node_name.empty() && !pod->IsTerminal()) want.push_back(pod);
+  std::vector<const model::Pod*> got = *input.unbound;
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  if (got == want) return;
+  std::vector<const model::Pod*> extra, missing;
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
+                      std::back_inserter(missing));
+  auto first = [](const std::vector<const model::Pod*>& pods) {
+    return pods.empty() ? std::string("none") : pods.front()->Key();
+  };
+  std::string diff = fmt::format(
+      "the input's unbound pods ({}) are not those of its pods without a node ({}): {} too many "
+      "(first {}), {} missing (first {}), {} given twice",
+      got.size(), want.size(), extra.size(), first(extra), missing.size(), first(missing),
+      got.size() - static_cast<size_t>(std::unique(got.begin(), got.end()) - got.begin()));
   TIDEPOOL_CHECK_MSG(false, diff.c_str());
 }
 

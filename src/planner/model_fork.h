@@ -36,5 +36,8 @@ bool VerifyingModel(const PlannerInput& input);
 // The debug mode's verdict: stops the process, printing both, when the plan `planner` made on the
 // model (`on_model`, rendered) differs from the one on a built snapshot (`built`).
 void CheckSamePlan(std::string_view planner, const std::string& on_model, const std::string& built);
+// The debug mode's check of `input.unbound`, when set: stops the process, naming a pod, unless it
+// holds exactly the pods of `input.pods` without a node that are not terminal, each once.
+void CheckUnbound(const PlannerInput& input);
 
 }  // namespace tidepool::planner

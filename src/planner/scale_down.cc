@@ -36,6 +36,7 @@ std::vector<std::string> ManagedNodeNames(const PlannerInput& input) {
 ScaleDownPlan ScaleDownPlanner::Plan(const PlannerInput& input, const ScaleDownOptions& options,
                                      std::vector<std::string>* out_unneeded) const {
   if (!VerifyingModel(input)) return PlanOnce(input, options, out_unneeded);
+  CheckUnbound(input);
   PlannerInput built = input;
   built.model = nullptr;
   std::vector<std::string> unneeded_built;

@@ -164,8 +164,14 @@ void ScaleDownRun::AddPendingPods() {
   for (NodeIndex n : destinations_)
     if (usable_[n]) room.Add(snapshot_.Get(n));
   const int32_t cutoff = input_.config->scale_up.expendable_priority_cutoff;
-  for (const model::Pod* pod : input_.pods) {
-    if (!IsPendingForScaleUp(*pod, cutoff) || room.Excludes(*pod)) continue;
+  std::vector<const model::Pod*> pending = UnboundPods(input_);
+  std::erase_if(pending, [&](const model::Pod* pod) {
+    return !IsPendingForScaleUp(*pod, cutoff) || room.Excludes(*pod);
+  });
+  // The scheduler's order, whatever order the input lists them in: where room is short, the pod
+  // it would bind first takes it.
+  SortForScheduling(pending);
+  for (const model::Pod* pod : pending) {
     std::string group = planner::EquivalenceKey(*pod);
     if (no_room.contains(group)) continue;
     auto f = static_cast<uint32_t>(facts_.size());

@@ -148,24 +148,11 @@ void Pass::AddUpcomingNodes() {
 }
 
 std::vector<const Pod*> Pass::PendingByPriority() const {
-  std::vector<const Pod*> pending;
-  for (const Pod* p : in_.pods)
-    if (IsPendingForScaleUp(*p, cfg_.scale_up.expendable_priority_cutoff)) pending.push_back(p);
-  struct Item {
-    int32_t priority;
-    Time created;
-    std::string key;
-    const Pod* pod;
-  };
-  std::vector<Item> items;
-  items.reserve(pending.size());
-  for (const Pod* p : pending)
-    items.push_back(
-        {p->PriorityOrZero(), p->meta.creation_timestamp.value_or(Time{}), p->Key(), p});
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return std::tie(b.priority, a.created, a.key) < std::tie(a.priority, b.created, b.key);
+  std::vector<const Pod*> pending = UnboundPods(in_);
+  std::erase_if(pending, [&](const Pod* p) {
+    return !IsPendingForScaleUp(*p, cfg_.scale_up.expendable_priority_cutoff);
   });
-  for (size_t i = 0; i < items.size(); ++i) pending[i] = items[i].pod;
+  SortForScheduling(pending);
   return pending;
 }
 
@@ -306,6 +293,7 @@ std::string Everything(const ScaleUpPlan& plan) {
 ScaleUpPlan ScaleUpPlanner::Plan(const PlannerInput& input, const ScaleUpOptions& options) const {
   TIDEPOOL_CHECK(input.config != nullptr);
   if (!VerifyingModel(input)) return PlanOnce(input, options);
+  CheckUnbound(input);
   PlannerInput built = input;
   built.model = nullptr;
   std::string want = Everything(PlanOnce(built, options));

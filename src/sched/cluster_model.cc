@@ -19,6 +19,8 @@ std::string PodKey(std::string_view ns, std::string_view name) {
 
 bool BelongsInSnapshot(const model::Pod& pod) { return !pod.IsTerminal(); }
 
+bool WithoutNode(const model::Pod& pod) { return pod.node_name.empty() && !pod.IsTerminal(); }
+
 }  // namespace
 
 std::unique_ptr<ClusterSnapshot> ClusterModel::NewSnapshot() {
@@ -90,6 +92,11 @@ Result<void> ClusterModel::SetPod(std::shared_ptr<const model::Pod> pod) {
   if (!added) Unbind(record);
   record.pod = std::move(pod);
   record.node = record.pod->node_name;
+  if (WithoutNode(*record.pod)) {
+    unbound_.insert_or_assign(it->first, record.pod.get());
+  } else if (!added) {
+    unbound_.erase(it->first);
+  }
   if (!record.node.empty()) {
     auto node = nodes_.find(record.node);
     if (node == nodes_.end()) node = nodes_.emplace(record.node, NodeRecord{}).first;
@@ -108,6 +115,7 @@ Result<void> ClusterModel::DeletePod(std::string_view ns, std::string_view name)
   auto it = pods_.find(key);
   if (it == pods_.end()) return Fail(Error::Code::kNotFound, "cluster model: no pod {}", key);
   Unbind(it->second);
+  unbound_.erase(it->first);
   pods_.erase(it);
   ++changes_;
   return {};
@@ -183,6 +191,13 @@ const model::Node* ClusterModel::FindNode(std::string_view name) const {
 const model::Pod* ClusterModel::FindPod(std::string_view ns, std::string_view name) const {
   auto it = pods_.find(PodKey(ns, name));
   return it == pods_.end() ? nullptr : it->second.pod.get();
+}
+
+std::vector<const model::Pod*> ClusterModel::Unbound() const {
+  std::vector<const model::Pod*> out;
+  out.reserve(unbound_.size());
+  for (const auto& [key, pod] : unbound_) out.push_back(pod);
+  return out;
 }
 
 std::vector<NodeIndex> ClusterModel::NodesByName() const {

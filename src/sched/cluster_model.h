@@ -69,6 +69,9 @@ class ClusterModel {
   const model::Pod* FindPod(std::string_view ns, std::string_view name) const;
   size_t NodeCount() const { return snapshot_->NodeCount(); }
   size_t PodCount() const { return pods_.size(); }
+  // The pods it holds with no node that are not terminal (Succeeded, Failed), in key order
+  // ("namespace/name", bytewise): the pods a pass may place, without reading every pod.
+  std::vector<const model::Pod*> Unbound() const;
   // Live node indexes in name order.
   std::vector<NodeIndex> NodesByName() const;
   // Deltas applied so far (successful ones), for drivers that report what changed.
@@ -122,6 +125,8 @@ class ClusterModel {
   std::unique_ptr<ClusterSnapshot> snapshot_ = NewSnapshot();
   std::map<std::string, NodeRecord, std::less<>> nodes_;
   std::unordered_map<std::string, PodRecord> pods_;  // by namespace/name
+  // The pods of Unbound(), by their key in pods_ (whose nodes stay where they are).
+  std::map<std::string_view, const model::Pod*> unbound_;
   // Nodes replaced or deleted since the last compaction: the snapshot's tombstones point at them.
   std::vector<std::shared_ptr<const model::Node>> retired_;
   uint64_t generation_ = 0;

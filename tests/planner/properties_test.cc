@@ -901,6 +901,7 @@ std::unique_ptr<ModelledCase> Modelled(const Case& original) {
   for (const Pod& p : m->c.pods) TIDEPOOL_CHECK(m->model.SetPod(borrow(&p)).has_value());
   m->built.nodes = m->forked.nodes;
   m->forked.model = &m->model;
+  m->forked.unbound = m->model.Unbound();  // as the loop takes them, in key order
   return m;
 }
 
@@ -960,6 +961,7 @@ void ApplyRandomDeltas(Gen& g, ModelledCase& m) {
     if (m.model.FindPod(pod.meta.namespace_, pod.meta.name) == nullptr) continue;
     TIDEPOOL_CHECK(m.model.SetPod(borrow(&pod)).has_value());
   }
+  m.forked.unbound = m.model.Unbound();
   const Duration later = std::chrono::minutes(g.Int(0, 20));
   m.built.now += later;
   m.forked.now += later;

@@ -1,6 +1,7 @@
 // ClusterModel: deltas applied one by one leave exactly the snapshot a rebuild from the same
-// objects gives (nodes, pods per node, per-node totals, topology and label counts, and what fits
-// where), over thousands of random sequences; and the hand cases a watch produces.
+// objects gives (nodes, pods per node, per-node totals, topology and label counts, what fits
+// where, and the pods without a node), over thousands of random sequences; and the hand cases a
+// watch produces.
 #include "sched/cluster_model.h"
 
 #include <gtest/gtest.h>
@@ -149,6 +150,11 @@ void ExpectSame(const ClusterModel& model, const Truth& truth,
   std::vector<std::string> names;
   for (const auto& [name, node] : truth.nodes) names.push_back(name);
   ASSERT_EQ(by_name, names) << where;
+  // The pods a pass may place, in key order: what a read of every pod would find.
+  std::vector<const model::Pod*> unbound;
+  for (const auto& [key, pod] : truth.pods)
+    if (pod->node_name.empty() && !pod->IsTerminal()) unbound.push_back(pod.get());
+  ASSERT_EQ(model.Unbound(), unbound) << where;
 }
 
 // One random delta, applied to the model and to the truth alike (or refused by both).
@@ -325,12 +331,15 @@ TEST(ClusterModel, AnObjectChangedInPlaceIsFiledAgain) {
   node->taints.push_back({"dedicated", "x", model::TaintEffect::kNoSchedule});
   ASSERT_TRUE(model.SetNode(node).has_value());
   EXPECT_TRUE(s.Get(s.FindNode("n1")).has_taints);
+  EXPECT_TRUE(model.Unbound().empty());
   pod->node_name.clear();
   pod->phase = model::PodPhase::kPending;
   ASSERT_TRUE(model.SetPod(pod).has_value());
   EXPECT_EQ(s.PodCount(), 0);
+  EXPECT_EQ(model.Unbound(), std::vector<const model::Pod*>{pod.get()});
   ASSERT_TRUE(model.DeletePod("default", "p").has_value());
   EXPECT_EQ(model.PodCount(), 0u);
+  EXPECT_TRUE(model.Unbound().empty());
 }
 
 TEST(ClusterModel, MalformedDeltasAreRefusedAndChangeNothing) {
