@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <random>
@@ -93,6 +94,9 @@ Cluster* Build(int nodes) {
   }
   c->input.config = &c->config;
   for (const auto& n : c->nodes) c->input.nodes.push_back(&n);
+  // In name order, as the loop lists them (node-0, node-1, node-10, ...).
+  std::sort(c->input.nodes.begin(), c->input.nodes.end(),
+            [](const model::Node* a, const model::Node* b) { return a->name() < b->name(); });
   for (const auto& p : c->pods) c->input.pods.push_back(&p);
   return c;
 }
