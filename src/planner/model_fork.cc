@@ -12,15 +12,26 @@
 
 namespace tidepool::planner {
 
-std::optional<ModelNodes> FindOnModel(const sched::ClusterSnapshot& model,
+std::optional<ModelNodes> FindOnModel(const sched::ClusterModel& model,
                                       const std::vector<const model::Node*>& nodes) {
+  const sched::ClusterSnapshot& snapshot = model.snapshot();
+  const std::vector<sched::NodeIndex>& by_name = model.NodesByName();
   ModelNodes found;
   found.nodes.reserve(nodes.size());
   found.slots.reserve(nodes.size());
-  std::vector<uint8_t> seen(model.NodeSlots(), 0);
+  std::vector<uint8_t> seen(snapshot.NodeSlots(), 0);
+  // The input lists nodes in name order, as the model does, and mostly the model's own objects:
+  // the next node by name is then the one the input names, found without reading its name.
+  size_t next = 0;
   for (const model::Node* node : nodes) {
-    sched::NodeIndex slot = model.FindNode(node->name());
-    if (slot == sched::kNoNode) return std::nullopt;
+    sched::NodeIndex slot = sched::kNoNode;
+    if (next < by_name.size() && snapshot.Get(by_name[next]).node == node) {
+      slot = by_name[next++];
+    } else {
+      slot = snapshot.FindNode(node->name());
+      if (slot == sched::kNoNode) return std::nullopt;
+      next = model.PlaceByName(slot) + 1;
+    }
     if (seen[slot]) continue;
     seen[slot] = 1;
     found.nodes.push_back(node);

@@ -11,6 +11,10 @@
 #include "planner/cluster.h"
 #include "sched/snapshot.h"
 
+namespace tidepool::sched {
+class ClusterModel;  // sched/cluster_model.h
+}  // namespace tidepool::sched
+
 namespace tidepool::planner {
 
 // The input's nodes as the model holds them: distinct names, each with its slot.
@@ -22,7 +26,7 @@ struct ModelNodes {
 // `nodes` in their order without a name given twice (the first one wins, as when building a
 // snapshot), with where `model` holds each; nullopt when it misses one (the pass then builds its
 // own snapshot).
-std::optional<ModelNodes> FindOnModel(const sched::ClusterSnapshot& model,
+std::optional<ModelNodes> FindOnModel(const sched::ClusterModel& model,
                                       const std::vector<const model::Node*>& nodes);
 
 // Inside an open layer of the model's snapshot: each node the input sees otherwise (a copy with

@@ -95,7 +95,7 @@ ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
                        nodes_by_name_.end());
   // The model serves when it knows every node (devices and claims it does not model).
   if (input.model == nullptr || input.dra != nullptr) return own_snapshot_;
-  std::optional<ModelNodes> found = FindOnModel(input.model->snapshot(), nodes_by_name_);
+  std::optional<ModelNodes> found = FindOnModel(*input.model, nodes_by_name_);
   if (!found) return own_snapshot_;
   by_name_ = std::move(found->slots);
   return input.model->snapshot();

@@ -28,7 +28,7 @@ ClusterSnapshot& Pass::ChooseSnapshot() {
   registered.reserve(in_.nodes.size());
   for (const Node* n : in_.nodes)
     if (!n->meta.deletion_timestamp) registered.push_back(n);
-  std::optional<ModelNodes> found = FindOnModel(in_.model->snapshot(), registered);
+  std::optional<ModelNodes> found = FindOnModel(*in_.model, registered);
   if (!found) return own_snap_;
   model_nodes_ = std::move(*found);
   return in_.model->snapshot();

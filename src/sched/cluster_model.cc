@@ -52,6 +52,7 @@ Result<void> ClusterModel::SetNode(std::shared_ptr<const model::Node> node) {
     retired_.push_back(std::move(record.node));
   }
   record.node = std::move(node);
+  by_name_valid_ = false;
   Result<NodeIndex> index = snapshot_->AddNode(record.node.get());
   TIDEPOOL_CHECK(index.has_value());
   record.index = *index;
@@ -73,6 +74,7 @@ Result<void> ClusterModel::DeleteNode(std::string_view name) {
   TIDEPOOL_CHECK(snapshot_->RemoveNode(name).has_value());
   retired_.push_back(std::move(record.node));
   record.index = kNoNode;
+  by_name_valid_ = false;
   DropIfEmpty(it);
   ++changes_;
   MaybeCompact();
@@ -181,6 +183,7 @@ void ClusterModel::MaybeCompact() {
     PlacePods(record);
   }
   ++generation_;
+  by_name_valid_ = false;
 }
 
 const model::Node* ClusterModel::FindNode(std::string_view name) const {
@@ -200,12 +203,24 @@ std::vector<const model::Pod*> ClusterModel::Unbound() const {
   return out;
 }
 
-std::vector<NodeIndex> ClusterModel::NodesByName() const {
-  std::vector<NodeIndex> out;
-  out.reserve(snapshot_->NodeCount());
-  for (const auto& [name, record] : nodes_)
-    if (record.node != nullptr) out.push_back(record.index);
-  return out;
+const std::vector<NodeIndex>& ClusterModel::NodesByName() const {
+  if (by_name_valid_) return by_name_;
+  by_name_.clear();
+  by_name_.reserve(snapshot_->NodeCount());
+  place_by_name_.assign(snapshot_->NodeSlots(), 0);
+  for (const auto& [name, record] : nodes_) {
+    if (record.node == nullptr) continue;
+    place_by_name_[record.index] = static_cast<uint32_t>(by_name_.size());
+    by_name_.push_back(record.index);
+  }
+  by_name_valid_ = true;
+  return by_name_;
+}
+
+uint32_t ClusterModel::PlaceByName(NodeIndex live_slot) const {
+  (void)NodesByName();
+  TIDEPOOL_CHECK(live_slot < place_by_name_.size());
+  return place_by_name_[live_slot];
 }
 
 }  // namespace tidepool::sched

@@ -72,8 +72,10 @@ class ClusterModel {
   // The pods it holds with no node that are not terminal (Succeeded, Failed), in key order
   // ("namespace/name", bytewise): the pods a pass may place, without reading every pod.
   std::vector<const model::Pod*> Unbound() const;
-  // Live node indexes in name order.
-  std::vector<NodeIndex> NodesByName() const;
+  // Live node indexes in name order, and where each live slot stands in that order. Kept from
+  // one call to the next until a node is added, replaced or deleted.
+  const std::vector<NodeIndex>& NodesByName() const;
+  uint32_t PlaceByName(NodeIndex live_slot) const;
   // Deltas applied so far (successful ones), for drivers that report what changed.
   uint64_t Changes() const { return changes_; }
   // A debug mode (the simulator's --check-invariants): a pass that forks the model also plans on
@@ -134,6 +136,10 @@ class ClusterModel {
   uint64_t last_stamp_ = 0;
   uint64_t changes_ = 0;
   bool verify_ = false;
+  // NodesByName() and its inverse, made on demand; cleared with every change to the live nodes.
+  mutable std::vector<NodeIndex> by_name_;
+  mutable std::vector<uint32_t> place_by_name_;  // per slot
+  mutable bool by_name_valid_ = false;
 };
 
 }  // namespace tidepool::sched

@@ -146,7 +146,10 @@ void ExpectSame(const ClusterModel& model, const Truth& truth,
   ASSERT_EQ(Fits(s, probes), Fits(rebuilt, probes)) << where;
   ASSERT_EQ(model.PodCount(), truth.pods.size()) << where;
   std::vector<std::string> by_name;
-  for (NodeIndex i : model.NodesByName()) by_name.push_back(s.Get(i).node->name());
+  for (NodeIndex i : model.NodesByName()) {
+    ASSERT_EQ(model.NodesByName()[model.PlaceByName(i)], i) << where;
+    by_name.push_back(s.Get(i).node->name());
+  }
   std::vector<std::string> names;
   for (const auto& [name, node] : truth.nodes) names.push_back(name);
   ASSERT_EQ(by_name, names) << where;
