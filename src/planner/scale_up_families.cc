@@ -39,9 +39,10 @@ bool NoDearerPerUnit(const PoolState& big, const PoolState& small) {
 }
 
 // The label keys a pod's placement can depend on, from the pending pods' node constraints and
-// inter-pod rules and the placed pods' inter-pod rules.
+// inter-pod rules and the placed pods' inter-pod rules (read on the nodes the snapshot counts
+// such pods on: none in most clusters).
 std::set<std::string, std::less<>> ReferencedKeys(const std::vector<const Pod*>& pending,
-                                                  const std::vector<const Pod*>& all) {
+                                                  const sched::ClusterSnapshot& snapshot) {
   std::set<std::string, std::less<>> keys;
   auto inter_pod = [&](const Pod& p) {
     for (const auto* terms :
@@ -56,9 +57,16 @@ std::set<std::string, std::less<>> ReferencedKeys(const std::vector<const Pod*>&
         for (const auto& r : term.match_expressions) keys.insert(r.key);
     inter_pod(*p);
   }
-  for (const Pod* p : all)
-    if (!p->node_name.empty() && (p->has_required_affinity || p->has_required_anti_affinity))
-      inter_pod(*p);
+  if (snapshot.PodsWithRequiredAffinity() == 0 && snapshot.PodsWithRequiredAntiAffinity() == 0)
+    return keys;
+  for (sched::NodeIndex i = 0; i < snapshot.NodeSlots(); ++i) {
+    const sched::NodeInfo& info = snapshot.Get(i);
+    if (info.removed ||
+        (info.pods_with_required_affinity == 0 && info.pods_with_required_anti_affinity == 0))
+      continue;
+    for (const Pod* p : info.pods)
+      if (p->has_required_affinity || p->has_required_anti_affinity) inter_pod(*p);
+  }
   return keys;
 }
 
@@ -104,7 +112,7 @@ std::string FamilyKey(const PoolState& ps, const std::set<std::string, std::less
 
 void Pass::BuildFamilies(const std::vector<const Pod*>& pending) {
   std::set<std::string, std::less<>> referenced;
-  if (options_.flexible_nodes) referenced = ReferencedKeys(pending, in_.pods);
+  if (options_.flexible_nodes) referenced = ReferencedKeys(pending, snap_);
   std::map<std::string, size_t> by_key;
   family_of_.assign(pools_.size(), 0);
   for (size_t i = 0; i < pools_.size(); ++i) {

@@ -93,6 +93,42 @@ TEST(FlexibleNodes, APodThatSelectsTheInstanceTypeGetsThatShape) {
   EXPECT_EQ(Adds(w.Plan()), (std::map<std::string, int>{{"c16", 1}}));
 }
 
+// A placed pod whose anti-affinity spans an instance type keeps the shapes apart as well: the six
+// 3-cpu pods of OneNodeShrinksToTheShapeItsPodsNeed then cost $6, not $5. Only placed pods count:
+// once that pod has finished, the shapes are one family again.
+TEST(FlexibleNodes, APlacedPodsTopologyKeyKeepsTheShapesApart) {
+  World w;
+  w.config.pools = {Shape("c4", "4", "16Gi", 1), Shape("c8", "8", "32Gi", 2),
+                    Shape("c16", "16", "64Gi", 4)};
+  for (int i = 0; i < 6; ++i) w.pods.push_back(Pending(fmt::format("p{}", i), "3"));
+  model::Node full = w.config.pools[0].template_node;
+  full.meta.name = "full";
+  model::Pod filler = Pending("filler", "3900m", "1Gi");  // the node stays full
+  filler.node_name = "full";
+  filler.phase = model::PodPhase::kRunning;
+  model::Pod solo = Pending("solo", "100m", "1Gi");
+  solo.meta.labels["app"] = "solo";
+  model::PodAffinityTerm term;
+  term.topology_key = std::string(model::kLabelInstanceType);
+  term.label_selector.match_labels["app"] = "solo";
+  term.has_label_selector = true;
+  solo.mutable_affinity().pod_anti_affinity_required.push_back(term);
+  solo.node_name = "full";
+  solo.phase = model::PodPhase::kRunning;
+  solo.Finalize();
+  PlannerInput in;
+  in.config = &w.config;
+  in.nodes = {&full};
+  in.pods = {&filler, &solo};
+  for (const model::Pod& p : w.pods) in.pods.push_back(&p);
+  w.config.scale_up.expanders = {"price"};
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(in);
+  EXPECT_DOUBLE_EQ(Price(plan, w.config), 6) << RenderPlan(plan);
+  solo.phase = model::PodPhase::kSucceeded;
+  plan = ScaleUpPlanner().Plan(in);
+  EXPECT_DOUBLE_EQ(Price(plan, w.config), 5) << RenderPlan(plan);
+}
+
 // Shapes in different zones are different families; a zone spread over three zones opens one
 // node per zone, each of the smallest shape that holds its pod.
 TEST(FlexibleNodes, ZonesAreNotMerged) {
