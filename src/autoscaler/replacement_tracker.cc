@@ -96,7 +96,7 @@ std::vector<planner::Keep> ReplacementTracker::Kept(Time now) const {
         "replacement of pool {} coming up (asked for {} ago)", tie.pool,
         FormatDuration(std::chrono::floor<std::chrono::seconds>(now - tie.requested_at)));
     if (tie.verdict) reason += "; " + planner::DescribeVerdict(*tie.verdict);
-    out.push_back({node, std::move(reason), {}, tie.verdict});
+    out.push_back({node, std::move(reason), {}, planner::ShareVerdict(tie.verdict)});
   }
   return out;
 }

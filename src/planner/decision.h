@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -108,7 +109,8 @@ struct Keep {
   // every pass, so they are worded only when Reason() is asked.
   std::optional<BusyNode> busy;
   // Set when the node runs training pods that consolidation weighed (whatever kept the node).
-  std::optional<ConsolidationVerdict> consolidation;
+  // Behind a pointer: the plan lists every managed node, and most have none.
+  std::shared_ptr<const ConsolidationVerdict> consolidation;
   // The verdict kept the node: its words follow `text` (worded, like `busy`, only when asked).
   bool verdict_says = false;
 
@@ -122,6 +124,13 @@ struct Keep {
     verdict_says = false;
   }
 };
+
+// A verdict as Keep::consolidation holds it (null for none).
+inline std::shared_ptr<const ConsolidationVerdict> ShareVerdict(
+    std::optional<ConsolidationVerdict> verdict) {
+  if (!verdict) return nullptr;
+  return std::make_shared<const ConsolidationVerdict>(std::move(*verdict));
+}
 
 struct ScaleDownPlan {
   std::vector<ScaleDown> scale_downs;

@@ -360,12 +360,13 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       // A busy node that no replacement takes stays for its utilization, as without the move.
       if (e.replace_only && ReplacementOf(c) != nullptr) {
         // Weighed, and the numbers (or the extension) keep it.
-        kept.push_back(
-            Keep{e.node->name(), "replace: " + r.text, Busy(e), PassVerdict(c), r.verdict});
+        kept.push_back(Keep{e.node->name(), "replace: " + r.text, Busy(e),
+                            ShareVerdict(PassVerdict(c)), r.verdict});
       } else if (e.replace_only) {
         kept.push_back(Keep{e.node->name(), e.keep, Busy(e)});
       } else {
-        kept.push_back(Keep{e.node->name(), std::move(r.text), {}, PassVerdict(c), r.verdict});
+        kept.push_back(
+            Keep{e.node->name(), std::move(r.text), {}, ShareVerdict(PassVerdict(c)), r.verdict});
       }
       continue;
     }

@@ -49,7 +49,7 @@ struct TrainingCase {
 
 std::optional<ConsolidationVerdict> KeptVerdict(const ScaleDownPlan& plan, std::string_view node) {
   for (const Keep& k : plan.keep)
-    if (k.node == node) return k.consolidation;
+    if (k.node == node && k.consolidation) return *k.consolidation;
   return std::nullopt;
 }
 

@@ -93,7 +93,7 @@ TEST(Replace, KeptWhenTheNumbersDoNotPay) {
   for (const Keep& k : plan.keep)
     if (k.node == "n1") keep = &k;
   ASSERT_NE(keep, nullptr);
-  ASSERT_TRUE(keep->consolidation.has_value());
+  ASSERT_NE(keep->consolidation, nullptr);
   EXPECT_EQ(keep->consolidation->decision, ConsolidationDecision::kDoesNotPay);
   EXPECT_EQ(keep->consolidation->replacement_pool, "gpu-spot");
 }
