@@ -332,36 +332,44 @@ std::optional<PoolReason> Pass::FamilyLimitReason(const Family& family,
   return std::nullopt;
 }
 
-size_t Pass::ChooseShape(const FlexNode& node, const Given& given,
-                         std::vector<ExpanderOption>& options, std::vector<size_t>& pools) {
+size_t Pass::ChooseShape(const FlexNode& node, const Given& given, ShapeChoices& choices) {
   auto room = [&](size_t i) {
     return !LimitReason(pools_[i], given.per_pool[i], given.capacity, given.all);
   };
   if (node.shapes.size() == 1) return room(node.shapes.front()) ? node.shapes.front() : SIZE_MAX;
   const sched::NodeInfo& info = snap_.Get(node.index);
-  options.clear();
+  const int pods = static_cast<int>(info.pods.size());
+  std::vector<size_t>& pools = choices.pools;
   pools.clear();
-  for (size_t i : node.shapes) {
-    if (!room(i)) continue;
+  for (size_t i : node.shapes)
+    if (room(i)) pools.push_back(i);
+  if (pools.empty()) return SIZE_MAX;
+  // The chain sees only the shapes with room, the pod count and the requests: the same three
+  // get the same answer (the random expander's seed and round are the pass's).
+  for (const ShapeChoices::Choice& c : choices.recent)
+    if (c.pods == pods && c.requested == info.requested && c.pools == pools) return c.chosen;
+  std::vector<ExpanderOption>& options = choices.options;
+  options.clear();
+  for (size_t i : pools) {
     const model::Pool& p = *pools_[i].pool;
-    options.push_back(
-        {&p, 1, static_cast<int>(info.pods.size()), info.requested, p.template_node.allocatable});
-    pools.push_back(i);
+    options.push_back({&p, 1, pods, info.requested, p.template_node.allocatable});
   }
-  if (options.empty()) return SIZE_MAX;
-  return pools[ChooseIndex(cfg_.scale_up.expanders, options, cfg_.scale_up.random_seed,
-                           static_cast<uint64_t>(round_))];
+  const size_t chosen = pools[ChooseIndex(
+      cfg_.scale_up.expanders, options, cfg_.scale_up.random_seed, static_cast<uint64_t>(round_))];
+  constexpr size_t kRecent = 8;
+  if (choices.recent.size() == kRecent) choices.recent.erase(choices.recent.begin());
+  choices.recent.push_back({pools, pods, info.requested, chosen});
+  return chosen;
 }
 
 void Pass::Close(Estimate& e) {
   Given given;
   given.per_pool.assign(pools_.size(), 0);
-  std::vector<ExpanderOption> options;
-  std::vector<size_t> pools;
+  ShapeChoices choices;
   std::vector<bool> dropped(e.new_nodes.size(), false);
   for (size_t n = 0; n < e.new_nodes.size(); ++n) {
     FlexNode& node = e.new_nodes[n];
-    node.pool = ChooseShape(node, given, options, pools);
+    node.pool = ChooseShape(node, given, choices);
     if (node.pool == SIZE_MAX) {
       dropped[n] = true;
       continue;

@@ -452,10 +452,22 @@ class Pass {
     int all = 0;
     Resources capacity;
   };
+  // What one Close asked the expanders, and their answers: nodes of an estimate are mostly alike
+  // (the same shapes with room, the same pods), and the chain answers alike nodes alike.
+  struct ShapeChoices {
+    struct Choice {
+      std::vector<size_t> pools;  // the shapes with room, in the node's order
+      int pods = 0;
+      Resources requested;
+      size_t chosen = SIZE_MAX;
+    };
+    std::vector<Choice> recent;           // the last few distinct questions
+    std::vector<ExpanderOption> options;  // scratch
+    std::vector<size_t> pools;            // scratch
+  };
   // The expander chain's shape for `node` among those with room beside the nodes `given` so
-  // far, or SIZE_MAX. `options` and `pools` are scratch space, kept across calls.
-  size_t ChooseShape(const FlexNode& node, const Given& given, std::vector<ExpanderOption>& options,
-                     std::vector<size_t>& pools);
+  // far, or SIZE_MAX.
+  size_t ChooseShape(const FlexNode& node, const Given& given, ShapeChoices& choices);
   // Removes the `dropped` nodes of the estimate and their pods (noting why for each pod).
   void DropNodes(Estimate& e, const std::vector<bool>& dropped);
   // Why the family cannot take another node (`extra` of its nodes and `cluster_extra` in all
