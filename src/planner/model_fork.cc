@@ -25,12 +25,15 @@ std::optional<ModelNodes> FindOnModel(const sched::ClusterModel& model,
   size_t next = 0;
   for (const model::Node* node : nodes) {
     sched::NodeIndex slot = sched::kNoNode;
-    if (next < by_name.size() && snapshot.Get(by_name[next]).node == node) {
+    const sched::NodeInfo* guess = next < by_name.size() ? &snapshot.Get(by_name[next]) : nullptr;
+    if (guess != nullptr && guess->node == node && !guess->removed) {
       slot = by_name[next++];
     } else {
       slot = snapshot.FindNode(node->name());
       if (slot == sched::kNoNode) return std::nullopt;
-      next = model.PlaceByName(slot) + 1;
+      // Go on from its place, or from where the walk was for a slot the model's order lacks.
+      if (uint32_t place = model.PlaceByName(slot); place != sched::ClusterModel::kNoPlace)
+        next = place + 1;
     }
     if (seen[slot]) continue;
     seen[slot] = 1;

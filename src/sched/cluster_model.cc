@@ -217,10 +217,11 @@ const std::vector<NodeIndex>& ClusterModel::NodesByName() const {
   return by_name_;
 }
 
-uint32_t ClusterModel::PlaceByName(NodeIndex live_slot) const {
-  (void)NodesByName();
-  TIDEPOOL_CHECK(live_slot < place_by_name_.size());
-  return place_by_name_[live_slot];
+uint32_t ClusterModel::PlaceByName(NodeIndex slot) const {
+  const std::vector<NodeIndex>& by_name = NodesByName();
+  if (slot >= place_by_name_.size()) return kNoPlace;
+  const uint32_t place = place_by_name_[slot];
+  return place < by_name.size() && by_name[place] == slot ? place : kNoPlace;
 }
 
 }  // namespace tidepool::sched

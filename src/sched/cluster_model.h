@@ -72,10 +72,12 @@ class ClusterModel {
   // The pods it holds with no node that are not terminal (Succeeded, Failed), in key order
   // ("namespace/name", bytewise): the pods a pass may place, without reading every pod.
   std::vector<const model::Pod*> Unbound() const;
-  // Live node indexes in name order, and where each live slot stands in that order. Kept from
-  // one call to the next until a node is added, replaced or deleted.
+  // Live node indexes in name order, and where a live slot stands in that order (kNoPlace for a
+  // slot that is not one: removed, or added by a pass in its layer). Kept from one call to the
+  // next until a node is added, replaced or deleted.
   const std::vector<NodeIndex>& NodesByName() const;
-  uint32_t PlaceByName(NodeIndex live_slot) const;
+  static constexpr uint32_t kNoPlace = UINT32_MAX;
+  uint32_t PlaceByName(NodeIndex slot) const;
   // Deltas applied so far (successful ones), for drivers that report what changed.
   uint64_t Changes() const { return changes_; }
   // A debug mode (the simulator's --check-invariants): a pass that forks the model also plans on

@@ -331,9 +331,15 @@ TEST(ClusterModel, AnObjectChangedInPlaceIsFiledAgain) {
   const ClusterSnapshot& s = model.snapshot();
   EXPECT_EQ(s.Get(s.FindNode("n1")).requested.cpu_milli(), 0);
   EXPECT_EQ(s.Get(s.FindNode("n2")).requested.cpu_milli(), 1000);
+  const NodeIndex before = s.FindNode("n1");
+  EXPECT_EQ(model.PlaceByName(before), 0u);
   node->taints.push_back({"dedicated", "x", model::TaintEffect::kNoSchedule});
   ASSERT_TRUE(model.SetNode(node).has_value());
   EXPECT_TRUE(s.Get(s.FindNode("n1")).has_taints);
+  // The changed node took a new slot: the old one has no place in the name order any more.
+  EXPECT_EQ(model.PlaceByName(before), ClusterModel::kNoPlace);
+  EXPECT_EQ(model.PlaceByName(s.FindNode("n1")), 0u);
+  EXPECT_EQ(model.PlaceByName(NodeIndex{999}), ClusterModel::kNoPlace);
   EXPECT_TRUE(model.Unbound().empty());
   pod->node_name.clear();
   pod->phase = model::PodPhase::kPending;
