@@ -60,8 +60,8 @@ struct Observation {
   std::function<std::string(const model::Node&)> provider_pool_of;
   // Optional: the driver's long-lived model of these nodes and the pods bound to them, kept from
   // every change (docs/architecture.md, "The cluster model"). The loop's planning passes fork it
-  // and leave it as they found it. Unlike the pointers above it outlives the Step. Its pods with
-  // no node that are not terminal (ClusterModel::Unbound) must be exactly those of `pods`.
+  // and leave it as they found it. Unlike the pointers above it outlives the Step. Its pods that
+  // wait for a node (ClusterModel::Unbound) must be exactly those of `pods`.
   sched::ClusterModel* model = nullptr;
   // Optional change counter of the whole observation (an informer's resourceVersion high-water
   // mark, the simulator's mutation counter). 0: unknown. A driver that sets it promises that two

@@ -36,7 +36,7 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
       return;
     }
     auto pod = pods_->Get(key);
-    Changed(pod != nullptr && pod->node_name.empty() && !pod->IsTerminal());
+    Changed(pod != nullptr && pod->WaitsForNode());
   });
   nodes_->SetChangeCallback([this](kube::ChangeType type, const std::string&) {
     Changed(type != kube::ChangeType::kModified);

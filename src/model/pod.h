@@ -165,6 +165,8 @@ struct Pod {
 
   std::string Key() const { return meta.Key(); }
   bool IsTerminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
+  // No node yet and not terminal: a pod the scheduler may still place.
+  bool WaitsForNode() const { return node_name.empty() && !IsTerminal(); }
   int32_t PriorityOrZero() const { return priority.value_or(0); }
   // Owned by a DaemonSet (controller owner reference of kind DaemonSet).
   bool IsDaemonSetPod() const;

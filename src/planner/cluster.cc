@@ -45,16 +45,15 @@ const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input) {
 }
 
 bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cutoff) {
-  return pod.node_name.empty() && !pod.meta.deletion_timestamp && !pod.IsTerminal() &&
-         !pod.IsDaemonSetPod() && !pod.IsMirrorPod() &&
-         pod.PriorityOrZero() >= expendable_priority_cutoff;
+  return pod.WaitsForNode() && !pod.meta.deletion_timestamp && !pod.IsDaemonSetPod() &&
+         !pod.IsMirrorPod() && pod.PriorityOrZero() >= expendable_priority_cutoff;
 }
 
 std::vector<const model::Pod*> UnboundPods(const PlannerInput& input) {
   if (input.unbound) return *input.unbound;
   std::vector<const model::Pod*> out;
   for (const model::Pod* pod : input.pods)
-    if (pod->node_name.empty() && !pod->IsTerminal()) out.push_back(pod);
+    if (pod->WaitsForNode()) out.push_back(pod);
   return out;
 }
 

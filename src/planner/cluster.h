@@ -45,9 +45,9 @@ struct PlannerInput {
   const model::AutoscalerConfig* config = nullptr;
   std::vector<const model::Node*> nodes;
   std::vector<const model::Pod*> pods;
-  // Optional: exactly the pods of `pods` that have no node and are not terminal, each once (the
-  // driver's model's, sched::ClusterModel::Unbound, or the loop's one read of the pods), so that a
-  // pass finds the pending pods without reading a million bound ones. Unset: passes read `pods`.
+  // Optional: exactly the pods of `pods` that wait for a node (Pod::WaitsForNode), each once (the
+  // loop takes them from the driver's model, sched::ClusterModel::Unbound), so that a pass finds
+  // the pending pods without reading a million bound ones. Unset: passes read `pods`.
   // AddUnmodelledPod keeps it; whoever changes `pods` otherwise sets it again or resets it.
   std::optional<std::vector<const model::Pod*>> unbound;
   std::vector<const model::PodDisruptionBudget*> pdbs;
@@ -93,13 +93,13 @@ inline void AddUnmodelledPod(PlannerInput& input, const model::Pod* pod) {
   input.pods.push_back(pod);
   if (!pod->node_name.empty()) {
     input.model = nullptr;
-  } else if (input.unbound && !pod->IsTerminal()) {
+  } else if (input.unbound && pod->WaitsForNode()) {
     input.unbound->push_back(pod);
   }
 }
 
-// The pods of `input` that have no node and are not terminal: `input.unbound` when set, else
-// read from `input.pods` in their order.
+// The pods of `input` that wait for a node (model::Pod::WaitsForNode): `input.unbound` when set,
+// else read from `input.pods` in their order.
 std::vector<const model::Pod*> UnboundPods(const PlannerInput& input);
 
 // Pending pods in the order kube-scheduler's queue takes them: higher priority first, then older,

@@ -80,11 +80,12 @@ void CheckUnbound(const PlannerInput& input) {
   if (!input.unbound) return;
   std::vector<const model::Pod*> want;
   for (const model::Pod* pod : input.pods)
-    if (pod->node_name.empty() && !pod->IsTerminal()) want.push_back(pod);
+    if (pod->WaitsForNode()) want.push_back(pod);
   std::vector<const model::Pod*> got = *input.unbound;
   std::sort(want.begin(), want.end());
   std::sort(got.begin(), got.end());
   if (got == want) return;
+  // Multisets: a pod listed twice is one too many.
   std::vector<const model::Pod*> extra, missing;
   std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
   std::set_difference(want.begin(), want.end(), got.begin(), got.end(),
@@ -93,10 +94,9 @@ void CheckUnbound(const PlannerInput& input) {
     return pods.empty() ? std::string("none") : pods.front()->Key();
   };
   std::string diff = fmt::format(
-      "the input's unbound pods ({}) are not those of its pods without a node ({}): {} too many "
-      "(first {}), {} missing (first {}), {} given twice",
-      got.size(), want.size(), extra.size(), first(extra), missing.size(), first(missing),
-      got.size() - static_cast<size_t>(std::unique(got.begin(), got.end()) - got.begin()));
+      "the input's unbound pods ({}) are not those of its pods that wait for a node ({}): {} too "
+      "many (first {}), {} missing (first {})",
+      got.size(), want.size(), extra.size(), first(extra), missing.size(), first(missing));
   TIDEPOOL_CHECK_MSG(false, diff.c_str());
 }
 

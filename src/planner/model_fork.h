@@ -41,7 +41,7 @@ bool VerifyingModel(const PlannerInput& input);
 // model (`on_model`, rendered) differs from the one on a built snapshot (`built`).
 void CheckSamePlan(std::string_view planner, const std::string& on_model, const std::string& built);
 // The debug mode's check of `input.unbound`, when set: stops the process, naming a pod, unless it
-// holds exactly the pods of `input.pods` without a node that are not terminal, each once.
+// holds exactly the pods of `input.pods` that wait for a node, each once.
 void CheckUnbound(const PlannerInput& input);
 
 }  // namespace tidepool::planner

@@ -19,8 +19,6 @@ std::string PodKey(std::string_view ns, std::string_view name) {
 
 bool BelongsInSnapshot(const model::Pod& pod) { return !pod.IsTerminal(); }
 
-bool WithoutNode(const model::Pod& pod) { return pod.node_name.empty() && !pod.IsTerminal(); }
-
 }  // namespace
 
 std::unique_ptr<ClusterSnapshot> ClusterModel::NewSnapshot() {
@@ -94,11 +92,13 @@ Result<void> ClusterModel::SetPod(std::shared_ptr<const model::Pod> pod) {
   if (!added) Unbind(record);
   record.pod = std::move(pod);
   record.node = record.pod->node_name;
-  if (WithoutNode(*record.pod)) {
+  const bool waits = record.pod->WaitsForNode();
+  if (waits) {
     unbound_.insert_or_assign(it->first, record.pod.get());
-  } else if (!added) {
+  } else if (record.waits) {
     unbound_.erase(it->first);
   }
+  record.waits = waits;
   if (!record.node.empty()) {
     auto node = nodes_.find(record.node);
     if (node == nodes_.end()) node = nodes_.emplace(record.node, NodeRecord{}).first;
@@ -117,7 +117,7 @@ Result<void> ClusterModel::DeletePod(std::string_view ns, std::string_view name)
   auto it = pods_.find(key);
   if (it == pods_.end()) return Fail(Error::Code::kNotFound, "cluster model: no pod {}", key);
   Unbind(it->second);
-  unbound_.erase(it->first);
+  if (it->second.waits) unbound_.erase(it->first);
   pods_.erase(it);
   ++changes_;
   return {};

@@ -69,7 +69,7 @@ class ClusterModel {
   const model::Pod* FindPod(std::string_view ns, std::string_view name) const;
   size_t NodeCount() const { return snapshot_->NodeCount(); }
   size_t PodCount() const { return pods_.size(); }
-  // The pods it holds with no node that are not terminal (Succeeded, Failed), in key order
+  // The pods it holds that wait for a node (model::Pod::WaitsForNode), in key order
   // ("namespace/name", bytewise): the pods a pass may place, without reading every pod.
   std::vector<const model::Pod*> Unbound() const;
   // Live node indexes in name order, and where a live slot stands in that order (kNoPlace for a
@@ -102,6 +102,7 @@ class ClusterModel {
     std::shared_ptr<const model::Pod> pod;
     std::string node;            // the node name it is filed under ("" when unbound)
     NodeIndex placed = kNoNode;  // where the snapshot holds it
+    bool waits = false;          // in unbound_ (model::Pod::WaitsForNode when it was set)
   };
   // A node name with the node (null when absent) and the pods bound to that name.
   struct NodeRecord {

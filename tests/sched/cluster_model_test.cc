@@ -156,7 +156,7 @@ void ExpectSame(const ClusterModel& model, const Truth& truth,
   // The pods a pass may place, in key order: what a read of every pod would find.
   std::vector<const model::Pod*> unbound;
   for (const auto& [key, pod] : truth.pods)
-    if (pod->node_name.empty() && !pod->IsTerminal()) unbound.push_back(pod.get());
+    if (pod->WaitsForNode()) unbound.push_back(pod.get());
   ASSERT_EQ(model.Unbound(), unbound) << where;
 }
 
