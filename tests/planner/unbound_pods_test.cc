@@ -8,32 +8,27 @@
 
 #include "planner/cluster.h"
 #include "planner/model_fork.h"
-#include "planner/scale_down.h"
 #include "planner/scale_up.h"
 #include "sched/cluster_model.h"
+#include "tests/sched/builders.h"
 
 namespace tidepool::planner {
 namespace {
 
-model::Pod MakePod(std::string name, std::string node, int64_t cpu) {
-  model::Pod p;
-  p.meta.name = std::move(name);
-  p.meta.namespace_ = "default";
-  p.node_name = std::move(node);
-  p.phase = p.node_name.empty() ? model::PodPhase::kPending : model::PodPhase::kRunning;
-  model::Container c;
-  c.name = "main";
-  c.requests.Set(model::kCpu, cpu);
-  p.containers.push_back(std::move(c));
-  p.Finalize();
-  return p;
+using sched::testing::PodBuilder;
+
+model::Pod MakePod(std::string name, std::string node, const std::string& cpu) {
+  PodBuilder b(std::move(name));
+  b.Requests({{"cpu", cpu}});
+  if (!node.empty()) b.NodeName(std::move(node)).Phase(model::PodPhase::kRunning);
+  return b.Build();
 }
 
 struct World {
   model::AutoscalerConfig config;
   model::Node node;
-  model::Pod running = MakePod("running", "n1", 500);
-  model::Pod pending = MakePod("pending", "", 3000);  // fits no node: a scale-up
+  model::Pod running = MakePod("running", "n1", "500m");
+  model::Pod pending = MakePod("pending", "", "3");  // fits no node: a scale-up
   PlannerInput input;
 
   World() {
@@ -75,15 +70,15 @@ TEST(UnboundPods, AddUnmodelledPodKeepsTheList) {
   w.input.unbound = UnboundPods(w.input);
   sched::ClusterModel model;
   w.input.model = &model;
-  model::Pod copy = MakePod("copy", "", 100);
-  model::Pod done = MakePod("done", "", 100);
+  model::Pod copy = MakePod("copy", "", "100m");
+  model::Pod done = MakePod("done", "", "100m");
   done.phase = model::PodPhase::kSucceeded;
   AddUnmodelledPod(w.input, &copy);
   AddUnmodelledPod(w.input, &done);
   EXPECT_EQ(*w.input.unbound, (std::vector<const model::Pod*>{&w.pending, &copy}));
   EXPECT_EQ(w.input.model, &model);
   // One bound to a node takes the model out, and is not unbound.
-  model::Pod held = MakePod("held", "n1", 100);
+  model::Pod held = MakePod("held", "n1", "100m");
   AddUnmodelledPod(w.input, &held);
   EXPECT_EQ(w.input.model, nullptr);
   EXPECT_EQ(w.input.unbound->size(), 2u);
