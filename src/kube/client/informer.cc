@@ -113,7 +113,7 @@ void InformerBase::InterruptWatchForTesting() { cancel_watch_ = true; }
 void InformerBase::ResumeFromForTesting(const std::string& resource_version) {
   {
     std::lock_guard lock(mu_);
-    resource_version_ = resource_version;
+    resume_from_ = resource_version;
   }
   cancel_watch_ = true;
 }
@@ -294,6 +294,15 @@ Result<void> InformerBase::ListAndReplace() {
   return {};
 }
 
+std::string InformerBase::WatchStart() {
+  std::lock_guard lock(mu_);
+  if (resume_from_) {
+    resource_version_ = std::move(*resume_from_);
+    resume_from_.reset();
+  }
+  return resource_version_;
+}
+
 Result<void> InformerBase::WatchOnce(bool& healthy, bool& error_event) {
   auto start = SteadyClock::now();
   std::mt19937_64 rng(seed_++);
@@ -301,7 +310,7 @@ Result<void> InformerBase::WatchOnce(bool& healthy, bool& error_event) {
   auto timeout = std::chrono::duration_cast<Duration>(options_.watch_timeout * jitter);
   bool got_event = false;
   auto result = client_.Watch(
-      options_.collection, ResourceVersion(),
+      options_.collection, WatchStart(),
       [&](const WatchEvent& event) {
         got_event = true;
         Apply(event);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,8 +106,8 @@ class InformerBase {
   // For tests: cuts the open watch stream (as a network failure would); the informer resumes
   // from its last resourceVersion.
   void InterruptWatchForTesting();
-  // For tests: as above, and the watch resumes from `resource_version` (an old one forces the
-  // server's 410 Gone and so a relist).
+  // For tests: as above, and the next watch starts from `resource_version` (an old one forces the
+  // server's 410 Gone and so a relist), even if the old stream delivers events before it ends.
   void ResumeFromForTesting(const std::string& resource_version);
 
  protected:
@@ -121,6 +122,8 @@ class InformerBase {
   // item deleted and counts as synced.
   void MarkAbsent();
   Result<void> ListAndReplace();
+  // The resourceVersion the next watch starts from: the last one seen, or ResumeFromForTesting's.
+  std::string WatchStart();
   // `error_event`: the server ended the stream with an ERROR event (see ApiClient::Watch).
   Result<void> WatchOnce(bool& healthy, bool& error_event);
   void Apply(const WatchEvent& event);
@@ -144,6 +147,7 @@ class InformerBase {
   mutable std::condition_variable cv_;
   InformerCache cache_;
   std::string resource_version_;
+  std::optional<std::string> resume_from_;  // ResumeFromForTesting, taken by the next watch
   InformerStats stats_;
 
   std::atomic<bool> stop_{false};
