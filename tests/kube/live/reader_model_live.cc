@@ -17,7 +17,6 @@
 namespace tidepool::kube::live {
 namespace {
 
-
 class ReaderModelTest : public LiveTest {
  protected:
   // Every difference between the reader's model (synced now) and a fresh LIST, in words.
