@@ -43,6 +43,17 @@ std::optional<ModelNodes> FindOnModel(const sched::ClusterModel& model,
   return found;
 }
 
+bool InModelOrder(const sched::ClusterModel& model, const std::vector<const model::Node*>& nodes) {
+  const std::vector<sched::NodeIndex>& by_name = model.NodesByName();
+  if (by_name.size() != nodes.size()) return false;
+  const sched::ClusterSnapshot& snapshot = model.snapshot();
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const sched::NodeInfo& info = snapshot.Get(by_name[k]);
+    if (info.node != nodes[k] || info.removed) return false;
+  }
+  return true;
+}
+
 void TakeInputNodes(sched::ClusterSnapshot& snapshot, ModelNodes& found) {
   std::vector<uint8_t> kept(snapshot.NodeSlots(), 0);
   for (size_t k = 0; k < found.nodes.size(); ++k) {

@@ -29,6 +29,11 @@ struct ModelNodes {
 std::optional<ModelNodes> FindOnModel(const sched::ClusterModel& model,
                                       const std::vector<const model::Node*>& nodes);
 
+// Whether `nodes` are exactly the model's live nodes, its own objects in its name order
+// (ClusterModel::NodesByName), as the loop lists them: then they are sorted, with distinct names,
+// and the model's order gives their slots. One pointer comparison per node.
+bool InModelOrder(const sched::ClusterModel& model, const std::vector<const model::Node*>& nodes);
+
 // Inside an open layer of the model's snapshot: each node the input sees otherwise (a copy with
 // the deletion taint, an adopted or unusable node) takes its input object with its pods, and its
 // slot in `found` changes; every live node the input leaves out is removed.

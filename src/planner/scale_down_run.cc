@@ -14,20 +14,6 @@
 #include "sched/cluster_model.h"
 
 namespace tidepool::planner::scale_down_detail {
-namespace {
-
-bool HasTaint(const model::Node& node, std::string_view key) {
-  for (const model::Taint& t : node.taints)
-    if (t.key == key) return true;
-  return false;
-}
-
-bool AnnotatedTrue(const model::Node& node, std::string_view key) {
-  const std::string* v = node.meta.Annotation(key);
-  return v != nullptr && *v == "true";
-}
-
-}  // namespace
 
 ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
     : input_(input),
@@ -83,6 +69,12 @@ ScaleDownRun::~ScaleDownRun() {
 ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
   // Nodes in name order; the first of duplicate names wins.
   nodes_by_name_ = input.nodes;
+  // The model serves when it knows every node (devices and claims it does not model).
+  const bool model_serves = input.model != nullptr && input.dra == nullptr;
+  if (model_serves && InModelOrder(*input.model, nodes_by_name_)) {
+    by_name_ = input.model->NodesByName();
+    return input.model->snapshot();
+  }
   auto by_name = [](const model::Node* a, const model::Node* b) { return a->name() < b->name(); };
   // The loop lists them in name order already: checking costs a comparison per node.
   if (!std::is_sorted(nodes_by_name_.begin(), nodes_by_name_.end(), by_name))
@@ -93,8 +85,7 @@ ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
                                      return a->name() == b->name();
                                    }),
                        nodes_by_name_.end());
-  // The model serves when it knows every node (devices and claims it does not model).
-  if (input.model == nullptr || input.dra != nullptr) return own_snapshot_;
+  if (!model_serves) return own_snapshot_;
   std::optional<ModelNodes> found = FindOnModel(*input.model, nodes_by_name_);
   if (!found) return own_snapshot_;
   by_name_ = std::move(found->slots);
@@ -112,8 +103,10 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
     e.pool = PoolOf(*node, input_, pool_names_);
     if (memo_ != nullptr && (e.memo = memo_->Keep(index, node)) != nullptr) e.memo->pool = e.pool;
   }
-  e.being_deleted = HasTaint(*node, kToBeDeletedTaint);
-  e.destination = node->ready && !node->unschedulable && !e.being_deleted;
+  e.facts =
+      e.memo != nullptr ? &e.memo->node_facts : &own_node_facts_.emplace_back(NodeFacts::Of(*node));
+  e.being_deleted = e.facts->being_deleted;
+  e.destination = e.facts->destination;
   return e;
 }
 
@@ -297,11 +290,16 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
 void ScaleDownRun::WeighCandidate(NodeIndex i) {
   NodeEntry& e = entries_[i];
   // What its pods that move request: the snapshot keeps the part that stays on drain apart.
-  const NodeInfo& info = snapshot_.Get(i);
-  const model::Resources requested = info.requested - info.staying_requested;
   sched::DraState::DeviceUse devices;
-  if (dra_) devices = dra_->UseOf(*e.node);
-  e.util = ComputeUtilization(*e.node, requested, devices.devices, devices.allocated);
+  if (e.memo != nullptr && e.memo->utilization) {
+    e.util = *e.memo->utilization;  // neither its pods nor the node changed (no DRA on the model)
+  } else {
+    const NodeInfo& info = snapshot_.Get(i);
+    const model::Resources requested = info.requested - info.staying_requested;
+    if (dra_) devices = dra_->UseOf(*e.node);
+    e.util = ComputeUtilization(*e.node, requested, devices.devices, devices.allocated);
+    if (e.memo != nullptr && !dra_) e.memo->utilization = e.util;
+  }
   if (devices.allocated > 0) {
     // A device allocated to a claim no pod here uses (a standalone claim, or one whose pods
     // are gone) is held for someone: removing the node would take it away.
@@ -415,8 +413,8 @@ void ScaleDownRun::OrderDestinations() {
 NodeIndex ScaleDownRun::Find(std::string_view name) const {
   auto it = std::lower_bound(
       by_name_.begin(), by_name_.end(), name,
-      [this](NodeIndex i, std::string_view n) { return entries_[i].node->name() < n; });
-  if (it == by_name_.end() || entries_[*it].node->name() != name) return kNoNode;
+      [this](NodeIndex i, std::string_view n) { return entries_[i].facts->name < n; });
+  if (it == by_name_.end() || entries_[*it].facts->name != name) return kNoNode;
   return *it;
 }
 
@@ -424,12 +422,10 @@ std::string ScaleDownRun::NodeKeep(const NodeEntry& e) const {
   if (e.being_deleted) {
     return fmt::format("being removed already ({} taint)", kToBeDeletedTaint);
   }
-  for (std::string_view key : {kCaScaleDownDisabledAnnotation, kScaleDownDisabledAnnotation}) {
-    if (AnnotatedTrue(*e.node, key)) {
-      return fmt::format("scale-down disabled by annotation {}=true", key);
-    }
+  if (!e.facts->disabled_by.empty()) {
+    return fmt::format("scale-down disabled by annotation {}=true", e.facts->disabled_by);
   }
-  const std::optional<Time>& created = e.node->meta.creation_timestamp;
+  const std::optional<Time>& created = e.facts->created;
   if (created && *created + config_.delay_after_add > input_.now) {
     auto age =
         std::chrono::floor<std::chrono::seconds>(std::max(Duration(0), input_.now - *created));

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,12 +29,12 @@ inline constexpr std::string_view kDefaultNotYet = "not unneeded for long enough
 using Amounts = std::array<int64_t, 4>;
 inline constexpr std::array<std::string_view, 4> kAmountNames = {"cpu", "memory", "pods", "gpu"};
 
-inline Amounts FreeOn(const NodeInfo& info) {
-  const model::Resources& a = info.node->allocatable;
+// `node`: the facts of the node `info` holds (its allocatable, without reading the node object).
+inline Amounts FreeOn(const NodeFacts& node, const NodeInfo& info) {
   const model::Resources& r = info.requested;
-  return {std::max<int64_t>(0, a.cpu_milli() - r.cpu_milli()),
-          std::max<int64_t>(0, a.memory() - r.memory()), std::max<int64_t>(0, a.pods() - r.pods()),
-          std::max<int64_t>(0, a.gpus() - r.gpus())};
+  return {std::max<int64_t>(0, node.cpu - r.cpu_milli()),
+          std::max<int64_t>(0, node.memory - r.memory()),
+          std::max<int64_t>(0, node.pods - r.pods()), std::max<int64_t>(0, node.gpus - r.gpus())};
 }
 
 inline void AddTo(Amounts& a, const Amounts& b, int sign) {
@@ -45,8 +46,9 @@ struct NodeEntry {
   const model::Pool* pool = nullptr;  // nullptr: unmanaged
   // On the model, with a memo: what the memo keeps about the node (read, or to be written).
   ScaleDownMemo::Node* memo = nullptr;
-  bool being_deleted = false;  // ToBeDeletedByClusterAutoscaler taint
-  bool destination = false;    // ready, schedulable, not being deleted
+  const NodeFacts* facts = nullptr;  // the memo's, or the run's own (never null once added)
+  bool being_deleted = false;        // ToBeDeletedByClusterAutoscaler taint
+  bool destination = false;          // ready, schedulable, not being deleted
   // Its non-terminal pods with DrainRole::kMove; in namespace/name order once own_facts is built.
   // On the model they are read when first needed (OwnPodsFromModel): for candidates, nodes being
   // deleted and destinations whose horizon is asked.
@@ -294,6 +296,7 @@ class ScaleDownRun {
   std::vector<NodeIndex> by_name_;
   std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
   std::vector<PodFacts> facts_;                    // see NodeEntry::own_facts
+  std::deque<NodeFacts> own_node_facts_;           // NodeEntry::facts the memo does not hold
   std::vector<WeighedPods> weighed_;               // see NodeEntry::weighed
   ScaleDownMemo* memo_ = nullptr;                  // on the model, the input's memo if any
   // Devices and claims (when the input has DRA objects), attached to snapshot_: a moved pod's

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "base/check.h"
@@ -162,6 +163,11 @@ void ClusterModel::PlacePods(NodeRecord& record) {
 
 void ClusterModel::DropIfEmpty(std::map<std::string, NodeRecord, std::less<>>::iterator it) {
   if (it->second.node == nullptr && it->second.pods.empty()) nodes_.erase(it);
+}
+
+uint64_t ClusterModel::NextId() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
 }
 
 void ClusterModel::MaybeCompact() {

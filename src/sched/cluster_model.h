@@ -58,6 +58,9 @@ class ClusterModel {
   ClusterSnapshot& snapshot() { return *snapshot_; }
   const ClusterSnapshot& snapshot() const { return *snapshot_; }
   uint64_t generation() const { return generation_; }
+  // Unique in the process: a model made where a destroyed one was has another id, so what was
+  // kept about one model's slots (ScaleDownMemo) is never taken for the other's.
+  uint64_t id() const { return id_; }
   // A number that changes whenever the pods placed on node slot `i` change, never to one it had
   // before; 0 for a slot the model did not hand out (one a pass added in its layer). A changed
   // node takes a new slot, so with generation() a slot and its stamp name one state of a node and
@@ -126,6 +129,7 @@ class ClusterModel {
 
   // A snapshot that keeps the sums scale-down reads (KeepStayingSums).
   static std::unique_ptr<ClusterSnapshot> NewSnapshot();
+  static uint64_t NextId();
 
   std::unique_ptr<ClusterSnapshot> snapshot_ = NewSnapshot();
   std::map<std::string, NodeRecord, std::less<>> nodes_;
@@ -135,6 +139,7 @@ class ClusterModel {
   // Nodes replaced or deleted since the last compaction: the snapshot's tombstones point at them.
   std::vector<std::shared_ptr<const model::Node>> retired_;
   uint64_t generation_ = 0;
+  const uint64_t id_ = NextId();
   std::vector<uint64_t> stamps_;  // per snapshot slot
   uint64_t last_stamp_ = 0;
   uint64_t changes_ = 0;

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -1049,6 +1050,41 @@ TEST(ScaleDownMemo, KeepsWhileTheStampStaysAndForgetsOnSchedule) {
   model::AutoscalerConfig other = c.config;
   memo.Begin(model, other);
   EXPECT_EQ(memo.Find(n0, &c.nodes[0]), nullptr);
+}
+
+// A kept slot holds what the pass read of the node object, and a model made where another one was
+// (the same address, the same slots and stamps) is another model: the memo forgets the first's.
+TEST(ScaleDownMemo, KeepsTheNodesFactsAndTellsModelsAtTheSameAddressApart) {
+  model::AutoscalerConfig config;
+  model::Node node;
+  node.meta.name = "n0";
+  node.ready = false;
+  node.allocatable.Set(model::kCpu, 4000);
+  std::optional<sched::ClusterModel> model;  // emplace() reuses the storage: the same address
+  model.emplace();
+  ASSERT_TRUE(model->SetNode(sched::ClusterModel::Borrow(&node)).has_value());
+  const sched::ClusterModel* first = &*model;
+  ScaleDownMemo memo;
+  memo.Begin(*model, config);
+  ScaleDownMemo::Node* kept = memo.Keep(0, &node);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->node_facts.name, "n0");
+  EXPECT_FALSE(kept->node_facts.destination);  // not ready
+  EXPECT_EQ(kept->node_facts.cpu, 4000);
+  memo.Begin(*model, config);
+  EXPECT_NE(memo.Find(0, &node), nullptr);
+
+  // The same object, changed, in a new model that takes the old one's place.
+  node.ready = true;
+  model.reset();
+  model.emplace();
+  ASSERT_EQ(&*model, first);
+  ASSERT_TRUE(model->SetNode(sched::ClusterModel::Borrow(&node)).has_value());
+  memo.Begin(*model, config);
+  EXPECT_EQ(memo.Find(0, &node), nullptr);
+  kept = memo.Keep(0, &node);
+  ASSERT_NE(kept, nullptr);
+  EXPECT_TRUE(kept->node_facts.destination);
 }
 
 // The same for scale-up, whose walks over the nodes go in input order (Pass::SlotAt), wherever
