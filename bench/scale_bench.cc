@@ -10,6 +10,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/node.h"
 #include "model/pod.h"
@@ -130,8 +132,10 @@ BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterat
 
 // One planner alone (or both) on the same cluster: building its snapshot from the input (Built),
 // or forking a long-lived ClusterModel after 100 pod changes applied to it as deltas (OnModel:
-// each pass moves 100 running pods to another node, in place, as the simulator changes its pods;
-// scale-down keeps its memo across passes, as the loop does).
+// each pass moves the 50 running pods the last pass moved back to their nodes and 50 others to
+// another node, in place, as the simulator changes its pods; scale-down keeps its memo across
+// passes, as the loop does). The cluster stays as built but for 50 pods, whatever the number of
+// iterations, so runs of different lengths and binaries plan on the same kind of cluster.
 enum class Plans { kUp, kDown, kBoth };
 
 void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
@@ -149,11 +153,20 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
   }
   std::mt19937 rng(11);
   const size_t running = c->nodes.size() * 20;
+  std::vector<std::pair<model::Pod*, std::string>> moved;  // and the node each came from
   size_t added = 0, removed = 0;
   for (auto _ : state) {
     if (on_model) {
-      for (int k = 0; k < 100; ++k) {
+      for (auto& [pod, from] : moved) {
+        pod->node_name = std::move(from);
+        (void)model.SetPod(sched::ClusterModel::Borrow(pod));
+      }
+      moved.clear();
+      for (int k = 0; k < 50; ++k) {
         model::Pod& pod = c->pods[rng() % running];
+        if (std::any_of(moved.begin(), moved.end(), [&](const auto& m) { return m.first == &pod; }))
+          continue;
+        moved.emplace_back(&pod, pod.node_name);
         pod.node_name = c->nodes[rng() % c->nodes.size()].meta.name;
         (void)model.SetPod(sched::ClusterModel::Borrow(&pod));
       }
@@ -172,6 +185,7 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
       benchmark::DoNotOptimize(down);
     }
   }
+  for (auto& [pod, from] : moved) pod->node_name = std::move(from);  // as built, for the next
   state.counters["nodes_added"] = static_cast<double>(added);
   state.counters["nodes_removed"] = static_cast<double>(removed);
 }
