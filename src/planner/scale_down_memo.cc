@@ -1,46 +1,8 @@
 #include "planner/scale_down_memo.h"
 
-#include "planner/cluster.h"
 #include "sched/cluster_model.h"
 
 namespace tidepool::planner {
-namespace scale_down_detail {
-namespace {
-
-bool HasTaint(const model::Node& node, std::string_view key) {
-  for (const model::Taint& t : node.taints)
-    if (t.key == key) return true;
-  return false;
-}
-
-bool AnnotatedTrue(const model::Node& node, std::string_view key) {
-  const std::string* v = node.meta.Annotation(key);
-  return v != nullptr && *v == "true";
-}
-
-}  // namespace
-
-NodeFacts NodeFacts::Of(const model::Node& node) {
-  NodeFacts f;
-  f.name = node.name();
-  f.being_deleted = HasTaint(node, kToBeDeletedTaint);
-  f.destination = node.ready && !node.unschedulable && !f.being_deleted;
-  for (std::string_view key : {kCaScaleDownDisabledAnnotation, kScaleDownDisabledAnnotation}) {
-    if (AnnotatedTrue(node, key)) {
-      f.disabled_by = key;
-      break;
-    }
-  }
-  f.created = node.meta.creation_timestamp;
-  const model::Resources& a = node.allocatable;
-  f.cpu = a.cpu_milli();
-  f.memory = a.memory();
-  f.pods = a.pods();
-  f.gpus = a.gpus();
-  return f;
-}
-
-}  // namespace scale_down_detail
 
 void ScaleDownMemo::Begin(const sched::ClusterModel& model, const model::AutoscalerConfig& config) {
   const bool same =

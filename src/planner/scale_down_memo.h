@@ -15,11 +15,8 @@
 
 #include <cstdint>
 #include <optional>
-#include <string>
-#include <string_view>
 #include <vector>
 
-#include "base/time.h"
 #include "model/node.h"
 #include "model/pod.h"
 #include "model/pool.h"
@@ -32,25 +29,6 @@ class ClusterModel;
 }
 
 namespace tidepool::planner {
-namespace scale_down_detail {
-
-// What a pass reads of a node object itself, not of its pods. A node object never changes while
-// a model slot holds it, so the memo keeps this beside the pods' facts, and a pass over a large
-// cluster reads compact records instead of 50,000 node objects (their names, taints, annotations
-// and allocatable).
-struct NodeFacts {
-  std::string name;
-  bool being_deleted = false;    // ToBeDeletedByClusterAutoscaler taint
-  bool destination = false;      // ready, schedulable, not being deleted
-  std::string_view disabled_by;  // the scale-down-disabled annotation set to "true", or ""
-  std::optional<Time> created;
-  int64_t cpu = 0, memory = 0, pods = 0, gpus = 0;  // allocatable
-
-  static NodeFacts Of(const model::Node& node);
-};
-
-}  // namespace scale_down_detail
-
 class ScaleDownMemo {
  public:
   static constexpr uint64_t kFullPassEvery = 64;

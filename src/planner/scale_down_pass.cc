@@ -157,7 +157,7 @@ Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::
     NodeIndex t = touched_[i];
     if (i > 0 && touched_[i - 1] == t) continue;  // unchanged since the previous entry
     AddTo(free, contrib[t], -1);
-    contrib[t] = FreeOn(*entries_[t].facts, snapshot_.Get(t));
+    contrib[t] = FreeOn(Facts(t), snapshot_.Get(t));
     AddTo(free, contrib[t], 1);
   }
   return {};
@@ -264,7 +264,7 @@ void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   replacement_capacity_ = {};
   placer_.Reset();
   for (NodeIndex n : destinations_) {
-    contrib[n] = FreeOn(*entries_[n].facts, snapshot_.Get(n));
+    contrib[n] = FreeOn(Facts(n), snapshot_.Get(n));
     AddTo(free, contrib[n], 1);
   }
 }
@@ -315,7 +315,7 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   }
   for (const auto& [pdb, count] : b.needed) b.pdb_remaining[pdb] -= count;
   ScaleDown sd;
-  sd.node = e.facts->name;
+  sd.node = Facts(index).name;
   sd.pool = e.pool->name;
   sd.kind = empty ? RemovalKind::kEmpty : RemovalKind::kUnderutilized;
   sd.evict.reserve(e.own.size());
@@ -360,13 +360,13 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       // A busy node that no replacement takes stays for its utilization, as without the move.
       if (e.replace_only && ReplacementOf(c) != nullptr) {
         // Weighed, and the numbers (or the extension) keep it.
-        kept.push_back(Keep{e.facts->name, "replace: " + r.text, Busy(e),
+        kept.push_back(Keep{Facts(c).name, "replace: " + r.text, Busy(e),
                             ShareVerdict(PassVerdict(c)), r.verdict});
       } else if (e.replace_only) {
-        kept.push_back(Keep{e.facts->name, e.keep, Busy(e)});
+        kept.push_back(Keep{Facts(c).name, e.keep, Busy(e)});
       } else {
         kept.push_back(
-            Keep{e.facts->name, std::move(r.text), {}, ShareVerdict(PassVerdict(c)), r.verdict});
+            Keep{Facts(c).name, std::move(r.text), {}, ShareVerdict(PassVerdict(c)), r.verdict});
       }
       continue;
     }
@@ -380,7 +380,7 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     if (kept_at[i] != kNotKept) {
       out.plan.keep.push_back(std::move(kept[kept_at[i]]));
     } else if (e.pool != nullptr && !e.candidate) {
-      out.plan.keep.push_back(Keep{e.facts->name, e.keep, Busy(e)});
+      out.plan.keep.push_back(Keep{Facts(i).name, e.keep, Busy(e)});
     }
   }
   return out;

@@ -4,10 +4,45 @@
 
 #include <map>
 
+#include "planner/cluster.h"
 #include "planner/disruption.h"
 #include "planner/scale_down_rules.h"
 
 namespace tidepool::planner::scale_down_detail {
+namespace {
+
+bool HasTaint(const model::Node& node, std::string_view key) {
+  for (const model::Taint& t : node.taints)
+    if (t.key == key) return true;
+  return false;
+}
+
+bool AnnotatedTrue(const model::Node& node, std::string_view key) {
+  const std::string* v = node.meta.Annotation(key);
+  return v != nullptr && *v == "true";
+}
+
+}  // namespace
+
+NodeFacts NodeFacts::Of(const model::Node& node) {
+  NodeFacts f;
+  f.name = node.name();
+  f.being_deleted = HasTaint(node, kToBeDeletedTaint);
+  f.destination = node.ready && !node.unschedulable && !f.being_deleted;
+  for (std::string_view key : {kCaScaleDownDisabledAnnotation, kScaleDownDisabledAnnotation}) {
+    if (AnnotatedTrue(node, key)) {
+      f.disabled_by = key;
+      break;
+    }
+  }
+  f.created = node.meta.creation_timestamp;
+  const model::Resources& a = node.allocatable;
+  f.cpu = a.cpu_milli();
+  f.memory = a.memory();
+  f.pods = a.pods();
+  f.gpus = a.gpus();
+  return f;
+}
 
 void PodFacts::ResolveEviction() {
   if (eviction_resolved) return;

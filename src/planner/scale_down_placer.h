@@ -1,5 +1,5 @@
-// The drain simulation's view of pods that move (PodFacts) and where it puts them (Placer):
-// scale-down's hot path, kept in a header so the pass inlines it.
+// The drain simulation's view of nodes (NodeFacts) and of pods that move (PodFacts), and where it
+// puts the pods (Placer): scale-down's hot path, kept in a header so the pass inlines it.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/time.h"
+#include "model/node.h"
 #include "model/pod.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
@@ -48,6 +50,21 @@ inline uint64_t EquivalenceKey(const model::Pod& pod) {
   });
   return h;
 }
+
+// What a pass reads of a node object itself, not of its pods. A node object never changes while
+// a model slot holds it, so the memo keeps this beside the pods' facts, and a pass over a large
+// cluster reads compact records instead of 50,000 node objects (their names, taints, annotations
+// and allocatable).
+struct NodeFacts {
+  std::string name;
+  bool being_deleted = false;    // ToBeDeletedByClusterAutoscaler taint
+  bool destination = false;      // ready, schedulable, not being deleted
+  std::string_view disabled_by;  // the scale-down-disabled annotation set to "true", or ""
+  std::optional<Time> created;
+  int64_t cpu = 0, memory = 0, pods = 0, gpus = 0;  // allocatable
+
+  static NodeFacts Of(const model::Node& node);
+};
 
 // What the drain simulation needs of a pod that moves, so a pass reads compact records instead of
 // whole Pods. The requests are read when the pod is swept; the rest only when the pod is placed
@@ -92,12 +109,12 @@ struct PodFacts {
 
 // The resource filter's verdict for pod slots, cpu and memory without building a FitResult: true
 // when the pod certainly does not fit.
-inline bool QuickReject(const PodFacts& f, const NodeInfo& info) {
-  const model::Resources& alloc = info.node->allocatable;
+// `node`: the facts of the node `info` holds.
+inline bool QuickReject(const PodFacts& f, const NodeFacts& node, const NodeInfo& info) {
   const model::Resources& have = info.requested;
-  if (have.pods() + 1 > alloc.pods()) return true;
-  if (f.cpu > 0 && f.cpu > alloc.cpu_milli() - have.cpu_milli()) return true;
-  return f.memory > 0 && f.memory > alloc.memory() - have.memory();
+  if (have.pods() + 1 > node.pods) return true;
+  if (f.cpu > 0 && f.cpu > node.cpu - have.cpu_milli()) return true;
+  return f.memory > 0 && f.memory > node.memory - have.memory();
 }
 
 // Where pods go when their node is removed: first the node the last pod of the same equivalence
@@ -105,9 +122,10 @@ inline bool QuickReject(const PodFacts& f, const NodeInfo& info) {
 // O(1) in the common case rather than O(nodes).
 class Placer {
  public:
-  Placer(const ClusterSnapshot& snapshot, const std::vector<NodeIndex>& destinations,
-         const std::vector<uint8_t>& usable)
-      : snapshot_(snapshot), destinations_(destinations), usable_(usable) {}
+  // `facts`: each slot's node facts (destinations' are never null).
+  Placer(const ClusterSnapshot& snapshot, const std::vector<const NodeFacts*>& facts,
+         const std::vector<NodeIndex>& destinations, const std::vector<uint8_t>& usable)
+      : snapshot_(snapshot), facts_(facts), destinations_(destinations), usable_(usable) {}
 
   void Reset() {
     hints_.clear();
@@ -123,7 +141,7 @@ class Placer {
     auto fits = [&](NodeIndex n) {
       if (!usable_[n]) return false;
       const NodeInfo& info = snapshot_.Get(n);
-      if (QuickReject(f, info)) return false;
+      if (QuickReject(f, *facts_[n], info)) return false;
       if (checker) return checker->Fits(n);
       // What QuickReject did not cover, reading the Pod only when it has something to say.
       if (!info.node->taints.empty() || f.node_constraints || f.other_resources) {
@@ -194,6 +212,7 @@ class Placer {
   }
 
   const ClusterSnapshot& snapshot_;
+  const std::vector<const NodeFacts*>& facts_;
   const std::vector<NodeIndex>& destinations_;
   const std::vector<uint8_t>& usable_;
   std::deque<model::Pod> unbound_copies_;

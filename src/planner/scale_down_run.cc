@@ -21,7 +21,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
       evict_training_pods_(evict_training_pods),
       weigh_training_(!evict_training_pods && config_.consolidation.enabled),
       snapshot_(ChooseSnapshot(input)),
-      placer_(snapshot_, destinations_, usable_) {
+      placer_(snapshot_, node_facts_, destinations_, usable_) {
   if (OnModel()) {
     UseModel();
   } else {
@@ -94,6 +94,7 @@ ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
 
 NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
   if (entries_.size() <= index) entries_.resize(index + 1);
+  if (node_facts_.size() <= index) node_facts_.resize(index + 1, nullptr);
   NodeEntry& e = entries_[index];
   e.node = node;
   e.memo = memo_ != nullptr ? memo_->Find(index, node) : nullptr;
@@ -103,10 +104,11 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
     e.pool = PoolOf(*node, input_, pool_names_);
     if (memo_ != nullptr && (e.memo = memo_->Keep(index, node)) != nullptr) e.memo->pool = e.pool;
   }
-  e.facts =
+  const NodeFacts* facts =
       e.memo != nullptr ? &e.memo->node_facts : &own_node_facts_.emplace_back(NodeFacts::Of(*node));
-  e.being_deleted = e.facts->being_deleted;
-  e.destination = e.facts->destination;
+  node_facts_[index] = facts;
+  e.being_deleted = facts->being_deleted;
+  e.destination = facts->destination;
   return e;
 }
 
@@ -189,7 +191,7 @@ void ScaleDownRun::AddPods() {
   for (NodeIndex i : by_name_) {
     NodeEntry& e = entries_[i];
     if (e.pool == nullptr) continue;
-    e.keep = NodeKeep(e);
+    e.keep = NodeKeep(i);
     maybe[i] = e.keep.empty() ? 1 : 0;
   }
   CollectOwnPods();
@@ -411,21 +413,21 @@ void ScaleDownRun::OrderDestinations() {
 }
 
 NodeIndex ScaleDownRun::Find(std::string_view name) const {
-  auto it = std::lower_bound(
-      by_name_.begin(), by_name_.end(), name,
-      [this](NodeIndex i, std::string_view n) { return entries_[i].facts->name < n; });
-  if (it == by_name_.end() || entries_[*it].facts->name != name) return kNoNode;
+  auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                             [this](NodeIndex i, std::string_view n) { return Facts(i).name < n; });
+  if (it == by_name_.end() || Facts(*it).name != name) return kNoNode;
   return *it;
 }
 
-std::string ScaleDownRun::NodeKeep(const NodeEntry& e) const {
-  if (e.being_deleted) {
+std::string ScaleDownRun::NodeKeep(NodeIndex i) const {
+  const NodeFacts& f = Facts(i);
+  if (f.being_deleted) {
     return fmt::format("being removed already ({} taint)", kToBeDeletedTaint);
   }
-  if (!e.facts->disabled_by.empty()) {
-    return fmt::format("scale-down disabled by annotation {}=true", e.facts->disabled_by);
+  if (!f.disabled_by.empty()) {
+    return fmt::format("scale-down disabled by annotation {}=true", f.disabled_by);
   }
-  const std::optional<Time>& created = e.facts->created;
+  const std::optional<Time>& created = f.created;
   if (created && *created + config_.delay_after_add > input_.now) {
     auto age =
         std::chrono::floor<std::chrono::seconds>(std::max(Duration(0), input_.now - *created));

@@ -46,9 +46,8 @@ struct NodeEntry {
   const model::Pool* pool = nullptr;  // nullptr: unmanaged
   // On the model, with a memo: what the memo keeps about the node (read, or to be written).
   ScaleDownMemo::Node* memo = nullptr;
-  const NodeFacts* facts = nullptr;  // the memo's, or the run's own (never null once added)
-  bool being_deleted = false;        // ToBeDeletedByClusterAutoscaler taint
-  bool destination = false;          // ready, schedulable, not being deleted
+  bool being_deleted = false;  // ToBeDeletedByClusterAutoscaler taint
+  bool destination = false;    // ready, schedulable, not being deleted
   // Its non-terminal pods with DrainRole::kMove; in namespace/name order once own_facts is built.
   // On the model they are read when first needed (OwnPodsFromModel): for candidates, nodes being
   // deleted and destinations whose horizon is asked.
@@ -158,6 +157,7 @@ class ScaleDownRun {
   // Entry index of a node name (also of nodes being deleted), or kNoNode.
   NodeIndex Find(std::string_view name) const;
   const NodeEntry& entry(NodeIndex i) const { return entries_[i]; }
+  const NodeFacts& Facts(NodeIndex i) const { return *node_facts_[i]; }
   double Threshold(const NodeEntry& e) const {
     return e.util.gpu ? config_.gpu_utilization_threshold : config_.utilization_threshold;
   }
@@ -253,7 +253,7 @@ class ScaleDownRun {
                          std::vector<std::pair<uint32_t, int32_t>>& needed) const;
   // Why a managed node is not a candidate judging by the node alone (being deleted, annotation,
   // delayAfterAdd), or "".
-  std::string NodeKeep(const NodeEntry& e) const;
+  std::string NodeKeep(NodeIndex i) const;
   void OrderDestinations();
   // A pass starts from the usable destinations and what the base state moved onto them.
   void ResetPass(Amounts& free, std::vector<Amounts>& contrib);
@@ -296,9 +296,12 @@ class ScaleDownRun {
   std::vector<NodeIndex> by_name_;
   std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
   std::vector<PodFacts> facts_;                    // see NodeEntry::own_facts
-  std::deque<NodeFacts> own_node_facts_;           // NodeEntry::facts the memo does not hold
-  std::vector<WeighedPods> weighed_;               // see NodeEntry::weighed
-  ScaleDownMemo* memo_ = nullptr;                  // on the model, the input's memo if any
+  // By slot, for the slots of input nodes: the memo's facts of the node, or the run's own (kept in
+  // own_node_facts_ when the memo does not hold them).
+  std::vector<const NodeFacts*> node_facts_;
+  std::deque<NodeFacts> own_node_facts_;
+  std::vector<WeighedPods> weighed_;  // see NodeEntry::weighed
+  ScaleDownMemo* memo_ = nullptr;     // on the model, the input's memo if any
   // Devices and claims (when the input has DRA objects), attached to snapshot_: a moved pod's
   // claims are allocated where it lands.
   std::unique_ptr<sched::DraState> dra_;
