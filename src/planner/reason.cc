@@ -81,7 +81,8 @@ std::string_view ReasonKindLabel(ReasonKind kind) {
 
 std::optional<PoolReason> GrowthLimit(const model::Pool& pool, int64_t pool_nodes,
                                       const model::ClusterLimits& limits, int64_t cluster_nodes,
-                                      const model::Resources& cluster_capacity) {
+                                      const LimitedCapacity& cluster_capacity,
+                                      const model::Resources& more) {
   if (pool_nodes >= pool.max) {
     return PoolReason{ReasonKind::kPoolMax, fmt::format("pool {} at max {}", pool.name, pool.max)};
   }
@@ -92,7 +93,7 @@ std::optional<PoolReason> GrowthLimit(const model::Pool& pool, int64_t pool_node
   const model::Resources& cap = pool.template_node.capacity;
   for (model::ResourceId id : limits.limited) {
     int64_t limit = limits.resources.Get(id);
-    if (cap.Get(id) > 0 && cluster_capacity.Get(id) + cap.Get(id) > limit) {
+    if (cap.Get(id) > 0 && cluster_capacity.Get(id) + more.Get(id) + cap.Get(id) > limit) {
       return PoolReason{ReasonKind::kClusterResource,
                         fmt::format("cluster limit {} {} reached", model::ResourceName(id),
                                     model::FormatAmount(id, limit)),

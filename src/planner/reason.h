@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/pool.h"
 #include "model/resources.h"
@@ -58,12 +59,38 @@ PoolReason FromFit(const sched::FitResult& fit);
 // a label.
 std::string_view ReasonKindLabel(ReasonKind kind);
 
+// A cluster's capacity in the resources its limits name (ClusterLimits::limited), summed as nodes
+// are counted: the only part of it GrowthLimit reads. Without resource limits it sums nothing, so
+// counting 50,000 nodes costs no Resources arithmetic.
+class LimitedCapacity {
+ public:
+  LimitedCapacity() = default;
+  explicit LimitedCapacity(const model::ClusterLimits& limits)
+      : limited_(limits.limited), sums_(limits.limited.size(), 0) {}
+
+  // Adds (sign 1) or takes away (sign -1) a node's capacity.
+  void Add(const model::Resources& capacity, int sign = 1) {
+    for (size_t k = 0; k < limited_.size(); ++k) sums_[k] += sign * capacity.Get(limited_[k]);
+  }
+  // The sum for a limited resource; 0 for any other.
+  int64_t Get(model::ResourceId id) const {
+    for (size_t k = 0; k < limited_.size(); ++k)
+      if (limited_[k] == id) return sums_[k];
+    return 0;
+  }
+
+ private:
+  std::vector<model::ResourceId> limited_;
+  std::vector<int64_t> sums_;  // per limited_ entry
+};
+
 // Why `pool`, with `pool_nodes` nodes (registered, upcoming and planned), may not take one more
-// in a cluster of `cluster_nodes` nodes with `cluster_capacity`: its max (kPoolMax),
-// limits.maxNodes (kClusterMaxNodes) or a resource limit its template would pass
+// in a cluster of `cluster_nodes` nodes with `cluster_capacity` and `more` about to come: its max
+// (kPoolMax), limits.maxNodes (kClusterMaxNodes) or a resource limit its template would pass
 // (kClusterResource). Nothing when it may. Scale-up and consolidation's replace move both ask.
 std::optional<PoolReason> GrowthLimit(const model::Pool& pool, int64_t pool_nodes,
                                       const model::ClusterLimits& limits, int64_t cluster_nodes,
-                                      const model::Resources& cluster_capacity);
+                                      const LimitedCapacity& cluster_capacity,
+                                      const model::Resources& more);
 
 }  // namespace tidepool::planner

@@ -29,6 +29,7 @@ class ClusterModel;
 }
 
 namespace tidepool::planner {
+
 class ScaleDownMemo {
  public:
   static constexpr uint64_t kFullPassEvery = 64;

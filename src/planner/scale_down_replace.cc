@@ -18,7 +18,7 @@ void ScaleDownRun::InitReplacement() {
   for (const NodeEntry& e : entries_) {
     if (e.node == nullptr || e.being_deleted) continue;
     ++cluster_nodes_;
-    cluster_capacity_ += e.node->capacity;
+    cluster_capacity_.Add(e.node->capacity);
     if (e.pool == nullptr) continue;
     ++pool_nodes_[e.pool];
     dearest = std::max(dearest, e.pool->price_per_hour);
@@ -28,7 +28,7 @@ void ScaleDownRun::InitReplacement() {
     int32_t upcoming = it == input_.upcoming.end() ? 0 : it->second;
     pool_nodes_[&pool] += upcoming;
     cluster_nodes_ += upcoming;
-    for (int32_t k = 0; k < upcoming; ++k) cluster_capacity_ += pool.template_node.capacity;
+    for (int32_t k = 0; k < upcoming; ++k) cluster_capacity_.Add(pool.template_node.capacity);
     if (pool.price_per_hour < dearest) cheaper_pools_.push_back(&pool);
   }
   std::stable_sort(
@@ -52,7 +52,7 @@ std::string ScaleDownRun::GrowBlocker(const model::Pool& pool) const {
   for (const auto& [p, n] : replacements_added_) replacements += n;
   // The new node comes up before the old one goes: for a while the cluster has one more.
   auto limit = GrowthLimit(pool, size, input_.config->limits, cluster_nodes_ + replacements,
-                           cluster_capacity_ + replacement_capacity_);
+                           cluster_capacity_, replacement_capacity_);
   return limit ? limit->text : "";
 }
 

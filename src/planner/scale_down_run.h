@@ -337,7 +337,7 @@ class ScaleDownRun {
   std::vector<const model::Pool*> cheaper_pools_;
   std::unordered_map<const model::Pool*, int32_t> pool_nodes_;
   int32_t cluster_nodes_ = 0;
-  model::Resources cluster_capacity_;
+  LimitedCapacity cluster_capacity_{input_.config->limits};
   // Per pass: the replace move weighed for each candidate (kept when it did not pay, for the Keep),
   // and the new nodes the pass's removals asked for.
   std::unordered_map<NodeIndex, PassReplacement> replacement_;  // the few candidates weighed

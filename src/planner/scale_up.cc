@@ -56,7 +56,7 @@ RoomIndex Pass::RoomsUpTo(size_t end) const {
 void Pass::CountRegistered(const Node& node,
                            std::unordered_map<const Pool*, PoolState*>& state_of) {
   ++cluster_nodes_;
-  cluster_capacity_ += node.capacity;
+  cluster_capacity_.Add(node.capacity);
   if (const Pool* p = PoolOf(node, in_, pool_names_)) {
     if (auto it = state_of.find(p); it != state_of.end()) ++it->second->current;
   }
@@ -142,7 +142,7 @@ void Pass::AddUpcomingNodes() {
       for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, *idx);
       ++ps.current;
       ++cluster_nodes_;
-      cluster_capacity_ += node.capacity;
+      cluster_capacity_.Add(node.capacity);
     }
   }
 }

@@ -186,7 +186,7 @@ void Pass::AccountDropped(size_t j, Compaction& c, std::map<std::string, ScaleUp
   PoolState& ps = pools_[src];
   --ps.added;
   --cluster_nodes_;
-  cluster_capacity_ -= ps.pool->template_node.capacity;
+  cluster_capacity_.Add(ps.pool->template_node.capacity, -1);
   --ups[ps.pool->name].add;
   for (const auto& [pod, k] : c.moves) {
     const size_t to = pass_nodes_[k].second;

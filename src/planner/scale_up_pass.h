@@ -220,7 +220,7 @@ struct Accounting {
   std::vector<int> added;        // per pool
   std::vector<int> family_used;  // per family
   int cluster_nodes = 0;
-  Resources cluster_capacity;
+  LimitedCapacity cluster_capacity;
   size_t pass_nodes = 0;
 };
 
@@ -666,8 +666,8 @@ class Pass {
   size_t retried_at_ = 0;       // pass_nodes_.size() at the last PlaceSpreadPodsAgain
   int cluster_nodes_ = 0;       // registered + upcoming + added in this pass
   int base_cluster_nodes_ = 0;  // cluster_nodes_ before this pass added any
-  Resources cluster_capacity_;  // of the same nodes
-  std::unordered_map<uint32_t, size_t> hints_;  // group -> rank of the last node a member fit
+  LimitedCapacity cluster_capacity_{cfg_.limits};  // of the same nodes
+  std::unordered_map<uint32_t, size_t> hints_;     // group -> rank of the last node a member fit
   // Groups that fit no node of the snapshot as it had no_fit_node_ranks_ nodes to walk. Valid
   // while only pods are added: more pods never make room. New nodes clear it.
   std::unordered_set<uint32_t> no_fit_groups_;

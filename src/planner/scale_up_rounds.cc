@@ -73,7 +73,7 @@ std::optional<PoolReason> Pass::LimitReason(const PoolState& ps, int extra,
                                             std::optional<int> cluster_extra) const {
   const int all = cluster_extra.value_or(extra);
   if (auto limit = GrowthLimit(*ps.pool, ps.current + ps.added + extra, cfg_.limits,
-                               cluster_nodes_ + all, cluster_capacity_ + extra_cap)) {
+                               cluster_nodes_ + all, cluster_capacity_, extra_cap)) {
     return limit;
   }
   // maxNodesPerScaleUp bounds the whole pass: nodes committed in earlier rounds (other pools,
@@ -574,7 +574,7 @@ void Pass::AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& u
     PoolState& ps = pools_[n.pool];
     ++ps.added;
     ++cluster_nodes_;
-    cluster_capacity_ += ps.pool->template_node.capacity;
+    cluster_capacity_.Add(ps.pool->template_node.capacity);
     ScaleUp& up = ups[ps.pool->name];
     up.pool = ps.pool->name;
     ++up.add;

@@ -155,5 +155,31 @@ TEST(ReasonKindTest, LabelsAreBounded) {
   EXPECT_EQ(FromFit(existing).kind, ReasonKind::kPodAntiAffinity);
 }
 
+// The capacity GrowthLimit reads is summed only in the limited resources, and what is about to
+// come counts with it.
+TEST(GrowthLimitTest, CountsTheLimitedResourcesOfTheClusterAndWhatComes) {
+  model::ClusterLimits limits;
+  limits.resources.Set(model::kCpu, 10000);
+  limits.limited.push_back(model::kCpu);
+  model::Pool pool;
+  pool.name = "p";
+  pool.max = 100;
+  pool.template_node.capacity = testing::Res({{"cpu", "4"}, {"memory", "8Gi"}});
+  LimitedCapacity cluster(limits);
+  cluster.Add(testing::Res({{"cpu", "2"}, {"memory", "64Gi"}}));
+  EXPECT_EQ(cluster.Get(model::kCpu), 2000);
+  EXPECT_EQ(cluster.Get(model::kMemory), 0);  // not limited, not summed
+  // 2 + 4 <= 10 cpu; with 4 more about to come, 2 + 4 + 4 <= 10 still; with 5, not.
+  EXPECT_FALSE(GrowthLimit(pool, 0, limits, 1, cluster, {}));
+  EXPECT_FALSE(GrowthLimit(pool, 0, limits, 1, cluster, testing::Res({{"cpu", "4"}})));
+  auto limit = GrowthLimit(pool, 0, limits, 1, cluster, testing::Res({{"cpu", "5"}}));
+  ASSERT_TRUE(limit);
+  EXPECT_EQ(limit->kind, ReasonKind::kClusterResource);
+  EXPECT_EQ(limit->text, "cluster limit cpu 10 reached");
+  // A node taken away gives its capacity back.
+  cluster.Add(testing::Res({{"cpu", "2"}}), -1);
+  EXPECT_EQ(cluster.Get(model::kCpu), 0);
+}
+
 }  // namespace
 }  // namespace tidepool::planner
