@@ -19,6 +19,7 @@
 #include "planner/scale_down.h"
 #include "planner/scale_down_memo.h"
 #include "planner/scale_up.h"
+#include "planner/slot_pools.h"
 #include "sched/cluster_model.h"
 
 namespace tidepool {
@@ -144,12 +145,14 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
   if (c == nullptr) c = Build(static_cast<int>(state.range(0)));
   planner::PlannerInput input = c->input;
   sched::ClusterModel model;
-  planner::ScaleDownMemo memo;  // kept across passes, as the loop keeps it
+  planner::ScaleDownMemo memo;  // kept across passes, as the loop keeps them
+  planner::SlotPools slot_pools;
   if (on_model) {
     for (const model::Node& n : c->nodes) (void)model.SetNode(sched::ClusterModel::Borrow(&n));
     for (const model::Pod& p : c->pods) (void)model.SetPod(sched::ClusterModel::Borrow(&p));
     input.model = &model;
     input.scale_down_memo = &memo;
+    input.slot_pools = &slot_pools;
   }
   std::mt19937 rng(11);
   const size_t running = c->nodes.size() * 20;

@@ -21,6 +21,7 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   last_step_ = now;
 
   Index(ctx);
+  if (ctx.base.model != nullptr) ctx.base.slot_pools = &slot_pools_;
   warm_.LearnBoot(pools_.Observe(ctx, [this](std::string_view n) { return removals_.Gone(n); }));
   if (pools_.HandleFailures(ctx)) scale_up_.RequestReplan(now);
   provisioning_.RollBack(ctx);

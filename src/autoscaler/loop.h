@@ -25,6 +25,7 @@
 #include "base/time.h"
 #include "model/pool.h"
 #include "planner/scale_down_memo.h"
+#include "planner/slot_pools.h"
 
 namespace tidepool::autoscaler {
 
@@ -162,6 +163,8 @@ class Autoscaler {
   // What the scale-down passes read about nodes that did not change since (a cache: decisions are
   // the same without it).
   planner::ScaleDownMemo scale_down_memo_;
+  // The pool of each node slot of the driver's model, for every planner pass of every Step.
+  planner::SlotPools slot_pools_;
   RemovalTracker removals_{config_, options_, pools_, unneeded_};
   ReplacementTracker replacements_{config_, pools_};
   WarmPlanner warm_{config_};

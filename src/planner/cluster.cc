@@ -16,9 +16,11 @@ PoolNames::PoolNames(const model::AutoscalerConfig& config) {
 namespace {
 
 // PoolOf with any name lookup: FindPool or PoolNames::Find.
+// `lasting`, when given, is set to whether the answer came without the provider's mapping.
 template <typename FindFn>
 const model::Pool* PoolOfWith(const model::Node& node, const PlannerInput& input,
-                              const FindFn& find) {
+                              const FindFn& find, bool* lasting = nullptr) {
+  if (lasting != nullptr) *lasting = true;
   if (const std::string* name = node.meta.Label(model::kLabelPool)) return find(*name);
   for (std::string_view label : {kAksAgentPoolLabel, kAgentPoolLabel}) {
     if (const std::string* name = node.meta.Label(label)) {
@@ -26,6 +28,7 @@ const model::Pool* PoolOfWith(const model::Node& node, const PlannerInput& input
     }
   }
   if (input.provider_pool_of) {
+    if (lasting != nullptr) *lasting = false;
     std::string name = input.provider_pool_of(node);
     if (!name.empty()) return find(name);
   }
@@ -37,6 +40,12 @@ const model::Pool* PoolOfWith(const model::Node& node, const PlannerInput& input
 const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input,
                           const PoolNames& pools) {
   return PoolOfWith(node, input, [&](std::string_view name) { return pools.Find(name); });
+}
+
+const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input,
+                          const PoolNames& pools, bool* lasting) {
+  return PoolOfWith(
+      node, input, [&](std::string_view name) { return pools.Find(name); }, lasting);
 }
 
 const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input) {

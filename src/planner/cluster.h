@@ -39,6 +39,7 @@ inline constexpr std::string_view kAksAgentPoolLabel = "kubernetes.azure.com/age
 
 struct RuntimeHints;  // planner/disruption.h
 class ScaleDownMemo;  // planner/scale_down_memo.h
+class SlotPools;      // planner/slot_pools.h
 
 // Everything one planning pass reads. Pointers are borrowed: they must outlive the pass.
 struct PlannerInput {
@@ -81,6 +82,9 @@ struct PlannerInput {
   // reused where the node and its pods did not change (ScaleDownMemo). The caller keeps it across
   // passes; a pass that does not plan on the model neither reads nor writes it.
   ScaleDownMemo* scale_down_memo = nullptr;
+  // Optional, with `model`: the pool of each node slot as the last passes on that model found it
+  // (SlotPools), for both planners. The caller keeps it across passes.
+  SlotPools* slot_pools = nullptr;
 };
 
 inline constexpr std::string_view kWarmPoolAnnotation = "tidepool.dev/warm-pool";
@@ -129,6 +133,10 @@ const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input,
                           const PoolNames& pools);
 // The same for one node, without an index.
 const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input);
+// PoolOf, and whether the answer holds for as long as the node object and the config do: the
+// node's labels gave it, or the input has no provider mapping (which may answer otherwise later).
+const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input,
+                          const PoolNames& pools, bool* lasting);
 
 // A pod the scale-up considers: not bound to a node, not being deleted, not terminal, not a
 // DaemonSet or mirror pod, and at or above the expendable priority cutoff.

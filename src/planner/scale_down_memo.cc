@@ -33,7 +33,6 @@ ScaleDownMemo::Node* ScaleDownMemo::Keep(sched::NodeIndex i, const model::Node* 
   Node& n = nodes_[i];
   n.stamp = stamp;
   n.node = node;
-  n.pool = nullptr;
   n.own_read = false;
   n.facts.clear();
   n.node_facts = scale_down_detail::NodeFacts::Of(*node);

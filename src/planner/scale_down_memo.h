@@ -1,9 +1,9 @@
 // ScaleDownMemo: what a scale-down pass on the driver's cluster model learned about each node
 // that the next pass reuses while the node and its pods are unchanged (docs/architecture.md, "The
-// cluster model"). A pass on the model reads the pool of every node and, for the nodes that may
-// go, their pods that move in namespace/name order with what the drain simulation reads of them
-// (PodFacts); on a cluster where few nodes change between passes that is the same answer, pass
-// after pass.
+// cluster model"). A pass on the model reads every node object (NodeFacts) and, for the nodes
+// that may go, their pods that move in namespace/name order with what the drain simulation reads
+// of them (PodFacts); on a cluster where few nodes change between passes that is the same answer,
+// pass after pass. (Each node's pool is kept apart, for both planners: SlotPools.)
 //
 // Only what depends on the node and its pods alone is kept: anything that depends on the time
 // (delayAfterAdd, a training pod's expected remaining runtime), on other nodes (where pods fit) or
@@ -19,7 +19,6 @@
 
 #include "model/node.h"
 #include "model/pod.h"
-#include "model/pool.h"
 #include "planner/decision.h"
 #include "planner/scale_down_placer.h"
 #include "sched/snapshot.h"
@@ -38,7 +37,6 @@ class ScaleDownMemo {
   struct Node {
     uint64_t stamp = 0;  // the model's stamp of the slot then; 0: nothing kept
     const model::Node* node = nullptr;
-    const model::Pool* pool = nullptr;  // nullptr: unmanaged
     // `facts` holds the node's pods that move, in namespace/name order, resolved.
     bool own_read = false;
     std::vector<scale_down_detail::PodFacts> facts;

@@ -11,6 +11,7 @@
 #include "planner/cluster.h"
 #include "planner/equivalence.h"
 #include "planner/model_fork.h"
+#include "planner/slot_pools.h"
 #include "sched/cluster_model.h"
 
 namespace tidepool::planner::scale_down_detail {
@@ -98,12 +99,9 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
   NodeEntry& e = entries_[index];
   e.node = node;
   e.memo = memo_ != nullptr ? memo_->Find(index, node) : nullptr;
-  if (e.memo != nullptr) {
-    e.pool = e.memo->pool;
-  } else {
-    e.pool = PoolOf(*node, input_, pool_names_);
-    if (memo_ != nullptr && (e.memo = memo_->Keep(index, node)) != nullptr) e.memo->pool = e.pool;
-  }
+  if (e.memo == nullptr && memo_ != nullptr) e.memo = memo_->Keep(index, node);
+  e.pool = slot_pools_ != nullptr ? slot_pools_->Of(index, *node, input_, pool_names_)
+                                  : PoolOf(*node, input_, pool_names_);
   const NodeFacts* facts =
       e.memo != nullptr ? &e.memo->node_facts : &own_node_facts_.emplace_back(NodeFacts::Of(*node));
   node_facts_[index] = facts;
@@ -136,6 +134,8 @@ void ScaleDownRun::BuildSnapshot() {
 void ScaleDownRun::UseModel() {
   memo_ = input_.scale_down_memo;
   if (memo_ != nullptr) memo_->Begin(*input_.model, *input_.config);
+  slot_pools_ = input_.slot_pools;
+  if (slot_pools_ != nullptr) slot_pools_->Begin(*input_.model, *input_.config);
   snapshot_.Fork();
   ModelNodes found{nodes_by_name_, std::move(by_name_)};
   TakeInputNodes(snapshot_, found);

@@ -302,6 +302,7 @@ class ScaleDownRun {
   std::deque<NodeFacts> own_node_facts_;
   std::vector<WeighedPods> weighed_;  // see NodeEntry::weighed
   ScaleDownMemo* memo_ = nullptr;     // on the model, the input's memo if any
+  SlotPools* slot_pools_ = nullptr;   // on the model, the input's pools if any
   // Devices and claims (when the input has DRA objects), attached to snapshot_: a moved pod's
   // claims are allocated where it lands.
   std::unique_ptr<sched::DraState> dra_;

@@ -11,6 +11,7 @@
 #include "planner/model_fork.h"
 #include "planner/plan_json.h"
 #include "planner/scale_up_pass.h"
+#include "planner/slot_pools.h"
 #include "sched/cluster_model.h"
 
 namespace tidepool::planner {
@@ -53,13 +54,12 @@ RoomIndex Pass::RoomsUpTo(size_t end) const {
   return rooms;
 }
 
-void Pass::CountRegistered(const Node& node,
+void Pass::CountRegistered(const Node& node, const Pool* pool,
                            std::unordered_map<const Pool*, PoolState*>& state_of) {
   ++cluster_nodes_;
   cluster_capacity_.Add(node.capacity);
-  if (const Pool* p = PoolOf(node, in_, pool_names_)) {
-    if (auto it = state_of.find(p); it != state_of.end()) ++it->second->current;
-  }
+  if (pool == nullptr) return;
+  if (auto it = state_of.find(pool); it != state_of.end()) ++it->second->current;
 }
 
 void Pass::InitPools() {
@@ -98,7 +98,7 @@ void Pass::AddRegisteredNodes() {
     auto idx = snap_.AddNode(n);
     if (!idx) continue;  // duplicate name in the input: the first one wins
     order_.push_back(*idx);
-    CountRegistered(*n, state_of);
+    CountRegistered(*n, PoolOf(*n, in_, pool_names_), state_of);
   }
   NodeIndex last = sched::kNoNode;
   for (const Pod* p : in_.pods) {
@@ -114,13 +114,20 @@ void Pass::AddRegisteredNodes() {
 }
 
 void Pass::UseModel() {
+  SlotPools* slot_pools = in_.slot_pools;
+  if (slot_pools != nullptr) slot_pools->Begin(*in_.model, cfg_);
   snap_.Fork();
   TakeInputNodes(snap_, model_nodes_);
   std::unordered_map<const Pool*, PoolState*> state_of;
   for (auto& ps : pools_) state_of.emplace(ps.pool, &ps);
   for (size_t k = 0; k < model_nodes_.nodes.size(); ++k) {
-    order_.push_back(model_nodes_.slots[k]);
-    CountRegistered(*model_nodes_.nodes[k], state_of);
+    const NodeIndex slot = model_nodes_.slots[k];
+    const Node& node = *model_nodes_.nodes[k];
+    order_.push_back(slot);
+    CountRegistered(node,
+                    slot_pools != nullptr ? slot_pools->Of(slot, node, in_, pool_names_)
+                                          : PoolOf(node, in_, pool_names_),
+                    state_of);
   }
 }
 

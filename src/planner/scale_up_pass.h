@@ -351,7 +351,9 @@ class Pass {
   // other nodes removed.
   void UseModel();
   // Counts a registered node in its pool and the cluster's totals.
-  void CountRegistered(const Node& node, std::unordered_map<const Pool*, PoolState*>& state_of);
+  // Counts a registered node (of `pool`, nullptr if unmanaged) in the cluster and its pool.
+  void CountRegistered(const Node& node, const Pool* pool,
+                       std::unordered_map<const Pool*, PoolState*>& state_of);
   // Every walk over the nodes goes by rank: the registered and upcoming nodes in input order,
   // then the nodes the pass adds in the order it adds them. With a built snapshot a node's rank
   // is its slot; on the model the registered ones sit wherever the model keeps them.

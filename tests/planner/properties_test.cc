@@ -35,6 +35,7 @@
 #include "planner/scale_down.h"
 #include "planner/scale_down_memo.h"
 #include "planner/scale_up.h"
+#include "planner/slot_pools.h"
 #include "sched/cluster_model.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
@@ -968,18 +969,22 @@ void ApplyRandomDeltas(Gen& g, ModelledCase& m) {
   m.forked.now += later;
 }
 
-// Scale-down on the model with a memo kept across passes plans, pass after pass, what a pass on a
-// built snapshot plans, while deltas change some nodes between passes (and the second pass of a
-// round, as the loop's, finds every node as the first left it).
+// Scale-up and scale-down on the model, with the memo and the slots' pools kept across passes,
+// plan, pass after pass, what passes on a built snapshot plan, while deltas change some nodes
+// between passes (and the second pass of a round, as the loop's, finds every node as the first
+// left it).
 std::string CheckScaleDownWithAMemo(const Case& original) {
   std::unique_ptr<ModelledCase> m = Modelled(original);
   ScaleDownMemo memo;
   m->forked.scale_down_memo = &memo;
+  SlotPools slot_pools;
+  m->forked.slot_pools = &slot_pools;
   Gen g(original.seed ^ 0x3e30ull);
   ScaleDownOptions options;
   options.rate_limit = m->c.rate_limit;
   auto plan = [&](const PlannerInput& in) {
-    return PlanToJson({}, ScaleDownPlanner().Plan(in, options)).dump(1);
+    ScaleUpPlan up = ScaleUpPlanner().Plan(in);
+    return PlanToJson(up, ScaleDownPlanner().Plan(in, options)).dump(1);
   };
   for (int round = 0; round < 4; ++round) {
     if (round > 0) ApplyRandomDeltas(g, *m);
@@ -1022,12 +1027,12 @@ TEST(ScaleDownMemo, KeepsWhileTheStampStaysAndForgetsOnSchedule) {
   memo.Begin(model, c.config);
   ScaleDownMemo::Node* kept = memo.Keep(n0, &c.nodes[0]);
   ASSERT_NE(kept, nullptr);
-  kept->pool = &c.config.pools[0];
+  kept->own_read = true;
   ASSERT_NE(memo.Keep(n1, &c.nodes[1]), nullptr);
   EXPECT_EQ(memo.Keep(sched::NodeIndex{99}, &c.nodes[1]), nullptr);  // not the model's slot
   memo.Begin(model, c.config);
   ASSERT_NE(memo.Find(n0, &c.nodes[0]), nullptr);
-  EXPECT_EQ(memo.Find(n0, &c.nodes[0])->pool, &c.config.pools[0]);
+  EXPECT_TRUE(memo.Find(n0, &c.nodes[0])->own_read);
   EXPECT_EQ(memo.Find(n0, &c.nodes[1]), nullptr);  // another object in the slot
 
   // The pod moves: both nodes' stamps change.
