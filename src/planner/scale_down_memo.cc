@@ -5,16 +5,13 @@
 namespace tidepool::planner {
 
 void ScaleDownMemo::Begin(const sched::ClusterModel& model, const model::AutoscalerConfig& config) {
-  const bool same =
-      model_id_ == model.id() && config_ == &config && generation_ == model.generation();
-  if (!same || passes_ >= kFullPassEvery) {
+  const ModelKey key = ModelKey::Of(model, config);
+  if (key != key_ || passes_ >= kFullPassEvery) {
     nodes_.clear();
     passes_ = 0;
   }
   model_ = &model;
-  model_id_ = model.id();
-  config_ = &config;
-  generation_ = model.generation();
+  key_ = key;
   ++passes_;
   // One entry per slot the model has handed out, made now: a pass holds pointers to entries.
   nodes_.resize(model.snapshot().NodeSlots());

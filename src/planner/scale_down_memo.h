@@ -20,6 +20,7 @@
 #include "model/node.h"
 #include "model/pod.h"
 #include "planner/decision.h"
+#include "planner/model_key.h"
 #include "planner/scale_down_placer.h"
 #include "sched/snapshot.h"
 
@@ -64,10 +65,8 @@ class ScaleDownMemo {
   uint64_t passes() const { return passes_; }
 
  private:
-  const sched::ClusterModel* model_ = nullptr;
-  uint64_t model_id_ = 0;  // ClusterModel::id(): the same address may hold another model
-  const model::AutoscalerConfig* config_ = nullptr;
-  uint64_t generation_ = 0;
+  const sched::ClusterModel* model_ = nullptr;  // Begin's, for the stamps
+  ModelKey key_;
   uint64_t passes_ = 0;
   std::vector<Node> nodes_;  // by slot
 };

@@ -100,8 +100,7 @@ NodeEntry& ScaleDownRun::AddEntry(NodeIndex index, const model::Node* node) {
   e.node = node;
   e.memo = memo_ != nullptr ? memo_->Find(index, node) : nullptr;
   if (e.memo == nullptr && memo_ != nullptr) e.memo = memo_->Keep(index, node);
-  e.pool = slot_pools_ != nullptr ? slot_pools_->Of(index, *node, input_, pool_names_)
-                                  : PoolOf(*node, input_, pool_names_);
+  e.pool = PoolOfSlot(slot_pools_, index, *node, input_, pool_names_);
   const NodeFacts* facts =
       e.memo != nullptr ? &e.memo->node_facts : &own_node_facts_.emplace_back(NodeFacts::Of(*node));
   node_facts_[index] = facts;

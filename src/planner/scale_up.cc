@@ -124,10 +124,7 @@ void Pass::UseModel() {
     const NodeIndex slot = model_nodes_.slots[k];
     const Node& node = *model_nodes_.nodes[k];
     order_.push_back(slot);
-    CountRegistered(node,
-                    slot_pools != nullptr ? slot_pools->Of(slot, node, in_, pool_names_)
-                                          : PoolOf(node, in_, pool_names_),
-                    state_of);
+    CountRegistered(node, PoolOfSlot(slot_pools, slot, node, in_, pool_names_), state_of);
   }
 }
 

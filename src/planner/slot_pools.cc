@@ -5,12 +5,9 @@
 namespace tidepool::planner {
 
 void SlotPools::Begin(const sched::ClusterModel& model, const model::AutoscalerConfig& config) {
-  if (model_id_ != model.id() || generation_ != model.generation() || config_ != &config) {
-    slots_.clear();
-  }
-  model_id_ = model.id();
-  generation_ = model.generation();
-  config_ = &config;
+  const ModelKey key = ModelKey::Of(model, config);
+  if (key != key_) slots_.clear();
+  key_ = key;
   slots_.resize(model.snapshot().NodeSlots());
 }
 

@@ -12,6 +12,7 @@
 #include "model/node.h"
 #include "model/pool.h"
 #include "planner/cluster.h"
+#include "planner/model_key.h"
 #include "sched/snapshot.h"
 
 namespace tidepool::sched {
@@ -35,10 +36,16 @@ class SlotPools {
     const model::Node* node = nullptr;  // nullptr: nothing kept
     const model::Pool* pool = nullptr;  // nullptr: unmanaged
   };
-  uint64_t model_id_ = 0;  // ClusterModel::id()
-  uint64_t generation_ = 0;
-  const model::AutoscalerConfig* config_ = nullptr;
+  ModelKey key_;
   std::vector<Slot> slots_;
 };
+
+// `pools`' answer for slot `slot` holding `node` when the input has pools kept (SlotPools::Of),
+// else PoolOf's.
+inline const model::Pool* PoolOfSlot(SlotPools* pools, sched::NodeIndex slot,
+                                     const model::Node& node, const PlannerInput& input,
+                                     const PoolNames& names) {
+  return pools != nullptr ? pools->Of(slot, node, input, names) : PoolOf(node, input, names);
+}
 
 }  // namespace tidepool::planner
