@@ -1,6 +1,7 @@
 #include "autoscaler/loop.h"
 
 #include "autoscaler/planner_input.h"
+#include "planner/model_fork.h"
 #include "sched/cluster_model.h"
 
 namespace tidepool::autoscaler {
@@ -54,7 +55,7 @@ std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
   return std::move(ctx.actions);
 }
 
-void Autoscaler::Index(StepContext& ctx) const {
+void Autoscaler::Index(StepContext& ctx) {
   const Observation& obs = ctx.obs;
   ctx.base.config = &config_;
   ctx.base.pods = obs.pods;
@@ -73,9 +74,20 @@ void Autoscaler::Index(StepContext& ctx) const {
   }
   bool any_tainted = false;
   const planner::PoolNames pools(config_);
+  // The model's own nodes in its name order: each slot's pool is kept across Steps (SlotPools),
+  // and ctx.nodes holds them in the same order.
+  const std::vector<sched::NodeIndex>* slots = nullptr;
+  if (obs.model != nullptr && planner::InModelOrder(*obs.model, obs.nodes)) {
+    slot_pools_.Begin(*obs.model, config_);
+    slots = &obs.model->NodesByName();
+  }
   ctx.pool_of.Reserve(ctx.nodes.size());
+  size_t k = 0;
   for (const auto& [name, node] : ctx.nodes) {
-    if (const model::Pool* pool = planner::PoolOf(*node, ctx.base, pools)) {
+    const model::Pool* pool = slots != nullptr
+                                  ? slot_pools_.Of((*slots)[k++], *node, ctx.base, pools)
+                                  : planner::PoolOf(*node, ctx.base, pools);
+    if (pool != nullptr) {
       ctx.pool_of.Add(name, pool);
       any_tainted = any_tainted || HasTaint(*node, kToBeDeletedTaint);
     }

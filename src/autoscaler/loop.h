@@ -131,7 +131,7 @@ class Autoscaler {
 
  private:
   // The Step's indexes of the observation: nodes by name, their pools, pods on nodes going away.
-  void Index(StepContext& ctx) const;
+  void Index(StepContext& ctx);
   // ProvisioningRequests before the scale-up (ProvisioningTracker::Prepare).
   void PrepareProvisioning(StepContext& ctx);
   bool RunScaleUp(StepContext& ctx);

@@ -12,7 +12,7 @@ namespace tidepool::planner::scale_up_detail {
 Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
   Gangs gangs;
   for (const Pod* p : pending) {
-    std::string g = options_.gang_aware ? GangOf(*p) : std::string();
+    std::string g = options_.gang_aware && InGang(*p) ? GangOf(*p) : std::string();
     if (g.empty()) {
       gangs.singles.push_back(p);
       continue;
@@ -24,7 +24,8 @@ Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
   // are asked about, so a pass with none reads no other pod.
   if (gangs.pending.empty()) return gangs;
   for (const Pod* p : in_.pods) {
-    if (p->IsTerminal() || p->meta.deletion_timestamp) continue;
+    // Most pods are in no gang: asked without building a name.
+    if (p->IsTerminal() || p->meta.deletion_timestamp || !InGang(*p)) continue;
     std::string g = GangOf(*p);
     if (!g.empty() && gangs.pending.contains(g)) ++gangs.seen[g];
   }
