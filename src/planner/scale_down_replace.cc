@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "base/check.h"
+#include "planner/made_up_node.h"
 #include "planner/reason.h"
 #include "planner/scale_down_run.h"
 #include "sched/fit.h"
@@ -59,15 +60,12 @@ std::string ScaleDownRun::GrowBlocker(const model::Pool& pool) const {
 std::string ScaleDownRun::HoldsLeftover(const model::Pool& pool) {
   model::Node node = pool.template_node;
   node.meta.name = "replacement-" + pool.name;
-  while (snapshot_.FindNode(node.meta.name) != kNoNode) node.meta.name += "-";
-  node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
   std::deque<model::Pod> copies;  // unbound: the NodeName filter must not see the old node
   std::string why;
   snapshot_.Fork();
-  Result<NodeIndex> n = snapshot_.AddNode(&node);
-  TIDEPOOL_CHECK(n.has_value());
+  const NodeIndex n = AddMadeUpNode(snapshot_, node);
   for (const model::Pod* d : DaemonSetPodsFor(node, input_.daemon_sets)) {
-    (void)snapshot_.AddPod(d, *n);
+    (void)snapshot_.AddPod(d, n);
   }
   for (uint32_t f : leftover_) {
     const model::Pod& pod = *facts_[f].pod;
@@ -78,13 +76,13 @@ std::string ScaleDownRun::HoldsLeftover(const model::Pool& pool) {
     }
     model::Pod& copy = copies.emplace_back(pod);
     copy.node_name.clear();
-    sched::FitResult fit = sched::FitChecker(copy, snapshot_).Check(*n);
+    sched::FitResult fit = sched::FitChecker(copy, snapshot_).Check(n);
     if (!fit.fits()) {
       why = fmt::format("pod {} does not fit a node of pool {}: {}", pod.Key(), pool.name,
                         fit.reason);
       break;
     }
-    TIDEPOOL_CHECK(snapshot_.AddPod(&copy, *n).has_value());
+    TIDEPOOL_CHECK(snapshot_.AddPod(&copy, n).has_value());
   }
   snapshot_.Revert();
   return why;

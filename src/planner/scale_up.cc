@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "base/check.h"
+#include "planner/made_up_node.h"
 #include "planner/model_fork.h"
 #include "planner/plan_json.h"
 #include "planner/scale_up_pass.h"
@@ -138,12 +139,10 @@ void Pass::AddUpcomingNodes() {
       upcoming_nodes_.push_back(ps.pool->template_node);
       Node& node = upcoming_nodes_.back();
       node.meta.name = fmt::format("upcoming-{}-{}", ps.pool->name, k);
-      node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
       GiveTemplateDevices(&node, *ps.pool);
-      auto idx = snap_.AddNode(&node);
-      TIDEPOOL_CHECK(idx.has_value());
-      order_.push_back(*idx);
-      for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, *idx);
+      NodeIndex idx = AddMadeUpNode(snap_, node);
+      order_.push_back(idx);
+      for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, idx);
       ++ps.current;
       ++cluster_nodes_;
       cluster_capacity_.Add(node.capacity);

@@ -13,6 +13,7 @@
 
 #include "base/check.h"
 #include "planner/expander.h"
+#include "planner/made_up_node.h"
 #include "planner/scale_up_pass.h"
 
 namespace tidepool::planner::scale_up_detail {
@@ -248,14 +249,12 @@ NodeIndex Pass::AddFlexNode(Family& family, int k) {
   std::string name = std::move(node.meta.name);
   node = family.largest;
   node.meta.name = std::move(name);
-  node.meta.labels[std::string(model::kLabelHostname)] = node.meta.name;
   // Every shape of a family has the same devices (FamilyKey).
   GiveTemplateDevices(&node, *pools_[family.members.front()].pool);
-  auto idx = snap_.AddNode(&node);
-  TIDEPOOL_CHECK_MSG(idx.has_value(), "new node name already in the snapshot");
+  NodeIndex idx = AddMadeUpNode(snap_, node);
   // Every shape of a family runs the same DaemonSet pods.
-  for (const Pod* d : pools_[family.members.front()].ds_pods) (void)snap_.AddPod(d, *idx);
-  return *idx;
+  for (const Pod* d : pools_[family.members.front()].ds_pods) (void)snap_.AddPod(d, idx);
+  return idx;
 }
 
 Solo Pass::SoloShape(const Pod& pod, const std::vector<size_t>& shapes) const {

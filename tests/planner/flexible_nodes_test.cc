@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <map>
 #include <random>
 #include <set>
@@ -373,6 +374,32 @@ TEST(FlexibleNodes, CursorsPlanWhatFullScansPlan) {
   }
   EXPECT_EQ(compared, 1000);
   EXPECT_GT(spread_pods, 3000);  // the cursors' hard cases are there
+}
+
+// A real node may carry any valid name, including those a pass gives the nodes it makes up:
+// full nodes named "new-c4-0" and "upcoming-c4-0" do not stop the pass from counting an upcoming
+// c4 node (which takes one pending pod) and opening a new one for the other.
+TEST(FlexibleNodes, RealNodesNamedLikeMadeUpOnesAreNoConflict) {
+  World w;
+  w.config.pools = {Shape("c4", "4", "16Gi", 1), Shape("c8", "8", "32Gi", 2)};
+  std::deque<model::Node> nodes;
+  std::deque<model::Pod> pods;
+  PlannerInput in;
+  in.config = &w.config;
+  for (const char* name : {"new-c4-0", "upcoming-c4-0"}) {
+    model::Node& n = nodes.emplace_back(w.config.pools[0].template_node);
+    n.meta.name = name;
+    model::Pod& busy = pods.emplace_back(Pending(std::string("on-") + name, "4"));
+    busy.node_name = name;
+    busy.phase = model::PodPhase::kRunning;
+    in.nodes.push_back(&n);
+    in.pods.push_back(&busy);
+  }
+  for (const char* name : {"a", "b"}) in.pods.push_back(&pods.emplace_back(Pending(name, "3")));
+  in.upcoming = {{"c4", 1}};
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(in, {.list_new_nodes = true});
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"c4", 1}}));
+  EXPECT_TRUE(plan.unschedulable.empty());
 }
 
 }  // namespace
