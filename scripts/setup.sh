@@ -13,6 +13,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libfmt-dev libspdlog-dev libyaml-cpp-dev nlohmann-json3-dev libsimdjson-dev
   libcurl4-openssl-dev libcli11-dev libcpp-httplib-dev
+  libgoogle-perftools-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   openssl
 )

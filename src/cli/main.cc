@@ -16,6 +16,7 @@
 
 #include "autoscaler/loop.h"
 #include "base/time.h"
+#include "cli/allocator.h"
 #include "cli/explain_cluster.h"
 #include "cli/explain_provreq.h"
 #include "cli/plan_text.h"
@@ -352,7 +353,7 @@ int Main(int argc, char** argv) {
   }
 
   if (*version) {
-    std::printf("tidepool %s\n", TIDEPOOL_VERSION);
+    std::printf("tidepool %s\nallocator: %s\n", TIDEPOOL_VERSION, AllocatorName().c_str());
     return 0;
   }
   if (*simulate) return RunSimulateCommand(simulate_flags);

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end checks of the tidepool binary: exit codes, the plan JSON contract (docs/architecture.md, Interfaces),
 # explain output and error messages for bad input. Usage: cli_test.sh TIDEPOOL SOURCE_DIR
+# [ALLOCATOR]: with ALLOCATOR (tcmalloc or system, CMake's choice), `version` must name it.
 set -u
 tp=$1
 src=$2
+allocator=${3:-}
 seed_cfg=$src/examples/seed/config.yaml
 seed_state=$src/examples/seed/state.yaml
 tmp=$(mktemp -d)
@@ -32,6 +34,10 @@ run() {  # run ARGS...: sets out, err, rc
 run version
 check "version exits 0" test "$rc" -eq 0
 check "version prints the name" grep -q '^tidepool ' "$tmp/out"
+if [[ -n $allocator ]]; then
+  check "version names the $allocator allocator the build chose" \
+    grep -q "^allocator: $allocator " "$tmp/out"
+fi
 
 run plan --config "$seed_cfg" --state "$seed_state" --now 2026-11-22T00:00:00Z -o json
 check "plan json exits 0" test "$rc" -eq 0
