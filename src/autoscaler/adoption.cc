@@ -12,9 +12,8 @@ using planner::kToBeDeletedTaint;
 
 std::set<std::string_view> RemovalTracker::Orphans(const StepContext& ctx) const {
   std::set<std::string_view> orphans;
-  for (const auto& [name, pool] : ctx.pool_of) {
+  for (std::string_view name : ctx.tainted) {
     if (removals_.contains(name) || deleted_.contains(name)) continue;
-    if (!HasTaint(*ctx.nodes.at(name), kToBeDeletedTaint)) continue;
     // Untainted a moment ago and the observation does not show it yet.
     auto u = untainted_.find(name);
     if (u != untainted_.end() && ctx.now < u->second + options_.observe_grace) continue;

@@ -72,7 +72,6 @@ void Autoscaler::Index(StepContext& ctx) {
   for (const model::Node* n : obs.nodes) {
     if (n != nullptr && !n->name().empty()) ctx.nodes.Add(n->name(), n);
   }
-  bool any_tainted = false;
   const planner::PoolNames pools(config_);
   // The model's own nodes in its name order: each slot's pool is kept across Steps (SlotPools),
   // and ctx.nodes holds them in the same order.
@@ -89,10 +88,10 @@ void Autoscaler::Index(StepContext& ctx) {
                                   : planner::PoolOf(*node, ctx.base, pools);
     if (pool != nullptr) {
       ctx.pool_of.Add(name, pool);
-      any_tainted = any_tainted || HasTaint(*node, kToBeDeletedTaint);
+      if (HasTaint(*node, kToBeDeletedTaint)) ctx.tainted.push_back(name);
     }
   }
-  if (removals_.Empty() && !any_tainted) return;
+  if (removals_.Empty() && ctx.tainted.empty()) return;
   for (const model::Pod* pod : obs.pods) {
     if (pod->node_name.empty()) continue;
     const model::Node* node = ctx.Find(pod->node_name);

@@ -72,6 +72,8 @@ struct StepContext {
   NameMap<const model::Node*> nodes;    // by name, first of duplicates
   NameMap<const model::Pool*> pool_of;  // managed nodes only
   NameMap<NodeClass> node_class;        // managed nodes only
+  // Managed nodes with the ToBeDeleted taint, in name order (most Steps: none).
+  std::vector<std::string_view> tainted;
   // Pods on the nodes the loop is removing or finds tainted ToBeDeleted.
   std::map<std::string_view, std::vector<const model::Pod*>> pods_on;
   std::vector<const model::Pod*> pending;
