@@ -94,14 +94,6 @@ std::optional<int> DeclaredGangSize(const model::Pod& pod) {
   return n;
 }
 
-namespace {
-
-// The gang a pod names, unworded: the kind of the label or annotation that names it and the name.
-struct GangName {
-  std::string_view kind;
-  const std::string* name = nullptr;
-};
-
 GangName FindGang(const model::Pod& pod) {
   // One walk over the labels instead of a lookup per key: scale-down asks this of every pod of
   // every candidate node.
@@ -125,8 +117,6 @@ GangName FindGang(const model::Pod& pod) {
   if (jobset != nullptr) return {"jobset", jobset};
   return {};
 }
-
-}  // namespace
 
 std::string GangOf(const model::Pod& pod) {
   GangName g = FindGang(pod);

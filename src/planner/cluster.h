@@ -148,6 +148,13 @@ bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cuto
 std::string GangOf(const model::Pod& pod);
 // Whether GangOf(pod) is not empty, without wording the gang.
 bool InGang(const model::Pod& pod);
+// The gang GangOf words, unworded: the kind of the label or annotation that names it ("pod-group",
+// "volcano", "kubeflow", "jobset") and the name in it; `name` is null when the pod is in none.
+struct GangName {
+  std::string_view kind;
+  const std::string* name = nullptr;
+};
+GangName FindGang(const model::Pod& pod);
 
 // The gang's size its members declare (kGangSizeAnnotation, a positive integer), or nothing
 // when the annotation is missing or not one.

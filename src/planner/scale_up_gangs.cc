@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
+#include <unordered_set>
 
 #include "planner/scale_up_pass.h"
 
@@ -11,12 +13,15 @@ namespace tidepool::planner::scale_up_detail {
 
 Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
   Gangs gangs;
+  std::unordered_set<std::string_view> names;  // of the gangs with pending members
   for (const Pod* p : pending) {
-    std::string g = options_.gang_aware && InGang(*p) ? GangOf(*p) : std::string();
-    if (g.empty()) {
+    const GangName gang = options_.gang_aware ? FindGang(*p) : GangName{};
+    if (gang.name == nullptr) {
       gangs.singles.push_back(p);
       continue;
     }
+    names.insert(*gang.name);
+    std::string g = GangOf(*p);
     if (!gangs.pending.contains(g)) gangs.order.push_back(g);
     gangs.pending[g].push_back(p);
   }
@@ -24,10 +29,12 @@ Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
   // are asked about, so a pass with none reads no other pod.
   if (gangs.pending.empty()) return gangs;
   for (const Pod* p : in_.pods) {
-    // Most pods are in no gang: asked without building a name.
-    if (p->IsTerminal() || p->meta.deletion_timestamp || !InGang(*p)) continue;
+    if (p->IsTerminal() || p->meta.deletion_timestamp) continue;
+    // Most pods are in no gang, or in one without pending members: skipped without wording one.
+    const GangName gang = FindGang(*p);
+    if (gang.name == nullptr || !names.contains(*gang.name)) continue;
     std::string g = GangOf(*p);
-    if (!g.empty() && gangs.pending.contains(g)) ++gangs.seen[g];
+    if (gangs.pending.contains(g)) ++gangs.seen[g];
   }
   return gangs;
 }
