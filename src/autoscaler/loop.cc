@@ -75,18 +75,18 @@ void Autoscaler::Index(StepContext& ctx) {
   const planner::PoolNames pools(config_);
   // The model's own nodes in its name order: each slot's pool is kept across Steps (SlotPools),
   // and ctx.nodes holds them in the same order.
+  planner::SlotPools* slot_pools = nullptr;
   const std::vector<sched::NodeIndex>* slots = nullptr;
   if (obs.model != nullptr && planner::InModelOrder(*obs.model, obs.nodes)) {
-    slot_pools_.Begin(*obs.model, config_);
+    slot_pools = &slot_pools_;
+    slot_pools->Begin(*obs.model, config_);
     slots = &obs.model->NodesByName();
   }
   ctx.pool_of.Reserve(ctx.nodes.size());
   size_t k = 0;
   for (const auto& [name, node] : ctx.nodes) {
-    const model::Pool* pool = slots != nullptr
-                                  ? slot_pools_.Of((*slots)[k++], *node, ctx.base, pools)
-                                  : planner::PoolOf(*node, ctx.base, pools);
-    if (pool != nullptr) {
+    const sched::NodeIndex slot = slots != nullptr ? (*slots)[k++] : sched::kNoNode;
+    if (const model::Pool* pool = planner::PoolOfSlot(slot_pools, slot, *node, ctx.base, pools)) {
       ctx.pool_of.Add(name, pool);
       if (HasTaint(*node, kToBeDeletedTaint)) ctx.tainted.push_back(name);
     }

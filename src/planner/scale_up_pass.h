@@ -350,7 +350,6 @@ class Pass {
   // sees them (its object, with the pods the model holds on it), in input order; the model's
   // other nodes removed.
   void UseModel();
-  // Counts a registered node in its pool and the cluster's totals.
   // Counts a registered node (of `pool`, nullptr if unmanaged) in the cluster and its pool.
   void CountRegistered(const Node& node, const Pool* pool,
                        std::unordered_map<const Pool*, PoolState*>& state_of);
