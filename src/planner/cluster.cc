@@ -118,11 +118,12 @@ GangName FindGang(const model::Pod& pod) {
   return {};
 }
 
-std::string GangOf(const model::Pod& pod) {
-  GangName g = FindGang(pod);
-  if (g.name == nullptr) return "";
-  return fmt::format("{}/{}:{}", pod.meta.namespace_, g.kind, *g.name);
+std::string GangOf(const model::Pod& pod, const GangName& gang) {
+  if (gang.name == nullptr) return "";
+  return fmt::format("{}/{}:{}", pod.meta.namespace_, gang.kind, *gang.name);
 }
+
+std::string GangOf(const model::Pod& pod) { return GangOf(pod, FindGang(pod)); }
 
 bool InGang(const model::Pod& pod) { return FindGang(pod).name != nullptr; }
 

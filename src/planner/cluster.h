@@ -155,6 +155,8 @@ struct GangName {
   const std::string* name = nullptr;
 };
 GangName FindGang(const model::Pod& pod);
+// GangOf for the gang FindGang(pod) found.
+std::string GangOf(const model::Pod& pod, const GangName& gang);
 
 // The gang's size its members declare (kGangSizeAnnotation, a positive integer), or nothing
 // when the annotation is missing or not one.

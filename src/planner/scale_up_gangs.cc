@@ -21,7 +21,7 @@ Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
       continue;
     }
     names.insert(*gang.name);
-    std::string g = GangOf(*p);
+    std::string g = GangOf(*p, gang);
     if (!gangs.pending.contains(g)) gangs.order.push_back(g);
     gangs.pending[g].push_back(p);
   }
@@ -33,7 +33,7 @@ Gangs Pass::CollectGangs(const std::vector<const Pod*>& pending) const {
     // Most pods are in no gang, or in one without pending members: skipped without wording one.
     const GangName gang = FindGang(*p);
     if (gang.name == nullptr || !names.contains(*gang.name)) continue;
-    std::string g = GangOf(*p);
+    std::string g = GangOf(*p, gang);
     if (gangs.pending.contains(g)) ++gangs.seen[g];
   }
   return gangs;
