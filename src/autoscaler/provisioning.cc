@@ -76,7 +76,8 @@ model::Pod CopyOf(const model::PodTemplate& t, const model::ProvisioningRequest&
   pod.meta.owner_references.clear();
   pod.meta.creation_timestamp = request.meta.creation_timestamp;
   pod.meta.deletion_timestamp.reset();
-  pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "provisioning-request-" + request.meta.name;
+  // A ':' no label value may hold: no real pod-group of the namespace can share the gang.
+  pod.meta.labels["scheduling.x-k8s.io/pod-group"] = "provisioning-request:" + request.meta.name;
   pod.meta.annotations.erase(std::string(planner::kGangSizeAnnotation));
   pod.meta.annotations[std::string(kProvisioningRequestAnnotation)] = request.Key();
   pod.meta.annotations[std::string(planner::kSafeToEvictAnnotation)] = "false";

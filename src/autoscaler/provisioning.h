@@ -48,7 +48,8 @@ PodTemplates IndexTemplates(const std::vector<const model::PodTemplate*>& templa
 
 // The pods `request` stands for: `count` copies of each pod set's template pod, pending, named
 // "<request>:<set>-<i>" (no real pod can be named so), in the request's namespace, created when
-// the request was, one gang (label scheduling.x-k8s.io/pod-group) per request, annotated with
+// the request was, one gang per request (label scheduling.x-k8s.io/pod-group set to
+// "provisioning-request:<request>", which no real pod's label can be), annotated with
 // kProvisioningRequestAnnotation and not safe to evict. Errors: a template not found (kNotFound)
 // or malformed (kInvalidArgument), with a message naming it.
 Result<std::vector<model::Pod>> ExpandPods(const model::ProvisioningRequest& request,

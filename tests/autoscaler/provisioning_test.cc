@@ -616,10 +616,16 @@ TEST(ProvisioningExpandTest, CopiesPerPodSetAsOneGang) {
   EXPECT_EQ((*pods)[0].Key(), "team/req:0-0");
   EXPECT_EQ((*pods)[2].Key(), "team/req:1-0");
   for (const model::Pod& p : *pods) {
-    EXPECT_EQ(planner::GangOf(p), "team/pod-group:provisioning-request-req");
+    EXPECT_EQ(planner::GangOf(p), "team/pod-group:provisioning-request:req");
     EXPECT_EQ(p.meta.Annotation("tidepool.dev/gang-size"), nullptr);
     EXPECT_TRUE(p.node_name.empty());
   }
+  // A real pod-group of the namespace named like the request's gang is another gang: a label
+  // value cannot hold the ':' that the request's gang name does.
+  model::Pod real;
+  real.meta.namespace_ = "team";
+  real.meta.labels["scheduling.x-k8s.io/pod-group"] = "provisioning-request-req";
+  EXPECT_NE(planner::GangOf(real), planner::GangOf((*pods)[0]));
   EXPECT_TRUE(IsPodOf("team/req:1-0", r));
   EXPECT_FALSE(IsPodOf("team/req:1-1", r)) << "pod set 1 has one pod";
   EXPECT_FALSE(IsPodOf("other/req:0-0", r));
