@@ -93,19 +93,27 @@ void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput
 }
 
 bool Autoscaler::FinishReplacements(StepContext& ctx, const planner::PlannerInput& in) {
-  bool started = false;
+  // Planned again with the new nodes in the cluster (the old plans are not trusted), all in one
+  // pass: two nodes planned apart could each count on room the other's pods take.
+  std::vector<std::string> ready;
   for (const std::string& name : replacements_.Ready()) {
     if (std::string why = removals_.NotRemovableReason(ctx, name); !why.empty()) {
       replacements_.Drop(ctx, name, why);
       continue;
     }
-    // Planned again with the new node in the cluster: the old plan is not trusted.
-    planner::ScaleDownOptions options;
-    options.rate_limit = false;
-    options.evict_training_pods = options_.evict_training_pods;
-    options.may_remove = [&](const model::Node& n) { return n.name() == name; };
-    options.replacement_ready = {name};
-    planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, options);
+    ready.push_back(name);
+  }
+  if (ready.empty()) return false;
+  planner::ScaleDownOptions options;
+  options.rate_limit = false;
+  options.evict_training_pods = options_.evict_training_pods;
+  options.may_remove = [&](const model::Node& n) {
+    return std::find(ready.begin(), ready.end(), n.name()) != ready.end();
+  };
+  options.replacement_ready = ready;
+  planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, options);
+  bool started = false;
+  for (const std::string& name : ready) {
     auto sd = std::find_if(plan.scale_downs.begin(), plan.scale_downs.end(),
                            [&](const planner::ScaleDown& s) { return s.node == name; });
     if (sd != plan.scale_downs.end() && sd->replacement_pool.empty()) {

@@ -1934,6 +1934,44 @@ TEST(LoopReplaceTest, AReplacementThatTimesOutLeavesTheNodeRunningAndUncordoned)
   EXPECT_FALSE(Disrupted(actions, "n1")) << ::testing::PrintToString(Describe(actions));
 }
 
+// Two full on-demand 1-GPU nodes at $8/h, each replaced by a spot node at $2.40/h. Both new
+// nodes come Ready in the same pass, but one is already full: the two removals are planned again
+// together, so only one node's pod takes the free spot node and the other node stays.
+TEST(LoopReplaceTest, TiesReadyTogetherArePlannedTogether) {
+  World w;
+  w.config.scale_down.consolidation.replace = true;
+  ResourceList shape = {
+      {"cpu", "6"}, {"memory", "112Gi"}, {"nvidia.com/gpu", "1"}, {"pods", "110"}};
+  w.AddPool("gpu-spot", 100, shape, /*spot=*/true).price_per_hour = 2.4;
+  w.AddPool("gpu", 10, shape).price_per_hour = 8;
+  ResourceList one_gpu = {{"cpu", "1"}, {"memory", "4Gi"}, {"nvidia.com/gpu", "1"}};
+  for (const char* n : {"n1", "n2"}) {
+    w.AddNode(n, "gpu");
+    w.AddPod(std::string("serve-") + n, one_gpu, n, /*tolerate_spot=*/true);
+  }
+  w.Start();
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(12));
+  auto adds = OfKind<IncreasePool>(actions);
+  ASSERT_EQ(adds.size(), 2u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_FALSE(Disrupted(actions, "n1") || Disrupted(actions, "n2"));
+
+  // Both replacements register Ready at once; another pod already took spot-2's GPU.
+  w.AddNode("spot-1", "gpu-spot", /*count_in_target=*/false, w.now);
+  w.AddNode("spot-2", "gpu-spot", /*count_in_target=*/false, w.now);
+  w.AddPod("other", one_gpu, "spot-2", /*tolerate_spot=*/true);
+  actions = w.RunUntil(w.now + w.config.scan_interval + minutes(1));
+  bool n1 = Disrupted(actions, "n1"), n2 = Disrupted(actions, "n2");
+  EXPECT_TRUE(n1 != n2) << "exactly one node goes, the free spot node takes its pod: "
+                        << ::testing::PrintToString(Describe(actions));
+  const char* stays = n1 ? "n2" : "n1";
+  const Event* gave_up = FindEvent(actions, "ConsolidationReplace", stays);
+  ASSERT_NE(gave_up, nullptr) << ::testing::PrintToString(Describe(actions));
+  EXPECT_TRUE(gave_up->warning);
+  EXPECT_THAT(gave_up->message, HasSubstr("replacement given up, the node stays"));
+  EXPECT_TRUE(w.nodes.contains(stays));
+  EXPECT_TRUE(w.pods.contains(std::string("serve-") + stays));
+}
+
 TEST(LoopReplaceTest, TheSwitchTurnsTheMoveOff) {
   World w;
   OnDemandNodeAndSpotPool(w);
