@@ -68,6 +68,8 @@ std::string PlanToText(const planner::ScaleUpPlan& up, const planner::ScaleDownP
       if (!s.replacement_pool.empty()) {
         reason += fmt::format(", replace: a new {} node takes {}", s.replacement_pool,
                               Joined(s.replacement_pods));
+        if (!s.replacement_group.empty())
+          reason += fmt::format(" (one node for {})", Joined(s.replacement_group));
       }
       rows.push_back({s.node, s.pool, std::move(reason), Joined(s.evict), s.Detail()});
     }

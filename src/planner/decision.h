@@ -95,6 +95,9 @@ struct ScaleDown {
   // Ready.
   std::string replacement_pool;
   std::vector<std::string> replacement_pods;
+  // When one new node replaces several nodes: all of them (this one included), in plan order.
+  // They go together once that one node is Ready.
+  std::vector<std::string> replacement_group;
 
   // "utilization 0.21 < 0.5 (cpu)", with "; " and the consolidation verdict's words after it
   // when there is one.

@@ -48,6 +48,7 @@ nlohmann::json PlanToJson(const ScaleUpPlan& up, const ScaleDownPlan& down) {
     if (s.consolidation) e["consolidation"] = VerdictToJson(*s.consolidation);
     if (!s.replacement_pool.empty()) {
       e["replacement"] = {{"pool", s.replacement_pool}, {"pods", s.replacement_pods}};
+      if (!s.replacement_group.empty()) e["replacement"]["group"] = s.replacement_group;
     }
     j["scaleDown"].push_back(std::move(e));
   }

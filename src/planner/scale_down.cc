@@ -70,6 +70,7 @@ ScaleDownPlan ScaleDownPlanner::PlanOnce(const PlannerInput& input, const ScaleD
   pass.may_remove = &options.may_remove;
   pass.not_yet_reason = &options.not_yet_reason;
   pass.replacement_ready = &options.replacement_ready;
+  pass.replacement_group_ready = &options.replacement_group_ready;
   pass.waiting_is_removable = options.waiting_is_removable;
   pass.restore = second_pass;
   plan = std::move(run.RunPass(pass).plan);

@@ -31,6 +31,10 @@ struct ScaleDownOptions {
   // Nodes whose replacement (consolidation's replace move) is Ready: their pods move to the nodes
   // there are, the new one included, even when the node is busy; they are not replaced again.
   std::vector<std::string> replacement_ready;
+  // Of those, the nodes one new node replaces together (ScaleDown::replacement_group): the new
+  // node's price was weighed, shared among them, when it was asked for, so their pods' moving onto
+  // it is not charged again to whichever node the pass tries first.
+  std::vector<std::string> replacement_group_ready;
 };
 
 // How a pass decides (details in scale_down_pass.cc and scale_down_rules.h):

@@ -138,7 +138,8 @@ Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::
       }
     }
   }
-  if (Why reason = WeighExtension(c); !reason.empty()) {
+  // A group's member was weighed with its share of the new node when that was asked for.
+  if (Why reason = GroupReplacementReady(e) ? Why() : WeighExtension(c); !reason.empty()) {
     UndoSimulate(c, was_usable, moves, recorded);
     return reason;
   }
@@ -340,6 +341,7 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
 PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   PassResult out;
   replacement_ready_ = options.replacement_ready;
+  replacement_group_ready_ = options.replacement_group_ready;
   waiting_is_removable_ = options.waiting_is_removable;
   if (options.restore) snapshot_.Fork();
   Amounts free{};
@@ -351,10 +353,15 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   // order at the end.
   std::vector<Keep> kept;
   std::vector<uint32_t> kept_at(entries_.size(), kNotKept);
+  std::vector<NodeIndex> unplaced;  // for the replace move of several nodes
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
     Why r = Blocker(e, options, budget);
-    if (r.empty()) r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
+    if (r.empty()) {
+      r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
+      if (!r.empty() && replace_together_ && moved_in_[c].empty() && !ReplacementReady(e))
+        unplaced.push_back(c);
+    }
     if (!r.empty()) {
       kept_at[c] = static_cast<uint32_t>(kept.size());
       // A busy node that no replacement takes stays for its utilization, as without the move.
@@ -372,6 +379,10 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     }
     out.plan.scale_downs.push_back(Remove(c, budget));
   }
+  const size_t alone = out.plan.scale_downs.size();
+  ReplaceTogether(unplaced, options, budget, out.plan.scale_downs);
+  for (size_t i = alone; i < out.plan.scale_downs.size(); ++i)
+    kept_at[Find(out.plan.scale_downs[i].node)] = kNotKept;
   if (options.restore) snapshot_.Revert();
 
   out.plan.keep.reserve(by_name_.size() - out.plan.scale_downs.size());

@@ -96,8 +96,9 @@ struct PassOptions {
   NodeIndex record = kNoNode;
   // Leave the snapshot as the pass found it (another pass follows).
   bool restore = false;
-  // ScaleDownOptions::replacement_ready.
+  // ScaleDownOptions::replacement_ready and replacement_group_ready.
   const std::vector<std::string>* replacement_ready = nullptr;
+  const std::vector<std::string>* replacement_group_ready = nullptr;
   // ScaleDownOptions::waiting_is_removable.
   bool waiting_is_removable = false;
 };
@@ -129,6 +130,17 @@ struct PassReplacement {
   const model::Pool* pool = nullptr;
   ConsolidationVerdict verdict;
   std::vector<uint32_t> pods;  // facts indices of the pods the new node takes
+};
+
+// Several candidates one new node replaces (ScaleDownRun::ReplaceTogether): the members in pass
+// order, the pool of the new node, all their pods (facts indices), their prices' sum, and each
+// member's verdict at its share of the new node's price.
+struct GroupReplacement {
+  std::vector<NodeIndex> members;
+  const model::Pool* pool = nullptr;
+  std::vector<uint32_t> pods;
+  double price_sum = 0;
+  std::vector<ConsolidationVerdict> verdicts;
 };
 
 // What a pass has used up so far: pool sizes, removals by kind and PDB budgets.
@@ -230,10 +242,13 @@ class ScaleDownRun {
     return replace_ && e.pool != nullptr &&
            cheaper_pools_.front()->price_per_hour < e.pool->price_per_hour && !ReplacementReady(e);
   }
-  bool ReplacementReady(const NodeEntry& e) const {
-    return replacement_ready_ != nullptr &&
-           std::find(replacement_ready_->begin(), replacement_ready_->end(), e.node->name()) !=
-               replacement_ready_->end();
+  bool ReplacementReady(const NodeEntry& e) const { return Lists(replacement_ready_, e); }
+  bool GroupReplacementReady(const NodeEntry& e) const {
+    return Lists(replacement_group_ready_, e);
+  }
+  static bool Lists(const std::vector<std::string>* names, const NodeEntry& e) {
+    return names != nullptr &&
+           std::find(names->begin(), names->end(), e.node->name()) != names->end();
   }
   // Candidate `c`'s pods leftover_ fit on no node that stays: weighs replacing it with one node
   // of the cheapest pool that may grow and holds them (ReplacementOf(c)); "" when that pays, else
@@ -241,9 +256,23 @@ class ScaleDownRun {
   Why Replace(NodeIndex c);
   // Why `pool` may not take one more node now (backoff, its max, cluster limits), or "".
   std::string GrowBlocker(const model::Pool& pool) const;
-  // Whether an empty node of `pool` (with its DaemonSet pods) holds every pod of leftover_, by the
-  // scheduler's filters; "" when it does, else which pod does not fit and why.
-  std::string HoldsLeftover(const model::Pool& pool);
+  // Whether an empty node of `pool` (with its DaemonSet pods) holds every pod of `pods` (facts
+  // indices), by the scheduler's filters; "" when it does, else which pod does not fit and why.
+  std::string Holds(const model::Pool& pool, const std::vector<uint32_t>& pods);
+  // The replace move for several nodes, after the pass tried each candidate alone: `unplaced`
+  // are the candidates it kept because their pods fit on no node that stays, in pass order. The
+  // first group found whose new node is cheaper than its members together, holds all their pods,
+  // and pays for every member goes into `removals`, all its members or none.
+  static constexpr size_t kMaxGroup = 8;       // members of one group
+  static constexpr size_t kMaxGroupSeeds = 4;  // candidates tried as a group's first member
+  static constexpr size_t kGroupWindow = 16;   // candidates tried from each first member on
+  void ReplaceTogether(const std::vector<NodeIndex>& unplaced, const PassOptions& options,
+                       PassBudget& budget, std::vector<ScaleDown>& removals);
+  // The members gathered from unplaced[seed] on, each joining while one new node still holds
+  // them all, weighed; nothing when fewer than two join or a member's move does not pay.
+  std::optional<GroupReplacement> GatherGroup(const std::vector<NodeIndex>& unplaced, size_t seed);
+  // The cheapest pool priced below `below` that may grow and whose new node holds `pods`.
+  const model::Pool* CheapestHolder(const std::vector<uint32_t>& pods, double below);
   void ComputePdbBudgets();
   // Covering PDB indices of a pod (PDBs of its namespace that select it).
   void CoveringPdbs(const model::Pod& pod, std::vector<uint32_t>& out) const;
@@ -333,8 +362,12 @@ class ScaleDownRun {
   // pool its nodes (registered, not being deleted, and upcoming); the cluster's nodes and
   // capacity (for maxNodes and the resource limits).
   bool replace_ = false;
-  const std::vector<std::string>* replacement_ready_ = nullptr;  // this pass's
-  bool waiting_is_removable_ = false;                            // this pass's
+  // The replace move for several nodes: on with the move, when there is any pool.
+  bool replace_together_ = false;
+  std::vector<const model::Pool*> pools_by_price_;                     // every pool, cheapest first
+  const std::vector<std::string>* replacement_ready_ = nullptr;        // this pass's
+  const std::vector<std::string>* replacement_group_ready_ = nullptr;  // this pass's
+  bool waiting_is_removable_ = false;                                  // this pass's
   std::vector<const model::Pool*> cheaper_pools_;
   std::unordered_map<const model::Pool*, int32_t> pool_nodes_;
   int32_t cluster_nodes_ = 0;

@@ -208,6 +208,115 @@ TEST(Replace, BackToSpotForABusyNode) {
   EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("utilization"));
 }
 
+// --- One new node for several nodes ------------------------------------------------------------
+
+// n1 and n2: on-demand 4-GPU nodes at $8/h, each running one 1-GPU pod that asks for 6 of its 8
+// cpus, so neither pod fits on the other node (25 % GPU: both are candidates). No pool is cheaper
+// than one node; pool "pair" (2 GPUs, 16 cpus) at $10/h is cheaper than both. Each member is
+// weighed at its share of the new node's price: $10 x 8/16 = $5/h.
+struct GroupCase {
+  Cluster c;
+  model::Pool* pair;
+  std::vector<model::Pod*> pods;
+  GroupCase() {
+    c.config().scale_down.consolidation.replace = true;
+    ResourceList shape = {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "4"}};
+    c.AddPool("gpu-od", 0).price_per_hour = 8;
+    pair = &c.AddPool("pair", 0, 10);
+    pair->price_per_hour = 10;
+    model::Node& t = pair->template_node;
+    t.meta.labels[std::string(model::kLabelPool)] = "pair";
+    t.allocatable = Res({{"cpu", "16"}, {"memory", "128Gi"}, {"nvidia.com/gpu", "2"}});
+    t.allocatable.Set(model::kPods, 110);
+    t.capacity = t.allocatable;
+    t.ready = true;
+    for (const char* n : {"n1", "n2"}) {
+      c.AddNode(n, "gpu-od", shape);
+      pods.push_back(
+          &c.AddPod(std::string("serve-") + n, n, {{"cpu", "6"}, {"nvidia.com/gpu", "1"}}, "ml"));
+    }
+  }
+  // Makes the pods training pods that ran 2h of an expected 4h50m, without checkpoints: horizon
+  // 2h50m, work lost (2h + 2m restart) x $2/h (a quarter of the node) = $4.07, x safety 2.
+  void Training() {
+    for (model::Pod* p : pods) {
+      p->meta.owner_references = {{"batch/v1", "Job", p->meta.name, p->meta.name + "-uid", true}};
+      p->start_time = c.now() - hours(2);
+      p->meta.annotations[std::string(kExpectedRuntimeAnnotation)] = "4h50m";
+    }
+  }
+};
+
+TEST(ReplaceTogether, TwoNodesGoToOneNewNodeCheaperThanBoth) {
+  GroupCase g;
+  ScaleDownPlan plan = g.c.Plan(NoRateLimit());
+  ASSERT_EQ(Removed(plan), (Names{"n1", "n2"})) << Render(plan);
+  for (const ScaleDown& sd : plan.scale_downs) {
+    EXPECT_EQ(sd.replacement_pool, "pair");
+    EXPECT_THAT(sd.replacement_group, ElementsAre("n1", "n2"));
+    EXPECT_THAT(sd.replacement_pods, ElementsAre("ml/serve-" + sd.node));
+    ASSERT_TRUE(sd.consolidation.has_value());
+    // Services keep a node for good: ($8 - $5) x maxHorizon 6h, nothing lost.
+    EXPECT_NEAR(sd.consolidation->savings, 3.0 * 6, 1e-9);
+    EXPECT_DOUBLE_EQ(sd.consolidation->replacement_price_per_hour, 5);
+    EXPECT_DOUBLE_EQ(sd.consolidation->work_lost, 0);
+  }
+  // Alone, neither node has a cheaper replacement.
+  g.c.config().pools.back().price_per_hour = 16;  // as dear as both
+  plan = g.c.Plan(NoRateLimit());
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("ml/serve-n1 cannot be moved"));
+}
+
+// Training pods: each member saves ($8 - $5) x 2h50m = $8.50 against $4.07 x 2 = $8.13: it pays.
+// With the pair at $12/h ($6 each), $5.67: it does not, and both stay.
+TEST(ReplaceTogether, EachMemberMustPayForItsWorkLost) {
+  GroupCase g;
+  g.Training();
+  ScaleDownPlan plan = g.c.Plan(NoRateLimit());
+  ASSERT_EQ(Removed(plan), (Names{"n1", "n2"})) << Render(plan);
+  EXPECT_NEAR(plan.scale_downs[0].consolidation->savings, 3.0 * (2 + 50 / 60.0), 1e-9);
+  EXPECT_NEAR(plan.scale_downs[0].consolidation->work_lost, 2.0 * (2 + 2 / 60.0), 1e-9);
+  EXPECT_THAT(plan.scale_downs[0].Detail(),
+              HasSubstr("replacing the $8.00/h node with one of pool pair at $5.00/h saves $8.50"));
+
+  g.pair->price_per_hour = 12;
+  plan = g.c.Plan(NoRateLimit());
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+}
+
+// All or none: a PodDisruptionBudget that allows one eviction lets neither go (the group needs
+// two); a pool that may not grow is not chosen; the switch turns the move off.
+TEST(ReplaceTogether, AllMembersOrNone) {
+  GroupCase g;
+  for (model::Pod* p : g.pods) p->meta.labels["app"] = "serve";
+  model::PodDisruptionBudget& pdb = g.c.AddPdb("serve", {{"app", "serve"}}, "ml");
+  pdb.disruptions_allowed = 1;
+  ScaleDownPlan plan = g.c.Plan(NoRateLimit());
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  pdb.disruptions_allowed = 2;
+  EXPECT_EQ(Removed(g.c.Plan(NoRateLimit())), (Names{"n1", "n2"}));
+
+  g.pair->max = 0;
+  EXPECT_TRUE(g.c.Plan(NoRateLimit()).scale_downs.empty());
+  g.pair->max = 10;
+  g.c.config().scale_down.consolidation.replace = false;
+  EXPECT_TRUE(g.c.Plan(NoRateLimit()).scale_downs.empty());
+}
+
+// A third candidate, tried first, whose pod only fits its own shape stays out of the group; the
+// other two still go together.
+TEST(ReplaceTogether, ANodeTheNewNodeCannotAlsoHoldStaysOut) {
+  GroupCase g;
+  g.c.AddNode("n0", "gpu-od", {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "4"}})
+      .meta.labels["shape"] = "big";
+  g.c.AddPod("serve-n0", "n0", {{"cpu", "6"}, {"nvidia.com/gpu", "1"}}, "ml")
+      .node_selector["shape"] = "big";
+  ScaleDownPlan plan = g.c.Plan(NoRateLimit());
+  ASSERT_EQ(Removed(plan), (Names{"n1", "n2"})) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n0"), HasSubstr("ml/serve-n0 cannot be moved"));
+}
+
 // Explain says where each pod goes, the replacement pool and price, and the numbers.
 TEST(Replace, ExplainNamesTheReplacement) {
   ReplaceCase r;
