@@ -20,7 +20,8 @@ struct IncreasePool {
   std::vector<std::string> pods;  // the pending pods ("namespace/name") it is for
   int warm = 0;                   // of `count`, nodes added for warm capacity (pools[].warm)
   std::string reason;             // why, in words, for logs
-  // Consolidation's replace move: the node the one new node replaces (ReplacementTracker), or "".
+  // Consolidation's replace move: the node the one new node replaces (ReplacementTracker), the
+  // first of them when it replaces several, or "".
   std::string replaces;
 };
 

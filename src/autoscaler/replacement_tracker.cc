@@ -9,25 +9,51 @@ namespace tidepool::autoscaler {
 ReplacementTracker::ReplacementTracker(const model::AutoscalerConfig& config, PoolTracker& pools)
     : config_(config), pools_(pools) {}
 
-void ReplacementTracker::Start(StepContext& ctx, const planner::ScaleDown& sd) {
-  if (Tied(sd.node) || sd.replacement_pool.empty()) return;
-  ReplacementTie tie;
-  tie.pool = sd.replacement_pool;
-  tie.node_pool = sd.pool;
-  tie.requested_at = ctx.now;
-  tie.verdict = sd.consolidation;
+void ReplacementTracker::Start(StepContext& ctx,
+                               const std::vector<const planner::ScaleDown*>& members) {
+  if (members.empty()) return;
+  const planner::ScaleDown& first = *members.front();
+  for (const planner::ScaleDown* sd : members)
+    if (Tied(sd->node) || sd->replacement_pool != first.replacement_pool) return;
+  std::vector<std::string> pods;
+  for (const planner::ScaleDown* sd : members)
+    pods.insert(pods.end(), sd->replacement_pods.begin(), sd->replacement_pods.end());
+  std::set<std::string> had;
   for (const auto& [name, pool] : ctx.pool_of)
-    if (pool->name == tie.pool) tie.had.emplace(name);
-  std::string why = fmt::format("replaces node {} (pods {}): {}", sd.node,
-                                fmt::join(sd.replacement_pods, ", "), sd.Detail());
-  ctx.actions.push_back(IncreasePool{tie.pool, 1, {}, 0, why, sd.node});
-  pools_.RecordIncrease(tie.pool, 1, ctx.now);
-  Tell(ctx, sd.node, tie,
-       fmt::format("replacing the node with one of pool {} (pods {} move there); nothing is "
-                   "evicted before it is Ready: {}",
-                   tie.pool, fmt::join(sd.replacement_pods, ", "), sd.Detail()),
-       false);
-  ties_.emplace(sd.node, std::move(tie));
+    if (pool->name == first.replacement_pool) had.emplace(name);
+  std::string what = members.size() == 1 ? fmt::format("replaces node {}", first.node)
+                                         : fmt::format("replaces nodes {}",
+                                                       fmt::join(first.replacement_group, ", "));
+  std::string why = fmt::format("{} (pods {}): {}", what, fmt::join(pods, ", "), first.Detail());
+  ctx.actions.push_back(IncreasePool{first.replacement_pool, 1, {}, 0, why, first.node});
+  pools_.RecordIncrease(first.replacement_pool, 1, ctx.now);
+  for (const planner::ScaleDown* sd : members) {
+    ReplacementTie tie{
+        .pool = sd->replacement_pool,
+        .node_pool = sd->pool,
+        .requested_at = ctx.now,
+        .had = had,
+        .ready = std::nullopt,
+        .verdict = sd->consolidation,
+        .group = members.size() > 1 ? sd->replacement_group : std::vector<std::string>{}};
+    std::vector<std::string> others;
+    for (const std::string& n : tie.group)
+      if (n != sd->node) others.push_back(n);
+    std::string together =
+        others.empty() ? "" : fmt::format(", together with node(s) {}", fmt::join(others, ", "));
+    Tell(ctx, sd->node, tie,
+         fmt::format("replacing the node with one of pool {}{} (pods {} move there); nothing is "
+                     "evicted before it is Ready: {}",
+                     tie.pool, together, fmt::join(sd->replacement_pods, ", "), sd->Detail()),
+         false);
+    ties_.emplace(sd->node, std::move(tie));
+  }
+}
+
+bool ReplacementTracker::GroupStays(const std::string& node, const ReplacementTie& tie) const {
+  for (const std::string& other : tie.group)
+    if (other != node && ties_.contains(other)) return true;
+  return false;
 }
 
 void ReplacementTracker::Advance(StepContext& ctx) {
@@ -40,7 +66,9 @@ void ReplacementTracker::Advance(StepContext& ctx) {
     std::string why;
     if (ctx.Find(node) == nullptr) {
       why = "the node is gone";
-      if (!tie.ready) pools_.GiveBack(ctx, tie.pool, 1, "the node it was to replace is gone");
+      // The new node is given back only when no node of its group waits for it.
+      if (!tie.ready && !GroupStays(node, tie))
+        pools_.GiveBack(ctx, tie.pool, 1, "the node it was to replace is gone");
     } else if (tie.ready) {
       // Ready already: Ready() hands it to the loop at this pass.
     } else if (auto failure = pools_.FailureSince(tie.pool, tie.requested_at)) {
@@ -56,6 +84,11 @@ void ReplacementTracker::Advance(StepContext& ctx) {
         }
         tie.ready = std::string(name);
         claimed.emplace(name);
+        // The group's other nodes take the same new node.
+        for (const std::string& other : tie.group) {
+          auto o = ties_.find(other);
+          if (o != ties_.end() && !o->second.ready) o->second.ready = std::string(name);
+        }
         break;
       }
     }

@@ -25,6 +25,9 @@ struct ReplacementTie {
   std::set<std::string> had;         // the nodes of `pool` then: the replacement is none of them
   std::optional<std::string> ready;  // the replacement, once a new node of `pool` is Ready
   std::optional<planner::ConsolidationVerdict> verdict;
+  // When one new node replaces several nodes: all of them, this one included (the others' ties
+  // take the same new node); empty for one.
+  std::vector<std::string> group;
 };
 
 // Starting a replace move asks for one node of the cheaper pool (IncreasePool with `replaces`)
@@ -39,8 +42,16 @@ class ReplacementTracker {
   ReplacementTracker(const model::AutoscalerConfig& config, PoolTracker& pools);
 
   bool Tied(std::string_view node) const { return ties_.contains(node); }
+  // Tied, with other nodes, to one new node (ReplacementTie::group).
+  bool Grouped(std::string_view node) const {
+    auto it = ties_.find(node);
+    return it != ties_.end() && !it->second.group.empty();
+  }
   // Asks for the replacement of sd.node (a plan's replace move): IncreasePool + Event.
-  void Start(StepContext& ctx, const planner::ScaleDown& sd);
+  void Start(StepContext& ctx, const planner::ScaleDown& sd) { Start(ctx, {&sd}); }
+  // The same for the members of one replacement group (ScaleDown::replacement_group): one new
+  // node for all of them, an Event on each.
+  void Start(StepContext& ctx, const std::vector<const planner::ScaleDown*>& members);
   // Notes replacements that are Ready, and drops the ties that failed, timed out or whose node
   // went away (so no separate cleanup is needed: it runs at every pass).
   void Advance(StepContext& ctx);
@@ -58,6 +69,8 @@ class ReplacementTracker {
 
  private:
   Time Deadline(const ReplacementTie& tie) const;
+  // Whether another node of `tie`'s group is still tied to it.
+  bool GroupStays(const std::string& node, const ReplacementTie& tie) const;
   void Tell(StepContext& ctx, const std::string& node, const ReplacementTie& tie,
             std::string message, bool warning) const;
 

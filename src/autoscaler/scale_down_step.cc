@@ -80,14 +80,30 @@ void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput
   // Non-empty drains per pool, counting the ones still running from earlier passes.
   std::map<std::string, int> draining = removals_.DrainsPerPool();
   for (const planner::ScaleDown& sd : plan.scale_downs) {
-    if (sd.kind == planner::RemovalKind::kUnderutilized) {
-      if (draining[sd.pool] >= config_.scale_down.max_non_empty_per_pool) continue;
-      ++draining[sd.pool];
+    if (replacements_.Tied(sd.node)) continue;  // started with its group
+    // One new node for several: all of them start, or none.
+    std::vector<const planner::ScaleDown*> members;
+    for (const planner::ScaleDown& other : plan.scale_downs) {
+      if (&other == &sd ||
+          (!sd.replacement_group.empty() && other.replacement_group == sd.replacement_group)) {
+        members.push_back(&other);
+      }
     }
+    // A group is one move: it counts once in each pool it drains.
+    std::map<std::string, int> would = draining;
+    bool within = true;
+    for (const planner::ScaleDown* m : members) {
+      if (m->kind != planner::RemovalKind::kUnderutilized || would[m->pool] > draining[m->pool])
+        continue;
+      within = within && would[m->pool] < config_.scale_down.max_non_empty_per_pool;
+      ++would[m->pool];
+    }
+    if (!within) continue;
+    draining = std::move(would);
     if (sd.replacement_pool.empty()) {
       removals_.Start(ctx, sd);
     } else {
-      replacements_.Start(ctx, sd);  // nothing is evicted before the new node is Ready
+      replacements_.Start(ctx, members);  // nothing is evicted before the new node is Ready
     }
   }
 }
@@ -111,6 +127,8 @@ bool Autoscaler::FinishReplacements(StepContext& ctx, const planner::PlannerInpu
     return std::find(ready.begin(), ready.end(), n.name()) != ready.end();
   };
   options.replacement_ready = ready;
+  for (const std::string& name : ready)
+    if (replacements_.Grouped(name)) options.replacement_group_ready.push_back(name);
   planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, options);
   bool started = false;
   for (const std::string& name : ready) {

@@ -1972,6 +1972,48 @@ TEST(LoopReplaceTest, TiesReadyTogetherArePlannedTogether) {
   EXPECT_TRUE(w.pods.contains(std::string("serve-") + stays));
 }
 
+// n1 and n2: on-demand 4-GPU nodes at $8/h whose one pod each asks for 6 of the node's 8 cpus,
+// so neither fits on the other. Pool "pair" (2 GPUs, 16 cpus) at $10/h holds both pods and is
+// cheaper than the two nodes: one new node replaces both, asked for once.
+TEST(LoopReplaceTest, OneNewNodeReplacesTwoNodesThatGoTogetherOnceItIsReady) {
+  World w;
+  w.config.scale_down.consolidation.replace = true;
+  w.AddPool("gpu", 10, {{"cpu", "8"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "4"}, {"pods", "110"}})
+      .price_per_hour = 8;
+  w.AddPool("pair", 10,
+            {{"cpu", "16"}, {"memory", "128Gi"}, {"nvidia.com/gpu", "2"}, {"pods", "110"}})
+      .price_per_hour = 10;
+  for (const char* n : {"n1", "n2"}) {
+    w.AddNode(n, "gpu");
+    w.AddPod(std::string("serve-") + n, {{"cpu", "6"}, {"memory", "4Gi"}, {"nvidia.com/gpu", "1"}},
+             n);
+  }
+  w.Start();
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(12));
+  auto adds = OfKind<IncreasePool>(actions);
+  ASSERT_EQ(adds.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(adds[0].pool, "pair");
+  EXPECT_EQ(adds[0].count, 1);
+  EXPECT_THAT(adds[0].reason, HasSubstr("replaces nodes n1, n2"));
+  for (const char* n : {"n1", "n2"}) {
+    const Event* started = FindEvent(actions, "ConsolidationReplace", n);
+    ASSERT_NE(started, nullptr) << n;
+    EXPECT_THAT(started->message, HasSubstr("replacing the node with one of pool pair, together "
+                                            "with node(s) " +
+                                            std::string(n == std::string("n1") ? "n2" : "n1")));
+  }
+  EXPECT_FALSE(Disrupted(actions, "n1") || Disrupted(actions, "n2"));
+
+  // The new node is Ready: both nodes are planned again together, and both go.
+  w.AddNode("pair-1", "pair", /*count_in_target=*/false, w.now);
+  actions = w.RunUntil(w.now + w.config.scan_interval + minutes(1));
+  auto deleted = OfKind<DeleteNode>(actions);
+  ASSERT_EQ(deleted.size(), 2u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_FALSE(w.nodes.contains("n1"));
+  EXPECT_FALSE(w.nodes.contains("n2"));
+  EXPECT_EQ(OfKind<IncreasePool>(w.all).size(), 1u);
+}
+
 TEST(LoopReplaceTest, TheSwitchTurnsTheMoveOff) {
   World w;
   OnDemandNodeAndSpotPool(w);

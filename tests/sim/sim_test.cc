@@ -480,6 +480,65 @@ pools:
   }
 }
 
+// One new node for two: two 8-hour jobs of one GPU and 6 cpus each start on two nodes of the
+// preferred 4-GPU, 8-cpu pool ($4/h); neither fits beside the other, and no pool is cheaper than
+// one node. Pool "pair" (2 GPUs, 16 cpus, $5/h) holds both: once it pays (checkpoints every 30m),
+// one pair node replaces the two, and the evicted pods wait only for rescheduling.
+TEST(SimulatorTest, OneNewNodeReplacesTwoWithoutAPodPendingForItsBoot) {
+  auto config = kube::config::ParseAutoscalerConfig(R"(
+apiVersion: tidepool.dev/v1alpha1
+kind: AutoscalerConfig
+scaleUp: {expanders: [priority]}
+pools:
+  - name: gpu4
+    min: 0
+    max: 3
+    pricePerHour: 4
+    priority: 100
+    template:
+      capacity: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "4", pods: "110"}
+  - name: pair
+    min: 0
+    max: 3
+    pricePerHour: 5
+    priority: 10
+    template:
+      capacity: {cpu: "16", memory: 128Gi, nvidia.com/gpu: "2", pods: "110"}
+)",
+                                                    "group.yaml");
+  ASSERT_TRUE(config.has_value()) << config.error().message();
+  auto sc = ParseSimConfig("checkpointEvery: 30m\nbootDelay: {gpu: [5m, 5m]}\n", "group-sim.yaml");
+  ASSERT_TRUE(sc.has_value()) << sc.error().message();
+  auto jobs = ParseTrace(
+      "id,submit_s,duration_s,replicas,cpu,memory,gpu,gpu_model,gang,namespace,priority,spot\n"
+      "a,0,28800,1,6,8Gi,1,,false,default,0,false\n"
+      "b,0,28800,1,6,8Gi,1,,false,default,0,false\n",
+      "group.csv");
+  ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
+  double cost[2] = {0, 0};
+  for (bool replace : {true, false}) {
+    SimInput in;
+    in.config = *config;
+    in.config.scale_down.consolidation.replace = replace;
+    in.sim = *sc;
+    in.sim.check_invariants = true;
+    in.jobs = *jobs;
+    auto s = RunSimulation(in);
+    ASSERT_TRUE(s.has_value()) << s.error().message();
+    EXPECT_EQ(s->jobs_completed, 2);
+    cost[replace ? 1 : 0] = s->cost;
+    if (!replace) {
+      EXPECT_EQ(s->evictions, 0);
+      continue;
+    }
+    EXPECT_EQ(s->evictions, 2);
+    EXPECT_GT(s->node_hours.at("pair"), 5.0);  // most of the run on one node
+    EXPECT_LT(s->node_hours.at("gpu4"), 2 * 3.0);
+    EXPECT_LT(s->drain_wait_max, 60.0) << "pending " << s->drain_wait_max << "s after eviction";
+  }
+  EXPECT_LT(cost[1], cost[0] * 0.85);
+}
+
 // The checks do catch a broken world: a pool whose minimum (started at t=0) exceeds its max.
 TEST(SimulatorTest, InvariantViolationFailsTheRun) {
   SimInput in;
