@@ -415,6 +415,25 @@ TEST(WorkloadTest, EvictionsCountTheWorkSinceTheLastCheckpoint) {
   }
 }
 
+// The same world and trace run with consolidation's replace move on, then off (invariants
+// checked): the two summaries, in that order.
+std::vector<Summary> WithAndWithoutReplace(const model::AutoscalerConfig& config,
+                                           const SimConfig& sim, const std::vector<JobSpec>& jobs) {
+  std::vector<Summary> out;
+  for (bool replace : {true, false}) {
+    SimInput in;
+    in.config = config;
+    in.config.scale_down.consolidation.replace = replace;
+    in.sim = sim;
+    in.sim.check_invariants = true;
+    in.jobs = jobs;
+    auto s = RunSimulation(in);
+    EXPECT_TRUE(s.has_value()) << s.error().message();
+    out.push_back(s.value_or(Summary{}));
+  }
+  return out;
+}
+
 // Back to spot through the replace move: a spot-tolerant job starts on on-demand while the spot
 // pool is out of stock (the first hour), and moves to a spot node once the stock is back and the
 // move pays ($0.90/h against $0.18/h, checkpoints every 30m: right after one, the default
@@ -458,26 +477,16 @@ pools:
       "train,0,28800,1,2,8Gi,1,,false,default,0,true\n",
       "replace.csv");
   ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
-  for (bool replace : {true, false}) {
-    SimInput in;
-    in.config = *config;
-    in.config.scale_down.consolidation.replace = replace;
-    in.sim = *sc;
-    in.sim.check_invariants = true;
-    in.jobs = *jobs;
-    auto s = RunSimulation(in);
-    ASSERT_TRUE(s.has_value()) << s.error().message();
-    EXPECT_EQ(s->jobs_completed, 1);
-    if (!replace) {
-      EXPECT_EQ(s->evictions, 0);  // it stays on on-demand for its 8 hours
-      continue;
-    }
-    ASSERT_EQ(s->evictions, 1);
-    EXPECT_EQ(s->spot_evictions, 0);
-    EXPECT_GT(s->node_hours.at("gpu-spot"), 5.0);  // most of the run on spot
-    EXPECT_LT(s->node_hours.at("gpu"), 3.0);
-    EXPECT_LT(s->drain_wait_max, 60.0) << "pending " << s->drain_wait_max << "s after eviction";
-  }
+  std::vector<Summary> runs = WithAndWithoutReplace(*config, *sc, *jobs);
+  const Summary& on = runs[0];
+  EXPECT_EQ(on.jobs_completed, 1);
+  ASSERT_EQ(on.evictions, 1);
+  EXPECT_EQ(on.spot_evictions, 0);
+  EXPECT_GT(on.node_hours.at("gpu-spot"), 5.0);  // most of the run on spot
+  EXPECT_LT(on.node_hours.at("gpu"), 3.0);
+  EXPECT_LT(on.drain_wait_max, 60.0) << "pending " << on.drain_wait_max << "s after eviction";
+  EXPECT_EQ(runs[1].jobs_completed, 1);
+  EXPECT_EQ(runs[1].evictions, 0);  // it stays on on-demand for its 8 hours
 }
 
 // One new node for two: two 8-hour jobs of one GPU and 6 cpus each start on two nodes of the
@@ -515,28 +524,16 @@ pools:
       "b,0,28800,1,6,8Gi,1,,false,default,0,false\n",
       "group.csv");
   ASSERT_TRUE(jobs.has_value()) << jobs.error().message();
-  double cost[2] = {0, 0};
-  for (bool replace : {true, false}) {
-    SimInput in;
-    in.config = *config;
-    in.config.scale_down.consolidation.replace = replace;
-    in.sim = *sc;
-    in.sim.check_invariants = true;
-    in.jobs = *jobs;
-    auto s = RunSimulation(in);
-    ASSERT_TRUE(s.has_value()) << s.error().message();
-    EXPECT_EQ(s->jobs_completed, 2);
-    cost[replace ? 1 : 0] = s->cost;
-    if (!replace) {
-      EXPECT_EQ(s->evictions, 0);
-      continue;
-    }
-    EXPECT_EQ(s->evictions, 2);
-    EXPECT_GT(s->node_hours.at("pair"), 5.0);  // most of the run on one node
-    EXPECT_LT(s->node_hours.at("gpu4"), 2 * 3.0);
-    EXPECT_LT(s->drain_wait_max, 60.0) << "pending " << s->drain_wait_max << "s after eviction";
-  }
-  EXPECT_LT(cost[1], cost[0] * 0.85);
+  std::vector<Summary> runs = WithAndWithoutReplace(*config, *sc, *jobs);
+  const Summary& on = runs[0];
+  EXPECT_EQ(on.jobs_completed, 2);
+  EXPECT_EQ(on.evictions, 2);
+  EXPECT_GT(on.node_hours.at("pair"), 5.0);  // most of the run on one node
+  EXPECT_LT(on.node_hours.at("gpu4"), 2 * 3.0);
+  EXPECT_LT(on.drain_wait_max, 60.0) << "pending " << on.drain_wait_max << "s after eviction";
+  EXPECT_EQ(runs[1].jobs_completed, 2);
+  EXPECT_EQ(runs[1].evictions, 0);
+  EXPECT_LT(on.cost, runs[1].cost * 0.85);
 }
 
 // The checks do catch a broken world: a pool whose minimum (started at t=0) exceeds its max.
