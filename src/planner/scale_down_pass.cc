@@ -299,8 +299,13 @@ Why ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options, PassBu
     return fmt::format("maxEmptyBulkDelete {} reached in this pass", config_.max_empty_bulk_delete);
   }
   if (!e.own.empty() && b.non_empty_removed[e.pool] >= config_.max_non_empty_per_pool) {
-    return fmt::format("maxNonEmptyPerPool {} reached for pool {} in this pass",
-                       config_.max_non_empty_per_pool, e.pool->name);
+    // Every later candidate of the pool stays for this: worded once per pool and pass.
+    std::string& words = b.pool_limit_words[e.pool];
+    if (words.empty()) {
+      words = fmt::format("maxNonEmptyPerPool {} reached for pool {} in this pass",
+                          config_.max_non_empty_per_pool, e.pool->name);
+    }
+    return words;
   }
   return {};
 }

@@ -147,6 +147,7 @@ struct GroupReplacement {
 struct PassBudget {
   std::unordered_map<const model::Pool*, int32_t> pool_size;  // nodes that stay so far
   std::unordered_map<const model::Pool*, int32_t> non_empty_removed;
+  std::unordered_map<const model::Pool*, std::string> pool_limit_words;  // once reached
   int32_t empty_removed = 0;
   std::vector<int32_t> pdb_remaining;                // per PDB
   std::vector<std::pair<uint32_t, int32_t>> needed;  // the candidate's evictions per PDB
