@@ -122,6 +122,14 @@ std::string ScaleDownPlanner::Explain(const PlannerInput& input, std::string_vie
   for (const ScaleDown& sd : result.plan.scale_downs) {
     if (sd.node != node_name) continue;
     std::string_view kind = RemovalKindName(sd.kind);
+    if (!sd.replacement_group.empty()) {
+      // Its pods all go to the group's new node, which the pass does not place them on.
+      return out + fmt::format(
+                       " Removable now ({}): {}; one new node of pool {} replaces nodes "
+                       "{}: {} move there.",
+                       kind, DescribeVerdict(*sd.consolidation), sd.replacement_pool,
+                       fmt::join(sd.replacement_group, ", "), fmt::join(sd.replacement_pods, ", "));
+    }
     if (result.moves.empty()) {
       return out + fmt::format(
                        " Removable now ({}): no pods to move (only DaemonSet, mirror or "

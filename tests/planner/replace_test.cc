@@ -261,6 +261,12 @@ TEST(ReplaceTogether, TwoNodesGoToOneNewNodeCheaperThanBoth) {
     EXPECT_DOUBLE_EQ(sd.consolidation->replacement_price_per_hour, 5);
     EXPECT_DOUBLE_EQ(sd.consolidation->work_lost, 0);
   }
+  EXPECT_THAT(ScaleDownPlanner().Explain(g.c.Input(), "n2"),
+              HasSubstr("Removable now (underutilized): consolidation pays: replacing the $8.00/h "
+                        "node with one of pool pair at $5.00/h saves $18.00 over 6h against $0.00 "
+                        "of work lost (0.00 GPU-h unsaved, 0 training pod(s), restarts included) x "
+                        "safety 2; one new node of pool pair replaces nodes n1, n2: ml/serve-n2 "
+                        "move there."));
   // Alone, neither node has a cheaper replacement.
   g.c.config().pools.back().price_per_hour = 16;  // as dear as both
   plan = g.c.Plan(NoRateLimit());
