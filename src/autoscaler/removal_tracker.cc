@@ -24,7 +24,7 @@ bool RemovalTracker::Gone(std::string_view node) const {
 std::map<std::string, int> RemovalTracker::DrainsPerPool() const {
   std::map<std::string, int> draining;
   for (const auto& [name, r] : removals_) {
-    if (r.kind == planner::RemovalKind::kUnderutilized && r.phase != Removal::Phase::kDeleting) {
+    if (planner::Drains(r.kind) && r.phase != Removal::Phase::kDeleting) {
       ++draining[r.pool];
     }
   }

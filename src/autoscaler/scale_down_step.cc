@@ -93,8 +93,7 @@ void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput
     std::map<std::string, int> would = draining;
     bool within = true;
     for (const planner::ScaleDown* m : members) {
-      if (m->kind != planner::RemovalKind::kUnderutilized || would[m->pool] > draining[m->pool])
-        continue;
+      if (!planner::Drains(m->kind) || would[m->pool] > draining[m->pool]) continue;
       within = within && would[m->pool] < config_.scale_down.max_non_empty_per_pool;
       ++would[m->pool];
     }

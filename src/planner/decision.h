@@ -53,11 +53,24 @@ struct ScaleUpPlan {
   std::map<std::string, std::string> warm_unmet;
 };
 
-enum class RemovalKind { kEmpty, kUnderutilized };
-// "empty" or "underutilized": the plan JSON's scaleDown reason, the metrics label, log words.
+// Why a node goes: it runs no pods that move, it is below its utilization threshold, or the new
+// node of consolidation's replace move is Ready to take its pods (whatever its utilization).
+enum class RemovalKind { kEmpty, kUnderutilized, kReplaced };
+// "empty", "underutilized" or "replaced": the plan JSON's scaleDown reason, the metrics label, log
+// words.
 inline std::string_view RemovalKindName(RemovalKind kind) {
-  return kind == RemovalKind::kEmpty ? "empty" : "underutilized";
+  switch (kind) {
+    case RemovalKind::kEmpty:
+      return "empty";
+    case RemovalKind::kUnderutilized:
+      return "underutilized";
+    case RemovalKind::kReplaced:
+      return "replaced";
+  }
+  return "unknown";
 }
+// Whether the removal evicts pods (a drain), which maxNonEmptyPerPool counts.
+inline bool Drains(RemovalKind kind) { return kind != RemovalKind::kEmpty; }
 
 // Utilization of a node as scale-down judges it. A node with allocatable GPUs is judged by
 // GPUs requested / allocatable (idle GPUs are waste even when CPU pods keep the node warm);

@@ -323,7 +323,9 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   ScaleDown sd;
   sd.node = Facts(index).name;
   sd.pool = e.pool->name;
-  sd.kind = empty ? RemovalKind::kEmpty : RemovalKind::kUnderutilized;
+  sd.kind = empty                 ? RemovalKind::kEmpty
+            : ReplacementReady(e) ? RemovalKind::kReplaced
+                                  : RemovalKind::kUnderutilized;
   sd.evict.reserve(e.own.size());
   for (const model::Pod* p : e.own) sd.evict.push_back(PodKey(*p));
   if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))

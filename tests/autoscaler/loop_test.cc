@@ -1904,7 +1904,10 @@ TEST(LoopReplaceTest, NothingIsEvictedBeforeTheReplacementIsReady) {
   ASSERT_EQ(evicts.size(), 1u) << ::testing::PrintToString(Describe(actions));
   EXPECT_THAT(evicts[0].pods, ::testing::ElementsAre("default/serve"));
   EXPECT_LT(IndexOf<TaintNode>(actions), IndexOf<EvictPods>(actions));
-  EXPECT_EQ(OfKind<DeleteNode>(actions).size(), 1u);
+  ASSERT_EQ(OfKind<DeleteNode>(actions).size(), 1u);
+  // Busy (its GPU in use), it goes as replaced, not as underutilized.
+  EXPECT_EQ(OfKind<DeleteNode>(actions)[0].kind, planner::RemovalKind::kReplaced);
+  EXPECT_THAT(OfKind<DeleteNode>(actions)[0].reason, HasSubstr("scale-down: replaced"));
   EXPECT_FALSE(w.nodes.contains("n1"));
   EXPECT_TRUE(w.nodes.contains("spot-1"));
   EXPECT_EQ(OfKind<IncreasePool>(w.all).size(), 1u);  // one replacement, asked for once
