@@ -82,12 +82,11 @@ void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput
   for (const planner::ScaleDown& sd : plan.scale_downs) {
     if (replacements_.Tied(sd.node)) continue;  // started with its group
     // One new node for several: all of them start, or none.
-    std::vector<const planner::ScaleDown*> members;
-    for (const planner::ScaleDown& other : plan.scale_downs) {
-      if (&other == &sd ||
-          (!sd.replacement_group.empty() && other.replacement_group == sd.replacement_group)) {
-        members.push_back(&other);
-      }
+    std::vector<const planner::ScaleDown*> members = {&sd};
+    if (!sd.replacement_group.empty()) {
+      members.clear();
+      for (const planner::ScaleDown& other : plan.scale_downs)
+        if (other.replacement_group == sd.replacement_group) members.push_back(&other);
     }
     // A group is one move: it counts once in each pool it drains.
     std::map<std::string, int> would = draining;
