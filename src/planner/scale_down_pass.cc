@@ -386,10 +386,8 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     }
     out.plan.scale_downs.push_back(Remove(c, budget));
   }
-  const size_t alone = out.plan.scale_downs.size();
-  ReplaceTogether(unplaced, options, budget, out.plan.scale_downs);
-  for (size_t i = alone; i < out.plan.scale_downs.size(); ++i)
-    kept_at[Find(out.plan.scale_downs[i].node)] = kNotKept;
+  for (NodeIndex c : ReplaceTogether(unplaced, options, budget, out.plan.scale_downs))
+    kept_at[c] = kNotKept;
   if (options.restore) snapshot_.Revert();
 
   out.plan.keep.reserve(by_name_.size() - out.plan.scale_downs.size());

@@ -172,10 +172,10 @@ std::optional<GroupReplacement> ScaleDownRun::GatherGroup(const std::vector<Node
   return g;
 }
 
-void ScaleDownRun::ReplaceTogether(const std::vector<NodeIndex>& unplaced,
-                                   const PassOptions& options, PassBudget& budget,
-                                   std::vector<ScaleDown>& removals) {
-  if (!replace_together_ || unplaced.size() < 2) return;
+std::vector<NodeIndex> ScaleDownRun::ReplaceTogether(const std::vector<NodeIndex>& unplaced,
+                                                     const PassOptions& options, PassBudget& budget,
+                                                     std::vector<ScaleDown>& removals) {
+  if (!replace_together_ || unplaced.size() < 2) return {};
   for (size_t seed = 0; seed + 1 < unplaced.size() && seed < kMaxGroupSeeds; ++seed) {
     std::optional<GroupReplacement> g = GatherGroup(unplaced, seed);
     if (!g) continue;
@@ -192,10 +192,8 @@ void ScaleDownRun::ReplaceTogether(const std::vector<NodeIndex>& unplaced,
       out.push_back(Remove(c, b));  // its verdict and replacement are set below
     }
     if (out.size() != g->members.size()) continue;
+    // All its pods go to the new node (Remove described a single move tried earlier, if any).
     for (size_t i = 0; i < g->members.size(); ++i) {
-      const NodeIndex c = g->members[i];
-      replacement_[c] = PassReplacement{g->pool, g->verdicts[i], entries_[c].own_facts};
-      extension_[c] = 0;  // its pods all go to the new node
       out[i].consolidation = g->verdicts[i];
       out[i].replacement_pool = g->pool->name;
       out[i].replacement_pods = out[i].evict;
@@ -206,11 +204,11 @@ void ScaleDownRun::ReplaceTogether(const std::vector<NodeIndex>& unplaced,
       sd.replacement_group = names;
       removals.push_back(std::move(sd));
     }
+    // The pass's last move: nothing after it asks what the pass's new nodes take.
     budget = std::move(b);
-    ++replacements_added_[g->pool];
-    replacement_capacity_ += g->pool->template_node.capacity;
-    return;
+    return g->members;
   }
+  return {};
 }
 
 }  // namespace tidepool::planner::scale_down_detail

@@ -263,12 +263,13 @@ class ScaleDownRun {
   // The replace move for several nodes, after the pass tried each candidate alone: `unplaced`
   // are the candidates it kept because their pods fit on no node that stays, in pass order. The
   // first group found whose new node is cheaper than its members together, holds all their pods,
-  // and pays for every member goes into `removals`, all its members or none.
+  // and pays for every member goes into `removals`, all its members or none; returns them.
   static constexpr size_t kMaxGroup = 8;       // members of one group
   static constexpr size_t kMaxGroupSeeds = 4;  // candidates tried as a group's first member
   static constexpr size_t kGroupWindow = 16;   // candidates tried from each first member on
-  void ReplaceTogether(const std::vector<NodeIndex>& unplaced, const PassOptions& options,
-                       PassBudget& budget, std::vector<ScaleDown>& removals);
+  std::vector<NodeIndex> ReplaceTogether(const std::vector<NodeIndex>& unplaced,
+                                         const PassOptions& options, PassBudget& budget,
+                                         std::vector<ScaleDown>& removals);
   // The members gathered from unplaced[seed] on, each joining while one new node still holds
   // them all, weighed; nothing when fewer than two join or a member's move does not pay.
   std::optional<GroupReplacement> GatherGroup(const std::vector<NodeIndex>& unplaced, size_t seed);
