@@ -89,15 +89,15 @@ void Autoscaler::StartRipeRemovals(StepContext& ctx, const planner::PlannerInput
         if (other.replacement_group == sd.replacement_group) members.push_back(&other);
     }
     // A group is one move: it counts once in each pool it drains.
-    std::map<std::string, int> would = draining;
-    bool within = true;
-    for (const planner::ScaleDown* m : members) {
-      if (!planner::Drains(m->kind) || would[m->pool] > draining[m->pool]) continue;
-      within = within && would[m->pool] < config_.scale_down.max_non_empty_per_pool;
-      ++would[m->pool];
+    std::set<std::string> pools;
+    for (const planner::ScaleDown* m : members)
+      if (planner::Drains(m->kind)) pools.insert(m->pool);
+    if (std::any_of(pools.begin(), pools.end(), [&](const std::string& p) {
+          return draining[p] >= config_.scale_down.max_non_empty_per_pool;
+        })) {
+      continue;
     }
-    if (!within) continue;
-    draining = std::move(would);
+    for (const std::string& p : pools) ++draining[p];
     if (sd.replacement_pool.empty()) {
       removals_.Start(ctx, sd);
     } else {
