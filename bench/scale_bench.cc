@@ -139,10 +139,11 @@ BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterat
 // iterations, so runs of different lengths and binaries plan on the same kind of cluster.
 enum class Plans { kUp, kDown, kBoth };
 
-void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
+void AfterChanges(benchmark::State& state, Plans plans, bool on_model, bool replace = false) {
   static std::map<int64_t, Cluster*> clusters;
   Cluster*& c = clusters[state.range(0)];
   if (c == nullptr) c = Build(static_cast<int>(state.range(0)));
+  c->config.scale_down.consolidation.replace = replace;
   planner::PlannerInput input = c->input;
   sched::ClusterModel model;
   planner::ScaleDownMemo memo;  // kept across passes, as the loop keeps them
@@ -196,6 +197,11 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model) {
 void BM_ScaleDown(benchmark::State& state, bool on_model) {
   AfterChanges(state, Plans::kDown, on_model);
 }
+// Scale-down with consolidation's replace move on (off by default): every busy node of a pool
+// that has a cheaper one is a candidate for it, and one a pool goes per pass.
+void BM_ScaleDownReplace(benchmark::State& state) {
+  AfterChanges(state, Plans::kDown, /*on_model=*/true, /*replace=*/true);
+}
 void BM_ScaleUp(benchmark::State& state, bool on_model) {
   AfterChanges(state, Plans::kUp, on_model);
 }
@@ -207,6 +213,7 @@ BENCHMARK_CAPTURE(BM_ScaleDown, OnModel, true)
     ->Arg(5000)
     ->Arg(50000)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ScaleDownReplace)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ScaleUp, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ScaleUp, OnModel, true)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Pass, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);

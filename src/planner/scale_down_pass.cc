@@ -280,25 +280,48 @@ PassBudget ScaleDownRun::StartBudget() const {
 }
 
 Why ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const {
-  if (b.pool_size[e.pool] <= e.pool->min) {
-    return fmt::format("pool {} at min {}", e.pool->name, e.pool->min);
-  }
+  if (std::string r = PoolMinBlocker(e, b); !r.empty()) return r;
   const WeighedPods& w = Weighed(e);
   if (!w.blocker.empty()) return w.blocker;
   if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
   // A busy node's removal is weighed at its replacement's price (Replace), until that is Ready.
   bool replace_only = e.replace_only && !ReplacementReady(e);
   if (w.verdict && !GoesAhead(*w.verdict) && !replace_only) return Why::Verdict();
-  if (options.may_remove && *options.may_remove && !(*options.may_remove)(*e.node)) {
-    std::string r;
-    if (options.not_yet_reason && *options.not_yet_reason) r = (*options.not_yet_reason)(*e.node);
-    return r.empty() ? std::string(kDefaultNotYet) : r;
-  }
+  if (std::string r = NotYetBlocker(e, options); !r.empty()) return r;
+  return RateLimitBlocker(e, options, b);
+}
+
+std::string ScaleDownRun::ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options,
+                                                PassBudget& b) {
+  const NodeEntry& e = entries_[c];
+  if (!e.deferred) return {};
+  std::string r = PoolMinBlocker(e, b);
+  if (r.empty()) r = NotYetBlocker(e, options);
+  if (r.empty()) r = RateLimitBlocker(e, options, b);
+  if (r.empty()) ReadCandidatePods(c);
+  return r;
+}
+
+std::string ScaleDownRun::PoolMinBlocker(const NodeEntry& e, const PassBudget& b) const {
+  auto it = b.pool_size.find(e.pool);
+  if ((it == b.pool_size.end() ? 0 : it->second) > e.pool->min) return {};
+  return fmt::format("pool {} at min {}", e.pool->name, e.pool->min);
+}
+
+std::string ScaleDownRun::NotYetBlocker(const NodeEntry& e, const PassOptions& options) const {
+  if (!options.may_remove || !*options.may_remove || (*options.may_remove)(*e.node)) return {};
+  std::string r;
+  if (options.not_yet_reason && *options.not_yet_reason) r = (*options.not_yet_reason)(*e.node);
+  return r.empty() ? std::string(kDefaultNotYet) : r;
+}
+
+std::string ScaleDownRun::RateLimitBlocker(const NodeEntry& e, const PassOptions& options,
+                                           PassBudget& b) const {
   if (!options.rate_limit) return {};
-  if (e.own.empty() && b.empty_removed >= config_.max_empty_bulk_delete) {
+  if (!HasPodsToMove(e) && b.empty_removed >= config_.max_empty_bulk_delete) {
     return fmt::format("maxEmptyBulkDelete {} reached in this pass", config_.max_empty_bulk_delete);
   }
-  if (!e.own.empty() && b.non_empty_removed[e.pool] >= config_.max_non_empty_per_pool) {
+  if (HasPodsToMove(e) && b.non_empty_removed[e.pool] >= config_.max_non_empty_per_pool) {
     // Every later candidate of the pool stays for this: worded once per pool and pass.
     std::string& words = b.pool_limit_words[e.pool];
     if (words.empty()) {
@@ -363,7 +386,8 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   std::vector<NodeIndex> unplaced;  // for the replace move of several nodes
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
-    Why r = Blocker(e, options, budget);
+    Why r = ReadPodsUnlessBlocked(c, options, budget);
+    if (r.empty()) r = Blocker(e, options, budget);
     if (r.empty()) {
       r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
       if (!r.empty() && replace_together_ && moved_in_[c].empty() && !ReplacementReady(e))

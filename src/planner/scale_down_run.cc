@@ -42,7 +42,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
   std::stable_sort(order_.begin(), order_.end(), [this](NodeIndex a, NodeIndex b) {
     const NodeEntry& x = entries_[a];
     const NodeEntry& y = entries_[b];
-    bool ex = x.own.empty(), ey = y.own.empty();
+    bool ex = !HasPodsToMove(x), ey = !HasPodsToMove(y);
     if (ex != ey) return ex;
     return x.util.value < y.util.value;  // stable: ties stay in name order
   });
@@ -317,15 +317,27 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     if (!MayReplace(e)) return;
     e.replace_only = true;
   }
+  e.candidate = true;
+  order_.push_back(i);
+  // A busy node's utilization says it has pods to move (devices aside): they wait until a pass
+  // may remove it.
+  if (e.replace_only && e.util.value > 0 && !dra_) {
+    e.deferred = true;
+    return;
+  }
+  ReadCandidatePods(i);
+}
+
+void ScaleDownRun::ReadCandidatePods(NodeIndex i) {
+  NodeEntry& e = entries_[i];
+  e.deferred = false;
   e.weighed = static_cast<uint32_t>(weighed_.size());
   weighed_.emplace_back();
   if (!e.being_deleted) {
     OwnPodsFromModel(i);
     AddFacts(e, /*blockers=*/true);
   }
-  e.candidate = true;
   WeighConsolidation(e);
-  order_.push_back(i);
 }
 
 std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f) {

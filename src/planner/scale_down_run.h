@@ -63,6 +63,10 @@ struct NodeEntry {
   // At or above its utilization threshold: a candidate for the replace move only (all its pods go
   // to one new node of a cheaper pool); `keep` says why it stays otherwise.
   bool replace_only = false;
+  // A replace-only candidate whose pods are read and weighed only once a pass gets past its
+  // pool's minimum, its unneeded time and the rate limits (ScaleDownRun::ReadCandidatePods):
+  // most busy nodes stay for those, whatever their pods say. Its utilization says it has pods.
+  bool deferred = false;
   // Why a managed non-candidate stays (both unset for candidates): for its utilization (`busy`:
   // ScaleDownRun::Busy has the numbers), or for what `keep` says.
   bool busy = false;
@@ -203,6 +207,10 @@ class ScaleDownRun {
   // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
   void AddFacts(NodeEntry& e, bool blockers);
   void WeighCandidate(NodeIndex i);
+  // Candidate `i`'s pods that move: their facts, blockers and verdict (WeighedPods).
+  void ReadCandidatePods(NodeIndex i);
+  // Whether candidate `e` has pods to move, read or not yet (NodeEntry::deferred).
+  static bool HasPodsToMove(const NodeEntry& e) { return !e.own.empty() || e.deferred; }
   // Why the pod of `f` (a kMove pod of candidate `e`) may not be evicted, or ""; a running
   // training pod that consolidation weighs goes into its WeighedPods::training instead.
   std::string PodBlocker(NodeEntry& e, PodFacts& f);
@@ -292,6 +300,13 @@ class ScaleDownRun {
   // Why candidate `e` stays before any simulation (pool min, a pod that may not be evicted, a
   // PDB, not unneeded long enough, a rate limit), or "".
   Why Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
+  // A deferred candidate's pods are read only when the parts of Blocker that read none let it
+  // through; else why it stays.
+  std::string ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options, PassBudget& b);
+  // The parts of Blocker that read no pod: the pool's minimum, the unneeded time, the rate limits.
+  std::string PoolMinBlocker(const NodeEntry& e, const PassBudget& b) const;
+  std::string NotYetBlocker(const NodeEntry& e, const PassOptions& options) const;
+  std::string RateLimitBlocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
   // Accounts the removal of `e` in the budget and describes it.
   ScaleDown Remove(NodeIndex index, PassBudget& b) const;
   // Removes candidate `c` inside a snapshot layer and moves its pods; commits and returns ""
