@@ -117,10 +117,10 @@ size_t ChooseIndex(const std::vector<std::string>& chain,
 
 ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
                             const std::vector<ExpanderOption>& options, uint64_t seed,
-                            uint64_t round) {
+                            uint64_t round, const std::vector<std::string>& outranked) {
   Narrowed n = Narrow(chain, options, seed, round, true);
   size_t winner = n.winner;
-  const std::vector<std::string>& steps = n.steps;
+  std::vector<std::string>& steps = n.steps;
   std::string others;
   for (size_t i = 0; i < options.size(); ++i) {
     if (i == winner) continue;
@@ -128,6 +128,11 @@ ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
     others += options[i].pool->name;
   }
   const ExpanderOption& w = options[winner];
+  if (!outranked.empty()) {
+    others += fmt::format("{}{}", others.empty() ? "" : ", ", fmt::join(outranked, ", "));
+    std::string by_priority = fmt::format("priority {}", w.pool->priority);
+    if (steps.empty() || steps.front() != by_priority) steps.insert(steps.begin(), by_priority);
+  }
   std::string reason = fmt::format("{} pod(s) need {} new node(s)", w.pods, w.nodes);
   if (!others.empty()) {
     reason += fmt::format(

@@ -40,9 +40,11 @@ size_t ChooseIndex(const std::vector<std::string>& chain,
                    const std::vector<ExpanderOption>& options, uint64_t seed, uint64_t round);
 
 // Applies the chain to non-empty `options`; the final tie goes to the lowest pool name.
-// `seed` and `round` make `random` deterministic.
+// `seed` and `round` make `random` deterministic. `outranked`: pools of a lower priority than
+// every option, left out before they were estimated (the chain starts with priority); the reason
+// names them among those the winner was chosen over.
 ExpanderChoice ChooseOption(const std::vector<std::string>& chain,
                             const std::vector<ExpanderOption>& options, uint64_t seed,
-                            uint64_t round);
+                            uint64_t round, const std::vector<std::string>& outranked = {});
 
 }  // namespace tidepool::planner

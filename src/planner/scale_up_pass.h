@@ -570,8 +570,14 @@ class Pass {
   // Orders the candidates best first by a fluid (resources only) estimate.
   void RankByFluidEstimate(std::vector<Candidate>& candidates);
   // Exact estimates of the candidates, in batches until one places pods; each with the index
-  // of its candidate.
-  std::vector<std::pair<size_t, Estimate>> PackCandidates(const std::vector<Candidate>& candidates);
+  // of its candidate, in candidate order. With the priority expander first, a batch is packed
+  // highest priority first and the candidates below the first priority that places pods are not
+  // packed (no option of theirs could win); `outranked` receives their pools' names.
+  std::vector<std::pair<size_t, Estimate>> PackCandidates(const std::vector<Candidate>& candidates,
+                                                          std::vector<std::string>& outranked);
+  int32_t PriorityOf(const Candidate& c) const {
+    return pools_[families_[c.family].members.front()].pool->priority;
+  }
   // The estimate as the expander chain sees it.
   ExpanderOption OptionOf(const Estimate& e) const;
   void AccountCommitted(const Estimate& e, std::map<std::string, ScaleUp>& ups,

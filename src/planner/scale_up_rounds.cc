@@ -433,13 +433,14 @@ bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, Sc
   // of kMaxExactOptions, best first, until a batch yields an option that places pods (the
   // fluid estimate ignores inter-pod rules, so a whole batch can come out empty).
   if (candidates.size() > kMaxExactOptions) RankByFluidEstimate(candidates);
-  std::vector<std::pair<size_t, Estimate>> options = PackCandidates(candidates);
+  std::vector<std::string> outranked;
+  std::vector<std::pair<size_t, Estimate>> options = PackCandidates(candidates, outranked);
   if (options.empty()) return false;
 
   std::vector<ExpanderOption> eo;
   for (const auto& [c, e] : options) eo.push_back(OptionOf(e));
   ExpanderChoice choice = ChooseOption(cfg_.scale_up.expanders, eo, cfg_.scale_up.random_seed,
-                                       static_cast<uint64_t>(round_));
+                                       static_cast<uint64_t>(round_), outranked);
   auto& [c, best] = options[choice.index];
   // Make the winner's changes for real: packing is deterministic, so replaying what it placed
   // where gives the state packing it again would, without its fit checks; an estimate that
@@ -553,17 +554,37 @@ void Pass::RankByFluidEstimate(std::vector<Candidate>& candidates) {
 }
 
 std::vector<std::pair<size_t, Estimate>> Pass::PackCandidates(
-    const std::vector<Candidate>& candidates) {
+    const std::vector<Candidate>& candidates, std::vector<std::string>& outranked) {
   std::vector<std::pair<size_t, Estimate>> options;
+  const std::vector<std::string>& chain = cfg_.scale_up.expanders;
+  const bool by_priority =
+      !options_.estimate_outranked && !chain.empty() && chain.front() == "priority";
   for (size_t next = 0; next < candidates.size() && options.empty(); next += kMaxExactOptions) {
-    for (size_t i = next; i < std::min(candidates.size(), next + kMaxExactOptions); ++i) {
-      snap_.Fork();
+    std::vector<size_t> batch;
+    for (size_t i = next; i < std::min(candidates.size(), next + kMaxExactOptions); ++i)
+      batch.push_back(i);
+    if (by_priority) {
+      std::stable_sort(batch.begin(), batch.end(), [&](size_t a, size_t b) {
+        return PriorityOf(candidates[a]) > PriorityOf(candidates[b]);
+      });
+    }
+    std::optional<int32_t> placed;  // the priority of the first options that place pods
+    for (size_t i : batch) {
       const Candidate& c = candidates[i];
+      if (placed && PriorityOf(c) < *placed) {
+        outranked.push_back(families_[c.family].name);
+        continue;
+      }
+      snap_.Fork();
       Estimate e = Pack(c);
       snap_.Revert();
-      if (!e.pods.empty()) options.emplace_back(i, std::move(e));
+      if (e.pods.empty()) continue;
+      if (by_priority) placed = PriorityOf(c);
+      options.emplace_back(i, std::move(e));
     }
   }
+  std::sort(options.begin(), options.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   return options;
 }
 
