@@ -2,6 +2,8 @@
 // zone affinity to their own value, hostname anti-affinity), for the scale-up property tests.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <deque>
 #include <string>
 #include <utility>
@@ -96,6 +98,23 @@ struct World {
     return ScaleUpPlanner().Plan(in, options);
   }
 };
+
+// One to three zones of one to three random shapes each (2-16 cpus, 4 GiB a cpu, 0.9-1.1 a cpu
+// an hour), each pool's max 1-8, binding at times; drawn with `pick(n)` in [0, n).
+template <typename Pick>
+void AddRandomPools(World& w, Pick&& pick) {
+  const std::vector<std::string> cpus = {"2", "4", "8", "16"};
+  int zones = 1 + pick(3), shapes = 1 + pick(3);
+  for (int z = 0; z < zones; ++z) {
+    for (int s = 0; s < shapes; ++s) {
+      int c = pick(4);
+      w.config.pools.push_back(Shape(fmt::format("z{}s{}", z, s), cpus[c],
+                                     fmt::format("{}Gi", 4 << c), (1 << c) * (0.9 + 0.1 * pick(3)),
+                                     fmt::format("z{}", z)));
+      w.config.pools.back().max = 1 + pick(pick(2) ? 3 : 8);
+    }
+  }
+}
 
 // Up to `max_pods` random pods of every diverse kind (values a..c, cpu 250m-3, memory 512Mi-6Gi,
 // maxSkew 1-2, four owners), drawn with `pick(n)` in [0, n); returns how many have a spread

@@ -22,6 +22,7 @@ namespace tidepool::planner {
 namespace {
 
 using testing::AddRandomDiversePods;
+using testing::AddRandomPools;
 using testing::DiverseKind;
 using testing::DiversePod;
 using testing::RenderPlan;
@@ -343,7 +344,6 @@ TEST(FlexibleNodes, BetterThanPackingEachPoolAlone) {
 // to three zones, pools' max binding at times, and pods with zone or hostname spread, zone
 // affinity to their own value and hostname anti-affinity, as in Karpenter's diverse mix.
 TEST(FlexibleNodes, CursorsPlanWhatFullScansPlan) {
-  const std::vector<std::string> cpus = {"2", "4", "8", "16"};
   int compared = 0, spread_pods = 0;
   for (uint64_t seed = 1; seed <= 1000; ++seed) {
     std::mt19937_64 rng(seed);
@@ -351,16 +351,7 @@ TEST(FlexibleNodes, CursorsPlanWhatFullScansPlan) {
     World w;
     w.config.scale_up.expanders = std::vector<std::vector<std::string>>{
         {"price"}, {"least-waste"}, {"priority", "least-waste"}}[pick(3)];
-    int zones = 1 + pick(3), shapes = 1 + pick(3);
-    for (int z = 0; z < zones; ++z) {
-      for (int s = 0; s < shapes; ++s) {
-        int c = pick(4);
-        w.config.pools.push_back(Shape(fmt::format("z{}s{}", z, s), cpus[c],
-                                       fmt::format("{}Gi", 4 << c),
-                                       (1 << c) * (0.9 + 0.1 * pick(3)), fmt::format("z{}", z)));
-        w.config.pools.back().max = 1 + pick(pick(2) ? 3 : 8);
-      }
-    }
+    AddRandomPools(w, pick);
     spread_pods += AddRandomDiversePods(w, pick);
     PlannerInput in;
     in.config = &w.config;

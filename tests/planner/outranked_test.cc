@@ -21,6 +21,7 @@ namespace tidepool::planner {
 namespace {
 
 using testing::AddRandomDiversePods;
+using testing::AddRandomPools;
 using ::testing::HasSubstr;
 using testing::RenderPlan;
 using testing::Shape;
@@ -100,7 +101,6 @@ TEST(Outranked, WithoutPriorityFirstEveryCandidateIsEstimated) {
 // diverse pods, under chains that start with priority, with and without families: not estimating
 // the outranked candidates plans what estimating every one plans.
 TEST(Outranked, PlansWhatEstimatingEveryCandidatePlans) {
-  const std::vector<std::string> cpus = {"2", "4", "8", "16"};
   int mixed = 0;
   for (uint64_t seed = 1; seed <= 600; ++seed) {
     std::mt19937_64 rng(seed);
@@ -111,19 +111,9 @@ TEST(Outranked, PlansWhatEstimatingEveryCandidatePlans) {
                                                                         {"priority", "most-pods"},
                                                                         {"priority", "random"},
                                                                         {"priority"}}[pick(5)];
-    int zones = 1 + pick(3), shapes = 1 + pick(3);
+    AddRandomPools(w, pick);
     std::map<int, int> priorities;
-    for (int z = 0; z < zones; ++z) {
-      for (int s = 0; s < shapes; ++s) {
-        int c = pick(4);
-        w.config.pools.push_back(Shape(fmt::format("z{}s{}", z, s), cpus[c],
-                                       fmt::format("{}Gi", 4 << c),
-                                       (1 << c) * (0.9 + 0.1 * pick(3)), fmt::format("z{}", z)));
-        w.config.pools.back().max = 1 + pick(pick(2) ? 3 : 8);
-        w.config.pools.back().priority = pick(2);
-        ++priorities[w.config.pools.back().priority];
-      }
-    }
+    for (model::Pool& p : w.config.pools) ++priorities[p.priority = pick(2)];
     AddRandomDiversePods(w, pick);
     PlannerInput in;
     in.config = &w.config;
