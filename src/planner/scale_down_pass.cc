@@ -281,25 +281,28 @@ PassBudget ScaleDownRun::StartBudget() const {
 
 Why ScaleDownRun::Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const {
   if (std::string r = PoolMinBlocker(e, b); !r.empty()) return r;
+  if (Why r = PodsBlocker(e, b); !r.empty()) return r;
+  if (std::string r = NotYetBlocker(e, options); !r.empty()) return r;
+  return RateLimitBlocker(e, options, b);
+}
+
+Why ScaleDownRun::ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options, PassBudget& b) {
+  const NodeEntry& e = entries_[c];
+  if (std::string r = PoolMinBlocker(e, b); !r.empty()) return r;
+  if (std::string r = NotYetBlocker(e, options); !r.empty()) return r;
+  if (std::string r = RateLimitBlocker(e, options, b); !r.empty()) return r;
+  ReadCandidatePods(c);
+  return PodsBlocker(e, b);
+}
+
+Why ScaleDownRun::PodsBlocker(const NodeEntry& e, PassBudget& b) const {
   const WeighedPods& w = Weighed(e);
   if (!w.blocker.empty()) return w.blocker;
   if (std::string r = PdbBlocker(e, b.pdb_remaining, b.needed); !r.empty()) return r;
   // A busy node's removal is weighed at its replacement's price (Replace), until that is Ready.
   bool replace_only = e.replace_only && !ReplacementReady(e);
   if (w.verdict && !GoesAhead(*w.verdict) && !replace_only) return Why::Verdict();
-  if (std::string r = NotYetBlocker(e, options); !r.empty()) return r;
-  return RateLimitBlocker(e, options, b);
-}
-
-std::string ScaleDownRun::ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options,
-                                                PassBudget& b) {
-  const NodeEntry& e = entries_[c];
-  if (!e.deferred) return {};
-  std::string r = PoolMinBlocker(e, b);
-  if (r.empty()) r = NotYetBlocker(e, options);
-  if (r.empty()) r = RateLimitBlocker(e, options, b);
-  if (r.empty()) ReadCandidatePods(c);
-  return r;
+  return {};
 }
 
 std::string ScaleDownRun::PoolMinBlocker(const NodeEntry& e, const PassBudget& b) const {
@@ -386,8 +389,7 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   std::vector<NodeIndex> unplaced;  // for the replace move of several nodes
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
-    Why r = ReadPodsUnlessBlocked(c, options, budget);
-    if (r.empty()) r = Blocker(e, options, budget);
+    Why r = e.deferred ? ReadPodsUnlessBlocked(c, options, budget) : Blocker(e, options, budget);
     if (r.empty()) {
       r = Simulate(c, options.record == c ? &out.moves : nullptr, free, contrib);
       if (!r.empty() && replace_together_ && moved_in_[c].empty() && !ReplacementReady(e))

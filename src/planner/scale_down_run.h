@@ -300,10 +300,14 @@ class ScaleDownRun {
   // Why candidate `e` stays before any simulation (pool min, a pod that may not be evicted, a
   // PDB, not unneeded long enough, a rate limit), or "".
   Why Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
-  // A deferred candidate's pods are read only when the parts of Blocker that read none let it
-  // through; else why it stays.
-  std::string ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options, PassBudget& b);
-  // The parts of Blocker that read no pod: the pool's minimum, the unneeded time, the rate limits.
+  // Blocker for a deferred candidate: its pods are read only once the checks that read none let
+  // it through. The same checks in another order: whether it stays is the same, and a busy
+  // node's Keep does not use the words.
+  Why ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options, PassBudget& b);
+  // The parts of Blocker: what the candidate's pods say (a pod that may not be evicted, a PDB, a
+  // verdict that does not pay); and those that read no pod: the pool's minimum, the unneeded
+  // time, the rate limits.
+  Why PodsBlocker(const NodeEntry& e, PassBudget& b) const;
   std::string PoolMinBlocker(const NodeEntry& e, const PassBudget& b) const;
   std::string NotYetBlocker(const NodeEntry& e, const PassOptions& options) const;
   std::string RateLimitBlocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
