@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <deque>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,26 @@
 #include "tests/testing/values.h"
 
 namespace tidepool::planner::testing {
+
+// A pending pod of ReplicaSet "rs" asking for `cpu` and `memory`.
+inline model::Pod Pending(std::string name, const std::string& cpu,
+                          const std::string& memory = "1Gi") {
+  model::Pod p;
+  p.meta.name = std::move(name);
+  p.meta.namespace_ = "default";
+  p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", "rs", "rs-uid", true});
+  p.containers.push_back(
+      {.name = "main", .requests = tidepool::testing::Res({{"cpu", cpu}, {"memory", memory}})});
+  p.Finalize();
+  return p;
+}
+
+// Nodes added per pool.
+inline std::map<std::string, int> Adds(const ScaleUpPlan& plan) {
+  std::map<std::string, int> adds;
+  for (const auto& u : plan.scale_ups) adds[u.pool] = u.add;
+  return adds;
+}
 
 // A pool of one shape in `zone`, max 100.
 inline model::Pool Shape(std::string name, const std::string& cpu, const std::string& memory,

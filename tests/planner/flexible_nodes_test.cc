@@ -23,28 +23,14 @@ namespace {
 
 using testing::AddRandomDiversePods;
 using testing::AddRandomPools;
+using testing::Adds;
 using testing::DiverseKind;
 using testing::DiversePod;
+using testing::Pending;
 using testing::RenderPlan;
 using testing::Shape;
 using testing::World;
 using tidepool::testing::Res;
-
-model::Pod Pending(std::string name, std::string cpu, std::string memory = "1Gi") {
-  model::Pod p;
-  p.meta.name = std::move(name);
-  p.meta.namespace_ = "default";
-  p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", "rs", "rs-uid", true});
-  p.containers.push_back({.name = "main", .requests = Res({{"cpu", cpu}, {"memory", memory}})});
-  p.Finalize();
-  return p;
-}
-
-std::map<std::string, int> Adds(const ScaleUpPlan& plan) {
-  std::map<std::string, int> adds;
-  for (const auto& u : plan.scale_ups) adds[u.pool] = u.add;
-  return adds;
-}
 
 double Price(const ScaleUpPlan& plan, const model::AutoscalerConfig& config) {
   double price = 0;

@@ -2,7 +2,6 @@
 // an option that places pods (PackCandidates): none of them could win. Hand-computed cases, then
 // a differential property against estimating every candidate
 // (ScaleUpOptions::estimate_outranked).
-#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,40 +14,25 @@
 #include "model/pool.h"
 #include "planner/scale_up.h"
 #include "tests/planner/diverse_world.h"
-#include "tests/testing/values.h"
 
 namespace tidepool::planner {
 namespace {
 
 using testing::AddRandomDiversePods;
 using testing::AddRandomPools;
+using testing::Adds;
 using ::testing::HasSubstr;
+using testing::Pending;
 using testing::RenderPlan;
 using testing::Shape;
 using testing::World;
-using tidepool::testing::Res;
-
-model::Pod Pending(std::string name, std::string cpu) {
-  model::Pod p;
-  p.meta.name = std::move(name);
-  p.meta.namespace_ = "default";
-  p.meta.owner_references.push_back({"apps/v1", "ReplicaSet", "rs", "rs-uid", true});
-  p.containers.push_back({.name = "main", .requests = Res({{"cpu", cpu}, {"memory", "1Gi"}})});
-  p.Finalize();
-  return p;
-}
 
 // Three 3-cpu pods; pools of 4 cpus: "spot" at priority 10, "od" at 0, in different zones so
 // that they are not one family. Spot takes all three, and the reason still names on-demand among
 // the pools it was chosen over, by priority, though on-demand was not estimated.
 struct TwoPriorities {
   World w;
-  ScaleUpPlan Plan(const ScaleUpOptions& options = {}) {
-    PlannerInput in;
-    in.config = &w.config;
-    for (const auto& p : w.pods) in.pods.push_back(&p);
-    return ScaleUpPlanner().Plan(in, options);
-  }
+  ScaleUpPlan Plan(const ScaleUpOptions& options = {}) const { return w.Plan(options); }
   TwoPriorities() {
     w.config.pools = {Shape("od", "4", "16Gi", 2, "z1"), Shape("spot", "4", "16Gi", 1, "z2")};
     w.config.pools[1].priority = 10;
@@ -56,12 +40,6 @@ struct TwoPriorities {
     for (const char* name : {"a", "b", "c"}) w.pods.push_back(Pending(name, "3"));
   }
 };
-
-std::map<std::string, int> Adds(const ScaleUpPlan& plan) {
-  std::map<std::string, int> adds;
-  for (const auto& u : plan.scale_ups) adds[u.pool] = u.add;
-  return adds;
-}
 
 TEST(Outranked, TheHigherPriorityWinsAndTheReasonNamesTheOther) {
   TwoPriorities t;
@@ -115,14 +93,10 @@ TEST(Outranked, PlansWhatEstimatingEveryCandidatePlans) {
     std::map<int, int> priorities;
     for (model::Pool& p : w.config.pools) ++priorities[p.priority = pick(2)];
     AddRandomDiversePods(w, pick);
-    PlannerInput in;
-    in.config = &w.config;
-    for (const auto& p : w.pods) in.pods.push_back(&p);
     // Without families, every pool is a candidate of its own: more of one priority.
     const bool flexible = pick(2) == 0;
-    ScaleUpPlan skipping = ScaleUpPlanner().Plan(in, {.flexible_nodes = flexible});
-    ScaleUpPlan every =
-        ScaleUpPlanner().Plan(in, {.flexible_nodes = flexible, .estimate_outranked = true});
+    ScaleUpPlan skipping = w.Plan({.flexible_nodes = flexible});
+    ScaleUpPlan every = w.Plan({.flexible_nodes = flexible, .estimate_outranked = true});
     ASSERT_EQ(RenderPlan(skipping), RenderPlan(every)) << "seed " << seed;
     if (priorities.size() > 1 && !skipping.scale_ups.empty()) ++mixed;
   }

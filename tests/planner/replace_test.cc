@@ -8,7 +8,6 @@
 #include "base/time.h"
 #include "planner/disruption.h"
 #include "planner/scale_down.h"
-#include "sched/cluster_model.h"
 #include "tests/planner/scale_down_cluster.h"
 
 namespace tidepool::planner {
@@ -209,20 +208,6 @@ TEST(Replace, BackToSpotForABusyNode) {
   EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("utilization"));
 }
 
-// The plan of a pass that forks a cluster model holding the cluster (as the loop plans), rather
-// than building its own snapshot.
-ScaleDownPlan PlanOnModel(Cluster& c) {
-  PlannerInput in = c.Input();
-  sched::ClusterModel model;
-  for (const model::Node* n : in.nodes)
-    EXPECT_TRUE(model.SetNode(sched::ClusterModel::Borrow(n)).has_value());
-  for (const model::Pod* p : in.pods)
-    EXPECT_TRUE(model.SetPod(sched::ClusterModel::Borrow(p)).has_value());
-  in.model = &model;
-  in.unbound = model.Unbound();
-  return ScaleDownPlanner().Plan(in);
-}
-
 // Two busy nodes of one pool, both worth moving to spot: maxNonEmptyPerPool 1 lets one go per
 // pass. A busy node's pods are read only once the pass gets past the rate limit, so which one goes
 // and why the other stays must be what they were when every busy node's pods were read first.
@@ -238,14 +223,14 @@ TEST(Replace, BusyNodesGoOneAPassUnderTheRateLimit) {
     on_n2->tolerations = r.pod->tolerations;
   }
   // n1 at 4 of 4 GPUs, n2 at 3 of 4: the lower utilization goes first.
-  for (const ScaleDownPlan& plan : {r.c.Plan(), PlanOnModel(r.c)}) {
+  for (const ScaleDownPlan& plan : {r.c.Plan(), r.c.PlanOnModel()}) {
     EXPECT_EQ(Removed(plan), Names{"n2"}) << Render(plan);
     EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("utilization"));
   }
   // n2's pod may not be evicted: n2 stays (for its utilization, as any busy node the move does
   // not take), and the pool's one removal of the pass goes to n1.
   on_n2->meta.annotations[std::string(kDoNotDisruptAnnotation)] = "true";
-  for (const ScaleDownPlan& plan : {r.c.Plan(), PlanOnModel(r.c)}) {
+  for (const ScaleDownPlan& plan : {r.c.Plan(), r.c.PlanOnModel()}) {
     EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
     EXPECT_THAT(KeepReason(plan, "n2"), HasSubstr("utilization"));
   }

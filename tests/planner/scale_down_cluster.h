@@ -13,6 +13,7 @@
 
 #include "model/quantity.h"
 #include "planner/scale_down.h"
+#include "sched/cluster_model.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::planner::scale_down_testing {
@@ -101,6 +102,20 @@ class Cluster {
   ScaleDownPlan Plan(const ScaleDownOptions& options = {},
                      std::vector<std::string>* unneeded = nullptr) {
     return ScaleDownPlanner().Plan(Input(), options, unneeded);
+  }
+
+  // The plan of a pass that forks a cluster model holding the cluster, as the loop plans, rather
+  // than one that builds its own snapshot.
+  ScaleDownPlan PlanOnModel(const ScaleDownOptions& options = {}) {
+    PlannerInput in = Input();
+    sched::ClusterModel model;
+    for (const model::Node* n : in.nodes)
+      EXPECT_TRUE(model.SetNode(sched::ClusterModel::Borrow(n)).has_value());
+    for (const model::Pod* p : in.pods)
+      EXPECT_TRUE(model.SetPod(sched::ClusterModel::Borrow(p)).has_value());
+    in.model = &model;
+    in.unbound = model.Unbound();
+    return ScaleDownPlanner().Plan(in, options);
   }
 
  private:

@@ -21,6 +21,7 @@ namespace tidepool::planner {
 namespace {
 
 using testing::AddRandomDiversePods;
+using testing::Adds;
 using testing::DiverseKind;
 using testing::DiversePod;
 using testing::RenderPlan;
@@ -36,12 +37,6 @@ std::string render_zones(const std::map<std::string, int>& per_zone) {
   std::string out;
   for (const auto& [zone, n] : per_zone) out += fmt::format("{}={} ", zone, n);
   return out;
-}
-
-std::map<std::string, int> Adds(const ScaleUpPlan& plan) {
-  std::map<std::string, int> adds;
-  for (const auto& u : plan.scale_ups) adds[u.pool] = u.add;
-  return adds;
 }
 
 // One 4-cpu pool per zone at one price.
