@@ -304,15 +304,11 @@ int RunRunCommand(const RunFlags& f) {
   controller::ApiClusterWriter writer(
       api, clock, {.status_namespace = lease->namespace_, .reporting_instance = lease->identity});
 
-  // The Lease's own client: a renewal that hangs (a connection the network drops without a reset)
-  // gives up at the renew deadline, as client-go's does, and the next try goes out at once. On the
-  // shared client it waited out the 30 s request timeout, 20 s after the lease had lapsed.
-  kube::ApiClient lease_api(*client_config, lease->renew_deadline);
   std::unique_ptr<kube::LeaderElector> elector;
   controller::ControllerOptions options;
   options.dry_run = f.dry_run;
   if (f.leader_elect) {
-    elector = std::make_unique<kube::LeaderElector>(lease_api, *lease, clock);
+    elector = std::make_unique<kube::LeaderElector>(api, *lease, clock);
     options.is_leader = [e = elector.get()] { return e->IsLeader(); };
   }
   options.metrics = &metrics;

@@ -459,6 +459,30 @@ TEST_F(FakeServerTest, ListAllFollowsContinue) {
   EXPECT_EQ(all->continue_token, "");
 }
 
+// A request that hangs gives up at its own timeout, not the client's (30 s here), and a later
+// request on the same client goes on as usual.
+TEST_F(FakeServerTest, ARequestsOwnTimeoutBoundsIt) {
+  server_.Put("/apis/coordination.k8s.io/v1/namespaces/ns/leases/l",
+              [this](const httplib::Request&, httplib::Response& res) {
+                for (int i = 0; i < 100 && !stop_streams_; ++i)
+                  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                res.set_content("{}", "application/json");
+              });
+  server_.Get("/apis/coordination.k8s.io/v1/namespaces/ns/leases/l",
+              [](const httplib::Request&, httplib::Response& res) {
+                res.set_content(R"({"kind":"Lease"})", "application/json");
+              });
+  ApiClient client(Config());
+  const std::string path = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l";
+  auto put = client.Update(path, nlohmann::json{{"kind", "Lease"}}, std::chrono::milliseconds(300));
+  ASSERT_FALSE(put);  // the handler answers after 10 s
+  EXPECT_EQ(put.error().code(), Error::Code::kUnavailable);
+  auto got = client.Get(path, std::chrono::seconds(5));
+  ASSERT_TRUE(got) << got.error().message();
+  EXPECT_EQ((*got)["kind"], "Lease");
+  stop_streams_ = true;
+}
+
 TEST_F(FakeServerTest, UnreachableServerIsUnavailable) {
   ClientConfig c;
   c.server = "http://127.0.0.1:1";

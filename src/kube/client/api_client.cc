@@ -343,12 +343,13 @@ std::string_view VerbOf(std::string_view method, std::string_view path) {
 }  // namespace
 
 Result<net::Response> ApiClient::Call(const std::string& method, const std::string& path,
-                                      const std::string& body, std::string_view content_type) {
+                                      const std::string& body, std::string_view content_type,
+                                      Duration timeout) {
   net::Request request;
   request.method = method;
   request.url = config_.server + path;
   request.body = body;
-  request.timeout = request_timeout_;
+  request.timeout = timeout > Duration::zero() ? timeout : request_timeout_;
   auto headers = Headers(content_type);
   if (!headers) return std::unexpected(headers.error().Wrap(fmt::format("{} {}", method, path)));
   request.headers = std::move(*headers);
@@ -399,8 +400,8 @@ bool ApiClient::Reachable() const {
   return !unreachable_;
 }
 
-Result<nlohmann::json> ApiClient::Get(const std::string& path) {
-  TIDEPOOL_ASSIGN_OR_RETURN(net::Response response, Call("GET", path, "", ""));
+Result<nlohmann::json> ApiClient::Get(const std::string& path, Duration timeout) {
+  TIDEPOOL_ASSIGN_OR_RETURN(net::Response response, Call("GET", path, "", "", timeout));
   return ParseBody("GET", path, response);
 }
 
@@ -464,15 +465,16 @@ Result<ListPage> ApiClient::ListAll(const std::string& collection, int page_size
 }
 
 Result<nlohmann::json> ApiClient::Create(const std::string& collection,
-                                         const nlohmann::json& object) {
+                                         const nlohmann::json& object, Duration timeout) {
   TIDEPOOL_ASSIGN_OR_RETURN(net::Response response,
-                            Call("POST", collection, Dump(object), "application/json"));
+                            Call("POST", collection, Dump(object), "application/json", timeout));
   return ParseBody("POST", collection, response);
 }
 
-Result<nlohmann::json> ApiClient::Update(const std::string& path, const nlohmann::json& object) {
+Result<nlohmann::json> ApiClient::Update(const std::string& path, const nlohmann::json& object,
+                                         Duration timeout) {
   TIDEPOOL_ASSIGN_OR_RETURN(net::Response response,
-                            Call("PUT", path, Dump(object), "application/json"));
+                            Call("PUT", path, Dump(object), "application/json", timeout));
   return ParseBody("PUT", path, response);
 }
 

@@ -110,14 +110,18 @@ class ApiClient {
   // Called after every request (from the calling thread). Set before any request is made.
   void SetObserver(RequestObserver observer) { observer_ = std::move(observer); }
 
-  Result<nlohmann::json> Get(const std::string& path);
+  // `timeout` on Get, Create and Update: this request's, for a caller that must give up sooner
+  // than the client's request timeout (the Lease's renewals); zero: the client's.
+  Result<nlohmann::json> Get(const std::string& path, Duration timeout = {});
   Result<ListPage> List(const std::string& collection, int limit,
                         const std::string& continue_token = "");
   // Follows `continue` until done; the resourceVersion is the first page's. When a continue
   // token expires mid-way (410), the list starts over (at most 3 times, then kExpired).
   Result<ListPage> ListAll(const std::string& collection, int page_size = 500);
-  Result<nlohmann::json> Create(const std::string& collection, const nlohmann::json& object);
-  Result<nlohmann::json> Update(const std::string& path, const nlohmann::json& object);  // PUT
+  Result<nlohmann::json> Create(const std::string& collection, const nlohmann::json& object,
+                                Duration timeout = {});
+  Result<nlohmann::json> Update(const std::string& path, const nlohmann::json& object,
+                                Duration timeout = {});  // PUT
   Result<nlohmann::json> Patch(const std::string& path, const nlohmann::json& patch,
                                PatchType type = PatchType::kMerge);
   // DELETE with optional preconditions (uid / resourceVersion). kNotFound when already gone.
@@ -157,7 +161,8 @@ class ApiClient {
  private:
   struct TokenCache;
   Result<net::Response> Call(const std::string& method, const std::string& path,
-                             const std::string& body, std::string_view content_type);
+                             const std::string& body, std::string_view content_type,
+                             Duration timeout = {});
   Result<std::vector<std::pair<std::string, std::string>>> Headers(std::string_view content_type);
   Result<std::string> BearerToken();
   // Removes the bearer token from an error message, should a server or library echo it.

@@ -81,10 +81,13 @@ std::string LeaderElector::Holder() const {
 }
 
 Result<bool> LeaderElector::TryAcquireOrRenew() {
+  // Each request gives up at the renew deadline, as client-go's renewals do: one that hung for the
+  // client's request timeout (a connection dropped without a reset) kept the Lease lost for that
+  // long after the API answered again.
   const std::string path = LeasePath();
   for (int attempt = 0; attempt < 2; ++attempt) {
     Time now = clock_.Now();
-    auto got = client_.Get(path);
+    auto got = client_.Get(path, config_.renew_deadline);
     if (!got && got.error().code() == Error::Code::kNotFound) {
       Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
                     {"kind", "Lease"},
@@ -95,8 +98,9 @@ Result<bool> LeaderElector::TryAcquireOrRenew() {
                       {"acquireTime", FormatMicroTime(now)},
                       {"renewTime", FormatMicroTime(now)},
                       {"leaseTransitions", 0}}}};
-      auto created = client_.Create(
-          CollectionPath("coordination.k8s.io/v1", "leases", config_.namespace_), lease);
+      auto created =
+          client_.Create(CollectionPath("coordination.k8s.io/v1", "leases", config_.namespace_),
+                         lease, config_.renew_deadline);
       if (created) {
         std::lock_guard lock(mu_);
         observed_record_ = RecordOf((*created)["spec"]);
@@ -140,7 +144,8 @@ Result<bool> LeaderElector::TryAcquireOrRenew() {
       spec["acquireTime"] = FormatMicroTime(now);
     }
     spec["leaseTransitions"] = ours ? transitions : transitions + 1;
-    auto written = client_.Update(path, lease);  // metadata.resourceVersion: the precondition
+    auto written = client_.Update(
+        path, lease, config_.renew_deadline);  // metadata.resourceVersion: the precondition
     if (written) {
       std::lock_guard lock(mu_);
       observed_record_ = RecordOf((*written)["spec"]);
@@ -160,7 +165,7 @@ Result<bool> LeaderElector::TryAcquireOrRenew() {
 Result<void> LeaderElector::Release() {
   bool was_leader = leader_.exchange(false);
   const std::string path = LeasePath();
-  auto got = client_.Get(path);
+  auto got = client_.Get(path, config_.renew_deadline);
   if (!got) {
     return got.error().code() == Error::Code::kNotFound ? Result<void>()
                                                         : std::unexpected(got.error());
@@ -175,7 +180,7 @@ Result<void> LeaderElector::Release() {
   spec["leaseDurationSeconds"] = 1;
   spec["renewTime"] = FormatMicroTime(now);
   spec["acquireTime"] = FormatMicroTime(now);
-  auto written = client_.Update(path, lease);
+  auto written = client_.Update(path, lease, config_.renew_deadline);
   if (!written) return std::unexpected(written.error().Wrap("release lease"));
   std::lock_guard lock(mu_);
   holder_.clear();
