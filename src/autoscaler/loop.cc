@@ -139,8 +139,11 @@ void Autoscaler::Finish(const StepContext& ctx, bool quiet) {
   if (!outbox_.empty()) t.Wake(now);
   // Nodes younger than delayAfterAdd are not scale-down candidates yet.
   if (quiet) {
+    NameMap<const model::Node*>::Walker nodes(ctx.nodes);  // pool_of is in name order too
     for (const auto& [name, pool] : ctx.pool_of) {
-      const model::Node& node = *ctx.nodes.at(name);
+      auto it = nodes.find(name);
+      TIDEPOOL_CHECK(it != ctx.nodes.end());
+      const model::Node& node = *it->second;
       if (node.meta.creation_timestamp) {
         t.Decide(*node.meta.creation_timestamp + config_.scale_down.delay_after_add);
       }

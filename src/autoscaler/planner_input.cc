@@ -11,10 +11,10 @@ void AddDeletionTaint(model::Node& node) {
   }
 }
 
-// The node as scale-up sees it, or nullptr to leave it out.
-const model::Node* ForScaleUp(StepContext& ctx, std::string_view name, const model::Node* node,
-                              bool removing) {
-  auto cls = ctx.node_class.find(name);
+// The node as scale-up sees it, or nullptr to leave it out. `cls`: its class, or the end of
+// ctx.node_class when unmanaged.
+const model::Node* ForScaleUp(StepContext& ctx, NameMap<NodeClass>::const_iterator cls,
+                              const model::Node* node, bool removing) {
   if (cls == ctx.node_class.end()) return node;  // unmanaged: its free capacity counts
   switch (cls->second) {
     case NodeClass::kGone:
@@ -57,12 +57,14 @@ planner::PlannerInput BuildPlannerInput(StepContext& ctx, InputFor purpose,
                                         const std::function<bool(std::string_view)>& removing,
                                         const std::set<std::string_view>* adopting) {
   planner::PlannerInput in = ctx.base;
+  // Both in name order: the classes are walked along with the nodes.
+  NameMap<NodeClass>::Walker classes(ctx.node_class);
   for (const auto& [name, node] : ctx.nodes) {
     const model::Node* seen = nullptr;
+    auto cls = classes.find(name);
     if (purpose == InputFor::kScaleUp) {
-      seen = ForScaleUp(ctx, name, node, removing(name));
+      seen = ForScaleUp(ctx, cls, node, removing(name));
     } else {
-      auto cls = ctx.node_class.find(name);
       if (cls != ctx.node_class.end() && cls->second == NodeClass::kGone) continue;
       bool adopt =
           purpose == InputFor::kAdoption && adopting != nullptr && adopting->contains(name);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -44,6 +45,34 @@ class NameMap {
     TIDEPOOL_CHECK_MSG(it != end(), "NameMap::at: no such name");
     return it->second;
   }
+
+  // Looks up names asked in name order (nodes walked in name order, looked up in a map of some
+  // of them): each search goes on from where the last one ended, so a walk costs one pass over
+  // the map, not a binary search per name. A name asked out of order is searched for anew. A view
+  // of the very bytes of an entry's name (the map's names are often views of the caller's)
+  // matches without comparing them.
+  class Walker {
+   public:
+    explicit Walker(const NameMap& map) : map_(map), at_(map.begin()) {}
+    const_iterator find(std::string_view name) {
+      const const_iterator end = map_.end();
+      if (at_ != end && SameBytes(at_->first, name)) return at_;
+      if (at_ != end && at_->first < name) {
+        do ++at_;
+        while (at_ != end && !SameBytes(at_->first, name) && at_->first < name);
+      } else if (at_ != map_.begin() && !(std::prev(at_)->first < name)) {
+        at_ = map_.LowerBound(name);  // asked out of order
+      }
+      return at_ != end && (SameBytes(at_->first, name) || at_->first == name) ? at_ : end;
+    }
+
+   private:
+    static bool SameBytes(std::string_view a, std::string_view b) {
+      return a.data() == b.data() && a.size() == b.size();
+    }
+    const NameMap& map_;
+    const_iterator at_;
+  };
 
   const_iterator begin() const { return entries_.begin(); }
   const_iterator end() const { return entries_.end(); }

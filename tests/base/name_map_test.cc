@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -49,6 +50,35 @@ TEST(NameMap, MatchesAMapForAnyOrderOfNames) {
     }
     EXPECT_FALSE(m.contains("node-"));
     EXPECT_FALSE(m.contains("node-99"));
+  }
+}
+
+// A walker answers as find() does, whatever the order of the names asked: in name order (the
+// use it is for), out of order, repeated, absent, and as views of the map's own bytes or copies.
+TEST(NameMap, AWalkerFindsWhatFindFinds) {
+  std::mt19937 rng(9);
+  std::vector<std::string> names;
+  for (int i = 0; i < 60; ++i) names.push_back("node-" + std::to_string(i));
+  for (int round = 0; round < 300; ++round) {
+    NameMap<int> m;
+    for (size_t k = 0; k < names.size(); ++k)
+      if (rng() % 3 != 0) m.Add(names[k], static_cast<int>(k));
+    std::vector<std::string> copies = names;  // the same names in other bytes
+    copies.push_back("node-");
+    copies.push_back("zzz");
+    std::vector<std::string_view> asked;
+    for (size_t k = 0; k < copies.size(); ++k)
+      asked.push_back(k < names.size() && rng() % 2 == 0 ? std::string_view(names[k])
+                                                         : std::string_view(copies[k]));
+    std::sort(asked.begin(), asked.end());
+    if (round % 3 == 1) std::shuffle(asked.begin(), asked.end(), rng);
+    if (round % 3 == 2) {  // mostly in order, a few asked again or out of place
+      for (int swaps = 0; swaps < 5; ++swaps)
+        std::swap(asked[rng() % asked.size()], asked[rng() % asked.size()]);
+      asked.insert(asked.begin() + static_cast<long>(rng() % asked.size()), asked[rng() % 10]);
+    }
+    NameMap<int>::Walker walker(m);
+    for (std::string_view name : asked) ASSERT_EQ(walker.find(name), m.find(name)) << name;
   }
 }
 
