@@ -22,7 +22,7 @@ void RuntimeTracker::Observe(const std::vector<const model::Pod*>& pods, Time no
     }
     ++it->second.count;
     it->second.total += std::max(Duration::zero(), now - *pod->start_time);
-    hints_.by_owner[key] = it->second.total / it->second.count;
+    hints_.Set(key, it->second.total / it->second.count);
   }
   std::erase_if(seen_, [&](const std::string& uid) { return !present.contains(uid); });
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "planner/cluster.h"
 
@@ -74,10 +75,25 @@ Result<void> ReadProgress(const model::Pod& pod, Time start, Time now, PodDisrup
 Time WeighTime(Time now) { return std::chrono::floor<std::chrono::minutes>(now); }
 Time NextWeighTime(Time now) { return WeighTime(now) + std::chrono::minutes(1); }
 
+void RuntimeHints::Set(const std::string& owner, Duration runtime) {
+  static std::atomic<uint64_t> last_version{0};
+  by_owner_[owner] = runtime;
+  version_ = ++last_version;
+}
+
+const Duration* RuntimeHints::Find(const std::string& owner) const {
+  auto it = by_owner_.find(owner);
+  return it == by_owner_.end() ? nullptr : &it->second;
+}
+
 std::string RuntimeOwnerKey(const model::Pod& pod) {
   const model::OwnerReference* c = pod.meta.Controller();
   if (c == nullptr) return "";
-  return fmt::format("{}/{}/{}", pod.meta.namespace_, c->kind, c->name);
+  const std::string& ns = pod.meta.namespace_;
+  std::string key;
+  key.reserve(ns.size() + c->kind.size() + c->name.size() + 2);
+  key.append(ns).append(1, '/').append(c->kind).append(1, '/').append(c->name);
+  return key;
 }
 
 bool DeclaresRestartable(const model::Pod& pod) {
@@ -131,10 +147,9 @@ Result<RemainingRuntime> ExpectedRemaining(const model::Pod& pod, Duration elaps
                             DurationAnnotation(pod, kExpectedRuntimeAnnotation));
   RemainingRuntime out;
   out.basis = HorizonBasis::kAnnotated;
-  if (!expected && hints != nullptr && !hints->by_owner.empty()) {
-    auto it = hints->by_owner.find(RuntimeOwnerKey(pod));
-    if (it != hints->by_owner.end()) {
-      expected = it->second;
+  if (!expected && hints != nullptr && !hints->empty()) {
+    if (const Duration* learned = hints->Find(RuntimeOwnerKey(pod))) {
+      expected = *learned;
       out.basis = HorizonBasis::kLearned;
     }
   }

@@ -2,6 +2,7 @@
 // away, and whether removing its node saves enough to pay for it. Pure: time comes in as `now`.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,8 +31,21 @@ Time WeighTime(Time now);
 Time NextWeighTime(Time now);  // WeighTime(now) + one minute
 
 // What the loop has observed: mean runtime of finished pods per owner (RuntimeOwnerKey).
-struct RuntimeHints {
-  std::unordered_map<std::string, Duration> by_owner;
+// version() names the contents: every Set changes it to a number no hints object in the process
+// had before, so what a pass derived from one version (ScaleDownMemo) is never taken for another.
+class RuntimeHints {
+ public:
+  void Set(const std::string& owner, Duration runtime);
+  // The runtime learned for `owner`, or nullptr.
+  const Duration* Find(const std::string& owner) const;
+  size_t size() const { return by_owner_.size(); }
+  bool empty() const { return by_owner_.empty(); }
+  // 0 while empty (as every hints object starts: all empty hints say the same).
+  uint64_t version() const { return version_; }
+
+ private:
+  std::unordered_map<std::string, Duration> by_owner_;
+  uint64_t version_ = 0;
 };
 
 // "namespace/Kind/name" of the pod's controller, or "" for a pod without one.

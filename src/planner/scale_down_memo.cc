@@ -34,7 +34,17 @@ ScaleDownMemo::Node* ScaleDownMemo::Keep(sched::NodeIndex i, const model::Node* 
   n.facts.clear();
   n.node_facts = scale_down_detail::NodeFacts::Of(*node);
   n.utilization.reset();
+  n.disruptions_ = {};
   return &n;
+}
+
+ScaleDownMemo::Node::Disruptions& ScaleDownMemo::Node::DisruptionsAt(Time at, uint64_t hints) {
+  if (disruptions_.at != at || disruptions_.hints != hints) {
+    disruptions_ = {};
+    disruptions_.at = at;
+    disruptions_.hints = hints;
+  }
+  return disruptions_;
 }
 
 }  // namespace tidepool::planner

@@ -5,12 +5,14 @@
 // of them (PodFacts); on a cluster where few nodes change between passes that is the same answer,
 // pass after pass. (Each node's pool is kept apart, for both planners: SlotPools.)
 //
-// Only what depends on the node and its pods alone is kept: anything that depends on the time
-// (delayAfterAdd, a training pod's expected remaining runtime), on other nodes (where pods fit) or
-// on other objects (PDBs) is computed again by every pass. The model's stamps (ClusterModel::Stamp)
-// say which nodes changed. Every kFullPassEvery passes the memo forgets everything, so a pass
-// reads every node afresh (a safety net); the model's debug mode (ClusterModel::SetVerify)
-// compares each pass that used the memo with one that built its own snapshot.
+// Only what depends on the node and its pods alone is kept, and what consolidation weighs of
+// them (a training pod's work lost and expected remaining runtime) at one weigh minute under one
+// version of the runtime hints: anything else that depends on the time (delayAfterAdd), on other
+// nodes (where pods fit) or on other objects (PDBs) is computed again by every pass. The model's
+// stamps (ClusterModel::Stamp) say which nodes changed. Every kFullPassEvery passes the memo
+// forgets everything, so a pass reads every node afresh (a safety net); the model's debug mode
+// (ClusterModel::SetVerify) compares each pass that used the memo with one that built its own
+// snapshot.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include "model/node.h"
 #include "model/pod.h"
 #include "planner/decision.h"
+#include "planner/disruption.h"
 #include "planner/model_key.h"
 #include "planner/scale_down_placer.h"
 #include "sched/snapshot.h"
@@ -45,6 +48,24 @@ class ScaleDownMemo {
     scale_down_detail::NodeFacts node_facts;
     // Its utilization (the requests of its pods that move against its allocatable), once read.
     std::optional<NodeUtilization> utilization;
+
+    // What consolidation weighed of its pods at one weigh time (WeighTime) under one version of
+    // the runtime hints (RuntimeHints::version): a pure function of those, the node and its pods,
+    // so it holds until one of them changes. `pods` by index into `facts` (unset: not weighed
+    // yet); `horizon`: the longest expected remaining runtime of its pods that move.
+    struct Disruptions {
+      Time at{};
+      uint64_t hints = 0;
+      std::vector<std::optional<PodDisruption>> pods;
+      std::optional<Duration> horizon;
+    };
+    // The record for weigh time `at` and hints version `hints`: this one, emptied first when it
+    // was for another.
+    Disruptions& DisruptionsAt(Time at, uint64_t hints);
+
+   private:
+    friend class ScaleDownMemo;  // Keep empties it
+    Disruptions disruptions_;
   };
 
   // Starts a pass on `model` planned with `config`. Forgets everything when either is not the

@@ -204,8 +204,10 @@ void ScaleDownRun::UndoSimulate(NodeIndex c, bool was_usable,
 
 Duration ScaleDownRun::PassHorizon(NodeIndex n) {
   if (horizon_[n] != kUnknown) return horizon_[n];
-  OwnPodsFromModel(n);
   const NodeEntry& e = entries_[n];
+  ScaleDownMemo::Node::Disruptions* kept = KeptDisruptions(e);
+  if (kept != nullptr && kept->horizon) return horizon_[n] = *kept->horizon;
+  OwnPodsFromModel(n);
   const model::ConsolidationConfig& c = config_.consolidation;
   Duration h{};
   for (const model::Pod* pod : e.own) {
@@ -217,6 +219,7 @@ Duration ScaleDownRun::PassHorizon(NodeIndex n) {
                                            input_.runtime_hints, WeighTime(input_.now));
     h = std::max(h, d ? d->remaining : c.max_horizon);
   }
+  if (kept != nullptr) kept->horizon = h;
   return horizon_[n] = h;
 }
 

@@ -277,7 +277,7 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
     }
     if (!blockers) continue;
     // `own` is in namespace/name order: the first blocker found is the one to report.
-    std::string blocker = PodBlocker(e, facts_.back());
+    std::string blocker = PodBlocker(e, facts_.back(), kept != nullptr ? k : kNoMemo);
     WeighedPods& w = Weighed(e);
     if (!blocker.empty() && w.blocker_pod == nullptr) {
       w.blocker = std::move(blocker);
@@ -340,7 +340,13 @@ void ScaleDownRun::ReadCandidatePods(NodeIndex i) {
   WeighConsolidation(e);
 }
 
-std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f) {
+ScaleDownMemo::Node::Disruptions* ScaleDownRun::KeptDisruptions(const NodeEntry& e) const {
+  if (e.memo == nullptr) return nullptr;
+  const RuntimeHints* hints = input_.runtime_hints;
+  return &e.memo->DisruptionsAt(WeighTime(input_.now), hints != nullptr ? hints->version() : 0);
+}
+
+std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f, size_t k) {
   f.ResolveEviction();
   const model::Pod& pod = *f.pod;
   if (f.eviction_rules) {
@@ -354,10 +360,19 @@ std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f) {
     w.other_pods = true;
     return "";
   }
+  // The memo's, when this pod was weighed at this weigh time before (the node and pods unchanged).
+  std::optional<PodDisruption>* kept = nullptr;
+  if (ScaleDownMemo::Node::Disruptions* memo = k != kNoMemo ? KeptDisruptions(e) : nullptr) {
+    if (memo->pods.size() <= k) memo->pods.resize(e.own.size());
+    kept = &memo->pods[k];
+  }
   Result<PodDisruption> d =
-      DisruptionOf(pod, *e.node, e.pool->price_per_hour, config_.consolidation,
-                   input_.runtime_hints, WeighTime(input_.now));
+      kept != nullptr && kept->has_value()
+          ? Result<PodDisruption>(**kept)
+          : DisruptionOf(pod, *e.node, e.pool->price_per_hour, config_.consolidation,
+                         input_.runtime_hints, WeighTime(input_.now));
   if (!d) return fmt::format("pod {} is not evictable: {}", pod.Key(), d.error().message());
+  if (kept != nullptr) *kept = *d;
   // The pod's facts were added just before (AddPods).
   fact_remaining_.resize(facts_.size(), config_.consolidation.max_horizon);
   fact_remaining_.back() = d->remaining;

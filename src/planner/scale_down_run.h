@@ -213,7 +213,12 @@ class ScaleDownRun {
   static bool HasPodsToMove(const NodeEntry& e) { return !e.own.empty() || e.deferred; }
   // Why the pod of `f` (a kMove pod of candidate `e`) may not be evicted, or ""; a running
   // training pod that consolidation weighs goes into its WeighedPods::training instead.
-  std::string PodBlocker(NodeEntry& e, PodFacts& f);
+  // `k`: the pod's index in the memo's facts of the node (kNoMemo: none), where its disruption
+  // is kept for the passes at the same weigh time.
+  std::string PodBlocker(NodeEntry& e, PodFacts& f, size_t k);
+  static constexpr size_t kNoMemo = SIZE_MAX;
+  // What the memo keeps of consolidation's weighing of `e` at this pass's weigh time, or nullptr.
+  ScaleDownMemo::Node::Disruptions* KeptDisruptions(const NodeEntry& e) const;
   void WeighConsolidation(NodeEntry& e);
   // Expected remaining runtime of a pod that moves (facts index): its PodDisruption's when it is
   // a weighed training pod, else maxHorizon.

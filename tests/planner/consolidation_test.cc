@@ -188,7 +188,7 @@ TEST(Consolidation, ChargesTheDestinationForRunningLonger) {
 TEST(Consolidation, LearnedRuntimeSetsTheHorizon) {
   TrainingCase t(hours(2));
   RuntimeHints hints;
-  hints.by_owner["ml/Job/train"] = hours(2) + minutes(20);
+  hints.Set("ml/Job/train", hours(2) + minutes(20));
   PlannerInput in = t.c.Input();
   in.runtime_hints = &hints;
   ScaleDownPlan plan = ScaleDownPlanner().Plan(in, NoRateLimit());

@@ -883,6 +883,7 @@ struct ModelledCase {
   sched::ClusterModel model;
   std::deque<model::Node> copies;
   PlannerInput built, forked;
+  RuntimeHints hints;  // both inputs', learned between passes (ApplyRandomDeltas)
 };
 
 std::unique_ptr<ModelledCase> Modelled(const Case& original) {
@@ -903,6 +904,7 @@ std::unique_ptr<ModelledCase> Modelled(const Case& original) {
   // The case owns its objects; the model only points at them.
   auto borrow = [](const auto* object) { return sched::ClusterModel::Borrow(object); };
   m->built = m->c.Input();
+  m->built.runtime_hints = &m->hints;
   m->forked = m->built;
   auto tainted = [&](const model::Node& n) -> const model::Node* {
     model::Node& copy = m->copies.emplace_back(n);
@@ -961,8 +963,9 @@ TEST(PlannerProperties, ScaleDownOnTheClusterModelPlansWhatABuiltSnapshotPlans) 
 }
 
 // Deltas between two passes, as a driver feeds them: pods moved to another node, finished,
-// unbound or deleted; nodes changed (a new slot); time going on (delayAfterAdd and the training
-// pods' verdicts change with it, and the memo must not keep them).
+// unbound or deleted; nodes changed (a new slot); a runtime learned for an owner, and time going
+// on, within the weigh minute or past it (delayAfterAdd and the training pods' verdicts change
+// with them, and the memo keeps those only for one weigh minute and version of the hints).
 void ApplyRandomDeltas(Gen& g, ModelledCase& m) {
   auto borrow = [](const auto* object) { return sched::ClusterModel::Borrow(object); };
   const int changes = g.Int(0, 4);
@@ -991,7 +994,14 @@ void ApplyRandomDeltas(Gen& g, ModelledCase& m) {
     TIDEPOOL_CHECK(m.model.SetPod(borrow(&pod)).has_value());
   }
   m.forked.unbound = m.model.Unbound();
-  const Duration later = std::chrono::minutes(g.Int(0, 20));
+  std::vector<const Pod*> weighed;  // the pods whose horizon a learned runtime may set
+  for (const Pod& p : m.c.pods)
+    if (ConsolidationWeighs(p) && !RuntimeOwnerKey(p).empty()) weighed.push_back(&p);
+  if (!weighed.empty() && g.Chance(0.6)) {
+    const Pod& pod = *weighed[static_cast<size_t>(g.Int(0, static_cast<int>(weighed.size()) - 1))];
+    m.hints.Set(RuntimeOwnerKey(pod), std::chrono::minutes(g.Int(1, 900)));
+  }
+  const Duration later = std::chrono::seconds(g.Int(0, 20 * 60));
   m.built.now += later;
   m.forked.now += later;
 }
