@@ -51,15 +51,18 @@ const PoolObservation* PoolTracker::Reported(const Observation& obs, size_t i,
 }
 
 void PoolTracker::Remember(StepContext& ctx) {
-  // Both maps are in name order: one walk finds where each node is or goes.
+  // Both maps are in name order, each name once: one walk finds where each node is or goes, with
+  // one comparison per step when they hold the same names (which share long prefixes).
   auto it = nodes_.begin();
   for (const auto& [name, node] : ctx.nodes) {
-    while (it != nodes_.end() && it->first < name) ++it;
-    if (it == nodes_.end() || it->first != name) {
+    int order = 1;  // of it->first against name
+    while (it != nodes_.end() && (order = it->first.compare(name)) < 0) ++it;
+    if (it == nodes_.end() || order != 0) {
       it = nodes_.emplace_hint(it, std::string(name), NodeMemory{});
       it->second.first_seen = ctx.now;
       ++node_changes_;
     }
+    ++it;  // the next name comes after this one
   }
 }
 
@@ -440,12 +443,15 @@ bool PoolTracker::BackoffEndedSince(Time now, const std::optional<Time>& last_pl
 }
 
 void PoolTracker::Cleanup(const StepContext& ctx) {
-  // Both maps are in name order: one walk finds the nodes that are gone.
+  // Both maps are in name order, each name once: one walk finds the nodes that are gone, with one
+  // comparison per step when they hold the same names.
   auto seen = ctx.nodes.begin();
   for (auto it = nodes_.begin(); it != nodes_.end();) {
-    while (seen != ctx.nodes.end() && seen->first < it->first) ++seen;
-    if (seen != ctx.nodes.end() && seen->first == it->first) {
+    int order = -1;  // of seen->first against it->first
+    while (seen != ctx.nodes.end() && (order = seen->first.compare(it->first)) < 0) ++seen;
+    if (seen != ctx.nodes.end() && order == 0) {
       ++it;
+      ++seen;
     } else {
       it = nodes_.erase(it);
       ++node_changes_;

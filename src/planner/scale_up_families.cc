@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <set>
@@ -84,26 +85,29 @@ bool OneOf(std::string_view key, std::span<const std::string_view> keys) {
 std::string FamilyKey(const PoolState& ps, const std::set<std::string, std::less<>>& referenced,
                       bool zone = true) {
   const Node& t = ps.pool->template_node;
-  std::string key = fmt::format("{}|{}|{}|", ps.pool->priority,
-                                static_cast<int>(ps.pool->capacity_type), t.unschedulable);
+  // Written in place: a pass keys every pool.
+  std::string key;
+  auto out = std::back_inserter(key);
+  fmt::format_to(out, "{}|{}|{}|", ps.pool->priority, static_cast<int>(ps.pool->capacity_type),
+                 t.unschedulable);
   for (const auto& [k, v] : t.labels()) {
     bool shape = OneOf(k, kShapeLabels);
     if (k == model::kLabelHostname || (shape && !referenced.contains(k))) continue;
     if (!zone && OneOf(k, kZoneLabels)) continue;
-    key += fmt::format("{}={};", k, v);
+    fmt::format_to(out, "{}={};", k, v);
   }
   key += '|';
   for (const auto& taint : t.taints)
-    key += fmt::format("{}={}:{};", taint.key, taint.value, static_cast<int>(taint.effect));
+    fmt::format_to(out, "{}={}:{};", taint.key, taint.value, static_cast<int>(taint.effect));
   key += '|';
-  for (const Pod* d : ps.ds_pods) key += fmt::format("{};", static_cast<const void*>(d));
+  for (const Pod* d : ps.ds_pods) fmt::format_to(out, "{};", static_cast<const void*>(d));
   key += '|';
   for (const model::TemplateDevices& d : ps.pool->devices) {
-    key += fmt::format("{}*{}", d.driver, d.count);
+    fmt::format_to(out, "{}*{}", d.driver, d.count);
     for (const auto& [name, a] : d.attributes)
-      key += fmt::format(",{}={}:{}:{}:{}", name, static_cast<int>(a.kind), a.int_value,
-                         a.bool_value, a.text);
-    for (const auto& [name, q] : d.capacity) key += fmt::format(",{}={}", name, q.ToString());
+      fmt::format_to(out, ",{}={}:{}:{}:{}", name, static_cast<int>(a.kind), a.int_value,
+                     a.bool_value, a.text);
+    for (const auto& [name, q] : d.capacity) fmt::format_to(out, ",{}={}", name, q.ToString());
     key += ';';
   }
   return key;
