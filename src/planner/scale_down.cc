@@ -81,6 +81,7 @@ ScaleDownPlan ScaleDownPlanner::PlanOnce(const PlannerInput& input, const ScaleD
       PassOptions all;
       all.rate_limit = false;
       all.waiting_is_removable = options.waiting_is_removable;
+      all.names_only = true;
       for (ScaleDown& sd : run.RunPass(all).plan.scale_downs) {
         out_unneeded->push_back(std::move(sd.node));
       }

@@ -339,7 +339,7 @@ std::string ScaleDownRun::RateLimitBlocker(const NodeEntry& e, const PassOptions
   return {};
 }
 
-ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
+ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b, bool describe) const {
   const NodeEntry& e = entries_[index];
   bool empty = e.own.empty();
   --b.pool_size[e.pool];
@@ -355,6 +355,7 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   sd.kind = empty                 ? RemovalKind::kEmpty
             : ReplacementReady(e) ? RemovalKind::kReplaced
                                   : RemovalKind::kUnderutilized;
+  if (!describe) return sd;
   sd.evict.reserve(e.own.size());
   for (const model::Pod* p : e.own) sd.evict.push_back(PodKey(*p));
   if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))
@@ -374,6 +375,18 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b) const {
   return sd;
 }
 
+Keep ScaleDownRun::CandidateKeep(NodeIndex c, Why r) const {
+  const NodeEntry& e = entries_[c];
+  // A busy node that no replacement takes stays for its utilization, as without the move.
+  if (e.replace_only && ReplacementOf(c) != nullptr) {
+    // Weighed, and the numbers (or the extension) keep it.
+    return Keep{Facts(c).name, "replace: " + r.text, Busy(e), ShareVerdict(PassVerdict(c)),
+                r.verdict};
+  }
+  if (e.replace_only) return Keep{Facts(c).name, e.keep, Busy(e)};
+  return Keep{Facts(c).name, std::move(r.text), {}, ShareVerdict(PassVerdict(c)), r.verdict};
+}
+
 PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   PassResult out;
   replacement_ready_ = options.replacement_ready;
@@ -388,7 +401,7 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
   // bytes per node: most nodes are not candidates); every managed node's Keep goes out in name
   // order at the end.
   std::vector<Keep> kept;
-  std::vector<uint32_t> kept_at(entries_.size(), kNotKept);
+  std::vector<uint32_t> kept_at(options.names_only ? 0 : entries_.size(), kNotKept);
   std::vector<NodeIndex> unplaced;  // for the replace move of several nodes
   for (NodeIndex c : order_) {
     const NodeEntry& e = entries_[c];
@@ -399,25 +412,18 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
         unplaced.push_back(c);
     }
     if (!r.empty()) {
-      kept_at[c] = static_cast<uint32_t>(kept.size());
-      // A busy node that no replacement takes stays for its utilization, as without the move.
-      if (e.replace_only && ReplacementOf(c) != nullptr) {
-        // Weighed, and the numbers (or the extension) keep it.
-        kept.push_back(Keep{Facts(c).name, "replace: " + r.text, Busy(e),
-                            ShareVerdict(PassVerdict(c)), r.verdict});
-      } else if (e.replace_only) {
-        kept.push_back(Keep{Facts(c).name, e.keep, Busy(e)});
-      } else {
-        kept.push_back(
-            Keep{Facts(c).name, std::move(r.text), {}, ShareVerdict(PassVerdict(c)), r.verdict});
+      if (!options.names_only) {
+        kept_at[c] = static_cast<uint32_t>(kept.size());
+        kept.push_back(CandidateKeep(c, std::move(r)));
       }
       continue;
     }
-    out.plan.scale_downs.push_back(Remove(c, budget));
+    out.plan.scale_downs.push_back(Remove(c, budget, /*describe=*/!options.names_only));
   }
   for (NodeIndex c : ReplaceTogether(unplaced, options, budget, out.plan.scale_downs))
-    kept_at[c] = kNotKept;
+    if (!options.names_only) kept_at[c] = kNotKept;
   if (options.restore) snapshot_.Revert();
+  if (options.names_only) return out;
 
   out.plan.keep.reserve(by_name_.size() - out.plan.scale_downs.size());
   for (NodeIndex i : by_name_) {

@@ -105,6 +105,9 @@ struct PassOptions {
   const std::vector<std::string>* replacement_group_ready = nullptr;
   // ScaleDownOptions::waiting_is_removable.
   bool waiting_is_removable = false;
+  // Only the names of the nodes removed are asked (the unneeded pass): the plan has no Keeps, and
+  // its ScaleDowns only their node, pool and kind.
+  bool names_only = false;
 };
 
 // Why a candidate stays in this pass: words, and whether its verdict's words follow them (a
@@ -316,8 +319,11 @@ class ScaleDownRun {
   std::string PoolMinBlocker(const NodeEntry& e, const PassBudget& b) const;
   std::string NotYetBlocker(const NodeEntry& e, const PassOptions& options) const;
   std::string RateLimitBlocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
-  // Accounts the removal of `e` in the budget and describes it.
-  ScaleDown Remove(NodeIndex index, PassBudget& b) const;
+  // Why candidate `c` stays in this pass, as the plan says it (`r`: the pass's words).
+  Keep CandidateKeep(NodeIndex c, Why r) const;
+  // Accounts the removal of `e` in the budget and describes it (without `describe`: its node,
+  // pool and kind only).
+  ScaleDown Remove(NodeIndex index, PassBudget& b, bool describe = true) const;
   // Removes candidate `c` inside a snapshot layer and moves its pods; commits and returns ""
   // when all of them found a place, else reverts and returns the reason.
   Why Simulate(NodeIndex c, std::vector<std::pair<std::string, std::string>>* moves, Amounts& free,
