@@ -24,10 +24,16 @@ class Pass {
     // The instance behind each snapshot slot; nodes are tried in name order, as the joined
     // nodes are listed, so that ties go to the same node whatever the slots' order.
     instance_.assign(snap_.NodeSlots(), -1);
+    // Both in name order, each name once: one walk, one comparison per step.
+    const auto& joined = cloud.joined();
+    auto it = joined.begin();
     for (sched::NodeIndex i : by_name_) {
-      auto it = cloud.joined().find(snap_.Get(i).node->name());
-      TIDEPOOL_CHECK(it != cloud.joined().end());
+      const std::string& name = snap_.Get(i).node->name();
+      int order = -1;  // of it->first against name
+      while (it != joined.end() && (order = it->first.compare(name)) < 0) ++it;
+      TIDEPOOL_CHECK(it != joined.end() && order == 0);
       instance_[i] = it->second;
+      ++it;
     }
   }
 
