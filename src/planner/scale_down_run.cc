@@ -265,6 +265,10 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
   if (kept == nullptr && !std::is_sorted(e.own.begin(), e.own.end(), ByKey))
     std::stable_sort(e.own.begin(), e.own.end(), ByKey);
   e.own_facts.reserve(e.own.size());
+  // Where the memo keeps the pods' disruptions at this pass's weigh time, slot by slot with `own`.
+  ScaleDownMemo::Node::Disruptions* weighed =
+      kept != nullptr && blockers ? KeptDisruptions(e) : nullptr;
+  if (weighed != nullptr) weighed->pods.resize(e.own.size());
   for (size_t k = 0; k < e.own.size(); ++k) {
     const model::Pod* pod = e.own[k];
     e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
@@ -277,7 +281,8 @@ void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
     }
     if (!blockers) continue;
     // `own` is in namespace/name order: the first blocker found is the one to report.
-    std::string blocker = PodBlocker(e, facts_.back(), kept != nullptr ? k : kNoMemo);
+    std::string blocker =
+        PodBlocker(e, facts_.back(), weighed != nullptr ? &weighed->pods[k] : nullptr);
     WeighedPods& w = Weighed(e);
     if (!blocker.empty() && w.blocker_pod == nullptr) {
       w.blocker = std::move(blocker);
@@ -346,7 +351,8 @@ ScaleDownMemo::Node::Disruptions* ScaleDownRun::KeptDisruptions(const NodeEntry&
   return &e.memo->DisruptionsAt(WeighTime(input_.now), hints != nullptr ? hints->version() : 0);
 }
 
-std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f, size_t k) {
+std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f,
+                                     std::optional<PodDisruption>* kept) {
   f.ResolveEviction();
   const model::Pod& pod = *f.pod;
   if (f.eviction_rules) {
@@ -361,11 +367,6 @@ std::string ScaleDownRun::PodBlocker(NodeEntry& e, PodFacts& f, size_t k) {
     return "";
   }
   // The memo's, when this pod was weighed at this weigh time before (the node and pods unchanged).
-  std::optional<PodDisruption>* kept = nullptr;
-  if (ScaleDownMemo::Node::Disruptions* memo = k != kNoMemo ? KeptDisruptions(e) : nullptr) {
-    if (memo->pods.size() <= k) memo->pods.resize(e.own.size());
-    kept = &memo->pods[k];
-  }
   Result<PodDisruption> d =
       kept != nullptr && kept->has_value()
           ? Result<PodDisruption>(**kept)

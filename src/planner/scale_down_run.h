@@ -216,10 +216,9 @@ class ScaleDownRun {
   static bool HasPodsToMove(const NodeEntry& e) { return !e.own.empty() || e.deferred; }
   // Why the pod of `f` (a kMove pod of candidate `e`) may not be evicted, or ""; a running
   // training pod that consolidation weighs goes into its WeighedPods::training instead.
-  // `k`: the pod's index in the memo's facts of the node (kNoMemo: none), where its disruption
-  // is kept for the passes at the same weigh time.
-  std::string PodBlocker(NodeEntry& e, PodFacts& f, size_t k);
-  static constexpr size_t kNoMemo = SIZE_MAX;
+  // `kept`: where the memo keeps the pod's disruption for the passes at the same weigh time
+  // (read when set, written when not), or nullptr without a memo.
+  std::string PodBlocker(NodeEntry& e, PodFacts& f, std::optional<PodDisruption>* kept);
   // What the memo keeps of consolidation's weighing of `e` at this pass's weigh time, or nullptr.
   ScaleDownMemo::Node::Disruptions* KeptDisruptions(const NodeEntry& e) const;
   void WeighConsolidation(NodeEntry& e);
