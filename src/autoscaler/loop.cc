@@ -141,9 +141,7 @@ void Autoscaler::Finish(const StepContext& ctx, bool quiet) {
   if (quiet) {
     NameMap<const model::Node*>::Walker nodes(ctx.nodes);  // pool_of is in name order too
     for (const auto& [name, pool] : ctx.pool_of) {
-      auto it = nodes.find(name);
-      TIDEPOOL_CHECK(it != ctx.nodes.end());
-      const model::Node& node = *it->second;
+      const model::Node& node = *nodes.at(name);
       if (node.meta.creation_timestamp) {
         t.Decide(*node.meta.creation_timestamp + config_.scale_down.delay_after_add);
       }

@@ -55,9 +55,7 @@ void PoolTracker::Remember(StepContext& ctx) {
   // one comparison per step when they hold the same names (which share long prefixes).
   auto it = nodes_.begin();
   for (const auto& [name, node] : ctx.nodes) {
-    int order = 1;  // of it->first against name
-    while (it != nodes_.end() && (order = it->first.compare(name)) < 0) ++it;
-    if (it == nodes_.end() || order != 0) {
+    if (!SeekName(it, nodes_.end(), name)) {
       it = nodes_.emplace_hint(it, std::string(name), NodeMemory{});
       it->second.first_seen = ctx.now;
       ++node_changes_;
@@ -447,9 +445,7 @@ void PoolTracker::Cleanup(const StepContext& ctx) {
   // comparison per step when they hold the same names.
   auto seen = ctx.nodes.begin();
   for (auto it = nodes_.begin(); it != nodes_.end();) {
-    int order = -1;  // of seen->first against it->first
-    while (seen != ctx.nodes.end() && (order = seen->first.compare(it->first)) < 0) ++seen;
-    if (seen != ctx.nodes.end() && order == 0) {
+    if (SeekName(seen, ctx.nodes.end(), it->first)) {
       ++it;
       ++seen;
     } else {

@@ -15,6 +15,16 @@ namespace tidepool {
 // A std::map<std::string_view, V> for that use: one allocation for all entries instead of one per
 // entry, and lookups by binary search over contiguous names. Iteration is in name order. The
 // names are views: what they point into must outlive the map.
+// Advances `it` over entries (pairs keyed by name, in name order) that come before `name`, and
+// says whether it stopped at `name`: the step of a walk that pairs two lists in name order, with
+// one comparison per entry passed (names share long prefixes, so comparing twice costs).
+template <typename It>
+bool SeekName(It& it, It end, std::string_view name) {
+  int order = 1;  // of it->first against name
+  while (it != end && (order = std::string_view(it->first).compare(name)) < 0) ++it;
+  return it != end && order == 0;
+}
+
 template <typename V>
 class NameMap {
  public:
@@ -64,6 +74,12 @@ class NameMap {
         at_ = map_.LowerBound(name);  // asked out of order
       }
       return at_ != end && (SameBytes(at_->first, name) || at_->first == name) ? at_ : end;
+    }
+    // The value of a name that is there (checked), as NameMap::at.
+    const V& at(std::string_view name) {
+      auto it = find(name);
+      TIDEPOOL_CHECK_MSG(it != map_.end(), "NameMap::Walker::at: no such name");
+      return it->second;
     }
 
    private:

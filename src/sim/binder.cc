@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/check.h"
+#include "base/name_map.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
 #include "sim/units.h"
@@ -28,10 +29,7 @@ class Pass {
     const auto& joined = cloud.joined();
     auto it = joined.begin();
     for (sched::NodeIndex i : by_name_) {
-      const std::string& name = snap_.Get(i).node->name();
-      int order = -1;  // of it->first against name
-      while (it != joined.end() && (order = it->first.compare(name)) < 0) ++it;
-      TIDEPOOL_CHECK(it != joined.end() && order == 0);
+      TIDEPOOL_CHECK(SeekName(it, joined.end(), snap_.Get(i).node->name()));
       instance_[i] = it->second;
       ++it;
     }

@@ -82,6 +82,27 @@ TEST(NameMap, AWalkerFindsWhatFindFinds) {
   }
 }
 
+// SeekName pairs two lists in name order: it stops at the first entry not before the name and
+// says whether that entry is the name, across maps whose keys are strings or views.
+TEST(SeekName, StopsAtTheFirstEntryNotBeforeTheName) {
+  const std::map<std::string, int> m = {{"node-1", 1}, {"node-10", 10}, {"node-3", 3}};
+  auto it = m.begin();
+  EXPECT_FALSE(SeekName(it, m.end(), "node-0"));  // before all: stays
+  EXPECT_EQ(it, m.begin());
+  EXPECT_TRUE(SeekName(it, m.end(), "node-10"));
+  EXPECT_EQ(it->second, 10);
+  EXPECT_FALSE(SeekName(it, m.end(), "node-2"));  // between: stops at the next
+  EXPECT_EQ(it->second, 3);
+  EXPECT_FALSE(SeekName(it, m.end(), "node-4"));
+  EXPECT_EQ(it, m.end());
+  NameMap<int> views;
+  views.Add("a", 1);
+  views.Add("c", 3);
+  auto v = views.begin();
+  EXPECT_TRUE(SeekName(v, views.end(), "c"));
+  EXPECT_EQ(v->second, 3);
+}
+
 TEST(NameMap, AtAnAbsentNameStops) {
   NameMap<int> m;
   m.Add("a", 1);
