@@ -137,7 +137,33 @@ BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterat
 // another node, in place, as the simulator changes its pods; scale-down keeps its memo across
 // passes, as the loop does). The cluster stays as built but for 50 pods, whatever the number of
 // iterations, so runs of different lengths and binaries plan on the same kind of cluster.
-enum class Plans { kUp, kDown, kBoth };
+enum class Plans { kUp, kDown, kBoth, kUnneeded };
+
+// The loop's unneeded pass (no rate limits; a node waiting for a checkpoint counts), bounded as
+// the loop bounds it (scaleDown.candidatesPerPass, `at_most`; 0: every candidate): the nodes the
+// last pass found unneeded first, then the others in turn.
+class UnneededPasses {
+ public:
+  explicit UnneededPasses(size_t at_most) { options_.turn.at_most = at_most; }
+
+  size_t Plan(const planner::PlannerInput& input) {
+    options_.rate_limit = false;
+    options_.waiting_is_removable = true;
+    options_.turn.unneeded_before = [this](std::string_view n) {
+      return std::binary_search(unneeded_.begin(), unneeded_.end(), n);
+    };
+    planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(input, options_);
+    options_.turn.after = plan.turn_ends_at;
+    unneeded_.clear();
+    for (const planner::ScaleDown& sd : plan.scale_downs) unneeded_.push_back(sd.node);
+    std::sort(unneeded_.begin(), unneeded_.end());
+    return unneeded_.size();
+  }
+
+ private:
+  planner::ScaleDownOptions options_;
+  std::vector<std::string> unneeded_;
+};
 
 void AfterChanges(benchmark::State& state, Plans plans, bool on_model, bool replace = false) {
   static std::map<int64_t, Cluster*> clusters;
@@ -159,6 +185,7 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model, bool repl
   const size_t running = c->nodes.size() * 20;
   std::vector<std::pair<model::Pod*, std::string>> moved;  // and the node each came from
   size_t added = 0, removed = 0;
+  UnneededPasses unneeded(plans == Plans::kUnneeded ? static_cast<size_t>(state.range(1)) : 0);
   for (auto _ : state) {
     if (on_model) {
       for (auto& [pod, from] : moved) {
@@ -177,11 +204,15 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model, bool repl
     }
     // The loop takes the pods without a node from the model at every Step.
     if (on_model) input.unbound = model.Unbound();
-    if (plans != Plans::kDown) {
+    if (plans == Plans::kUp || plans == Plans::kBoth) {
       planner::ScaleUpPlan up = planner::ScaleUpPlanner().Plan(input);
       added = 0;
       for (const auto& u : up.scale_ups) added += u.add;
       benchmark::DoNotOptimize(up);
+    }
+    if (plans == Plans::kUnneeded) {
+      removed = unneeded.Plan(input);
+      continue;
     }
     if (plans != Plans::kUp) {
       planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(input);
@@ -202,6 +233,10 @@ void BM_ScaleDown(benchmark::State& state, bool on_model) {
 void BM_ScaleDownReplace(benchmark::State& state) {
   AfterChanges(state, Plans::kDown, /*on_model=*/true, /*replace=*/true);
 }
+// What the loop runs at every scan (the pass above is the one it runs only when nodes are ripe).
+void BM_UnneededPass(benchmark::State& state) {
+  AfterChanges(state, Plans::kUnneeded, /*on_model=*/true);
+}
 void BM_ScaleUp(benchmark::State& state, bool on_model) {
   AfterChanges(state, Plans::kUp, on_model);
 }
@@ -214,6 +249,10 @@ BENCHMARK_CAPTURE(BM_ScaleDown, OnModel, true)
     ->Arg(50000)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScaleDownReplace)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_UnneededPass)
+    ->ArgNames({"nodes", "bound"})
+    ->ArgsProduct({{5000, 50000}, {0, 100}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ScaleUp, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ScaleUp, OnModel, true)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Pass, Built, false)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);

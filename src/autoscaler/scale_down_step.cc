@@ -29,8 +29,13 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   all.evict_training_pods = options_.evict_training_pods;
   // A node waiting for a checkpoint is unneeded meanwhile, so it goes right after it.
   all.waiting_is_removable = true;
+  // On a large cluster, the nodes found unneeded before and then the others in turn.
+  all.turn.at_most = static_cast<size_t>(config_.scale_down.candidates_per_pass);
+  all.turn.unneeded_before = [this](std::string_view n) { return unneeded_.Unneeded(n); };
+  all.turn.after = unneeded_.turn_after();
   planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, all);
   UnneededPass pass;
+  pass.turn_ends_at = std::move(plan.turn_ends_at);
   pass.kept = std::move(plan.keep);
   pass.weighed_training = std::any_of(pass.kept.begin(), pass.kept.end(),
                                       [](const auto& k) { return k.consolidation; }) ||

@@ -22,6 +22,7 @@ void UnneededTracker::Disable(StepContext& ctx,
   waiting_.clear();
   kept_.clear();
   weighed_training_ = false;
+  turn_after_.clear();
   UpdateMarks(ctx, {}, removing);
 }
 
@@ -30,6 +31,7 @@ void UnneededTracker::Update(StepContext& ctx, UnneededPass pass,
   kept_ = std::move(pass.kept);
   waiting_ = std::move(pass.waiting);
   weighed_training_ = pass.weighed_training;
+  turn_after_ = std::move(pass.turn_ends_at);
   std::erase_if(since_, [&](const auto& e) { return !pass.nodes.contains(e.first); });
   for (const std::string& name : pass.nodes) since_.try_emplace(name, ctx.now);
   UpdateMarks(ctx, pass.nodes, removing);
@@ -90,6 +92,8 @@ void UnneededTracker::AddDigest(Digest& d) const {
   }
   d.Add(marked_.size());
   for (const std::string& name : marked_) d.Add(name);
+  // A pass that moved the turn on has candidates left to weigh: it is not a quiet one.
+  d.Add(turn_after_);
 }
 
 void UnneededTracker::AddTimers(Timers& t) const {

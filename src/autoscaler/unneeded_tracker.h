@@ -26,6 +26,9 @@ struct UnneededPass {
   // Consolidation weighed training pods on some node: its verdicts move with time, so the pass
   // is due again at the next minute.
   bool weighed_training = false;
+  // The pass weighed only some candidates (scaleDown.candidatesPerPass): where the next pass's
+  // turn starts (ScaleDownPlan::turn_ends_at); "" when it weighed every one.
+  std::string turn_ends_at;
 };
 
 // A node is unneeded while the planner's unrestricted scale-down pass lists it; it becomes
@@ -42,6 +45,10 @@ class UnneededTracker {
               const std::function<bool(std::string_view)>& removing);
   // Unneeded for scaleDown.unneededTime by now.
   std::vector<std::string> Ripe(Time now) const;
+  // Listed by the last pass: such nodes are weighed first by a bounded pass (CandidateTurn).
+  bool Unneeded(std::string_view node) const { return since_.contains(node); }
+  // Where the next bounded pass's turn starts (CandidateTurn::after).
+  const std::string& turn_after() const { return turn_after_; }
   // "unneeded for 4m of scaleDown.unneededTime 10m", or "not unneeded".
   std::string NotYetReason(std::string_view node, Time now) const;
   void Forget(std::string_view node);
@@ -62,6 +69,7 @@ class UnneededTracker {
   std::map<std::string, CheckpointWait, std::less<>> waiting_;
   std::vector<planner::Keep> kept_;
   bool weighed_training_ = false;
+  std::string turn_after_;
 };
 
 }  // namespace tidepool::autoscaler

@@ -153,6 +153,9 @@ struct ScaleDownConfig {
   Duration delay_after_add = std::chrono::minutes(10);
   int32_t max_empty_bulk_delete = 10;
   int32_t max_non_empty_per_pool = 1;
+  // The most candidates with pods to move one unneeded pass weighs (nodes found unneeded before
+  // first, then the others in turn); 0: every candidate (docs/configuration.md).
+  int32_t candidates_per_pass = 100;
   Duration max_pod_eviction_time = std::chrono::minutes(2);
   ConsolidationConfig consolidation;
 };

@@ -151,6 +151,9 @@ inline std::shared_ptr<const ConsolidationVerdict> ShareVerdict(
 struct ScaleDownPlan {
   std::vector<ScaleDown> scale_downs;
   std::vector<Keep> keep;  // managed nodes that are not removable, with why
+  // A pass bounded by ScaleDownOptions::turn: where the next pass's turn starts (CandidateTurn::
+  // after); "" when the pass weighed every candidate.
+  std::string turn_ends_at;
 };
 
 }  // namespace tidepool::planner

@@ -63,7 +63,7 @@ ScaleDownPlan ScaleDownPlanner::PlanOnce(const PlannerInput& input, const ScaleD
     }
     return plan;
   }
-  ScaleDownRun run(input, options.evict_training_pods);
+  ScaleDownRun run(input, options.evict_training_pods, &options.turn);
   bool second_pass = out_unneeded && (options.rate_limit || options.may_remove);
   PassOptions pass;
   pass.rate_limit = options.rate_limit;
@@ -74,6 +74,7 @@ ScaleDownPlan ScaleDownPlanner::PlanOnce(const PlannerInput& input, const ScaleD
   pass.waiting_is_removable = options.waiting_is_removable;
   pass.restore = second_pass;
   plan = std::move(run.RunPass(pass).plan);
+  plan.turn_ends_at = run.turn_ends_at();
   if (out_unneeded) {
     if (!second_pass) {
       for (const ScaleDown& sd : plan.scale_downs) out_unneeded->push_back(sd.node);

@@ -8,6 +8,7 @@
 
 #include "planner/cluster.h"
 #include "planner/decision.h"
+#include "planner/scale_down_turn.h"
 
 namespace tidepool::planner {
 
@@ -35,6 +36,10 @@ struct ScaleDownOptions {
   // node's price was weighed, shared among them, when it was asked for, so their pods' moving onto
   // it is not charged again to whichever node the pass tries first.
   std::vector<std::string> replacement_group_ready;
+  // Which candidates with pods to move the pass weighs (scaleDown.candidatesPerPass; the
+  // autoscaler's unneeded pass); the others stay this pass, saying so. Default: every one.
+  // ScaleDownPlan::turn_ends_at says where the next pass's turn starts.
+  CandidateTurn turn;
 };
 
 // How a pass decides (details in scale_down_pass.cc and scale_down_rules.h):

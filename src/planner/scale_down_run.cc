@@ -16,10 +16,12 @@
 
 namespace tidepool::planner::scale_down_detail {
 
-ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
+ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods,
+                           const CandidateTurn* turn)
     : input_(input),
       config_(input.config->scale_down),
       evict_training_pods_(evict_training_pods),
+      turn_(turn),
       weigh_training_(!evict_training_pods && config_.consolidation.enabled),
       snapshot_(ChooseSnapshot(input)),
       placer_(snapshot_, node_facts_, destinations_, usable_) {
@@ -46,6 +48,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods)
     if (ex != ey) return ex;
     return x.util.value < y.util.value;  // stable: ties stay in name order
   });
+  TakeTurn();
   OrderDestinations();
 
   // Pods of nodes being deleted are about to be rescheduled: they take room on the nodes that
@@ -330,12 +333,50 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     e.deferred = true;
     return;
   }
+  if (Bounded()) {
+    OwnPodsFromModel(i);  // whether it has pods to move orders the candidates
+    e.awaits_turn = true;
+    return;
+  }
   ReadCandidatePods(i);
+}
+
+void ScaleDownRun::TakeTurn() {
+  if (!Bounded()) return;
+  std::vector<std::string_view> names;
+  std::vector<NodeIndex> slots;
+  for (NodeIndex c : order_) {
+    if (!HasPodsToMove(entries_[c])) continue;
+    names.push_back(Facts(c).name);
+    slots.push_back(c);
+  }
+  const std::vector<bool> weighed = ChooseTurn(names, *turn_, turn_ends_at_);
+  std::vector<uint8_t> waits(entries_.size(), 0);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    if (weighed[k]) continue;
+    NodeEntry& e = entries_[slots[k]];
+    waits[slots[k]] = 1;
+    e.candidate = false;
+    e.deferred = false;
+    e.awaits_turn = false;
+    // A busy node (a candidate for the replace move only) stays for its utilization.
+    if (!e.busy) {
+      e.keep = fmt::format(
+          "not weighed in this pass: scaleDown.candidatesPerPass {} reached (it has its turn in a "
+          "later pass)",
+          turn_->at_most);
+    }
+    e.replace_only = false;
+  }
+  std::erase_if(order_, [&](NodeIndex c) { return waits[c] != 0; });
+  for (NodeIndex i : by_name_)
+    if (entries_[i].awaits_turn) ReadCandidatePods(i);
 }
 
 void ScaleDownRun::ReadCandidatePods(NodeIndex i) {
   NodeEntry& e = entries_[i];
   e.deferred = false;
+  e.awaits_turn = false;
   e.weighed = static_cast<uint32_t>(weighed_.size());
   weighed_.emplace_back();
   if (!e.being_deleted) {

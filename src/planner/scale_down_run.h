@@ -67,6 +67,9 @@ struct NodeEntry {
   // pool's minimum, its unneeded time and the rate limits (ScaleDownRun::ReadCandidatePods):
   // most busy nodes stay for those, whatever their pods say. Its utilization says it has pods.
   bool deferred = false;
+  // A candidate with pods to move in a bounded run (CandidateTurn): its pods' facts are read once
+  // the run has chosen which candidates it weighs (ScaleDownRun::TakeTurn).
+  bool awaits_turn = false;
   // Why a managed non-candidate stays (both unset for candidates): for its utilization (`busy`:
   // ScaleDownRun::Busy has the numbers), or for what `keep` says.
   bool busy = false;
@@ -165,14 +168,19 @@ struct PassBudget {
 // committed when all its pods found a place and reverted otherwise.
 class ScaleDownRun {
  public:
-  // `evict_training_pods`: running training pods are evictable (ScaleDownOptions).
-  explicit ScaleDownRun(const PlannerInput& input, bool evict_training_pods = false);
+  // `evict_training_pods`: running training pods are evictable (ScaleDownOptions). `turn`: which
+  // candidates with pods to move the run weighs (ScaleDownOptions::turn); null: every one.
+  explicit ScaleDownRun(const PlannerInput& input, bool evict_training_pods = false,
+                        const CandidateTurn* turn = nullptr);
   // Takes back what the run changed in the input's cluster model, if it used one.
   ~ScaleDownRun();
   ScaleDownRun(const ScaleDownRun&) = delete;
   ScaleDownRun& operator=(const ScaleDownRun&) = delete;
 
   PassResult RunPass(const PassOptions& options);
+  // Where the next bounded run's turn starts (ChooseTurn), or "" when this one weighed every
+  // candidate.
+  const std::string& turn_ends_at() const { return turn_ends_at_; }
 
   // Entry index of a node name (also of nodes being deleted), or kNoNode.
   NodeIndex Find(std::string_view name) const;
@@ -212,6 +220,10 @@ class ScaleDownRun {
   void WeighCandidate(NodeIndex i);
   // Candidate `i`'s pods that move: their facts, blockers and verdict (WeighedPods).
   void ReadCandidatePods(NodeIndex i);
+  // In a bounded run, once the candidates are in order: the ones not weighed leave the order and
+  // stay, saying why; the others' pods are read.
+  void TakeTurn();
+  bool Bounded() const { return turn_ != nullptr && turn_->at_most > 0; }
   // Whether candidate `e` has pods to move, read or not yet (NodeEntry::deferred).
   static bool HasPodsToMove(const NodeEntry& e) { return !e.own.empty() || e.deferred; }
   // Why the pod of `f` (a kMove pod of candidate `e`) may not be evicted, or ""; a running
@@ -348,6 +360,8 @@ class ScaleDownRun {
   const model::ScaleDownConfig& config_;
   const PoolNames pool_names_{*input_.config};  // for the pool of each node
   const bool evict_training_pods_;
+  const CandidateTurn* const turn_;
+  std::string turn_ends_at_;
   // Running training pods are weighed (consolidation on, and not evicted regardless).
   const bool weigh_training_;
   // Input nodes by snapshot slot (entries of other slots have no node), and their slots in name

@@ -1127,6 +1127,38 @@ TEST(LoopScaleDownTest, NodeNeededAgainBeforeUnneededTimeIsKept) {
   EXPECT_EQ(OfKind<TaintNode>(actions).size(), 1u);
 }
 
+// scaleDown.candidatesPerPass 1, three nodes that could each go: a pass weighs one. The node
+// found unneeded keeps its clock while the others wait, saying why; each has its turn once the
+// one before it is gone, and all three go.
+TEST(LoopScaleDownTest, CandidatesBeyondTheBoundWaitTheirTurn) {
+  World w;
+  w.AddPool("cpu", 0, {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}});
+  w.config.scale_down.candidates_per_pass = 1;
+  for (std::string n : {"a", "b", "c"}) {
+    w.AddNode(n, "cpu");
+    w.AddPod("small-" + n, {{"cpu", "100m"}, {"memory", "100Mi"}}, n);
+  }
+  w.AddNode("big", "cpu");
+  w.AddPod("busy", {{"cpu", "3"}, {"memory", "1Gi"}}, "big");  // 75 %: stays, with room
+  w.Start();
+  Time t0 = w.now;
+  w.RunUntil(t0 + minutes(5));
+  Status s = w.loop->GetStatus();
+  ASSERT_EQ(s.unneeded.size(), 1u) << FormatStatus(s);
+  EXPECT_EQ(s.unneeded[0].node, "a");
+  EXPECT_EQ(s.unneeded[0].since, t0);
+  for (const planner::Keep& k : s.kept) {
+    if (k.node != "b" && k.node != "c") continue;
+    EXPECT_THAT(k.Reason(), HasSubstr("scaleDown.candidatesPerPass 1 reached")) << k.node;
+  }
+
+  std::vector<Action> actions = w.RunUntil(t0 + minutes(60));
+  std::vector<std::string> deleted;
+  for (const DeleteNode& d : OfKind<DeleteNode>(actions)) deleted.push_back(d.node);
+  EXPECT_THAT(deleted, ::testing::ElementsAre("a", "b", "c"));
+  EXPECT_TRUE(w.nodes.contains("big"));
+}
+
 TEST(LoopScaleDownTest, NoRemovalInAPoolThatIsScalingUp) {
   World w;
   TwoCpuNodes(w);

@@ -100,6 +100,7 @@ TEST(AutoscalerConfig, FullConfigRoundTrips) {
   EXPECT_EQ(c.scale_down.delay_after_add, seconds(450));
   EXPECT_EQ(c.scale_down.max_empty_bulk_delete, 3);
   EXPECT_EQ(c.scale_down.max_non_empty_per_pool, 2);
+  EXPECT_EQ(c.scale_down.candidates_per_pass, 250);
   EXPECT_EQ(c.scale_down.max_pod_eviction_time, seconds(90));
   EXPECT_EQ(c.scan_interval, seconds(15));
 
@@ -183,6 +184,7 @@ TEST(AutoscalerConfig, AbsentSectionsKeepDefaults) {
   EXPECT_EQ(c.scale_down.delay_after_add, d.scale_down.delay_after_add);
   EXPECT_EQ(c.scale_down.max_empty_bulk_delete, d.scale_down.max_empty_bulk_delete);
   EXPECT_EQ(c.scale_down.max_non_empty_per_pool, d.scale_down.max_non_empty_per_pool);
+  EXPECT_EQ(c.scale_down.candidates_per_pass, 100);
   EXPECT_EQ(c.scale_down.max_pod_eviction_time, d.scale_down.max_pod_eviction_time);
   EXPECT_EQ(c.scan_interval, seconds(10));
 
@@ -394,6 +396,12 @@ TEST(AutoscalerConfigErrors, FractionOrOverflowForInteger) {
   EXPECT_THAT(ErrorOf(HEADER "limits: {maxNodes: 99999999999}\n" ONE_POOL),
               StartsWith("config.yaml:3: limits.maxNodes: expected a non-negative integer (at most "
                          "2147483647), got 99999999999"));
+}
+
+TEST(AutoscalerConfigErrors, NegativeCandidatesPerPass) {
+  EXPECT_THAT(ErrorOf(HEADER "scaleDown: {candidatesPerPass: -1}\n" ONE_POOL),
+              StartsWith("config.yaml:3: scaleDown.candidatesPerPass: expected a non-negative "
+                         "integer (0: every candidate)"));
 }
 
 TEST(AutoscalerConfigErrors, EmptyValueIsNotADefault) {

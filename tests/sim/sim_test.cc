@@ -81,6 +81,9 @@ TEST(SimulatorTest, SkippingUnchangedPassesChangesNoDecision) {
     in.jobs = BuiltinScenario(seed);
     ExpectSameWithAndWithoutSkip(in, "builtin seed " + std::to_string(seed));
     ExpectSameWithAndWithoutSkip(CaLikePolicy(in), "ca-like seed " + std::to_string(seed));
+    // A pass that weighs one candidate and moves the turn on is not a quiet one.
+    in.config.scale_down.candidates_per_pass = 1;
+    ExpectSameWithAndWithoutSkip(in, "one candidate per pass, seed " + std::to_string(seed));
   }
   // Stockout windows (which open without an event), spot evictions and checkpoints.
   auto sc = ParseSimConfig(R"(

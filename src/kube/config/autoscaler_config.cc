@@ -56,7 +56,7 @@ constexpr std::string_view kExpanders[] = {"priority", "least-waste", "price", "
 constexpr std::string_view kScaleDownKeys[] = {
     "enabled",       "utilizationThreshold", "gpuUtilizationThreshold", "unneededTime",
     "delayAfterAdd", "maxEmptyBulkDelete",   "maxNonEmptyPerPool",      "maxPodEvictionTime",
-    "consolidation"};
+    "consolidation", "candidatesPerPass"};
 constexpr std::string_view kConsolidationKeys[] = {"enabled", "safetyFactor", "restartDelay",
                                                    "maxHorizon", "replace"};
 
@@ -249,6 +249,9 @@ Result<void> ParseScaleDown(const YamlValue& v, model::ScaleDownConfig& out) {
                                         "a non-negative integer", out.max_empty_bulk_delete));
   TIDEPOOL_RETURN_IF_ERROR(ReadIntField(m, "maxNonEmptyPerPool", 0, kInt32Max,
                                         "a non-negative integer", out.max_non_empty_per_pool));
+  TIDEPOOL_RETURN_IF_ERROR(ReadIntField(m, "candidatesPerPass", 0, kInt32Max,
+                                        "a non-negative integer (0: every candidate)",
+                                        out.candidates_per_pass));
   TIDEPOOL_RETURN_IF_ERROR(
       ReadDurationField(m, "maxPodEvictionTime", /*allow_zero=*/false, out.max_pod_eviction_time));
   if (const YamlValue* c = m.Find("consolidation")) {
