@@ -129,6 +129,9 @@ struct Keep {
   std::shared_ptr<const ConsolidationVerdict> consolidation;
   // The verdict kept the node: its words follow `text` (worded, like `busy`, only when asked).
   bool verdict_says = false;
+  // Not weighed: the pass's bound (scaleDown.candidatesPerPass, this number) was reached before its
+  // turn. 0: weighed. Worded when asked: a bounded pass on a large cluster leaves thousands out.
+  uint32_t waits_turn = 0;
 
   // "utilization 0.83 >= threshold 0.5 (cpu)", "; " and `text` (with the verdict's words when
   // verdict_says) after it when both are set.
@@ -138,6 +141,7 @@ struct Keep {
     text = std::move(words);
     busy.reset();
     verdict_says = false;
+    waits_turn = 0;
   }
 };
 

@@ -431,7 +431,8 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     if (kept_at[i] != kNotKept) {
       out.plan.keep.push_back(std::move(kept[kept_at[i]]));
     } else if (e.pool != nullptr && !e.candidate) {
-      out.plan.keep.push_back(Keep{Facts(i).name, e.keep, Busy(e)});
+      Keep& k = out.plan.keep.emplace_back(Keep{Facts(i).name, e.keep, Busy(e)});
+      if (e.waits_turn) k.waits_turn = static_cast<uint32_t>(turn_->at_most);
     }
   }
   return out;

@@ -83,6 +83,12 @@ std::string ScaleDown::Detail() const {
 }
 
 std::string Keep::Reason() const {
+  if (waits_turn > 0) {
+    return fmt::format(
+        "not weighed in this pass: scaleDown.candidatesPerPass {} reached (it has its turn in a "
+        "later pass)",
+        waits_turn);
+  }
   std::string words = text;
   if (verdict_says && consolidation) words += DescribeVerdict(*consolidation);
   if (!busy) return words;

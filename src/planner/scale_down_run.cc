@@ -343,14 +343,17 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
 
 void ScaleDownRun::TakeTurn() {
   if (!Bounded()) return;
-  std::vector<std::string_view> names;
+  std::vector<uint32_t> rank(entries_.size(), 0);
+  for (size_t k = 0; k < order_.size(); ++k) rank[order_[k]] = static_cast<uint32_t>(k);
+  std::vector<TurnCandidate> by_name;
   std::vector<NodeIndex> slots;
-  for (NodeIndex c : order_) {
-    if (!HasPodsToMove(entries_[c])) continue;
-    names.push_back(Facts(c).name);
-    slots.push_back(c);
+  for (NodeIndex i : by_name_) {
+    const NodeEntry& e = entries_[i];
+    if (!e.candidate || !HasPodsToMove(e)) continue;
+    by_name.push_back({Facts(i).name, rank[i]});
+    slots.push_back(i);
   }
-  const std::vector<bool> weighed = ChooseTurn(names, *turn_, turn_ends_at_);
+  const std::vector<bool> weighed = ChooseTurn(by_name, *turn_, turn_ends_at_);
   std::vector<uint8_t> waits(entries_.size(), 0);
   for (size_t k = 0; k < slots.size(); ++k) {
     if (weighed[k]) continue;
@@ -359,18 +362,13 @@ void ScaleDownRun::TakeTurn() {
     e.candidate = false;
     e.deferred = false;
     e.awaits_turn = false;
-    // A busy node (a candidate for the replace move only) stays for its utilization.
-    if (!e.busy) {
-      e.keep = fmt::format(
-          "not weighed in this pass: scaleDown.candidatesPerPass {} reached (it has its turn in a "
-          "later pass)",
-          turn_->at_most);
-    }
     e.replace_only = false;
+    // A busy node (a candidate for the replace move only) stays for its utilization.
+    e.waits_turn = !e.busy;
   }
   std::erase_if(order_, [&](NodeIndex c) { return waits[c] != 0; });
   for (NodeIndex i : by_name_)
-    if (entries_[i].awaits_turn) ReadCandidatePods(i);
+    if (entries_[i].awaits_turn) ReadCandidatePods(i);  // empty ones too
 }
 
 void ScaleDownRun::ReadCandidatePods(NodeIndex i) {

@@ -70,6 +70,8 @@ struct NodeEntry {
   // A candidate with pods to move in a bounded run (CandidateTurn): its pods' facts are read once
   // the run has chosen which candidates it weighs (ScaleDownRun::TakeTurn).
   bool awaits_turn = false;
+  // Left out of a bounded run: stays, for that (Keep::waits_turn).
+  bool waits_turn = false;
   // Why a managed non-candidate stays (both unset for candidates): for its utilization (`busy`:
   // ScaleDownRun::Busy has the numbers), or for what `keep` says.
   bool busy = false;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -25,10 +26,17 @@ struct CandidateTurn {
   std::string after;
 };
 
-// `names`: the candidates with pods to move, in the pass's order. Returns, slot by slot, whether
-// the pass weighs each, and sets `ends_at` to where the next pass's turn starts: the last name
-// taken in turn (`turn.after` when none was), or "" when every name is weighed.
-std::vector<bool> ChooseTurn(const std::vector<std::string_view>& names, const CandidateTurn& turn,
+// A candidate with pods to move, and its place in the pass's order (emptiest first).
+struct TurnCandidate {
+  std::string_view name;
+  uint32_t rank = 0;
+};
+
+// `by_name`: the candidates with pods to move, in name order. Returns, slot by slot, whether the
+// pass weighs each, and sets `ends_at` to where the next pass's turn starts: the last name taken
+// in turn (`turn.after` when none was), or "" when every candidate is weighed. Of more nodes
+// unneeded before than the bound, the first in the pass's order are weighed.
+std::vector<bool> ChooseTurn(const std::vector<TurnCandidate>& by_name, const CandidateTurn& turn,
                              std::string& ends_at);
 
 }  // namespace tidepool::planner

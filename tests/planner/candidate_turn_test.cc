@@ -21,16 +21,26 @@ using scale_down_testing::Removed;
 using scale_down_testing::Render;
 using ::testing::HasSubstr;
 
-std::vector<std::string> Weighed(const std::vector<std::string_view>& names,
+// Candidates in name order, ranked by the place of each in `pass_order`.
+std::vector<TurnCandidate> ByName(const std::vector<std::string_view>& pass_order) {
+  std::vector<TurnCandidate> out;
+  for (size_t i = 0; i < pass_order.size(); ++i)
+    out.push_back({pass_order[i], static_cast<uint32_t>(i)});
+  std::sort(out.begin(), out.end(),
+            [](const TurnCandidate& a, const TurnCandidate& b) { return a.name < b.name; });
+  return out;
+}
+
+std::vector<std::string> Weighed(const std::vector<TurnCandidate>& by_name,
                                  const std::vector<bool>& weighed) {
   std::vector<std::string> out;
-  for (size_t i = 0; i < names.size(); ++i)
-    if (weighed[i]) out.emplace_back(names[i]);
+  for (size_t i = 0; i < by_name.size(); ++i)
+    if (weighed[i]) out.emplace_back(by_name[i].name);
   return out;
 }
 
 TEST(ChooseTurn, WeighsEveryNameWithinTheBound) {
-  const std::vector<std::string_view> names = {"c", "a", "b"};
+  const std::vector<TurnCandidate> names = ByName({"c", "a", "b"});
   std::string ends_at = "stale";
   for (size_t at_most : {0u, 3u, 10u}) {
     std::vector<bool> w = ChooseTurn(names, {.at_most = at_most, .after = "b"}, ends_at);
@@ -42,29 +52,29 @@ TEST(ChooseTurn, WeighsEveryNameWithinTheBound) {
 // The nodes unneeded before first, wherever the pass's order has them; then the others by name
 // after `after`, wrapping around.
 TEST(ChooseTurn, UnneededFirstThenTheOthersByNameAfterTheCursor) {
-  const std::vector<std::string_view> names = {"e", "b", "d", "a", "c", "f"};
+  const std::vector<TurnCandidate> names = ByName({"e", "b", "d", "a", "c", "f"});
   auto before = [](std::string_view n) { return n == "f"; };
   std::string ends_at;
   std::vector<bool> w = ChooseTurn(names, {3, before, "c"}, ends_at);
-  EXPECT_EQ(Weighed(names, w), (Names{"e", "d", "f"}));
+  EXPECT_EQ(Weighed(names, w), (Names{"d", "e", "f"}));
   EXPECT_EQ(ends_at, "e");
   w = ChooseTurn(names, {3, before, "e"}, ends_at);  // wraps: f is taken as unneeded, then a, b
-  EXPECT_EQ(Weighed(names, w), (Names{"b", "a", "f"}));
+  EXPECT_EQ(Weighed(names, w), (Names{"a", "b", "f"}));
   EXPECT_EQ(ends_at, "b");
   // A cursor that names no candidate (a node gone since) starts at the next name.
   w = ChooseTurn(names, {2, nullptr, "bb"}, ends_at);
-  EXPECT_EQ(Weighed(names, w), (Names{"d", "c"}));
+  EXPECT_EQ(Weighed(names, w), (Names{"c", "d"}));
   EXPECT_EQ(ends_at, "d");
 }
 
 // More nodes unneeded before than the bound: the first ones in the pass's order; the rest wait
 // their turn like any other, and the cursor stays where it was when none is taken in turn.
 TEST(ChooseTurn, UnneededBeyondTheBoundTakeTheirTurn) {
-  const std::vector<std::string_view> names = {"d", "c", "b", "a"};
+  const std::vector<TurnCandidate> names = ByName({"d", "c", "b", "a"});
   auto all = [](std::string_view) { return true; };
   std::string ends_at;
   std::vector<bool> w = ChooseTurn(names, {2, all, "b"}, ends_at);
-  EXPECT_EQ(Weighed(names, w), (Names{"d", "c"}));
+  EXPECT_EQ(Weighed(names, w), (Names{"c", "d"}));
   EXPECT_EQ(ends_at, "b");
 }
 
@@ -82,16 +92,13 @@ TEST(ChooseTurn, EveryCandidateHasItsTurnWithinAFewPasses) {
     const size_t passes = (n + at_most - 1) / at_most;
     for (size_t p = 0; p < passes; ++p) {
       std::shuffle(owned.begin(), owned.end(), rng);  // each pass orders its candidates anew
-      std::vector<std::string_view> names(owned.begin(), owned.end());
+      const std::vector<TurnCandidate> names =
+          ByName(std::vector<std::string_view>(owned.begin(), owned.end()));
       std::string ends_at;
       std::vector<bool> w = ChooseTurn(names, {.at_most = at_most, .after = after}, ends_at);
-      size_t count = 0;
-      for (size_t i = 0; i < n; ++i) {
-        if (!w[i]) continue;
-        ++count;
-        seen.insert(owned[i]);
-      }
-      ASSERT_EQ(count, std::min(n, at_most));
+      std::vector<std::string> taken = Weighed(names, w);
+      ASSERT_EQ(taken.size(), std::min(n, at_most));
+      seen.insert(taken.begin(), taken.end());
       after = ends_at;
     }
     EXPECT_EQ(seen.size(), n) << "n " << n << " at most " << at_most;
