@@ -334,7 +334,8 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     return;
   }
   if (Bounded()) {
-    OwnPodsFromModel(i);  // whether it has pods to move orders the candidates
+    // Whether it has pods to move orders the candidates: the memo says, or they are read now.
+    if (e.memo == nullptr || !e.memo->own_read) OwnPodsFromModel(i);
     e.awaits_turn = true;
     return;
   }

@@ -227,7 +227,12 @@ class ScaleDownRun {
   void TakeTurn();
   bool Bounded() const { return turn_ != nullptr && turn_->at_most > 0; }
   // Whether candidate `e` has pods to move, read or not yet (NodeEntry::deferred).
-  static bool HasPodsToMove(const NodeEntry& e) { return !e.own.empty() || e.deferred; }
+  static bool HasPodsToMove(const NodeEntry& e) {
+    if (!e.own.empty() || e.deferred) return true;
+    // A candidate awaiting its turn whose pods the memo holds: `own` is read once its turn comes.
+    return e.awaits_turn && e.unread_pods > 0 && e.memo != nullptr && e.memo->own_read &&
+           !e.memo->facts.empty();
+  }
   // Why the pod of `f` (a kMove pod of candidate `e`) may not be evicted, or ""; a running
   // training pod that consolidation weighs goes into its WeighedPods::training instead.
   // `kept`: where the memo keeps the pod's disruption for the passes at the same weigh time
