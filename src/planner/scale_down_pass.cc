@@ -117,6 +117,7 @@ Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::
     touched_.push_back(n);
     placed_.push_back(f);
     moved_in_[n].push_back(f);
+    moved_in_changed_.push_back(n);
     if (moves) moves->emplace_back(facts_[f].pod->Key(), entries_[n].node->name());
   }
   if (!leftover_.empty()) {
@@ -145,6 +146,7 @@ Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::
   }
   snapshot_.Commit();
   moved_in_[c].clear();
+  moved_in_changed_.push_back(c);
   if (const PassReplacement* r = ReplacementOf(c)) {
     const model::Pool* pool = r->pool;
     ++replacements_added_[pool];
@@ -260,7 +262,8 @@ std::optional<ConsolidationVerdict> ScaleDownRun::PassVerdict(NodeIndex c) const
 void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   for (NodeIndex n : destinations_) usable_[n] = 1;
   usable_count_ = destinations_.size();
-  for (NodeIndex i = 0; i < entries_.size(); ++i) moved_in_[i] = base_moved_in_[i];
+  for (NodeIndex i : moved_in_changed_) moved_in_[i] = base_moved_in_[i];
+  moved_in_changed_.clear();
   horizon_.assign(entries_.size(), kUnknown);
   extension_.assign(entries_.size(), 0);
   replacement_.clear();

@@ -64,6 +64,8 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods,
     }
   }
   AddPendingPods();
+  for (NodeIndex i = 0; i < base_moved_in_.size(); ++i)
+    if (!base_moved_in_[i].empty()) moved_in_changed_.push_back(i);
 }
 
 ScaleDownRun::~ScaleDownRun() {

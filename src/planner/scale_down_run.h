@@ -399,6 +399,9 @@ class ScaleDownRun {
   // deleted; a pass adds the pods of the candidates it removes).
   std::vector<std::vector<uint32_t>> base_moved_in_;
   std::vector<std::vector<uint32_t>> moved_in_;
+  // Nodes whose moved_in_ may differ from base_moved_in_ (a pass's changes; before the first
+  // pass, the nodes with base pods): what the next pass resets.
+  std::vector<NodeIndex> moved_in_changed_;
   std::vector<PdbState> pdbs_;
   std::unordered_map<std::string_view, std::vector<uint32_t>> pdbs_by_namespace_;
   std::vector<NodeIndex> order_;  // candidates: empty first, then utilization, then name

@@ -873,6 +873,30 @@ TEST(PlannerProperties, ScaleDownRespectsPdbsAndNonMovablePods) {
   RunProperty("scale-down", CheckScaleDown);
 }
 
+// A run's second pass (the unneeded nodes Plan lists after its rate-limited pass) finds what a
+// fresh run's unrestricted pass removes: a pass leaves nothing behind for the next, such as the
+// pods it moved onto a node.
+std::string CheckSecondPassIsFresh(const Case& c) {
+  PlannerInput in = c.Input();
+  ScaleDownOptions limited;
+  if (!c.may_remove_all) {
+    limited.may_remove = [](const model::Node& n) { return (n.meta.name.back() - '0') % 2 == 0; };
+  }
+  std::vector<std::string> unneeded;
+  ScaleDownPlanner().Plan(in, limited, &unneeded);
+  ScaleDownOptions all;
+  all.rate_limit = false;
+  std::vector<std::string> fresh;
+  for (const ScaleDown& sd : ScaleDownPlanner().Plan(in, all).scale_downs) fresh.push_back(sd.node);
+  if (unneeded == fresh) return "";
+  return fmt::format("second pass: {}; fresh pass: {}", fmt::join(unneeded, " "),
+                     fmt::join(fresh, " "));
+}
+
+TEST(PlannerProperties, ARunsSecondPassFindsWhatAFreshPassFinds) {
+  RunProperty("second pass", CheckSecondPassIsFresh);
+}
+
 // A case as a driver's cluster model holds it, and two inputs on it: `forked` carries the model,
 // `built` does not. The inputs see some nodes otherwise than the model holds them, as the loop's
 // do: a copy with the deletion taint, one left out (gone), and now and then a node the model does
