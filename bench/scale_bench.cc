@@ -137,7 +137,17 @@ BENCHMARK(BM_Scale)->Arg(500)->Arg(50000)->Unit(benchmark::kMillisecond)->Iterat
 // another node, in place, as the simulator changes its pods; scale-down keeps its memo across
 // passes, as the loop does). The cluster stays as built but for 50 pods, whatever the number of
 // iterations, so runs of different lengths and binaries plan on the same kind of cluster.
-enum class Plans { kUp, kDown, kBoth, kUnneeded };
+enum class Plans { kUp, kDown, kBoth, kUnneeded, kRipe };
+
+// The pass that starts removals in the loop: rate limits on, and only ripe nodes may go (here
+// one node in 500, 100 of the 50,000, all of them candidates).
+size_t RipePass(const planner::PlannerInput& input) {
+  planner::ScaleDownOptions options;
+  options.may_remove = [](const model::Node& n) {
+    return std::stoul(n.name().substr(n.name().find('-') + 1)) % 500 == 0;
+  };
+  return planner::ScaleDownPlanner().Plan(input, options).scale_downs.size();
+}
 
 // The loop's unneeded pass (no rate limits; a node waiting for a checkpoint counts), bounded as
 // the loop bounds it (scaleDown.candidatesPerPass, `at_most`; 0: every candidate): the nodes the
@@ -214,6 +224,10 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model, bool repl
       removed = unneeded.Plan(input);
       continue;
     }
+    if (plans == Plans::kRipe) {
+      removed = RipePass(input);
+      continue;
+    }
     if (plans != Plans::kUp) {
       planner::ScaleDownPlan down = planner::ScaleDownPlanner().Plan(input);
       removed = down.scale_downs.size();
@@ -237,6 +251,7 @@ void BM_ScaleDownReplace(benchmark::State& state) {
 void BM_UnneededPass(benchmark::State& state) {
   AfterChanges(state, Plans::kUnneeded, /*on_model=*/true);
 }
+void BM_RipePass(benchmark::State& state) { AfterChanges(state, Plans::kRipe, /*on_model=*/true); }
 void BM_ScaleUp(benchmark::State& state, bool on_model) {
   AfterChanges(state, Plans::kUp, on_model);
 }
@@ -249,6 +264,7 @@ BENCHMARK_CAPTURE(BM_ScaleDown, OnModel, true)
     ->Arg(50000)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ScaleDownReplace)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RipePass)->Arg(5000)->Arg(50000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_UnneededPass)
     ->ArgNames({"nodes", "bound"})
     ->ArgsProduct({{5000, 50000}, {0, 100}})

@@ -63,7 +63,9 @@ ScaleDownPlan ScaleDownPlanner::PlanOnce(const PlannerInput& input, const ScaleD
     }
     return plan;
   }
-  ScaleDownRun run(input, options.evict_training_pods, &options.turn);
+  ScaleDownRun run(input, {.evict_training_pods = options.evict_training_pods,
+                           .turn = &options.turn,
+                           .pods_when_reached = static_cast<bool>(options.may_remove)});
   bool second_pass = out_unneeded && (options.rate_limit || options.may_remove);
   PassOptions pass;
   pass.rate_limit = options.rate_limit;

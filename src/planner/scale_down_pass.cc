@@ -296,6 +296,12 @@ Why ScaleDownRun::ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options,
   const NodeEntry& e = entries_[c];
   if (std::string r = PoolMinBlocker(e, b); !r.empty()) return r;
   if (std::string r = NotYetBlocker(e, options); !r.empty()) return r;
+  if (!e.replace_only) {
+    // Read because the pass may remove only some nodes: the pods first, as Blocker words it.
+    ReadCandidatePods(c);
+    if (Why r = PodsBlocker(e, b); !r.empty()) return r;
+    return RateLimitBlocker(e, options, b);
+  }
   if (std::string r = RateLimitBlocker(e, options, b); !r.empty()) return r;
   ReadCandidatePods(c);
   return PodsBlocker(e, b);
@@ -387,6 +393,8 @@ Keep ScaleDownRun::CandidateKeep(NodeIndex c, Why r) const {
                 r.verdict};
   }
   if (e.replace_only) return Keep{Facts(c).name, e.keep, Busy(e)};
+  // Kept before its pods were read (NodeEntry::deferred): no verdict to share.
+  if (e.weighed == NodeEntry::kNotWeighed) return Keep{Facts(c).name, std::move(r.text)};
   return Keep{Facts(c).name, std::move(r.text), {}, ShareVerdict(PassVerdict(c)), r.verdict};
 }
 

@@ -16,13 +16,13 @@
 
 namespace tidepool::planner::scale_down_detail {
 
-ScaleDownRun::ScaleDownRun(const PlannerInput& input, bool evict_training_pods,
-                           const CandidateTurn* turn)
+ScaleDownRun::ScaleDownRun(const PlannerInput& input, const RunOptions& options)
     : input_(input),
       config_(input.config->scale_down),
-      evict_training_pods_(evict_training_pods),
-      turn_(turn),
-      weigh_training_(!evict_training_pods && config_.consolidation.enabled),
+      evict_training_pods_(options.evict_training_pods),
+      turn_(options.turn),
+      pods_when_reached_(options.pods_when_reached),
+      weigh_training_(!options.evict_training_pods && config_.consolidation.enabled),
       snapshot_(ChooseSnapshot(input)),
       placer_(snapshot_, node_facts_, destinations_, usable_) {
   if (OnModel()) {
@@ -335,11 +335,12 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     e.deferred = true;
     return;
   }
-  if (Bounded()) {
+  if (Bounded() || pods_when_reached_) {
     // Whether it has pods to move orders the candidates: the memo says, or they are read now.
     if (e.memo == nullptr || !e.memo->own_read) OwnPodsFromModel(i);
-    e.awaits_turn = true;
-    return;
+    e.awaits_turn = Bounded();
+    e.deferred = !Bounded() && (!e.own.empty() || MemoHasPods(e));
+    if (e.awaits_turn || e.deferred) return;
   }
   ReadCandidatePods(i);
 }

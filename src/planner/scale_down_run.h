@@ -63,9 +63,11 @@ struct NodeEntry {
   // At or above its utilization threshold: a candidate for the replace move only (all its pods go
   // to one new node of a cheaper pool); `keep` says why it stays otherwise.
   bool replace_only = false;
-  // A replace-only candidate whose pods are read and weighed only once a pass gets past its
-  // pool's minimum, its unneeded time and the rate limits (ScaleDownRun::ReadCandidatePods):
-  // most busy nodes stay for those, whatever their pods say. Its utilization says it has pods.
+  // A candidate with pods to move whose pods are read and weighed only once a pass gets past its
+  // pool's minimum, its unneeded time and the rate limits (ScaleDownRun::ReadCandidatePods): a
+  // replace-only one (most busy nodes stay for those, whatever their pods say; its utilization
+  // says it has pods), or any in a run whose pass may remove only some nodes
+  // (RunOptions::pods_when_reached).
   bool deferred = false;
   // A candidate with pods to move in a bounded run (CandidateTurn): its pods' facts are read once
   // the run has chosen which candidates it weighs (ScaleDownRun::TakeTurn).
@@ -165,15 +167,22 @@ struct PassBudget {
   std::vector<std::pair<uint32_t, int32_t>> needed;  // the candidate's evictions per PDB
 };
 
+// What shapes a run before it reads the nodes (from ScaleDownOptions).
+struct RunOptions {
+  bool evict_training_pods = false;  // running training pods are evictable
+  // Which candidates with pods to move the run weighs; null: every one.
+  const CandidateTurn* turn = nullptr;
+  // Its first pass may remove only some nodes (ScaleDownOptions::may_remove): a candidate's pods
+  // are read when a pass gets past the checks that read none (NodeEntry::deferred).
+  bool pods_when_reached = false;
+};
+
 // One Plan call: the snapshot and everything about the nodes that does not depend on the pass,
 // built once. A pass removes candidates one by one, each inside a snapshot layer that is
 // committed when all its pods found a place and reverted otherwise.
 class ScaleDownRun {
  public:
-  // `evict_training_pods`: running training pods are evictable (ScaleDownOptions). `turn`: which
-  // candidates with pods to move the run weighs (ScaleDownOptions::turn); null: every one.
-  explicit ScaleDownRun(const PlannerInput& input, bool evict_training_pods = false,
-                        const CandidateTurn* turn = nullptr);
+  explicit ScaleDownRun(const PlannerInput& input, const RunOptions& options = {});
   // Takes back what the run changed in the input's cluster model, if it used one.
   ~ScaleDownRun();
   ScaleDownRun(const ScaleDownRun&) = delete;
@@ -230,8 +239,11 @@ class ScaleDownRun {
   static bool HasPodsToMove(const NodeEntry& e) {
     if (!e.own.empty() || e.deferred) return true;
     // A candidate awaiting its turn whose pods the memo holds: `own` is read once its turn comes.
-    return e.awaits_turn && e.unread_pods > 0 && e.memo != nullptr && e.memo->own_read &&
-           !e.memo->facts.empty();
+    return e.awaits_turn && MemoHasPods(e);
+  }
+  // The memo holds the candidate's pods that move, some, and `own` has not read them yet.
+  static bool MemoHasPods(const NodeEntry& e) {
+    return e.unread_pods > 0 && e.memo != nullptr && e.memo->own_read && !e.memo->facts.empty();
   }
   // Why the pod of `f` (a kMove pod of candidate `e`) may not be evicted, or ""; a running
   // training pod that consolidation weighs goes into its WeighedPods::training instead.
@@ -327,8 +339,9 @@ class ScaleDownRun {
   // PDB, not unneeded long enough, a rate limit), or "".
   Why Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
   // Blocker for a deferred candidate: its pods are read only once the checks that read none let
-  // it through. The same checks in another order: whether it stays is the same, and a busy
-  // node's Keep does not use the words.
+  // it through (a busy node: the rate limits too). The same checks in another order: whether it
+  // stays is the same; a busy node's Keep does not use the words, and a node the pass may remove
+  // is worded as Blocker words it.
   Why ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options, PassBudget& b);
   // The parts of Blocker: what the candidate's pods say (a pod that may not be evicted, a PDB, a
   // verdict that does not pay); and those that read no pod: the pool's minimum, the unneeded
@@ -368,6 +381,7 @@ class ScaleDownRun {
   const PoolNames pool_names_{*input_.config};  // for the pool of each node
   const bool evict_training_pods_;
   const CandidateTurn* const turn_;
+  const bool pods_when_reached_;
   std::string turn_ends_at_;
   // Running training pods are weighed (consolidation on, and not evicted regardless).
   const bool weigh_training_;

@@ -34,6 +34,7 @@
 #include "planner/plan_json.h"
 #include "planner/scale_down.h"
 #include "planner/scale_down_memo.h"
+#include "planner/scale_down_run.h"
 #include "planner/scale_up.h"
 #include "planner/slot_pools.h"
 #include "sched/cluster_model.h"
@@ -895,6 +896,40 @@ std::string CheckSecondPassIsFresh(const Case& c) {
 
 TEST(PlannerProperties, ARunsSecondPassFindsWhatAFreshPassFinds) {
   RunProperty("second pass", CheckSecondPassIsFresh);
+}
+
+// A run whose pass may remove only some nodes reads a candidate's pods when the pass reaches it
+// (RunOptions::pods_when_reached). It removes what a run that read them all up front removes, with
+// the same evictions, and says the same of every node the pass may remove.
+std::string CheckPodsWhenReached(const Case& c) {
+  PlannerInput in = c.Input();
+  const std::function<bool(const model::Node&)> even = [](const model::Node& n) {
+    return (n.meta.name.back() - '0') % 2 == 0;
+  };
+  scale_down_detail::PassOptions pass;
+  pass.rate_limit = c.rate_limit;
+  pass.may_remove = &even;
+  auto render = [&](bool when_reached) {
+    scale_down_detail::ScaleDownRun run(in, {.pods_when_reached = when_reached});
+    ScaleDownPlan plan = run.RunPass(pass).plan;
+    std::string out;
+    for (const ScaleDown& sd : plan.scale_downs)
+      out += fmt::format("remove {} [{}]\n", sd.node, fmt::join(sd.evict, " "));
+    for (const Keep& k : plan.keep) {
+      const model::Node* node = nullptr;
+      for (const model::Node& n : c.nodes)
+        if (n.meta.name == k.node) node = &n;
+      if (node != nullptr && even(*node)) out += fmt::format("keep {}: {}\n", k.node, k.Reason());
+    }
+    return out;
+  };
+  std::string eager = render(false), lazy = render(true);
+  if (eager == lazy) return "";
+  return "read up front:\n" + eager + "read when reached:\n" + lazy;
+}
+
+TEST(PlannerProperties, PodsReadWhenReachedDecideAsPodsReadUpFront) {
+  RunProperty("pods read when reached", CheckPodsWhenReached);
 }
 
 // A case as a driver's cluster model holds it, and two inputs on it: `forked` carries the model,
