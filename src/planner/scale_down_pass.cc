@@ -297,7 +297,7 @@ Why ScaleDownRun::ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options,
   if (std::string r = PoolMinBlocker(e, b); !r.empty()) return r;
   if (std::string r = NotYetBlocker(e, options); !r.empty()) return r;
   if (!e.replace_only) {
-    // Read because the pass may remove only some nodes: the pods first, as Blocker words it.
+    // Deferred for a bound or for may_remove (RunOptions): the pods first, as Blocker words it.
     ReadCandidatePods(c);
     if (Why r = PodsBlocker(e, b); !r.empty()) return r;
     return RateLimitBlocker(e, options, b);

@@ -21,7 +21,8 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, const RunOptions& options)
       config_(input.config->scale_down),
       evict_training_pods_(options.evict_training_pods),
       turn_(options.turn),
-      pods_when_reached_(options.pods_when_reached),
+      pods_when_reached_(options.pods_when_reached ||
+                         (options.turn != nullptr && options.turn->at_most > 0)),
       weigh_training_(!options.evict_training_pods && config_.consolidation.enabled),
       snapshot_(ChooseSnapshot(input)),
       placer_(snapshot_, node_facts_, destinations_, usable_) {
@@ -335,12 +336,11 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     e.deferred = true;
     return;
   }
-  if (Bounded() || pods_when_reached_) {
+  if (pods_when_reached_) {
     // Whether it has pods to move orders the candidates: the memo says, or they are read now.
     if (e.memo == nullptr || !e.memo->own_read) OwnPodsFromModel(i);
-    e.awaits_turn = Bounded();
-    e.deferred = !Bounded() && (!e.own.empty() || MemoHasPods(e));
-    if (e.awaits_turn || e.deferred) return;
+    e.deferred = !e.own.empty() || MemoHasPods(e);
+    if (e.deferred) return;
   }
   ReadCandidatePods(i);
 }
@@ -358,27 +358,21 @@ void ScaleDownRun::TakeTurn() {
     slots.push_back(i);
   }
   const std::vector<bool> weighed = ChooseTurn(by_name, *turn_, turn_ends_at_);
-  std::vector<uint8_t> waits(entries_.size(), 0);
   for (size_t k = 0; k < slots.size(); ++k) {
     if (weighed[k]) continue;
     NodeEntry& e = entries_[slots[k]];
-    waits[slots[k]] = 1;
     e.candidate = false;
     e.deferred = false;
-    e.awaits_turn = false;
     e.replace_only = false;
     // A busy node (a candidate for the replace move only) stays for its utilization.
     e.waits_turn = !e.busy;
   }
-  std::erase_if(order_, [&](NodeIndex c) { return waits[c] != 0; });
-  for (NodeIndex i : by_name_)
-    if (entries_[i].awaits_turn) ReadCandidatePods(i);  // empty ones too
+  std::erase_if(order_, [this](NodeIndex c) { return !entries_[c].candidate; });
 }
 
 void ScaleDownRun::ReadCandidatePods(NodeIndex i) {
   NodeEntry& e = entries_[i];
   e.deferred = false;
-  e.awaits_turn = false;
   e.weighed = static_cast<uint32_t>(weighed_.size());
   weighed_.emplace_back();
   if (!e.being_deleted) {

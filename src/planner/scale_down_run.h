@@ -66,12 +66,9 @@ struct NodeEntry {
   // A candidate with pods to move whose pods are read and weighed only once a pass gets past its
   // pool's minimum, its unneeded time and the rate limits (ScaleDownRun::ReadCandidatePods): a
   // replace-only one (most busy nodes stay for those, whatever their pods say; its utilization
-  // says it has pods), or any in a run whose pass may remove only some nodes
-  // (RunOptions::pods_when_reached).
+  // says it has pods), or any in a run whose passes weigh only some candidates or may remove only
+  // some nodes (RunOptions).
   bool deferred = false;
-  // A candidate with pods to move in a bounded run (CandidateTurn): its pods' facts are read once
-  // the run has chosen which candidates it weighs (ScaleDownRun::TakeTurn).
-  bool awaits_turn = false;
   // Left out of a bounded run: stays, for that (Keep::waits_turn).
   bool waits_turn = false;
   // Why a managed non-candidate stays (both unset for candidates): for its utilization (`busy`:
@@ -170,7 +167,8 @@ struct PassBudget {
 // What shapes a run before it reads the nodes (from ScaleDownOptions).
 struct RunOptions {
   bool evict_training_pods = false;  // running training pods are evictable
-  // Which candidates with pods to move the run weighs; null: every one.
+  // Which candidates with pods to move the run weighs; null: every one. A bound reads the pods of
+  // the candidates it weighs only, when a pass reaches them (NodeEntry::deferred).
   const CandidateTurn* turn = nullptr;
   // Its first pass may remove only some nodes (ScaleDownOptions::may_remove): a candidate's pods
   // are read when a pass gets past the checks that read none (NodeEntry::deferred).
@@ -232,15 +230,11 @@ class ScaleDownRun {
   // Candidate `i`'s pods that move: their facts, blockers and verdict (WeighedPods).
   void ReadCandidatePods(NodeIndex i);
   // In a bounded run, once the candidates are in order: the ones not weighed leave the order and
-  // stay, saying why; the others' pods are read.
+  // stay, saying why.
   void TakeTurn();
   bool Bounded() const { return turn_ != nullptr && turn_->at_most > 0; }
   // Whether candidate `e` has pods to move, read or not yet (NodeEntry::deferred).
-  static bool HasPodsToMove(const NodeEntry& e) {
-    if (!e.own.empty() || e.deferred) return true;
-    // A candidate awaiting its turn whose pods the memo holds: `own` is read once its turn comes.
-    return e.awaits_turn && MemoHasPods(e);
-  }
+  static bool HasPodsToMove(const NodeEntry& e) { return !e.own.empty() || e.deferred; }
   // The memo holds the candidate's pods that move, some, and `own` has not read them yet.
   static bool MemoHasPods(const NodeEntry& e) {
     return e.unread_pods > 0 && e.memo != nullptr && e.memo->own_read && !e.memo->facts.empty();
@@ -340,8 +334,8 @@ class ScaleDownRun {
   Why Blocker(const NodeEntry& e, const PassOptions& options, PassBudget& b) const;
   // Blocker for a deferred candidate: its pods are read only once the checks that read none let
   // it through (a busy node: the rate limits too). The same checks in another order: whether it
-  // stays is the same; a busy node's Keep does not use the words, and a node the pass may remove
-  // is worded as Blocker words it.
+  // stays is the same; a busy node's Keep does not use the words, and any other node the pass may
+  // remove is worded as Blocker words it.
   Why ReadPodsUnlessBlocked(NodeIndex c, const PassOptions& options, PassBudget& b);
   // The parts of Blocker: what the candidate's pods say (a pod that may not be evicted, a PDB, a
   // verdict that does not pay); and those that read no pod: the pool's minimum, the unneeded
