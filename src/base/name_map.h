@@ -12,9 +12,6 @@
 
 namespace tidepool {
 
-// A std::map<std::string_view, V> for that use: one allocation for all entries instead of one per
-// entry, and lookups by binary search over contiguous names. Iteration is in name order. The
-// names are views: what they point into must outlive the map.
 // Advances `it` over entries (pairs keyed by name, in name order) that come before `name`, and
 // says whether it stopped at `name`: the step of a walk that pairs two lists in name order, with
 // one comparison per entry passed (names share long prefixes, so comparing twice costs).
@@ -25,6 +22,9 @@ bool SeekName(It& it, It end, std::string_view name) {
   return it != end && order == 0;
 }
 
+// A std::map<std::string_view, V> for that use: one allocation for all entries instead of one per
+// entry, and lookups by binary search over contiguous names. Iteration is in name order. The
+// names are views: what they point into must outlive the map.
 template <typename V>
 class NameMap {
  public:
