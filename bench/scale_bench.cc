@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
 #include <memory>
 #include <random>
@@ -144,7 +145,10 @@ enum class Plans { kUp, kDown, kBoth, kUnneeded, kRipe };
 size_t RipePass(const planner::PlannerInput& input) {
   planner::ScaleDownOptions options;
   options.may_remove = [](const model::Node& n) {
-    return std::stoul(n.name().substr(n.name().find('-') + 1)) % 500 == 0;
+    std::string_view name = n.name();
+    size_t number = 0;
+    std::from_chars(name.data() + name.find('-') + 1, name.data() + name.size(), number);
+    return number % 500 == 0;
   };
   return planner::ScaleDownPlanner().Plan(input, options).scale_downs.size();
 }
@@ -154,14 +158,18 @@ size_t RipePass(const planner::PlannerInput& input) {
 // last pass found unneeded first, then the others in turn.
 class UnneededPasses {
  public:
-  explicit UnneededPasses(size_t at_most) { options_.turn.at_most = at_most; }
-
-  size_t Plan(const planner::PlannerInput& input) {
+  explicit UnneededPasses(size_t at_most) {
     options_.rate_limit = false;
     options_.waiting_is_removable = true;
+    options_.turn.at_most = at_most;
     options_.turn.unneeded_before = [this](std::string_view n) {
       return std::binary_search(unneeded_.begin(), unneeded_.end(), n);
     };
+  }
+  UnneededPasses(const UnneededPasses&) = delete;  // the predicate points at this object
+  UnneededPasses& operator=(const UnneededPasses&) = delete;
+
+  size_t Plan(const planner::PlannerInput& input) {
     planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(input, options_);
     options_.turn.after = plan.turn_ends_at;
     unneeded_.clear();
