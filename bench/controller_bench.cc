@@ -3,14 +3,20 @@
 // opens the batch window and the next, a window later, asks for a node. What is measured is the CPU
 // of those two passes (Controller::RunOnce: view, model sync, the loop, the dry-run actuator); the
 // live script adds watch delivery and the informers' decoding, which run beside the passes.
+// BM_ControllerScan times the other pass a large cluster pays for: the scan every scanInterval,
+// with scale-down on, after 100 pod changes.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -57,6 +63,10 @@ class CacheReader : public controller::ClusterReader {
     pods_.Set(key, {std::make_shared<const model::Pod>(std::move(p)), ""});
     if (feed_) feed_->PodChanged(key);
   }
+  void ErasePod(const std::string& key) {
+    pods_.Erase(key);
+    if (feed_) feed_->PodChanged(key);
+  }
 
  private:
   template <typename T>
@@ -79,7 +89,8 @@ class CacheReader : public controller::ClusterReader {
   std::unique_ptr<controller::ModelFeed> feed_;
 };
 
-// Scale-down is off: the controller only records events and its status, which go nowhere.
+// The benchmarks start no removal: the controller only records events and its status, which go
+// nowhere.
 class EventSink : public controller::ClusterWriter {
  public:
   Result<void> AddTaint(const std::string&, const model::Taint&) override { return Unused(); }
@@ -132,21 +143,21 @@ class CountingProvider : public cloud::CloudProvider {
 
  private:
   static Result<void> Unused() {
-    return Fail(Error::Code::kInternal, "scale-down is off in the benchmark");
+    return Fail(Error::Code::kInternal, "the benchmark removes no node");
   }
   std::map<std::string, int> targets_;
   int increases_ = 0;
 };
 
 // bench/controller_latency.sh's config and cluster.
-model::AutoscalerConfig Config(int nodes) {
+model::AutoscalerConfig Config(int nodes, std::string_view scale_down = "{enabled: false}") {
   auto config = kube::config::ParseAutoscalerConfig(fmt::format(R"(
 apiVersion: tidepool.dev/v1alpha1
 kind: AutoscalerConfig
 provider: {{type: kwok, bootDelay: 1h}}
 scanInterval: 10s
 scaleUp: {{batchIdle: 1s, batchMax: 10s}}
-scaleDown: {{enabled: false}}
+scaleDown: {}
 pools:
   - name: filled
     max: {}
@@ -159,7 +170,7 @@ pools:
       labels: {{bench: fresh}}
       capacity: {{cpu: "8", memory: 64Gi, pods: "110"}}
 )",
-                                                                nodes + 10),
+                                                                scale_down, nodes + 10),
                                                     "controller_bench");
   if (!config) {
     spdlog::critical("{}", config.error().message());
@@ -184,7 +195,10 @@ model::Pod BenchPod(std::string name, std::string node, int64_t milli) {
   return p;
 }
 
-void Fill(CacheReader& reader, const model::AutoscalerConfig& config, int nodes) {
+// `milli(n)`: the cpu of each of node n's 20 pods (4 cpu a node).
+void Fill(
+    CacheReader& reader, const model::AutoscalerConfig& config, int nodes,
+    const std::function<int64_t(int)>& milli = [](int) { return 200; }) {
   for (int n = 0; n < nodes; ++n) {
     model::Node node = config.pools[0].template_node;
     node.meta.name = fmt::format("filled-{:05}", n);
@@ -192,7 +206,7 @@ void Fill(CacheReader& reader, const model::AutoscalerConfig& config, int nodes)
     node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
     node.ready = true;
     for (int k = 0; k < 20; ++k) {
-      reader.SetPod(BenchPod(fmt::format("load-{:05}-{:02}", n, k), node.meta.name, 200));
+      reader.SetPod(BenchPod(fmt::format("load-{:05}-{:02}", n, k), node.meta.name, milli(n)));
     }
     reader.SetNode(std::move(node));
   }
@@ -237,6 +251,53 @@ void Sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_ControllerPasses, Model, true, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_ControllerPasses, ModelCopiedView, true, true)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_ControllerPasses, NoModel, false, false)->Apply(Sizes);
+
+// The scan the controller runs every scanInterval with scale-down on, after 100 pod changes (50
+// pods gone, 50 new ones, each on a random node; the changes are not timed). Nine nodes in ten are
+// at 75 % cpu, one in ten at 25 % (a candidate whose pods fit elsewhere); unneededTime is a day, so
+// the scans find nodes unneeded and start no removal. `bound`: scaleDown.candidatesPerPass (0:
+// every candidate).
+void BM_ControllerScan(benchmark::State& state) {
+  spdlog::set_level(getenv("BENCH_LOG") ? spdlog::level::info : spdlog::level::warn);
+  const int nodes = static_cast<int>(state.range(0));
+  model::AutoscalerConfig config =
+      Config(nodes, fmt::format("{{unneededTime: 24h, candidatesPerPass: {}}}", state.range(1)));
+  CacheReader reader(/*keep_model=*/true, /*copy_view=*/false);
+  auto milli = [](int n) { return n % 10 == 0 ? 50 : 150; };
+  Fill(reader, config, nodes, milli);
+  EventSink writer;
+  CountingProvider provider(nodes);
+  ManualClock clock(Time{} + std::chrono::hours(1));
+  controller::Controller ctl(config, reader, writer, provider, clock);
+  Time now = clock.Now();
+  ctl.RunOnce(now);
+  std::mt19937 rng(5);
+  std::vector<std::pair<std::string, int>> live;  // the churned pods now running, and their node
+  for (int i = 0; i < 50; ++i) live.emplace_back(fmt::format("load-{:05}-{:02}", i, 0), i);
+  int created = 0;
+  size_t unneeded = 0;
+  for (auto _ : state) {
+    state.PauseTiming();  // the informers' work, on their own threads in the controller
+    for (auto& [name, node] : live) {
+      reader.ErasePod("default/" + name);
+      node = static_cast<int>(rng() % static_cast<unsigned>(nodes));
+      name = fmt::format("churn-{}", created++);
+      reader.SetPod(BenchPod(name, fmt::format("filled-{:05}", node), milli(node)));
+    }
+    state.ResumeTiming();
+    now += config.scan_interval;
+    ctl.RunOnce(now);
+  }
+  if (std::optional<autoscaler::Status> status = ctl.Status()) unneeded = status->unneeded.size();
+  if (unneeded == 0) state.SkipWithError("the scans found no node unneeded");
+  state.counters["unneeded"] = static_cast<double>(unneeded);
+}
+BENCHMARK(BM_ControllerScan)
+    ->ArgNames({"nodes", "bound"})
+    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}})
+    ->Iterations(20)
+    ->Repetitions(3)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tidepool
