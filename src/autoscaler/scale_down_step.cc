@@ -8,6 +8,7 @@
 #include "planner/disruption.h"
 #include "planner/scale_down.h"
 #include "planner/scale_down_memo.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::autoscaler {
 
@@ -20,7 +21,12 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   in.scale_down_memo = &scale_down_memo_;
   // Backoffs: the replace move does not ask a pool whose scale-up failed for a node.
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
-  runtimes_.Observe(ctx.obs.pods, ctx.now);
+  // The model lists its Succeeded pods: the tracker reads those, not every pod of the cluster.
+  if (ctx.obs.model != nullptr) {
+    runtimes_.Observe(ctx.obs.model->Succeeded(), ctx.now);
+  } else {
+    runtimes_.Observe(ctx.obs.pods, ctx.now);
+  }
   in.runtime_hints = &runtimes_.hints();
   std::map<std::string, std::string> warm_hosts = warm_.BindPlaceholders(ctx, in, removing_);
 

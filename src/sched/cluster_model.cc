@@ -20,6 +20,26 @@ std::string PodKey(std::string_view ns, std::string_view name) {
 
 bool BelongsInSnapshot(const model::Pod& pod) { return !pod.IsTerminal(); }
 
+// Files `pod` under `key` in `index` when it `belongs` there, and takes it out when it was there
+// (`in`) and no longer belongs; `in` then says where it is.
+template <typename Index>
+void Refile(Index& index, std::string_view key, const model::Pod* pod, bool& in, bool belongs) {
+  if (belongs) {
+    index.insert_or_assign(key, pod);
+  } else if (in) {
+    index.erase(key);
+  }
+  in = belongs;
+}
+
+template <typename Index>
+std::vector<const model::Pod*> Listed(const Index& index) {
+  std::vector<const model::Pod*> out;
+  out.reserve(index.size());
+  for (const auto& [key, pod] : index) out.push_back(pod);
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<ClusterSnapshot> ClusterModel::NewSnapshot() {
@@ -93,13 +113,9 @@ Result<void> ClusterModel::SetPod(std::shared_ptr<const model::Pod> pod) {
   if (!added) Unbind(record);
   record.pod = std::move(pod);
   record.node = record.pod->node_name;
-  const bool waits = record.pod->WaitsForNode();
-  if (waits) {
-    unbound_.insert_or_assign(it->first, record.pod.get());
-  } else if (record.waits) {
-    unbound_.erase(it->first);
-  }
-  record.waits = waits;
+  Refile(unbound_, it->first, record.pod.get(), record.waits, record.pod->WaitsForNode());
+  Refile(succeeded_, it->first, record.pod.get(), record.succeeded,
+         record.pod->phase == model::PodPhase::kSucceeded);
   if (!record.node.empty()) {
     auto node = nodes_.find(record.node);
     if (node == nodes_.end()) node = nodes_.emplace(record.node, NodeRecord{}).first;
@@ -119,6 +135,7 @@ Result<void> ClusterModel::DeletePod(std::string_view ns, std::string_view name)
   if (it == pods_.end()) return Fail(Error::Code::kNotFound, "cluster model: no pod {}", key);
   Unbind(it->second);
   if (it->second.waits) unbound_.erase(it->first);
+  if (it->second.succeeded) succeeded_.erase(it->first);
   pods_.erase(it);
   ++changes_;
   return {};
@@ -202,12 +219,9 @@ const model::Pod* ClusterModel::FindPod(std::string_view ns, std::string_view na
   return it == pods_.end() ? nullptr : it->second.pod.get();
 }
 
-std::vector<const model::Pod*> ClusterModel::Unbound() const {
-  std::vector<const model::Pod*> out;
-  out.reserve(unbound_.size());
-  for (const auto& [key, pod] : unbound_) out.push_back(pod);
-  return out;
-}
+std::vector<const model::Pod*> ClusterModel::Unbound() const { return Listed(unbound_); }
+
+std::vector<const model::Pod*> ClusterModel::Succeeded() const { return Listed(succeeded_); }
 
 const std::vector<NodeIndex>& ClusterModel::NodesByName() const {
   if (by_name_valid_) return by_name_;

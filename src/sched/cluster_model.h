@@ -75,6 +75,9 @@ class ClusterModel {
   // The pods it holds that wait for a node (model::Pod::WaitsForNode), in key order
   // ("namespace/name", bytewise): the pods a pass may place, without reading every pod.
   std::vector<const model::Pod*> Unbound() const;
+  // The pods it holds in phase Succeeded, in key order: what the loop learns runtimes from,
+  // without reading every pod.
+  std::vector<const model::Pod*> Succeeded() const;
   // Live node indexes in name order, and where a live slot stands in that order (kNoPlace for a
   // slot that is not one: removed, or added by a pass in its layer). Kept from one call to the
   // next until a node is added, replaced or deleted.
@@ -106,7 +109,10 @@ class ClusterModel {
     std::string node;            // the node name it is filed under ("" when unbound)
     NodeIndex placed = kNoNode;  // where the snapshot holds it
     bool waits = false;          // in unbound_ (model::Pod::WaitsForNode when it was set)
+    bool succeeded = false;      // in succeeded_
   };
+  // Pods picked out by a property, by their key in pods_ (whose nodes stay where they are).
+  using PodIndex = std::map<std::string_view, const model::Pod*>;
   // A node name with the node (null when absent) and the pods bound to that name.
   struct NodeRecord {
     std::shared_ptr<const model::Node> node;
@@ -134,8 +140,8 @@ class ClusterModel {
   std::unique_ptr<ClusterSnapshot> snapshot_ = NewSnapshot();
   std::map<std::string, NodeRecord, std::less<>> nodes_;
   std::unordered_map<std::string, PodRecord> pods_;  // by namespace/name
-  // The pods of Unbound(), by their key in pods_ (whose nodes stay where they are).
-  std::map<std::string_view, const model::Pod*> unbound_;
+  PodIndex unbound_;                                 // Unbound()
+  PodIndex succeeded_;                               // Succeeded()
   // Nodes replaced or deleted since the last compaction: the snapshot's tombstones point at them.
   std::vector<std::shared_ptr<const model::Node>> retired_;
   uint64_t generation_ = 0;

@@ -1004,6 +1004,47 @@ TEST(LoopScaleDownTest, ConsolidatesRightAfterACheckpointWithTheDefaultUnneededT
   EXPECT_THAT(event->message, HasSubstr("consolidation pays"));
 }
 
+// The loop learns how long a Job's pods run from those it sees Succeeded (the model lists them),
+// and consolidation's horizon follows. n1 ($16/h, 8 GPUs) runs a 1-GPU training pod 2 hours in,
+// with no checkpoint information; n2 has room for it. As long again as it ran, evicting pays
+// ($32 saved against $4 of work). A finished pod of the same Job ran 2h20m: a minute later, 19
+// minutes are left, $5.07 saved against $4.10 x 2, which does not pay.
+TEST(LoopScaleDownTest, ARuntimeLearnedFromFinishedPodsSetsTheHorizon) {
+  for (bool finished : {false, true}) {
+    SCOPED_TRACE(finished ? "a finished pod of the Job" : "nothing learned");
+    World w;
+    model::Pool& gpu = w.AddPool(
+        "gpu", 0, {{"cpu", "32"}, {"memory", "256Gi"}, {"nvidia.com/gpu", "8"}, {"pods", "110"}});
+    gpu.price_per_hour = 16;
+    w.AddNode("n1", "gpu");
+    w.AddNode("n2", "gpu");
+    w.AddPod("busy", {{"cpu", "4"}, {"nvidia.com/gpu", "6"}}, "n2");
+    const model::OwnerReference job{"batch/v1", "Job", "train", "job-uid", true};
+    model::Pod& train = w.AddPod("train-0", {{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, "n1");
+    train.meta.owner_references = {job};
+    train.start_time = w.now - std::chrono::hours(2);
+    if (finished) {
+      model::Pod& done = w.AddPod("train-1", {{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, "n2");
+      done.meta.owner_references = {job};
+      done.phase = model::PodPhase::kSucceeded;
+      done.start_time = w.now - std::chrono::hours(2) - minutes(20);
+    }
+    w.Start();
+    w.RunUntil(w.now + minutes(1));
+    Status s = w.loop->GetStatus();
+    if (!finished) {
+      ASSERT_EQ(s.unneeded.size(), 1u) << FormatStatus(s);
+      EXPECT_EQ(s.unneeded[0].node, "n1");
+      continue;
+    }
+    EXPECT_TRUE(s.unneeded.empty()) << FormatStatus(s);
+    auto kept = std::find_if(s.kept.begin(), s.kept.end(),
+                             [](const planner::Keep& k) { return k.node == "n1"; });
+    ASSERT_NE(kept, s.kept.end()) << FormatStatus(s);
+    EXPECT_THAT(kept->Reason(), HasSubstr("does not pay: saves $5.07 over 19m against $4.10"));
+  }
+}
+
 TEST(LoopScaleDownTest, EmptyNodeSkipsEviction) {
   World w;
   TwoCpuNodes(w);

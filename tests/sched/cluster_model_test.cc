@@ -155,9 +155,14 @@ void ExpectSame(const ClusterModel& model, const Truth& truth,
   ASSERT_EQ(by_name, names) << where;
   // The pods a pass may place, in key order: what a read of every pod would find.
   std::vector<const model::Pod*> unbound;
-  for (const auto& [key, pod] : truth.pods)
+  // And the pods the loop learns runtimes from.
+  std::vector<const model::Pod*> succeeded;
+  for (const auto& [key, pod] : truth.pods) {
     if (pod->WaitsForNode()) unbound.push_back(pod.get());
+    if (pod->phase == model::PodPhase::kSucceeded) succeeded.push_back(pod.get());
+  }
   ASSERT_EQ(model.Unbound(), unbound) << where;
+  ASSERT_EQ(model.Succeeded(), succeeded) << where;
 }
 
 // One random delta, applied to the model and to the truth alike (or refused by both).
@@ -346,9 +351,16 @@ TEST(ClusterModel, AnObjectChangedInPlaceIsFiledAgain) {
   ASSERT_TRUE(model.SetPod(pod).has_value());
   EXPECT_EQ(s.PodCount(), 0);
   EXPECT_EQ(model.Unbound(), std::vector<const model::Pod*>{pod.get()});
+  EXPECT_TRUE(model.Succeeded().empty());
+  pod->node_name = "n2";
+  pod->phase = model::PodPhase::kSucceeded;
+  ASSERT_TRUE(model.SetPod(pod).has_value());
+  EXPECT_TRUE(model.Unbound().empty());
+  EXPECT_EQ(model.Succeeded(), std::vector<const model::Pod*>{pod.get()});
   ASSERT_TRUE(model.DeletePod("default", "p").has_value());
   EXPECT_EQ(model.PodCount(), 0u);
   EXPECT_TRUE(model.Unbound().empty());
+  EXPECT_TRUE(model.Succeeded().empty());
 }
 
 TEST(ClusterModel, MalformedDeltasAreRefusedAndChangeNothing) {
