@@ -37,6 +37,10 @@ void RemovalTracker::Adopt(StepContext& ctx) {
     auto cd = cooldown_.find(n.name());
     return orphans.contains(n.name()) && (cd == cooldown_.end() || cd->second <= ctx.now);
   };
+  // An orphan held back is one whose removal failed a moment ago: its Keep says so.
+  options.not_yet_reason = [&](const model::Node& n) {
+    return orphans.contains(n.name()) ? NotRemovableReason(ctx, n.name()) : std::string();
+  };
   planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, options);
 
   std::set<std::string_view> resumed;

@@ -1121,6 +1121,30 @@ TEST(LoopScaleDownTest, FailedDeletionRollsBack) {
   EXPECT_EQ(w.PoolStat("cpu").upcoming, 0);
 }
 
+// A node found tainted again while its failed removal cools down (its untaint lost, or the taint
+// put back by hand) is untainted once more, and the reason says so, not that it has not been
+// unneeded long enough.
+TEST(LoopScaleDownTest, ANodeTaintedAgainDuringItsCooldownIsUntaintedForThat) {
+  World w;
+  TwoCpuNodes(w);
+  w.pods.erase("small");
+  w.delete_error = Error(Error::Code::kUnavailable, "ARM said 503");
+  w.Start();
+  w.RunUntil(w.now + minutes(10));
+  ASSERT_TRUE(w.nodes.at("n1").taints.empty());
+  w.delete_error.reset();
+  w.nodes.at("n1").taints.push_back(
+      {std::string(planner::kToBeDeletedTaint), "1", model::TaintEffect::kNoSchedule});
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(2));
+  auto untaints = OfKind<UntaintNode>(actions);
+  ASSERT_EQ(untaints.size(), 1u) << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(untaints[0].node, "n1");
+  EXPECT_THAT(
+      untaints[0].reason,
+      HasSubstr("no longer removable: its removal failed recently; not tried again before"));
+  EXPECT_TRUE(OfKind<DeleteNode>(actions).empty());
+}
+
 TEST(LoopScaleDownTest, TaintNeverConfirmedRollsBackWithoutEvicting) {
   World w;
   TwoCpuNodes(w);
