@@ -962,6 +962,16 @@ TEST(LoopScaleDownTest, UnneededTaintEvictDelete) {
   EXPECT_EQ(w.PoolStat("cpu").upcoming, 0);
 }
 
+// Pool gpu ($16/h, 8 GPUs) with nodes n1 and n2; 6 of n2's GPUs busy, so n2 has room for two more.
+void TwoGpuNodes(World& w) {
+  model::Pool& gpu = w.AddPool(
+      "gpu", 0, {{"cpu", "32"}, {"memory", "256Gi"}, {"nvidia.com/gpu", "8"}, {"pods", "110"}});
+  gpu.price_per_hour = 16;
+  w.AddNode("n1", "gpu");
+  w.AddNode("n2", "gpu");
+  w.AddPod("busy", {{"cpu", "4"}, {"nvidia.com/gpu", "6"}}, "n2");
+}
+
 // Consolidation with checkpoints every 10 minutes and the default unneededTime (10m). n1 ($16/h,
 // 8 GPUs) runs one 1-GPU training pod 69 minutes in (9 unsaved, the next checkpoint in 1); n2
 // has room for it. Evicting pays while less than 8 minutes are unsaved and waiting for the
@@ -971,12 +981,7 @@ TEST(LoopScaleDownTest, UnneededTaintEvictDelete) {
 // it would never reach 10 minutes.
 TEST(LoopScaleDownTest, ConsolidatesRightAfterACheckpointWithTheDefaultUnneededTime) {
   World w;
-  model::Pool& gpu = w.AddPool(
-      "gpu", 0, {{"cpu", "32"}, {"memory", "256Gi"}, {"nvidia.com/gpu", "8"}, {"pods", "110"}});
-  gpu.price_per_hour = 16;
-  w.AddNode("n1", "gpu");
-  w.AddNode("n2", "gpu");
-  w.AddPod("busy", {{"cpu", "4"}, {"nvidia.com/gpu", "6"}}, "n2");
+  TwoGpuNodes(w);
   model::Pod& train = w.AddPod("train", {{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, "n1");
   train.meta.owner_references = {{"batch/v1", "Job", "train", "job-uid", true}};
   train.meta.annotations[std::string(planner::kCheckpointIntervalAnnotation)] = "10m";
@@ -1013,12 +1018,7 @@ TEST(LoopScaleDownTest, ARuntimeLearnedFromFinishedPodsSetsTheHorizon) {
   for (bool finished : {false, true}) {
     SCOPED_TRACE(finished ? "a finished pod of the Job" : "nothing learned");
     World w;
-    model::Pool& gpu = w.AddPool(
-        "gpu", 0, {{"cpu", "32"}, {"memory", "256Gi"}, {"nvidia.com/gpu", "8"}, {"pods", "110"}});
-    gpu.price_per_hour = 16;
-    w.AddNode("n1", "gpu");
-    w.AddNode("n2", "gpu");
-    w.AddPod("busy", {{"cpu", "4"}, {"nvidia.com/gpu", "6"}}, "n2");
+    TwoGpuNodes(w);
     const model::OwnerReference job{"batch/v1", "Job", "train", "job-uid", true};
     model::Pod& train = w.AddPod("train-0", {{"cpu", "2"}, {"nvidia.com/gpu", "1"}}, "n1");
     train.meta.owner_references = {job};
@@ -1101,13 +1101,19 @@ TEST(LoopScaleDownTest, EvictionThrottledUntilMaxPodEvictionTimeRollsBack) {
   EXPECT_EQ(OfKind<DeleteNode>(actions).size(), 1u);
 }
 
-TEST(LoopScaleDownTest, FailedDeletionRollsBack) {
-  World w;
+// n1 empty and unneeded; its deletion fails with a 503. Returns the actions of its first 10
+// minutes.
+std::vector<Action> FailTheDeletion(World& w) {
   TwoCpuNodes(w);
   w.pods.erase("small");
   w.delete_error = Error(Error::Code::kUnavailable, "ARM said 503");
   w.Start();
-  std::vector<Action> actions = w.RunUntil(w.now + minutes(10));
+  return w.RunUntil(w.now + minutes(10));
+}
+
+TEST(LoopScaleDownTest, FailedDeletionRollsBack) {
+  World w;
+  std::vector<Action> actions = FailTheDeletion(w);
   ASSERT_EQ(OfKind<DeleteNode>(actions).size(), 1u) << ::testing::PrintToString(Describe(actions));
   auto untaints = OfKind<UntaintNode>(actions);
   ASSERT_EQ(untaints.size(), 1u);
@@ -1126,11 +1132,7 @@ TEST(LoopScaleDownTest, FailedDeletionRollsBack) {
 // unneeded long enough.
 TEST(LoopScaleDownTest, ANodeTaintedAgainDuringItsCooldownIsUntaintedForThat) {
   World w;
-  TwoCpuNodes(w);
-  w.pods.erase("small");
-  w.delete_error = Error(Error::Code::kUnavailable, "ARM said 503");
-  w.Start();
-  w.RunUntil(w.now + minutes(10));
+  FailTheDeletion(w);
   ASSERT_TRUE(w.nodes.at("n1").taints.empty());
   w.delete_error.reset();
   w.nodes.at("n1").taints.push_back(
