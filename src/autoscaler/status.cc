@@ -40,6 +40,11 @@ std::string FormatBuffer(const BufferStatusLine& b) {
   return out;
 }
 
+KeptNodes NoKeptNodes() {
+  static const KeptNodes none = std::make_shared<const std::vector<planner::Keep>>();
+  return none;
+}
+
 std::string FormatStatus(const Status& s) {
   std::string out;
   out += fmt::format("last step: {}\n", s.last_step ? FormatRfc3339(*s.last_step) : "never");

@@ -2,6 +2,7 @@
 // scale-up and scale-down, unneeded nodes), for the status ConfigMap, the status page and explain.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -100,6 +101,12 @@ struct BufferStatusLine {
   std::vector<std::string> pools;  // pools a scale-up grew for its copies at the last plan
 };
 
+// The Keeps of one scale-down pass, shared and never null. A status is taken at every pass
+// (metrics, the status page) and a large cluster has a Keep per node: they are not copied.
+using KeptNodes = std::shared_ptr<const std::vector<planner::Keep>>;
+// An empty list, shared.
+KeptNodes NoKeptNodes();
+
 struct Status {
   std::optional<Time> last_step;  // unset before the first Step
   std::vector<PoolStatus> pools;  // in config order
@@ -108,7 +115,7 @@ struct Status {
   std::vector<UnneededNode> unneeded;   // node-name order
   std::vector<RemovalStatus> removals;  // node-name order
   // Managed nodes that are not unneeded at the last scale-down pass, with why (node order).
-  std::vector<planner::Keep> kept;
+  KeptNodes kept = NoKeptNodes();
   int pending_pods = 0;
   std::optional<Time> batch_open_since;  // a scale-up batch window is open
   // From the last scale-up plan, pods still pending at the last Step (pod-key order): those no

@@ -20,7 +20,7 @@ void UnneededTracker::Disable(StepContext& ctx,
                               const std::function<bool(std::string_view)>& removing) {
   since_.clear();
   waiting_.clear();
-  kept_.clear();
+  kept_ = NoKeptNodes();
   weighed_training_ = false;
   turn_after_.clear();
   UpdateMarks(ctx, {}, removing);
@@ -28,7 +28,7 @@ void UnneededTracker::Disable(StepContext& ctx,
 
 void UnneededTracker::Update(StepContext& ctx, UnneededPass pass,
                              const std::function<bool(std::string_view)>& removing) {
-  kept_ = std::move(pass.kept);
+  kept_ = std::make_shared<const std::vector<planner::Keep>>(std::move(pass.kept));
   waiting_ = std::move(pass.waiting);
   weighed_training_ = pass.weighed_training;
   turn_after_ = std::move(pass.turn_ends_at);

@@ -67,7 +67,7 @@ class UnneededTracker {
   std::map<std::string, Time, std::less<>> since_;
   std::set<std::string, std::less<>> marked_;  // nodes the loop marked DeletionCandidate
   std::map<std::string, CheckpointWait, std::less<>> waiting_;
-  std::vector<planner::Keep> kept_;
+  KeptNodes kept_ = NoKeptNodes();
   bool weighed_training_ = false;
   std::string turn_after_;
 };

@@ -393,21 +393,22 @@ void Unneeded(std::string& out, const Status& s, const StatusPageExtras& x) {
 }
 
 void Kept(std::string& out, const Status& s, const StatusPageExtras& x) {
-  OpenSection(out, "kept", "Nodes kept at the last scale-down pass", s.kept.size());
-  if (s.kept.empty()) {
+  const std::vector<planner::Keep>& kept = *s.kept;
+  OpenSection(out, "kept", "Nodes kept at the last scale-down pass", kept.size());
+  if (kept.empty()) {
     out += "<div class=\"empty\">None.</div></section>\n";
     return;
   }
   out +=
       "<table id=\"kept-table\"><thead><tr><th>Node</th><th>Why it stays</th></tr></thead>"
       "<tbody>\n";
-  size_t n = std::min(s.kept.size(), x.max_rows);
+  size_t n = std::min(kept.size(), x.max_rows);
   for (size_t i = 0; i < n; ++i) {
     out += fmt::format("<tr><td class=\"name narrow\">{}</td><td>{}</td></tr>\n",
-                       HtmlEscape(s.kept[i].node), HtmlEscape(s.kept[i].Reason()));
+                       HtmlEscape(kept[i].node), HtmlEscape(kept[i].Reason()));
   }
   out += "</tbody></table>\n";
-  More(out, n, s.kept.size());
+  More(out, n, kept.size());
   out += "</section>\n";
 }
 

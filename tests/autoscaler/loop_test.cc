@@ -1038,9 +1038,9 @@ TEST(LoopScaleDownTest, ARuntimeLearnedFromFinishedPodsSetsTheHorizon) {
       continue;
     }
     EXPECT_TRUE(s.unneeded.empty()) << FormatStatus(s);
-    auto kept = std::find_if(s.kept.begin(), s.kept.end(),
+    auto kept = std::find_if(s.kept->begin(), s.kept->end(),
                              [](const planner::Keep& k) { return k.node == "n1"; });
-    ASSERT_NE(kept, s.kept.end()) << FormatStatus(s);
+    ASSERT_NE(kept, s.kept->end()) << FormatStatus(s);
     EXPECT_THAT(kept->Reason(), HasSubstr("does not pay: saves $5.07 over 19m against $4.10"));
   }
 }
@@ -1214,7 +1214,7 @@ TEST(LoopScaleDownTest, CandidatesBeyondTheBoundWaitTheirTurn) {
   ASSERT_EQ(s.unneeded.size(), 1u) << FormatStatus(s);
   EXPECT_EQ(s.unneeded[0].node, "a");
   EXPECT_EQ(s.unneeded[0].since, t0);
-  for (const planner::Keep& k : s.kept) {
+  for (const planner::Keep& k : *s.kept) {
     if (k.node != "b" && k.node != "c") continue;
     EXPECT_THAT(k.Reason(), HasSubstr("scaleDown.candidatesPerPass 1 reached")) << k.node;
   }
@@ -1365,6 +1365,21 @@ TEST(LoopDeterminismTest, SameInputsSameActions) {
   EXPECT_EQ(a, b);
 }
 
+// A status is taken at every pass; the Keeps (one per managed node) are shared with the loop, not
+// copied, and there is a list, empty, before the first pass.
+TEST(LoopStatusTest, TheKeptNodesAreSharedNotCopied) {
+  World w;
+  TwoCpuNodes(w);
+  w.Start();
+  ASSERT_NE(w.loop->GetStatus().kept, nullptr);
+  EXPECT_TRUE(w.loop->GetStatus().kept->empty());
+  w.RunUntil(w.now + minutes(1));
+  Status a = w.loop->GetStatus();
+  Status b = w.loop->GetStatus();
+  ASSERT_FALSE(a.kept->empty()) << FormatStatus(a);
+  EXPECT_EQ(a.kept.get(), b.kept.get());
+}
+
 TEST(LoopStatusTest, FormatStatusNamesPoolsAndBackoff) {
   World w;
   w.AddGpuPools();
@@ -1494,8 +1509,8 @@ TEST(LoopWarmTest, SpareNodesComeFromZeroAndAreNeverScaledDown) {
   EXPECT_TRUE(OfKind<TaintNode>(later).empty());
   Status s = w.loop->GetStatus();
   EXPECT_TRUE(s.unneeded.empty());
-  ASSERT_EQ(s.kept.size(), 2u);
-  EXPECT_THAT(s.kept[0].Reason(), HasSubstr("warm: a spare node of pool gpu"));
+  ASSERT_EQ(s.kept->size(), 2u);
+  EXPECT_THAT((*s.kept)[0].Reason(), HasSubstr("warm: a spare node of pool gpu"));
   EXPECT_THAT(FormatStatus(s), HasSubstr("warm: spareNodes 2"));
 
   // A third idle node is beyond the spare: it goes, the two spare stay.
@@ -1986,7 +2001,7 @@ TEST(LoopReplaceTest, NothingIsEvictedBeforeTheReplacementIsReady) {
   EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   Status s = w.loop->GetStatus();
   bool kept = false;
-  for (const planner::Keep& k : s.kept) {
+  for (const planner::Keep& k : *s.kept) {
     if (k.node != "n1") continue;
     kept = true;
     EXPECT_THAT(k.Reason(), HasSubstr("replacement of pool gpu-spot coming up"));

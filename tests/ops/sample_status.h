@@ -71,11 +71,12 @@ inline autoscaler::Status SampleStatus() {
                 {"aks-gpulight-11223344-vmss000004", At("2026-03-01T11:45:00Z"),
                  autoscaler::CheckpointWait{"ml/bert-finetune-7", At("2026-03-01T12:03:00Z")}}};
   s.removals = {{"aks-cpu-12345678-vmss000003", "cpu", "draining", At("2026-03-01T11:59:20Z"), 2}};
-  s.kept = {{"aks-gpuheavy-87654321-vmss000001",
-             "pod ml/llama-pretrain-0 is not evictable: a running training pod (owned by Job "
-             "ml/llama-pretrain); annotate cluster-autoscaler.kubernetes.io/safe-to-evict=true "
-             "to allow"},
-            {"aks-cpu-12345678-vmss000000", "pool cpu at min 1"}};
+  s.kept = std::make_shared<const std::vector<planner::Keep>>(std::vector<planner::Keep>{
+      {"aks-gpuheavy-87654321-vmss000001",
+       "pod ml/llama-pretrain-0 is not evictable: a running training pod (owned by Job "
+       "ml/llama-pretrain); annotate cluster-autoscaler.kubernetes.io/safe-to-evict=true "
+       "to allow"},
+      {"aks-cpu-12345678-vmss000000", "pool cpu at min 1"}});
   using planner::ReasonKind;
   s.unschedulable = {
       {"ml/llama-pretrain-worker-3",
