@@ -195,13 +195,20 @@ model::Pod BenchPod(std::string name, std::string node, int64_t milli) {
   return p;
 }
 
+// Node n's name: short, or as long as an AKS scale set's (longer than std::string keeps inline, as
+// real node names are).
+std::string NodeName(int n, bool aks_names) {
+  return aks_names ? fmt::format("aks-filled-31415926-vmss{:06}", n)
+                   : fmt::format("filled-{:05}", n);
+}
+
 // `milli(n)`: the cpu of each of node n's 20 pods (4 cpu a node).
 void Fill(
     CacheReader& reader, const model::AutoscalerConfig& config, int nodes,
-    const std::function<int64_t(int)>& milli = [](int) { return 200; }) {
+    const std::function<int64_t(int)>& milli = [](int) { return 200; }, bool aks_names = false) {
   for (int n = 0; n < nodes; ++n) {
     model::Node node = config.pools[0].template_node;
-    node.meta.name = fmt::format("filled-{:05}", n);
+    node.meta.name = NodeName(n, aks_names);
     node.meta.uid = "uid-" + node.meta.name;
     node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
     node.ready = true;
@@ -256,7 +263,7 @@ BENCHMARK_CAPTURE(BM_ControllerPasses, NoModel, false, false)->Apply(Sizes);
 // pods gone, 50 new ones, each on a random node; the changes are not timed). Nine nodes in ten are
 // at 75 % cpu, one in ten at 25 % (a candidate whose pods fit elsewhere); unneededTime is a day, so
 // the scans find nodes unneeded and start no removal. `bound`: scaleDown.candidatesPerPass (0:
-// every candidate).
+// every candidate); `aks_names`: node names as long as real ones (NodeName).
 void BM_ControllerScan(benchmark::State& state) {
   spdlog::set_level(getenv("BENCH_LOG") ? spdlog::level::info : spdlog::level::warn);
   const int nodes = static_cast<int>(state.range(0));
@@ -264,7 +271,8 @@ void BM_ControllerScan(benchmark::State& state) {
       Config(nodes, fmt::format("{{unneededTime: 24h, candidatesPerPass: {}}}", state.range(1)));
   CacheReader reader(/*keep_model=*/true, /*copy_view=*/false);
   auto milli = [](int n) { return n % 10 == 0 ? 50 : 150; };
-  Fill(reader, config, nodes, milli);
+  const bool aks_names = state.range(2) != 0;
+  Fill(reader, config, nodes, milli, aks_names);
   EventSink writer;
   CountingProvider provider(nodes);
   ManualClock clock(Time{} + std::chrono::hours(1));
@@ -282,7 +290,7 @@ void BM_ControllerScan(benchmark::State& state) {
       reader.ErasePod("default/" + name);
       node = static_cast<int>(rng() % static_cast<unsigned>(nodes));
       name = fmt::format("churn-{}", created++);
-      reader.SetPod(BenchPod(name, fmt::format("filled-{:05}", node), milli(node)));
+      reader.SetPod(BenchPod(name, NodeName(node, aks_names), milli(node)));
     }
     state.ResumeTiming();
     now += config.scan_interval;
@@ -293,8 +301,9 @@ void BM_ControllerScan(benchmark::State& state) {
   state.counters["unneeded"] = static_cast<double>(unneeded);
 }
 BENCHMARK(BM_ControllerScan)
-    ->ArgNames({"nodes", "bound"})
-    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}})
+    ->ArgNames({"nodes", "bound", "aks_names"})
+    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}, {0}})
+    ->Args({5000, 100, 1})
     ->Iterations(20)
     ->Repetitions(3)
     ->Unit(benchmark::kMillisecond);
