@@ -78,6 +78,7 @@ void Autoscaler::Index(StepContext& ctx) {
   planner::SlotPools* slot_pools = nullptr;
   const std::vector<sched::NodeIndex>* slots = nullptr;
   if (obs.model != nullptr && planner::InModelOrder(*obs.model, obs.nodes)) {
+    ctx.nodes_are_model = true;
     slot_pools = &slot_pools_;
     slot_pools->Begin(*obs.model, config_);
     slots = &obs.model->NodesByName();

@@ -7,6 +7,7 @@
 
 #include "autoscaler/backoff.h"
 #include "base/check.h"
+#include "sched/cluster_model.h"
 
 namespace tidepool::autoscaler {
 
@@ -50,7 +51,13 @@ const PoolObservation* PoolTracker::Reported(const Observation& obs, size_t i,
   return nullptr;
 }
 
+bool PoolTracker::NamesUnchanged(const StepContext& ctx) const {
+  return ctx.nodes_are_model && names_of_ &&
+         *names_of_ == std::pair(ctx.obs.model->id(), ctx.obs.model->NamesVersion());
+}
+
 void PoolTracker::Remember(StepContext& ctx) {
+  if (NamesUnchanged(ctx)) return;
   // Both maps are in name order, each name once: one walk finds where each node is or goes, with
   // one comparison per step when they hold the same names (which share long prefixes).
   auto it = nodes_.begin();
@@ -441,6 +448,7 @@ bool PoolTracker::BackoffEndedSince(Time now, const std::optional<Time>& last_pl
 }
 
 void PoolTracker::Cleanup(const StepContext& ctx) {
+  if (NamesUnchanged(ctx)) return;
   // Both maps are in name order, each name once: one walk finds the nodes that are gone, with one
   // comparison per step when they hold the same names.
   auto seen = ctx.nodes.begin();
@@ -453,6 +461,8 @@ void PoolTracker::Cleanup(const StepContext& ctx) {
       ++node_changes_;
     }
   }
+  names_of_.reset();
+  if (ctx.nodes_are_model) names_of_ = {ctx.obs.model->id(), ctx.obs.model->NamesVersion()};
 }
 
 void PoolTracker::AddDigest(Digest& d) const {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "autoscaler/options.h"
@@ -107,6 +108,8 @@ class PoolTracker {
 
  private:
   void Remember(StepContext& ctx);
+  // The Step's nodes are the model's, and their names are those nodes_ holds.
+  bool NamesUnchanged(const StepContext& ctx) const;
   // What the provider reported of the config's i-th pool, or nullptr.
   static const PoolObservation* Reported(const Observation& obs, size_t i, std::string_view pool);
   void Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone);
@@ -145,6 +148,10 @@ class PoolTracker {
   // Bumped by every change of nodes_ (a node remembered or forgotten, a flag set): the digest
   // reads it instead of every node.
   uint64_t node_changes_ = 0;
+  // The model (id, NamesVersion) whose live node names nodes_ holds exactly, set by a Cleanup on
+  // the model's nodes; unset otherwise. While they stay, Remember and Cleanup have nothing to do:
+  // a Step of a large cluster skips two walks of every name.
+  std::optional<std::pair<uint64_t, uint64_t>> names_of_;
 };
 
 }  // namespace tidepool::autoscaler

@@ -74,6 +74,9 @@ struct StepContext {
   NameMap<NodeClass> node_class;        // managed nodes only
   // Managed nodes with the ToBeDeleted taint, in name order (most Steps: none).
   std::vector<std::string_view> tainted;
+  // The Step's nodes are the model's live nodes (planner::InModelOrder): the model's
+  // NamesVersion() then says whether their names changed since an earlier Step.
+  bool nodes_are_model = false;
   // Pods on the nodes the loop is removing or finds tainted ToBeDeleted.
   std::map<std::string_view, std::vector<const model::Pod*>> pods_on;
   std::vector<const model::Pod*> pending;

@@ -69,6 +69,8 @@ Result<void> ClusterModel::SetNode(std::shared_ptr<const model::Node> node) {
     for (PodRecord* pod : record.pods) pod->placed = kNoNode;
     TIDEPOOL_CHECK(snapshot_->RemoveNode(name).has_value());
     retired_.push_back(std::move(record.node));
+  } else {
+    ++names_version_;
   }
   record.node = std::move(node);
   by_name_valid_ = false;
@@ -94,6 +96,7 @@ Result<void> ClusterModel::DeleteNode(std::string_view name) {
   retired_.push_back(std::move(record.node));
   record.index = kNoNode;
   by_name_valid_ = false;
+  ++names_version_;
   DropIfEmpty(it);
   ++changes_;
   MaybeCompact();

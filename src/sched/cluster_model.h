@@ -86,6 +86,9 @@ class ClusterModel {
   uint32_t PlaceByName(NodeIndex slot) const;
   // Deltas applied so far (successful ones), for drivers that report what changed.
   uint64_t Changes() const { return changes_; }
+  // Changes whenever a node name comes or goes (not when a node is replaced, as a heartbeat
+  // replaces it): while it stays, so does the set of live node names.
+  uint64_t NamesVersion() const { return names_version_; }
   // A debug mode (the simulator's --check-invariants): a pass that forks the model also plans on
   // a snapshot it builds, and stops the process on any difference.
   void SetVerify(bool on) { verify_ = on; }
@@ -149,6 +152,7 @@ class ClusterModel {
   std::vector<uint64_t> stamps_;  // per snapshot slot
   uint64_t last_stamp_ = 0;
   uint64_t changes_ = 0;
+  uint64_t names_version_ = 0;
   bool verify_ = false;
   // NodesByName() and its inverse, made on demand; cleared with every change to the live nodes.
   mutable std::vector<NodeIndex> by_name_;

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,7 +173,15 @@ class World {
     for (const std::string& name : deleted) nodes.erase(name);
     deleted.clear();
     last_view = Observe();
-    model = testing::VerifyingModel(last_view);  // every pass checked against a built snapshot
+    if (!keep_model) {
+      model = testing::VerifyingModel(last_view);  // every pass checked against a built snapshot
+    } else {
+      if (model == nullptr) {
+        model = std::make_unique<sched::ClusterModel>();
+        model->SetVerify(true);
+      }
+      testing::Resync(*model, last_view, model_pods);
+    }
     last_view.model = model.get();
     std::vector<Action> actions = loop->Step(last_view, now);
     all.insert(all.end(), actions.begin(), actions.end());
@@ -316,7 +325,10 @@ class World {
   std::vector<Action> all;                     // every action of every Step
   Observation last_view;                       // what the last Step saw
   std::unique_ptr<sched::ClusterModel> model;  // of last_view
-  std::vector<std::string> deleted;            // Nodes deleted since, erased before the next Step
+  // Keep one model from Step to Step, as drivers do (Resync), instead of building one per Step.
+  bool keep_model = false;
+  std::set<std::string> model_pods;  // the pod keys the kept model holds (Resync)
+  std::vector<std::string> deleted;  // Nodes deleted since, erased before the next Step
   Status status;
 };
 
@@ -850,6 +862,38 @@ TEST(LoopScaleUpTest, NodeNeverReadyWithinTimeoutBacksOffItsPool) {
   EXPECT_TRUE(w.PoolStat("gpu-spot").backoff_until);
   EXPECT_THAT(w.PoolStat("gpu-spot").backoff_reason, HasSubstr("gpu-spot-a"));
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 0);
+}
+
+// A node deleted and created again under its name, not Ready and without a creation time, counts
+// from when it came back: its provision timeout runs from there, not from when the name was first
+// seen. The same with the model kept from Step to Step (as drivers keep it), where the pools'
+// memory of nodes is walked only when a node name comes or goes.
+TEST(LoopScaleUpTest, ANodeBackUnderItsNameCountsFromItsReturn) {
+  for (bool keep_model : {false, true}) {
+    SCOPED_TRACE(keep_model ? "model kept" : "model per Step");
+    World w;
+    w.keep_model = keep_model;
+    w.AddGpuPools();
+    w.config.scan_interval = minutes(1);
+    w.Start();
+    auto add = [&w] {
+      model::Node& n = w.AddNode("gpu-spot-a", "gpu-spot", /*count_in_target=*/false);
+      n.ready = false;
+      n.meta.creation_timestamp.reset();
+    };
+    add();
+    const Time first = w.now;
+    w.RunUntil(first + minutes(2));
+    w.nodes.erase("gpu-spot-a");
+    w.RunUntil(first + minutes(10));
+    add();
+    const Time back = w.now;
+    w.RunUntil(first + minutes(16));
+    EXPECT_FALSE(w.PoolStat("gpu-spot").backoff_until) << w.PoolStat("gpu-spot").backoff_reason;
+    w.RunUntil(back + minutes(16));
+    EXPECT_TRUE(w.PoolStat("gpu-spot").backoff_until);
+    EXPECT_THAT(w.PoolStat("gpu-spot").backoff_reason, HasSubstr("gpu-spot-a"));
+  }
 }
 
 TEST(LoopScaleUpTest, NotTriggerScaleUpOncePerReason) {

@@ -131,6 +131,12 @@ struct Truth {
   }
 };
 
+std::vector<std::string> NodeNames(const Truth& truth) {
+  std::vector<std::string> names;
+  for (const auto& [name, node] : truth.nodes) names.push_back(name);
+  return names;
+}
+
 void ExpectSame(const ClusterModel& model, const Truth& truth,
                 const std::vector<model::Pod>& probes, const std::string& where) {
   ClusterSnapshot rebuilt;
@@ -150,9 +156,7 @@ void ExpectSame(const ClusterModel& model, const Truth& truth,
     ASSERT_EQ(model.NodesByName()[model.PlaceByName(i)], i) << where;
     by_name.push_back(s.Get(i).node->name());
   }
-  std::vector<std::string> names;
-  for (const auto& [name, node] : truth.nodes) names.push_back(name);
-  ASSERT_EQ(by_name, names) << where;
+  ASSERT_EQ(by_name, NodeNames(truth)) << where;
   // The pods a pass may place, in key order: what a read of every pod would find.
   std::vector<const model::Pod*> unbound;
   // And the pods the loop learns runtimes from.
@@ -248,7 +252,12 @@ TEST(ClusterModel, RandomDeltasLeaveWhatARebuildGives) {
     const int length = seed % 10 == 0 ? 400 : 1 + static_cast<int>(seed % 60);
     std::string last;
     for (int k = 0; k < length; ++k) {
+      const std::vector<std::string> names_before = NodeNames(truth);
+      const uint64_t version_before = model.NamesVersion();
       last = deltas.Apply(model, truth);
+      // The names version moves exactly when a node name came or went.
+      ASSERT_EQ(model.NamesVersion() != version_before, NodeNames(truth) != names_before)
+          << "seed " << seed << " at " << k << ": " << last;
       if (k % 25 == 24) ExpectSame(model, truth, probes, fmt::format("seed {} at {}", seed, k));
       if (HasFatalFailure()) return;
     }
