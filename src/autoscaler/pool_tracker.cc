@@ -51,9 +51,9 @@ const PoolObservation* PoolTracker::Reported(const Observation& obs, size_t i,
   return nullptr;
 }
 
-bool PoolTracker::NamesUnchanged(const StepContext& ctx) const {
-  return ctx.nodes_are_model && names_of_ &&
-         *names_of_ == std::pair(ctx.obs.model->id(), ctx.obs.model->NamesVersion());
+std::optional<std::pair<uint64_t, uint64_t>> PoolTracker::NamesOf(const StepContext& ctx) {
+  if (!ctx.nodes_are_model) return std::nullopt;
+  return std::pair(ctx.obs.model->id(), ctx.obs.model->NamesVersion());
 }
 
 void PoolTracker::Remember(StepContext& ctx) {
@@ -461,8 +461,7 @@ void PoolTracker::Cleanup(const StepContext& ctx) {
       ++node_changes_;
     }
   }
-  names_of_.reset();
-  if (ctx.nodes_are_model) names_of_ = {ctx.obs.model->id(), ctx.obs.model->NamesVersion()};
+  names_of_ = NamesOf(ctx);
 }
 
 void PoolTracker::AddDigest(Digest& d) const {

@@ -108,8 +108,12 @@ class PoolTracker {
 
  private:
   void Remember(StepContext& ctx);
+  // The model's (id, NamesVersion) when the Step's nodes are the model's; nullopt otherwise.
+  static std::optional<std::pair<uint64_t, uint64_t>> NamesOf(const StepContext& ctx);
   // The Step's nodes are the model's, and their names are those nodes_ holds.
-  bool NamesUnchanged(const StepContext& ctx) const;
+  bool NamesUnchanged(const StepContext& ctx) const {
+    return names_of_ && names_of_ == NamesOf(ctx);
+  }
   // What the provider reported of the config's i-th pool, or nullptr.
   static const PoolObservation* Reported(const Observation& obs, size_t i, std::string_view pool);
   void Classify(StepContext& ctx, const std::function<bool(std::string_view)>& gone);
