@@ -202,6 +202,9 @@ std::string NodeName(int n, bool aks_names) {
                    : fmt::format("filled-{:05}", n);
 }
 
+// The name of node n's k-th pod as Fill creates it.
+std::string LoadPodName(int n, int k) { return fmt::format("load-{:05}-{:02}", n, k); }
+
 // `milli(n)`: the cpu of each of node n's 20 pods (4 cpu a node).
 void Fill(
     CacheReader& reader, const model::AutoscalerConfig& config, int nodes,
@@ -213,7 +216,7 @@ void Fill(
     node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
     node.ready = true;
     for (int k = 0; k < 20; ++k) {
-      reader.SetPod(BenchPod(fmt::format("load-{:05}-{:02}", n, k), node.meta.name, milli(n)));
+      reader.SetPod(BenchPod(LoadPodName(n, k), node.meta.name, milli(n)));
     }
     reader.SetNode(std::move(node));
   }
@@ -281,7 +284,7 @@ void BM_ControllerScan(benchmark::State& state) {
   ctl.RunOnce(now);
   std::mt19937 rng(5);
   std::vector<std::pair<std::string, int>> live;  // the churned pods now running, and their node
-  for (int i = 0; i < 50; ++i) live.emplace_back(fmt::format("load-{:05}-{:02}", i, 0), i);
+  for (int i = 0; i < 50; ++i) live.emplace_back(LoadPodName(i, 0), i);
   int created = 0;
   size_t unneeded = 0;
   for (auto _ : state) {
