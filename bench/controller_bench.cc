@@ -262,11 +262,28 @@ BENCHMARK_CAPTURE(BM_ControllerPasses, Model, true, false)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_ControllerPasses, ModelCopiedView, true, true)->Apply(Sizes);
 BENCHMARK_CAPTURE(BM_ControllerPasses, NoModel, false, false)->Apply(Sizes);
 
+// `per_node` pods of finished Jobs on each node, Succeeded as a Job's pods stay until the Job or
+// its ttlSecondsAfterFinished removes them: each of its own Job, all started an hour before.
+void AddFinished(CacheReader& reader, int nodes, int per_node, bool aks_names, Time now) {
+  for (int n = 0; n < nodes; ++n) {
+    for (int k = 0; k < per_node; ++k) {
+      model::Pod p = BenchPod(fmt::format("done-{:05}-{:02}", n, k), NodeName(n, aks_names), 100);
+      p.meta.owner_references = {{"batch/v1", "Job", fmt::format("job-{}-{}", n, k),
+                                  fmt::format("uid-job-{}-{}", n, k), true}};
+      p.phase = model::PodPhase::kSucceeded;
+      p.start_time = now - std::chrono::hours(1);
+      p.Finalize();
+      reader.SetPod(std::move(p));
+    }
+  }
+}
+
 // The scan the controller runs every scanInterval with scale-down on, after 100 pod changes (50
 // pods gone, 50 new ones, each on a random node; the changes are not timed). Nine nodes in ten are
 // at 75 % cpu, one in ten at 25 % (a candidate whose pods fit elsewhere); unneededTime is a day, so
 // the scans find nodes unneeded and start no removal. `bound`: scaleDown.candidatesPerPass (0:
-// every candidate); `aks_names`: node names as long as real ones (NodeName).
+// every candidate); `aks_names`: node names as long as real ones (NodeName); `finished`: pods of
+// finished Jobs per node (AddFinished).
 void BM_ControllerScan(benchmark::State& state) {
   spdlog::set_level(getenv("BENCH_LOG") ? spdlog::level::info : spdlog::level::warn);
   const int nodes = static_cast<int>(state.range(0));
@@ -276,9 +293,10 @@ void BM_ControllerScan(benchmark::State& state) {
   auto milli = [](int n) { return n % 10 == 0 ? 50 : 150; };
   const bool aks_names = state.range(2) != 0;
   Fill(reader, config, nodes, milli, aks_names);
+  ManualClock clock(Time{} + std::chrono::hours(1));
+  AddFinished(reader, nodes, static_cast<int>(state.range(3)), aks_names, clock.Now());
   EventSink writer;
   CountingProvider provider(nodes);
-  ManualClock clock(Time{} + std::chrono::hours(1));
   controller::Controller ctl(config, reader, writer, provider, clock);
   Time now = clock.Now();
   ctl.RunOnce(now);
@@ -304,9 +322,10 @@ void BM_ControllerScan(benchmark::State& state) {
   state.counters["unneeded"] = static_cast<double>(unneeded);
 }
 BENCHMARK(BM_ControllerScan)
-    ->ArgNames({"nodes", "bound", "aks_names"})
-    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}, {0}})
-    ->Args({5000, 100, 1})
+    ->ArgNames({"nodes", "bound", "aks_names", "finished"})
+    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}, {0}, {0}})
+    ->Args({5000, 100, 1, 0})
+    ->Args({5000, 100, 0, 5})
     ->Iterations(20)
     ->Repetitions(3)
     ->Unit(benchmark::kMillisecond);
