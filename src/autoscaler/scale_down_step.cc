@@ -21,9 +21,9 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   in.scale_down_memo = &scale_down_memo_;
   // Backoffs: the replace move does not ask a pool whose scale-up failed for a node.
   pools_.FillPlannerInput(in, ctx.now, /*backoffs=*/true);
-  // The model lists its Succeeded pods: the tracker reads those, not every pod of the cluster.
+  // The model lists its Succeeded pods: the tracker reads the new ones, not every pod.
   if (ctx.obs.model != nullptr) {
-    runtimes_.Observe(ctx.obs.model->Succeeded(), ctx.now);
+    runtimes_.Observe(*ctx.obs.model, ctx.now);
   } else {
     runtimes_.Observe(ctx.obs.pods, ctx.now);
   }

@@ -117,8 +117,7 @@ Result<void> ClusterModel::SetPod(std::shared_ptr<const model::Pod> pod) {
   record.pod = std::move(pod);
   record.node = record.pod->node_name;
   Refile(unbound_, it->first, record.pod.get(), record.waits, record.pod->WaitsForNode());
-  Refile(succeeded_, it->first, record.pod.get(), record.succeeded,
-         record.pod->phase == model::PodPhase::kSucceeded);
+  FileSucceeded(it->first, record);
   if (!record.node.empty()) {
     auto node = nodes_.find(record.node);
     if (node == nodes_.end()) node = nodes_.emplace(record.node, NodeRecord{}).first;
@@ -138,10 +137,25 @@ Result<void> ClusterModel::DeletePod(std::string_view ns, std::string_view name)
   if (it == pods_.end()) return Fail(Error::Code::kNotFound, "cluster model: no pod {}", key);
   Unbind(it->second);
   if (it->second.waits) unbound_.erase(it->first);
-  if (it->second.succeeded) succeeded_.erase(it->first);
+  if (it->second.succeeded) {
+    succeeded_.erase(it->first);
+    succeeded_since_.erase(it->second.succeeded_at);
+  }
   pods_.erase(it);
   ++changes_;
   return {};
+}
+
+void ClusterModel::FileSucceeded(std::string_view key, PodRecord& pod) {
+  const bool was = pod.succeeded;
+  Refile(succeeded_, key, pod.pod.get(), pod.succeeded,
+         pod.pod->phase == model::PodPhase::kSucceeded);
+  if (pod.succeeded) {
+    if (!was) pod.succeeded_at = ++last_succeeded_;
+    succeeded_since_.insert_or_assign(pod.succeeded_at, pod.pod.get());
+  } else if (was) {
+    succeeded_since_.erase(pod.succeeded_at);
+  }
 }
 
 // Takes the pod off its node record (and the snapshot).
@@ -225,6 +239,14 @@ const model::Pod* ClusterModel::FindPod(std::string_view ns, std::string_view na
 std::vector<const model::Pod*> ClusterModel::Unbound() const { return Listed(unbound_); }
 
 std::vector<const model::Pod*> ClusterModel::Succeeded() const { return Listed(succeeded_); }
+
+std::vector<const model::Pod*> ClusterModel::SucceededSince(uint64_t& cursor) const {
+  std::vector<const model::Pod*> out;
+  for (auto it = succeeded_since_.upper_bound(cursor); it != succeeded_since_.end(); ++it)
+    out.push_back(it->second);
+  cursor = last_succeeded_;
+  return out;
+}
 
 const std::vector<NodeIndex>& ClusterModel::NodesByName() const {
   if (by_name_valid_) return by_name_;

@@ -78,6 +78,12 @@ class ClusterModel {
   // The pods it holds in phase Succeeded, in key order: what the loop learns runtimes from,
   // without reading every pod.
   std::vector<const model::Pod*> Succeeded() const;
+  size_t SucceededCount() const { return succeeded_.size(); }
+  // The pods it holds that became Succeeded after `cursor` (0: all of them), in the order they
+  // did; `cursor` then names this call. A Succeeded pod that is replaced (a label changed) keeps
+  // its place; one deleted and added again takes a new one. Finished Jobs' pods can stay for days:
+  // a reader that wants only the new ones reads those, not every one at every pass.
+  std::vector<const model::Pod*> SucceededSince(uint64_t& cursor) const;
   // Live node indexes in name order, and where a live slot stands in that order (kNoPlace for a
   // slot that is not one: removed, or added by a pass in its layer). Kept from one call to the
   // next until a node is added, replaced or deleted.
@@ -113,6 +119,7 @@ class ClusterModel {
     NodeIndex placed = kNoNode;  // where the snapshot holds it
     bool waits = false;          // in unbound_ (model::Pod::WaitsForNode when it was set)
     bool succeeded = false;      // in succeeded_
+    uint64_t succeeded_at = 0;   // its key in succeeded_since_ (when `succeeded`)
   };
   // Pods picked out by a property, by their key in pods_ (whose nodes stay where they are).
   using PodIndex = std::map<std::string_view, const model::Pod*>;
@@ -131,6 +138,8 @@ class ClusterModel {
   // Gives slot `i` a new stamp.
   void Touch(NodeIndex i);
   void Unbind(PodRecord& pod);
+  // Files the pod in succeeded_ and succeeded_since_, or takes it out, by its phase.
+  void FileSucceeded(std::string_view key, PodRecord& pod);
   // Drops a record that holds neither a node nor pods.
   void DropIfEmpty(std::map<std::string, NodeRecord, std::less<>>::iterator it);
   // Builds the snapshot again from the records when tombstones outnumber live nodes.
@@ -142,9 +151,11 @@ class ClusterModel {
 
   std::unique_ptr<ClusterSnapshot> snapshot_ = NewSnapshot();
   std::map<std::string, NodeRecord, std::less<>> nodes_;
-  std::unordered_map<std::string, PodRecord> pods_;  // by namespace/name
-  PodIndex unbound_;                                 // Unbound()
-  PodIndex succeeded_;                               // Succeeded()
+  std::unordered_map<std::string, PodRecord> pods_;        // by namespace/name
+  PodIndex unbound_;                                       // Unbound()
+  PodIndex succeeded_;                                     // Succeeded()
+  std::map<uint64_t, const model::Pod*> succeeded_since_;  // SucceededSince()
+  uint64_t last_succeeded_ = 0;
   // Nodes replaced or deleted since the last compaction: the snapshot's tombstones point at them.
   std::vector<std::shared_ptr<const model::Node>> retired_;
   uint64_t generation_ = 0;

@@ -1,12 +1,17 @@
 // RuntimeTracker: mean runtimes per owner, learned once per finished training pod.
 #include "autoscaler/runtime_tracker.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <map>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "sched/cluster_model.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {
@@ -96,6 +101,77 @@ TEST(RuntimeTracker, IgnoresPodsThatAreNotTrainingOrHaveNoStartTime) {
   RuntimeTracker tracker;
   tracker.Observe(pods.All(), t0 + hours(1));
   EXPECT_TRUE(tracker.hints().empty());
+}
+
+// Reading only the pods the model saw become Succeeded learns what a read of every pod learns,
+// scan after scan: pods finish, finished pods are replaced (a label) or deleted and their names
+// come back with new uids, and now and then the model is built again (a relist). The run deletes
+// enough finished pods that the model reader prunes what it learned from (at most twice the
+// present ones, and 1,024, over).
+TEST(RuntimeTracker, TheModelsNewlySucceededPodsTeachWhatEveryPodTeaches) {
+  const Time t0 = At("2026-11-26T00:00:00Z");
+  std::mt19937 rng(7);
+  auto pick = [&rng](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
+  constexpr int kNames = 60, kJobs = 10;
+  std::map<int, std::shared_ptr<model::Pod>> present;
+  std::vector<int> generation(kNames, 0);
+  auto model = std::make_unique<sched::ClusterModel>();
+  RuntimeTracker by_list, by_model;
+  Time now = t0;
+  int finished_deleted = 0, scans = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const int k = pick(kNames);
+    const int op = pick(10);
+    if (op < 3) {
+      if (auto it = present.find(k); it != present.end()) {
+        finished_deleted += it->second->phase == model::PodPhase::kSucceeded;
+        ASSERT_TRUE(model->DeletePod("ml", it->second->meta.name).has_value());
+        present.erase(it);
+        ++generation[k];
+      }
+    } else {
+      // A new pod, or the same one again: finished (Succeeded is for good), or relabelled.
+      auto pod = std::make_shared<model::Pod>();
+      if (auto it = present.find(k); it != present.end()) {
+        *pod = *it->second;
+      } else {
+        pod->meta.name = fmt::format("p{}", k);
+        pod->meta.namespace_ = "ml";
+        pod->meta.uid = fmt::format("uid-{}-{}", k, generation[k]);
+        pod->meta.owner_references = {
+            {"batch/v1", "Job", fmt::format("job{}", k % kJobs), "job-uid", true}};
+        pod->start_time = now - std::chrono::minutes(pick(300));
+        pod->phase = model::PodPhase::kRunning;
+      }
+      pod->meta.labels["round"] = std::to_string(pick(3));
+      if (pick(2) == 0) pod->phase = model::PodPhase::kSucceeded;
+      pod->Finalize();
+      present[k] = pod;
+      ASSERT_TRUE(model->SetPod(pod).has_value());
+    }
+    if (pick(3) != 0) continue;
+    now += std::chrono::seconds(10);
+    if (pick(50) == 0) {  // a relist: a new model of the same pods
+      model = std::make_unique<sched::ClusterModel>();
+      for (const auto& [n, pod] : present) ASSERT_TRUE(model->SetPod(pod).has_value());
+    }
+    std::vector<const model::Pod*> all;
+    for (const auto& [n, pod] : present) all.push_back(pod.get());
+    by_list.Observe(all, now);
+    by_model.Observe(*model, now);
+    ++scans;
+    ASSERT_EQ(by_model.hints().size(), by_list.hints().size()) << "scan " << scans;
+    for (int j = 0; j < kJobs; ++j) {
+      const std::string owner = fmt::format("ml/Job/job{}", j);
+      const Duration* a = by_list.hints().Find(owner);
+      const Duration* b = by_model.hints().Find(owner);
+      ASSERT_EQ(a == nullptr, b == nullptr) << owner << " at scan " << scans;
+      if (a != nullptr) {
+        ASSERT_EQ(*a, *b) << owner << " at scan " << scans;
+      }
+    }
+  }
+  EXPECT_GT(finished_deleted, 1024 + 2 * kNames);  // the prune ran
 }
 
 }  // namespace

@@ -121,6 +121,28 @@ std::vector<model::Pod> Probes() {
 struct Truth {
   std::map<std::string, std::shared_ptr<const model::Node>> nodes;
   std::map<std::string, std::shared_ptr<const model::Pod>> pods;
+  // When each pod now Succeeded became so, counted in deltas that made a pod Succeeded.
+  std::map<std::string, uint64_t> succeeded_at;
+  uint64_t last_succeeded = 0;
+
+  void FileSucceeded() {
+    std::erase_if(succeeded_at, [&](const auto& e) {
+      auto it = pods.find(e.first);
+      return it == pods.end() || it->second->phase != model::PodPhase::kSucceeded;
+    });
+    for (const auto& [key, pod] : pods)
+      if (pod->phase == model::PodPhase::kSucceeded && !succeeded_at.contains(key))
+        succeeded_at[key] = ++last_succeeded;
+  }
+  // The pods that became Succeeded after `cursor`, in that order.
+  std::vector<const model::Pod*> SucceededSince(uint64_t cursor) const {
+    std::map<uint64_t, const model::Pod*> in_order;
+    for (const auto& [key, at] : succeeded_at)
+      if (at > cursor) in_order[at] = pods.at(key).get();
+    std::vector<const model::Pod*> out;
+    for (const auto& [at, pod] : in_order) out.push_back(pod);
+    return out;
+  }
 
   void Rebuild(ClusterSnapshot& s) const {
     for (const auto& [name, node] : nodes) TIDEPOOL_CHECK(s.AddNode(node.get()).has_value());
@@ -251,10 +273,17 @@ TEST(ClusterModel, RandomDeltasLeaveWhatARebuildGives) {
     Deltas deltas(seed);
     const int length = seed % 10 == 0 ? 400 : 1 + static_cast<int>(seed % 60);
     std::string last;
+    uint64_t cursor = 0, truth_cursor = 0;  // a reader of the pods that became Succeeded
     for (int k = 0; k < length; ++k) {
       const std::vector<std::string> names_before = NodeNames(truth);
       const uint64_t version_before = model.NamesVersion();
       last = deltas.Apply(model, truth);
+      truth.FileSucceeded();
+      if (k % 7 == 3) {
+        ASSERT_EQ(model.SucceededSince(cursor), truth.SucceededSince(truth_cursor))
+            << "seed " << seed << " at " << k << ": " << last;
+        truth_cursor = truth.last_succeeded;
+      }
       // The names version moves exactly when a node name came or went.
       ASSERT_EQ(model.NamesVersion() != version_before, NodeNames(truth) != names_before)
           << "seed " << seed << " at " << k << ": " << last;
