@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 
 #include "planner/cluster.h"
 
@@ -86,13 +87,35 @@ const Duration* RuntimeHints::Find(const std::string& owner) const {
   return it == by_owner_.end() ? nullptr : &it->second;
 }
 
+std::string_view CronJobOf(const model::Pod& pod, const model::OwnerReference& job) {
+  if (job.kind != "Job" || job.api_version != "batch/v1" || !pod.meta.creation_timestamp) return {};
+  const std::string_view name = job.name;
+  const size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash == 0) return {};
+  const std::string_view digits = name.substr(dash + 1);
+  int64_t minute = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), minute);
+  if (ec != std::errc() || end != digits.data() + digits.size() || digits.size() < 8) return {};
+  // The pod comes at or after its run's scheduled minute: the same minute, or later when the Job
+  // was held (suspended until a queue admitted it) or a pod was retried.
+  const Time scheduled{std::chrono::minutes(minute)};
+  const Time created = std::chrono::floor<std::chrono::minutes>(*pod.meta.creation_timestamp);
+  if (created < scheduled || created - scheduled > kCronJobRunSpread) return {};
+  return name.substr(0, dash);
+}
+
 std::string RuntimeOwnerKey(const model::Pod& pod) {
   const model::OwnerReference* c = pod.meta.Controller();
   if (c == nullptr) return "";
+  std::string_view kind = c->kind, name = c->name;
+  if (std::string_view cron = CronJobOf(pod, *c); !cron.empty()) {
+    kind = "CronJob";
+    name = cron;
+  }
   const std::string& ns = pod.meta.namespace_;
   std::string key;
-  key.reserve(ns.size() + c->kind.size() + c->name.size() + 2);
-  key.append(ns).append(1, '/').append(c->kind).append(1, '/').append(c->name);
+  key.reserve(ns.size() + kind.size() + name.size() + 2);
+  key.append(ns).append(1, '/').append(kind).append(1, '/').append(name);
   return key;
 }
 

@@ -48,8 +48,17 @@ class RuntimeHints {
   uint64_t version_ = 0;
 };
 
-// "namespace/Kind/name" of the pod's controller, or "" for a pod without one.
+// "namespace/Kind/name" of the pod's controller, or "" for a pod without one. The runs of a
+// CronJob are one owner, "namespace/CronJob/name" (CronJobOf): each run is a new Job, and a
+// nightly retrain learns from the nights before.
 std::string RuntimeOwnerKey(const model::Pod& pod);
+
+// The CronJob that made the pod's Job `job`, by the name the CronJob controller gives its Jobs,
+// "<cronjob>-<scheduled time in Unix minutes>": the name before the last dash, when the number
+// after it is a minute at most kCronJobRunSpread before the pod was created. "" otherwise (a
+// Job named so by hand is very unlikely to carry a minute of the month before its pods).
+std::string_view CronJobOf(const model::Pod& pod, const model::OwnerReference& job);
+inline constexpr Duration kCronJobRunSpread = std::chrono::hours(24 * 30);
 
 // A training pod that declares itself restartable (kRestartableAnnotation "true") loses nothing
 // worth weighing when evicted.

@@ -103,6 +103,28 @@ TEST(RuntimeTracker, IgnoresPodsThatAreNotTrainingOrHaveNoStartTime) {
   EXPECT_TRUE(tracker.hints().empty());
 }
 
+// Each run of a CronJob is a new Job ("nightly-<its minute>"): what a run teaches is learned for
+// the CronJob, so the next night's run finds it.
+TEST(RuntimeTracker, TheRunsOfACronJobLearnTogether) {
+  const Time night1 = At("2026-11-26T02:00:00Z");
+  const Time night2 = night1 + hours(24);
+  auto run = [](Time t) {
+    return fmt::format("nightly-{}", std::chrono::floor<minutes>(t.time_since_epoch()).count());
+  };
+  Pods pods;
+  pods.Add("a", run(night1), night1, model::PodPhase::kSucceeded).meta.creation_timestamp = night1;
+  RuntimeTracker tracker;
+  tracker.Observe(pods.All(), night1 + minutes(40));
+  ASSERT_NE(tracker.hints().Find("ml/CronJob/nightly"), nullptr);
+  EXPECT_EQ(*tracker.hints().Find("ml/CronJob/nightly"), minutes(40));
+  model::Pod& b = pods.Add("b", run(night2), night2, model::PodPhase::kSucceeded);
+  b.meta.creation_timestamp = night2;
+  EXPECT_EQ(planner::RuntimeOwnerKey(b), "ml/CronJob/nightly");
+  tracker.Observe(pods.All(), night2 + minutes(20));
+  EXPECT_EQ(tracker.hints().size(), 1u);
+  EXPECT_EQ(*tracker.hints().Find("ml/CronJob/nightly"), minutes(30));
+}
+
 // Reading only the pods the model saw become Succeeded learns what a read of every pod learns,
 // scan after scan: pods finish, finished pods are replaced (a label) or deleted and their names
 // come back with new uids, and now and then the model is built again (a relist). The run deletes

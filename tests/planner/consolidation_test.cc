@@ -9,6 +9,7 @@
 #include "planner/disruption.h"
 #include "planner/scale_down.h"
 #include "tests/planner/scale_down_cluster.h"
+#include "tests/testing/values.h"
 
 namespace tidepool::planner {
 namespace {
@@ -18,6 +19,7 @@ using namespace scale_down_testing;  // NOLINT: the builder and plan readers
 using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
+using tidepool::testing::At;
 
 // n1: an 8-GPU node at $16/h running one 1-GPU training pod (12.5% < 0.5: a candidate);
 // n2: the same shape with 6 GPUs used, so the pod fits there and n2 stays. The pod holds
@@ -196,6 +198,50 @@ TEST(Consolidation, LearnedRuntimeSetsTheHorizon) {
   EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("saves $5.33 over 20m against"));
   // Without it: as long again as it ran, 2h: $32 against $8.13.
   EXPECT_EQ(Removed(t.c.Plan(NoRateLimit())), Names{"n1"});
+}
+
+// A CronJob's runs are one owner: the Job of tonight's run, "nightly-<its minute>", finds what
+// the runs before it taught under the CronJob's name.
+TEST(Consolidation, ARunOfACronJobLearnsFromTheRunsBefore) {
+  TrainingCase t(hours(2));
+  const Time created = t.c.now() - hours(2);
+  t.pod->meta.creation_timestamp = created;
+  const auto minute = std::chrono::floor<minutes>(created.time_since_epoch()).count();
+  t.pod->meta.owner_references = {
+      {"batch/v1", "Job", "nightly-" + std::to_string(minute), "job-uid", true}};
+  EXPECT_EQ(RuntimeOwnerKey(*t.pod), "ml/CronJob/nightly");
+  RuntimeHints hints;
+  hints.Set("ml/CronJob/nightly", hours(2) + minutes(20));
+  PlannerInput in = t.c.Input();
+  in.runtime_hints = &hints;
+  ScaleDownPlan plan = ScaleDownPlanner().Plan(in, NoRateLimit());
+  EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+  EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("saves $5.33 over 20m against"));
+}
+
+// Only a name the CronJob controller would give, for a pod created in its run's minute or after
+// it (within kCronJobRunSpread), names a CronJob.
+TEST(Consolidation, CronJobOfReadsOnlyTheCronJobControllersNames) {
+  model::Pod pod;
+  pod.meta.namespace_ = "ml";
+  const Time created = At("2026-12-02T03:00:30Z");
+  pod.meta.creation_timestamp = created;
+  const int64_t minute = std::chrono::floor<minutes>(created.time_since_epoch()).count();
+  auto job = [](std::string name, std::string kind = "Job") {
+    return model::OwnerReference{"batch/v1", std::move(kind), std::move(name), "uid", true};
+  };
+  EXPECT_EQ(CronJobOf(pod, job("nightly-" + std::to_string(minute))), "nightly");
+  EXPECT_EQ(CronJobOf(pod, job("re-train-" + std::to_string(minute - 60 * 24 * 29))), "re-train");
+  // A month and more before the pod, after it, a short number, another kind: not a CronJob's.
+  EXPECT_EQ(CronJobOf(pod, job("nightly-" + std::to_string(minute - 60 * 24 * 31))), "");
+  EXPECT_EQ(CronJobOf(pod, job("nightly-" + std::to_string(minute + 1))), "");
+  EXPECT_EQ(CronJobOf(pod, job("train-12345678")), "");
+  EXPECT_EQ(CronJobOf(pod, job("train-7")), "");
+  EXPECT_EQ(CronJobOf(pod, job("train-" + std::to_string(minute) + "x")), "");
+  EXPECT_EQ(CronJobOf(pod, job("-" + std::to_string(minute))), "");
+  EXPECT_EQ(CronJobOf(pod, job("nightly-" + std::to_string(minute), "TFJob")), "");
+  pod.meta.creation_timestamp.reset();
+  EXPECT_EQ(CronJobOf(pod, job("nightly-" + std::to_string(minute))), "");
 }
 
 TEST(Consolidation, RestartablePodsAndServicesAreNotWeighed) {
