@@ -278,6 +278,20 @@ void AddFinished(CacheReader& reader, int nodes, int per_node, bool aks_names, T
   }
 }
 
+// `count` pods pending for pool `filled`, each of its own Job, each asking for a whole node's cpu:
+// they fit on no node, and the pool may grow by no more than 10 nodes (its max), as when a team's
+// quota is spent and its jobs wait.
+void AddWaiting(CacheReader& reader, int count) {
+  for (int i = 0; i < count; ++i) {
+    model::Pod p = BenchPod(fmt::format("wait-{:05}", i), "", 4000);
+    p.meta.owner_references = {
+        {"batch/v1", "Job", fmt::format("wait-{}", i), fmt::format("uid-wait-{}", i), true}};
+    p.node_selector["bench"] = "filled";
+    p.Finalize();
+    reader.SetPod(std::move(p));
+  }
+}
+
 // The scan the controller runs every scanInterval with scale-down on, after 100 pod changes (50
 // pods gone, 50 new ones, each on a random node; the changes are not timed). Nine nodes in ten are
 // at 75 % cpu, one in ten at 25 % (a candidate whose pods fit elsewhere); unneededTime is a day, so
@@ -295,6 +309,7 @@ void BM_ControllerScan(benchmark::State& state) {
   Fill(reader, config, nodes, milli, aks_names);
   ManualClock clock(Time{} + std::chrono::hours(1));
   AddFinished(reader, nodes, static_cast<int>(state.range(3)), aks_names, clock.Now());
+  AddWaiting(reader, static_cast<int>(state.range(4)));
   EventSink writer;
   CountingProvider provider(nodes);
   controller::Controller ctl(config, reader, writer, provider, clock);
@@ -322,10 +337,11 @@ void BM_ControllerScan(benchmark::State& state) {
   state.counters["unneeded"] = static_cast<double>(unneeded);
 }
 BENCHMARK(BM_ControllerScan)
-    ->ArgNames({"nodes", "bound", "aks_names", "finished"})
-    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}, {0}, {0}})
-    ->Args({5000, 100, 1, 0})
-    ->Args({5000, 100, 0, 5})
+    ->ArgNames({"nodes", "bound", "aks_names", "finished", "waiting"})
+    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}, {0}, {0}, {0}})
+    ->Args({5000, 100, 1, 0, 0})
+    ->Args({5000, 100, 0, 5, 0})
+    ->Args({5000, 100, 0, 0, 2000})
     ->Iterations(20)
     ->Repetitions(3)
     ->Unit(benchmark::kMillisecond);
