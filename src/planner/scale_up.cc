@@ -177,13 +177,28 @@ std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& si
   SortByFlexibility(singles);
   std::vector<const Pod*> need;
   // Room only shrinks here: a pod that asks more than any node has fits nowhere.
-  sched::RoomBound room;
-  for (size_t rank = 0; rank < Ranks(); ++rank) {
-    const sched::NodeInfo& info = snap_.Get(SlotAt(rank));
-    if (!info.removed) room.Add(info);
-  }
+  auto bound = [this] {
+    sched::RoomBound room;
+    for (size_t rank = 0; rank < Ranks(); ++rank) {
+      const sched::NodeInfo& info = snap_.Get(SlotAt(rank));
+      if (!info.removed) room.Add(info);
+    }
+    return room;
+  };
+  sched::RoomBound room = bound();
+  bool placed_since_bound = false;
   for (const Pod* p : singles) {
-    NodeIndex i = room.Excludes(*p) ? sched::kNoNode : PlaceOnExisting(*p, GroupOf(p));
+    const bool within = !room.Excludes(*p);
+    NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p)) : sched::kNoNode;
+    // A pod the bound let through fitted nowhere: pods placed since the bound was taken may have
+    // filled the roomiest nodes (nodes on their way, first), so it is taken again. Each search
+    // that fails costs a walk of the nodes already; so does this, and the pods like this one that
+    // follow (a queue of jobs waiting for quota: thousands, each its own owner) skip the search.
+    if (within && i == sched::kNoNode && placed_since_bound) {
+      room = bound();
+      placed_since_bound = false;
+    }
+    placed_since_bound = placed_since_bound || i != sched::kNoNode;
     if (i != sched::kNoNode) {
       plan.fits_existing.push_back(p->Key());
       if (plan.fits_existing.back() == explain_pod_)

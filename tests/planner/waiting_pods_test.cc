@@ -1,0 +1,60 @@
+// Pods that wait for a pool at its max, each of its own Job: scale-up skips the search of the
+// existing nodes for a pod that asks more than any of them has free (sched::RoomBound), and takes
+// that bound again once pods placed in the pass may have filled the roomiest nodes.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <string>
+
+#include "planner/scale_up.h"
+#include "tests/planner/diverse_world.h"
+
+namespace tidepool::planner {
+namespace {
+
+using testing::Pending;
+using testing::Shape;
+
+model::Pod OwnJob(model::Pod p, int priority) {
+  p.meta.owner_references = {{"batch/v1", "Job", p.meta.name, "uid-" + p.meta.name, true}};
+  p.priority = priority;
+  p.Finalize();
+  return p;
+}
+
+// Pool c4 at its max: one node running a 1-cpu pod (3 cpu free) and one on its way (4 free).
+// Four 4-cpu pods come first (priority 10): one takes the node on its way, the next fits nowhere,
+// and the bound taken again (3 cpu) turns the last two down without a search. The 3-cpu pod that
+// comes last still fits the running node: the bound taken again is the room that is left, not
+// less.
+TEST(WaitingPods, APodLeftFitsTheRoomLeftAfterTheBoundIsTakenAgain) {
+  model::AutoscalerConfig config;
+  config.pools = {Shape("c4", "4", "16Gi", 1)};
+  config.pools[0].max = 2;
+  std::deque<model::Node> nodes;
+  std::deque<model::Pod> pods;
+  PlannerInput in;
+  in.config = &config;
+  model::Node& running = nodes.emplace_back(config.pools[0].template_node);
+  running.meta.name = "c4-0";
+  in.nodes.push_back(&running);
+  model::Pod& busy = pods.emplace_back(Pending("busy", "1"));
+  busy.node_name = "c4-0";
+  busy.phase = model::PodPhase::kRunning;
+  in.pods.push_back(&busy);
+  in.upcoming = {{"c4", 1}};
+  for (int i = 0; i < 4; ++i)
+    in.pods.push_back(&pods.emplace_back(OwnJob(Pending(fmt::format("w{}", i), "4"), 10)));
+  in.pods.push_back(&pods.emplace_back(OwnJob(Pending("small", "3"), 0)));
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(in);
+  EXPECT_TRUE(plan.scale_ups.empty());
+  ASSERT_EQ(plan.fits_existing.size(), 2u) << fmt::format("{}", fmt::join(plan.fits_existing, " "));
+  EXPECT_NE(std::find(plan.fits_existing.begin(), plan.fits_existing.end(), "default/small"),
+            plan.fits_existing.end());
+  EXPECT_EQ(plan.unschedulable.size(), 3u);
+}
+
+}  // namespace
+}  // namespace tidepool::planner
