@@ -36,9 +36,8 @@ void RuntimeTracker::Observe(const std::vector<const model::Pod*>& pods, Time no
 void RuntimeTracker::Observe(const sched::ClusterModel& model, Time now) {
   // Another model (or a list before): every Succeeded pod, as a list, against what was learned.
   if (model.id() != model_id_ || seen_.size() > 2 * model.SucceededCount() + 1024) {
-    cursor_ = 0;
-    (void)model.SucceededSince(cursor_);
-    Observe(model.Succeeded(), now);
+    cursor_ = 0;  // all of them, and the cursor after them, in one read
+    Observe(model.SucceededSince(cursor_), now);
     model_id_ = model.id();
     return;
   }
