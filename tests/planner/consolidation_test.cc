@@ -186,14 +186,19 @@ TEST(Consolidation, ChargesTheDestinationForRunningLonger) {
   EXPECT_NEAR(v->extension, 94.67, 0.01);
 }
 
+// The plan when `owner`'s pods were learned to run `runtime`.
+ScaleDownPlan PlanWithLearned(TrainingCase& t, const std::string& owner, Duration runtime) {
+  RuntimeHints hints;
+  hints.Set(owner, runtime);
+  PlannerInput in = t.c.Input();
+  in.runtime_hints = &hints;
+  return ScaleDownPlanner().Plan(in, NoRateLimit());
+}
+
 // A runtime learned for the pod's owner sets the horizon when nothing is annotated.
 TEST(Consolidation, LearnedRuntimeSetsTheHorizon) {
   TrainingCase t(hours(2));
-  RuntimeHints hints;
-  hints.Set("ml/Job/train", hours(2) + minutes(20));
-  PlannerInput in = t.c.Input();
-  in.runtime_hints = &hints;
-  ScaleDownPlan plan = ScaleDownPlanner().Plan(in, NoRateLimit());
+  ScaleDownPlan plan = PlanWithLearned(t, "ml/Job/train", hours(2) + minutes(20));
   EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
   EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("saves $5.33 over 20m against"));
   // Without it: as long again as it ran, 2h: $32 against $8.13.
@@ -210,11 +215,7 @@ TEST(Consolidation, ARunOfACronJobLearnsFromTheRunsBefore) {
   t.pod->meta.owner_references = {
       {"batch/v1", "Job", "nightly-" + std::to_string(minute), "job-uid", true}};
   EXPECT_EQ(RuntimeOwnerKey(*t.pod), "ml/CronJob/nightly");
-  RuntimeHints hints;
-  hints.Set("ml/CronJob/nightly", hours(2) + minutes(20));
-  PlannerInput in = t.c.Input();
-  in.runtime_hints = &hints;
-  ScaleDownPlan plan = ScaleDownPlanner().Plan(in, NoRateLimit());
+  ScaleDownPlan plan = PlanWithLearned(t, "ml/CronJob/nightly", hours(2) + minutes(20));
   EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
   EXPECT_THAT(KeepReason(plan, "n1"), HasSubstr("saves $5.33 over 20m against"));
 }
