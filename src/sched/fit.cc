@@ -42,11 +42,8 @@ bool ToleratesUnschedulable(const Pod& pod) {
   return false;
 }
 
-// NodeUnschedulable, NodeName, TaintToleration, NodeAffinity. `unschedulable` and `has_taints`
-// are the node's (NodeInfo keeps copies), so a simple pod never touches the Node itself.
-Verdict StaticVerdict(const Pod& pod, const Node& node, bool unschedulable, bool has_taints) {
-  if (unschedulable && !ToleratesUnschedulable(pod)) return Reject(FitCode::kNodeUnschedulable);
-  if (!pod.node_name.empty() && pod.node_name != node.name()) return Reject(FitCode::kNodeName);
+// TaintToleration, NodeAffinity.
+Verdict TaintsAndAffinity(const Pod& pod, const Node& node, bool has_taints) {
   if (has_taints) {
     if (const model::Taint* t = model::FindUntoleratedTaint(node.taints, pod.tolerations)) {
       Verdict v = Reject(FitCode::kTaintToleration);
@@ -58,6 +55,14 @@ Verdict StaticVerdict(const Pod& pod, const Node& node, bool unschedulable, bool
     return Reject(FitCode::kNodeAffinity);
   }
   return {};
+}
+
+// NodeUnschedulable, NodeName, TaintToleration, NodeAffinity. `unschedulable` and `has_taints`
+// are the node's (NodeInfo keeps copies), so a simple pod never touches the Node itself.
+Verdict StaticVerdict(const Pod& pod, const Node& node, bool unschedulable, bool has_taints) {
+  if (unschedulable && !ToleratesUnschedulable(pod)) return Reject(FitCode::kNodeUnschedulable);
+  if (!pod.node_name.empty() && pod.node_name != node.name()) return Reject(FitCode::kNodeName);
+  return TaintsAndAffinity(pod, node, has_taints);
 }
 
 Verdict StaticVerdict(const Pod& pod, const Node& node) {
@@ -143,6 +148,11 @@ Verdict ResourcesVerdict(const Pod& pod, const Resources& allocatable, const Res
 }  // namespace
 
 bool MatchesNodeAffinity(const Pod& pod, const Node& node) { return MatchesAffinity(pod, node); }
+
+bool PassesNodeConstraints(const Pod& pod, const NodeInfo& info) {
+  if (info.unschedulable && !ToleratesUnschedulable(pod)) return false;
+  return TaintsAndAffinity(pod, *info.node, info.has_taints).fits();
+}
 
 FitResult CheckNodeStatic(const Pod& pod, const Node& node) {
   return ToResult(StaticVerdict(pod, node));

@@ -174,6 +174,11 @@ struct RoomBound {
   }
 };
 
+// Whether `pod` passes NodeUnschedulable, TaintToleration and NodeAffinity on `info`'s node: the
+// node-local filters that read no amounts and no name. The same for every pod of one
+// planner::NodeConstraintsKey, so a search can walk only the nodes that pass them.
+bool PassesNodeConstraints(const model::Pod& pod, const NodeInfo& info);
+
 // True when the node matches the pod's nodeSelector and required node affinity (what the
 // NodeAffinity filter and the spread constraints' nodeAffinityPolicy Honor test).
 bool MatchesNodeAffinity(const model::Pod& pod, const model::Node& node);
