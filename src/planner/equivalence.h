@@ -13,4 +13,8 @@ namespace tidepool::planner {
 // binary string, not for display.
 std::string EquivalenceKey(const model::Pod& p);
 
+// The part of it that sched::PassesNodeConstraints reads (nodeSelector, required node affinity,
+// tolerations): pods with the same key pass those filters on the same nodes.
+std::string NodeConstraintsKey(const model::Pod& p);
+
 }  // namespace tidepool::planner

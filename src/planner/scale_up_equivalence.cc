@@ -154,4 +154,10 @@ std::string EquivalenceKey(const model::Pod& p) {
   return w.Take();
 }
 
+std::string NodeConstraintsKey(const model::Pod& p) {
+  scale_up_detail::KeyWriter w;
+  scale_up_detail::WriteNodeConstraints(p, w);
+  return w.Take();
+}
+
 }  // namespace tidepool::planner

@@ -1,0 +1,105 @@
+// ConstraintLists: the nodes a pod's node constraints let it onto, kept per set of constraints,
+// so a search for a node walks those only (docs/architecture.md, "Searches that skip the nodes a
+// pod cannot use").
+//
+// Both planners search for a node by walking every node in a fixed order (scale-up's ranks,
+// scale-down's destinations) and trying each. A pod whose node selector, required node affinity,
+// tolerations or cordon toleration let it onto few of them (pods for a pool whose nodes are still
+// booting) tries the rest for nothing, and a burst of such pods, each of its own Job and so of
+// its own equivalence group, tries them once each. The nodes that pass those filters are the same
+// for every pod of one NodeConstraintsKey.
+//
+// A set's list is made only once its searches have tried as many nodes as there are: making it
+// costs one more such walk, so a set that searches little (pods that fit where the last one did)
+// never pays for a list, and one that searches much pays at most double what walking did.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/pod.h"
+
+namespace tidepool::planner {
+
+class ConstraintLists {
+ public:
+  static constexpr size_t kNotFound = SIZE_MAX;
+
+  // The id of `pod`'s set of node constraints. It builds the key each call: callers keep the id
+  // per equivalence group or per pod.
+  uint32_t IdOf(const model::Pod& pod);
+
+  // Tries the positions [0, n) from `start` on and around, as a walk of every node would, until
+  // `fits(position)` says yes; returns that position, or kNotFound. Once the set's list is made,
+  // it tries only the positions where `passes(position)` (the pod's node constraints hold).
+  template <class Passes, class Fits>
+  size_t Walk(uint32_t id, size_t n, size_t start, const Passes& passes, const Fits& fits) {
+    if (n == 0) return kNotFound;
+    start %= n;
+    if (const std::vector<uint32_t>* list = Positions(id, n, passes)) {
+      if (list->empty()) return kNotFound;
+      const size_t first = static_cast<size_t>(
+          std::lower_bound(list->begin(), list->end(), static_cast<uint32_t>(start)) -
+          list->begin());
+      for (size_t k = 0; k < list->size(); ++k) {
+        size_t at = first + k;
+        if (at >= list->size()) at -= list->size();
+        if (fits((*list)[at])) return (*list)[at];
+      }
+      return kNotFound;
+    }
+    for (size_t k = 0; k < n; ++k) {
+      size_t position = start + k;
+      if (position >= n) position -= n;
+      if (fits(position)) {
+        sets_[id].tried += k + 1;
+        return position;
+      }
+    }
+    sets_[id].tried += n;
+    return kNotFound;
+  }
+
+  // The positions name other nodes now (a revert freed slots that new nodes reuse): every list
+  // is made again when next needed.
+  void Forget() {
+    for (Set& s : sets_) {
+      s.made_upto = 0;
+      s.positions.clear();
+    }
+  }
+
+  // Whether the set's list is made (for tests).
+  bool Made(uint32_t id) const { return sets_[id].made_upto > 0; }
+
+ private:
+  struct Set {
+    size_t tried = 0;      // positions its searches tried while it had no list
+    size_t made_upto = 0;  // the list covers the positions below this (0: not made)
+    std::vector<uint32_t> positions;
+  };
+
+  // The passing positions among [0, n), or nullptr while walking them all costs less. Positions
+  // appended since the list was made are read once, when first needed.
+  template <class Passes>
+  const std::vector<uint32_t>* Positions(uint32_t id, size_t n, const Passes& passes) {
+    Set& s = sets_[id];
+    if (s.made_upto == 0 && s.tried < n) return nullptr;
+    if (n < s.made_upto) {  // fewer positions without Forget: the caller's nodes were dropped
+      s.made_upto = 0;
+      s.positions.clear();
+    }
+    for (size_t position = s.made_upto; position < n; ++position)
+      if (passes(position)) s.positions.push_back(static_cast<uint32_t>(position));
+    s.made_upto = n;
+    return &s.positions;
+  }
+
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<Set> sets_;
+};
+
+}  // namespace tidepool::planner
