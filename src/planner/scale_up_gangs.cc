@@ -97,7 +97,8 @@ void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
   }
   if (!left.empty()) {
     snap_.Revert();
-    no_fit_groups_.clear();  // the revert freed the room the gang's members had taken
+    no_fit_groups_.clear();      // the revert freed the room the gang's members had taken
+    constraint_lists_.Forget();  // and dropped the nodes it added, whose ranks new nodes take
     RestoreAccounting(before);
     RejectGang(g, size, members, left, plan);
     return;

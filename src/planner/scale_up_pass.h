@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/constraint_lists.h"
 #include "planner/equivalence.h"
 #include "planner/expander.h"
 #include "planner/model_fork.h"
@@ -679,6 +680,12 @@ class Pass {
   // while only pods are added: more pods never make room. New nodes clear it.
   std::unordered_set<uint32_t> no_fit_groups_;
   size_t no_fit_node_ranks_ = 0;
+  // PlaceOnExisting's walks by node constraints, over ranks. Ranks only grow while it is used,
+  // except when a gang's revert drops the nodes the gang added (and it forgets).
+  ConstraintLists constraint_lists_;
+  static constexpr uint32_t kNoConstraintSet = UINT32_MAX;
+  std::vector<uint32_t> constraint_set_of_group_;  // group -> ConstraintLists id
+  uint32_t ConstraintSetOf(const Pod& pod, uint32_t group);
   std::unordered_map<std::string, uint32_t> group_ids_;
   std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
   std::unordered_map<const Pod*, uint32_t> group_of_;

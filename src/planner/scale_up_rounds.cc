@@ -404,18 +404,29 @@ NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
   FitChecker checker(pod, snap_);
   size_t start = 0;
   if (auto it = hints_.find(group); it != hints_.end()) start = it->second;
-  for (size_t k = 0; k < n; ++k) {
-    size_t rank = (start + k) % n;
-    NodeIndex i = SlotAt(rank);
-    if (snap_.Get(i).removed) continue;
-    if (checker.Fits(i)) {
-      (void)snap_.AddPod(&pod, i);
-      hints_[group] = rank;
-      return i;
-    }
+  const size_t rank = constraint_lists_.Walk(
+      ConstraintSetOf(pod, group), n, start,
+      [&](size_t r) { return sched::PassesNodeConstraints(pod, snap_.Get(SlotAt(r))); },
+      [&](size_t r) {
+        const NodeIndex i = SlotAt(r);
+        return !snap_.Get(i).removed && checker.Fits(i);
+      });
+  if (rank == ConstraintLists::kNotFound) {
+    no_fit_groups_.insert(group);
+    return sched::kNoNode;
   }
-  no_fit_groups_.insert(group);
-  return sched::kNoNode;
+  const NodeIndex i = SlotAt(rank);
+  (void)snap_.AddPod(&pod, i);
+  hints_[group] = rank;
+  return i;
+}
+
+uint32_t Pass::ConstraintSetOf(const Pod& pod, uint32_t group) {
+  if (constraint_set_of_group_.size() <= group)
+    constraint_set_of_group_.resize(group + 1, kNoConstraintSet);
+  uint32_t& id = constraint_set_of_group_[group];
+  if (id == kNoConstraintSet) id = constraint_lists_.IdOf(pod);
+  return id;
 }
 
 bool Pass::GrowOnce(std::vector<const Pod*>& remaining, std::map<std::string, ScaleUp>& ups,

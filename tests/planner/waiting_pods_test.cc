@@ -1,11 +1,13 @@
-// Pods that wait for a pool at its max, each of its own Job: scale-up skips the search of the
+// Pods that wait, each of its own Job. For a pool at its max: scale-up skips the search of the
 // existing nodes for a pod that asks more than any of them has free (sched::RoomBound), and takes
-// that bound again once pods placed in the pass may have filled the roomiest nodes.
+// that bound again once pods placed in the pass may have filled the roomiest nodes. For nodes on
+// their way: the searches walk only the nodes the pods' selector lets them onto (ConstraintLists).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <string>
 
 #include "planner/scale_up.h"
@@ -54,6 +56,38 @@ TEST(WaitingPods, APodLeftFitsTheRoomLeftAfterTheBoundIsTakenAgain) {
   EXPECT_NE(std::find(plan.fits_existing.begin(), plan.fits_existing.end(), "default/small"),
             plan.fits_existing.end());
   EXPECT_EQ(plan.unschedulable.size(), 3u);
+}
+
+// 30 busy nodes of pool `busy` (500m free each), two of pool `fresh` on their way (4 cpu each),
+// and 100 pods of 200m for `fresh`: the first 40 take the nodes on their way, the other 60 need
+// three more. Each pod searches the busy nodes until its searches have tried as many nodes as
+// there are; then only the nodes on their way.
+TEST(WaitingPods, PodsForNodesOnTheirWayFillThemAndAskForTheRest) {
+  model::AutoscalerConfig config;
+  config.pools = {Shape("busy", "4", "16Gi", 1), Shape("fresh", "4", "16Gi", 1)};
+  std::deque<model::Node> nodes;
+  std::deque<model::Pod> pods;
+  PlannerInput in;
+  in.config = &config;
+  for (int n = 0; n < 30; ++n) {
+    model::Node& node = nodes.emplace_back(config.pools[0].template_node);
+    node.meta.name = fmt::format("busy-{}", n);
+    in.nodes.push_back(&node);
+    model::Pod& load = pods.emplace_back(Pending(fmt::format("load-{}", n), "3500m"));
+    load.node_name = node.meta.name;
+    load.phase = model::PodPhase::kRunning;
+    in.pods.push_back(&load);
+  }
+  in.upcoming = {{"fresh", 2}};
+  for (int i = 0; i < 100; ++i) {
+    model::Pod p = Pending(fmt::format("w{:03}", i), "200m", "256Mi");
+    p.node_selector[std::string(model::kLabelPool)] = "fresh";
+    in.pods.push_back(&pods.emplace_back(OwnJob(std::move(p), 0)));
+  }
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(in);
+  EXPECT_EQ(plan.fits_existing.size(), 40u);
+  EXPECT_EQ(testing::Adds(plan), (std::map<std::string, int>{{"fresh", 3}}));
+  EXPECT_TRUE(plan.unschedulable.empty());
 }
 
 }  // namespace
