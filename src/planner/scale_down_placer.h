@@ -15,6 +15,7 @@
 #include "base/time.h"
 #include "model/node.h"
 #include "model/pod.h"
+#include "planner/constraint_lists.h"
 #include "sched/fit.h"
 #include "sched/snapshot.h"
 
@@ -151,18 +152,22 @@ class Placer {
     };
     auto hint = hints_.find(f.equivalence);
     if (hint != hints_.end() && fits(hint->second)) return hint->second;
-    size_t n = destinations_.size();
-    for (size_t k = 0; k < n; ++k) {
-      size_t i = cursor_ + k;
-      if (i >= n) i -= n;
-      NodeIndex node = destinations_[i];
-      if (fits(node)) {
-        cursor_ = i;
-        hints_[f.equivalence] = node;
-        return node;
-      }
-    }
-    return kNoNode;
+    const size_t at = lists_.Walk(
+        ConstraintSetOf(*f.pod), destinations_.size(), cursor_,
+        [&](size_t k) {
+          return sched::PassesNodeConstraints(*f.pod, snapshot_.Get(destinations_[k]));
+        },
+        [&](size_t k) { return fits(destinations_[k]); });
+    if (at == ConstraintLists::kNotFound) return kNoNode;
+    cursor_ = at;
+    hints_[f.equivalence] = destinations_[at];
+    return destinations_[at];
+  }
+
+  // The destinations were listed again: positions name other nodes.
+  void DestinationsChanged() {
+    lists_.Forget();
+    cursor_ = 0;
   }
 
   // Why the pod fits on no usable node, kube-scheduler style: "0/3 nodes are available: 2
@@ -219,6 +224,14 @@ class Placer {
   std::unordered_map<const model::Pod*, const model::Pod*> unbound_index_;
   std::unordered_map<uint64_t, NodeIndex> hints_;
   size_t cursor_ = 0;
+  // Find's walks by node constraints, over positions in destinations_ (fixed for a run).
+  ConstraintLists lists_;
+  std::unordered_map<const model::Pod*, uint32_t> constraint_set_of_;
+  uint32_t ConstraintSetOf(const model::Pod& pod) {
+    auto [it, added] = constraint_set_of_.try_emplace(&pod, 0);
+    if (added) it->second = lists_.IdOf(pod);
+    return it->second;
+  }
 };
 
 }  // namespace tidepool::planner::scale_down_detail

@@ -474,6 +474,7 @@ void ScaleDownRun::OrderDestinations() {
     if (entries_[*it].destination && !stays(*it)) destinations_.push_back(*it);
   for (NodeIndex n : destinations_) usable_[n] = 1;
   usable_count_ = destinations_.size();
+  placer_.DestinationsChanged();
 }
 
 NodeIndex ScaleDownRun::Find(std::string_view name) const {

@@ -2,6 +2,7 @@
 // GPU utilization, reasons and determinism. Clusters are built in code (scale_down_cluster.h).
 #include "planner/scale_down.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -129,6 +130,33 @@ TEST(ScaleDown, PendingPodsThatFitNowhereChangeNothing) {
   }
   ScaleDownPlan plan = c.Plan(NoRateLimit());
   EXPECT_EQ(Removed(plan), Names{"n1"}) << Render(plan);
+}
+
+// Pending pods, each of its own Job, for pool b: two empty nodes there, 40 busy ones of another
+// pool with room the pods' selector keeps them from. 40 of the 60 pods fill b's nodes, so neither
+// goes; the 20 that fit nowhere each search every node until the searches have tried as many as
+// there are, then only b's.
+TEST(ScaleDown, PendingPodsForAFewNodesHoldRoomOnThem) {
+  Cluster c;
+  c.AddPool("b", 0);
+  for (int n = 0; n < 40; ++n) {
+    const std::string name = fmt::format("a{:02}", n);
+    c.AddNode(name);
+    c.AddPod("load-" + name, name, {{"cpu", "3500m"}});
+  }
+  c.AddNode("b0", "b");
+  c.AddNode("b1", "b");
+  for (int i = 0; i < 60; ++i) {
+    model::Pod& p = c.AddPod(fmt::format("w{:02}", i), "", {{"cpu", "200m"}});
+    p.phase = model::PodPhase::kPending;
+    p.meta.owner_references = {{"batch/v1", "Job", p.meta.name, "uid-job-" + p.meta.name, true}};
+    p.node_selector[std::string(model::kLabelPool)] = "b";
+  }
+  for (const ScaleDownPlan& plan : {c.Plan(NoRateLimit()), c.PlanOnModel(NoRateLimit())}) {
+    EXPECT_TRUE(plan.scale_downs.empty()) << Render(plan);
+    EXPECT_THAT(KeepReason(plan, "b0"), HasSubstr("cannot be moved"));
+    EXPECT_THAT(KeepReason(plan, "b1"), HasSubstr("cannot be moved"));
+  }
 }
 
 TEST(ScaleDown, KeptWhenNoSingleNodeHasRoom) {
