@@ -278,15 +278,17 @@ void AddFinished(CacheReader& reader, int nodes, int per_node, bool aks_names, T
   }
 }
 
-// `count` pods pending for pool `filled`, each of its own Job, each asking for a whole node's cpu:
-// they fit on no node, and the pool may grow by no more than 10 nodes (its max), as when a team's
-// quota is spent and its jobs wait.
-void AddWaiting(CacheReader& reader, int count) {
+// `count` pods pending, each of its own Job. Without `booting`: for pool `filled`, each asking for
+// a whole node's cpu: they fit on no node, and the pool may grow by no more than 10 nodes (its
+// max), as when a team's quota is spent and its jobs wait. With `booting`: for pool `fresh`, 100m
+// each, as a burst of jobs waits for the nodes the first scan asked for (which never register):
+// every node that is there fails their node selector.
+void AddWaiting(CacheReader& reader, int count, bool booting) {
   for (int i = 0; i < count; ++i) {
-    model::Pod p = BenchPod(fmt::format("wait-{:05}", i), "", 4000);
+    model::Pod p = BenchPod(fmt::format("wait-{:05}", i), "", booting ? 100 : 4000);
     p.meta.owner_references = {
         {"batch/v1", "Job", fmt::format("wait-{}", i), fmt::format("uid-wait-{}", i), true}};
-    p.node_selector["bench"] = "filled";
+    p.node_selector["bench"] = booting ? "fresh" : "filled";
     p.Finalize();
     reader.SetPod(std::move(p));
   }
@@ -297,7 +299,7 @@ void AddWaiting(CacheReader& reader, int count) {
 // at 75 % cpu, one in ten at 25 % (a candidate whose pods fit elsewhere); unneededTime is a day, so
 // the scans find nodes unneeded and start no removal. `bound`: scaleDown.candidatesPerPass (0:
 // every candidate); `aks_names`: node names as long as real ones (NodeName); `finished`: pods of
-// finished Jobs per node (AddFinished).
+// finished Jobs per node (AddFinished); `waiting`, `booting`: pending pods (AddWaiting).
 void BM_ControllerScan(benchmark::State& state) {
   spdlog::set_level(getenv("BENCH_LOG") ? spdlog::level::info : spdlog::level::warn);
   const int nodes = static_cast<int>(state.range(0));
@@ -309,7 +311,7 @@ void BM_ControllerScan(benchmark::State& state) {
   Fill(reader, config, nodes, milli, aks_names);
   ManualClock clock(Time{} + std::chrono::hours(1));
   AddFinished(reader, nodes, static_cast<int>(state.range(3)), aks_names, clock.Now());
-  AddWaiting(reader, static_cast<int>(state.range(4)));
+  AddWaiting(reader, static_cast<int>(state.range(4)), state.range(5) != 0);
   EventSink writer;
   CountingProvider provider(nodes);
   controller::Controller ctl(config, reader, writer, provider, clock);
@@ -337,11 +339,12 @@ void BM_ControllerScan(benchmark::State& state) {
   state.counters["unneeded"] = static_cast<double>(unneeded);
 }
 BENCHMARK(BM_ControllerScan)
-    ->ArgNames({"nodes", "bound", "aks_names", "finished", "waiting"})
-    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}, {0}, {0}, {0}})
-    ->Args({5000, 100, 1, 0, 0})
-    ->Args({5000, 100, 0, 5, 0})
-    ->Args({5000, 100, 0, 0, 2000})
+    ->ArgNames({"nodes", "bound", "aks_names", "finished", "waiting", "booting"})
+    ->ArgsProduct({{1000, 5000, 50000}, {0, 100}, {0}, {0}, {0}, {0}})
+    ->Args({5000, 100, 1, 0, 0, 0})
+    ->Args({5000, 100, 0, 5, 0, 0})
+    ->Args({5000, 100, 0, 0, 2000, 0})
+    ->Args({5000, 100, 0, 0, 2000, 1})
     ->Iterations(20)
     ->Repetitions(3)
     ->Unit(benchmark::kMillisecond);
