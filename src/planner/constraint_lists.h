@@ -9,9 +9,10 @@
 // its own equivalence group, tries them once each. The nodes that pass those filters are the same
 // for every pod of one NodeConstraintsKey.
 //
-// A set's list is made only once its searches have tried as many nodes as there are: making it
-// costs one more such walk, so a set that searches little (pods that fit where the last one did)
-// never pays for a list, and one that searches much pays at most double what walking did.
+// A set's list is made only once its long searches have tried as many nodes as there are: making
+// it costs one more such walk, so a set that searches little (pods that fit where the last one
+// did) never pays for a list, and one that searches much pays at most double what walking did.
+// A search that ends within its first few tries does not even ask which set the pod is of.
 #pragma once
 
 #include <algorithm>
@@ -32,28 +33,33 @@ class ConstraintLists {
   // per equivalence group or per pod.
   uint32_t IdOf(const model::Pod& pod);
 
+  // A walk that ends within this many tries costs about what finding the pod's set would: it
+  // neither asks for the set nor counts toward its list.
+  static constexpr size_t kShortWalk = 16;
+
   // Tries the positions [0, n) from `start` on and around, as a walk of every node would, until
-  // `fits(position)` says yes; returns that position, or kNotFound. Once the set's list is made,
-  // it tries only the positions where `passes(position)` (the pod's node constraints hold).
-  template <class Passes, class Fits>
-  size_t Walk(uint32_t id, size_t n, size_t start, const Passes& passes, const Fits& fits) {
+  // `fits(position)` says yes; returns that position, or kNotFound. After kShortWalk tries it asks
+  // `set_of()` for the pod's set; once the set's list is made, it tries only the positions where
+  // `passes(position)` (the pod's node constraints hold). The answer is the full walk's: a
+  // position that fits passes.
+  template <class SetOf, class Passes, class Fits>
+  size_t Walk(const SetOf& set_of, size_t n, size_t start, const Passes& passes, const Fits& fits) {
     if (n == 0) return kNotFound;
     start %= n;
-    if (const std::vector<uint32_t>* list = Positions(id, n, passes)) {
-      if (list->empty()) return kNotFound;
-      const size_t first = static_cast<size_t>(
-          std::lower_bound(list->begin(), list->end(), static_cast<uint32_t>(start)) -
-          list->begin());
-      for (size_t k = 0; k < list->size(); ++k) {
-        size_t at = first + k;
-        if (at >= list->size()) at -= list->size();
-        if (fits((*list)[at])) return (*list)[at];
-      }
-      return kNotFound;
+    const size_t first_tries = std::min(n, kShortWalk);
+    for (size_t k = 0; k < first_tries; ++k) {
+      const size_t position = Wrap(start + k, n);
+      if (fits(position)) return position;
     }
-    for (size_t k = 0; k < n; ++k) {
-      size_t position = start + k;
-      if (position >= n) position -= n;
+    if (first_tries == n) return kNotFound;
+    const uint32_t id = set_of();
+    if (const std::vector<uint32_t>* list = Positions(id, n, passes)) {
+      // The positions tried so far fit nowhere: going on from the next one around the list
+      // finds the full walk's answer (at worst trying those again).
+      return WalkList(*list, Wrap(start + first_tries, n), fits);
+    }
+    for (size_t k = first_tries; k < n; ++k) {
+      const size_t position = Wrap(start + k, n);
       if (fits(position)) {
         sets_[id].tried += k + 1;
         return position;
@@ -81,6 +87,20 @@ class ConstraintLists {
     size_t made_upto = 0;  // the list covers the positions below this (0: not made)
     std::vector<uint32_t> positions;
   };
+
+  static size_t Wrap(size_t position, size_t n) { return position >= n ? position - n : position; }
+
+  // The first position of `list`, from `start` on and around, that fits.
+  template <class Fits>
+  static size_t WalkList(const std::vector<uint32_t>& list, size_t start, const Fits& fits) {
+    const size_t first = static_cast<size_t>(
+        std::lower_bound(list.begin(), list.end(), static_cast<uint32_t>(start)) - list.begin());
+    for (size_t k = 0; k < list.size(); ++k) {
+      const uint32_t position = list[Wrap(first + k, list.size())];
+      if (fits(position)) return position;
+    }
+    return kNotFound;
+  }
 
   // The passing positions among [0, n), or nullptr while walking them all costs less. Positions
   // appended since the list was made are read once, when first needed.

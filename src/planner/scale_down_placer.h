@@ -152,12 +152,12 @@ class Placer {
     };
     auto hint = hints_.find(f.equivalence);
     if (hint != hints_.end() && fits(hint->second)) return hint->second;
-    const size_t at = lists_.Walk(
-        ConstraintSetOf(*f.pod), destinations_.size(), cursor_,
-        [&](size_t k) {
-          return sched::PassesNodeConstraints(*f.pod, snapshot_.Get(destinations_[k]));
-        },
-        [&](size_t k) { return fits(destinations_[k]); });
+    const size_t at =
+        lists_.Walk([&] { return ConstraintSetOf(*f.pod); }, destinations_.size(), cursor_,
+                    [&](size_t k) {
+                      return sched::PassesNodeConstraints(*f.pod, snapshot_.Get(destinations_[k]));
+                    },
+                    [&](size_t k) { return fits(destinations_[k]); });
     if (at == ConstraintLists::kNotFound) return kNoNode;
     cursor_ = at;
     hints_[f.equivalence] = destinations_[at];

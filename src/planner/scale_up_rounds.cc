@@ -405,7 +405,7 @@ NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
   size_t start = 0;
   if (auto it = hints_.find(group); it != hints_.end()) start = it->second;
   const size_t rank = constraint_lists_.Walk(
-      ConstraintSetOf(pod, group), n, start,
+      [&] { return ConstraintSetOf(pod, group); }, n, start,
       [&](size_t r) { return sched::PassesNodeConstraints(pod, snap_.Get(SlotAt(r))); },
       [&](size_t r) {
         const NodeIndex i = SlotAt(r);

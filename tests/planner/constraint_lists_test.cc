@@ -53,11 +53,11 @@ TEST(ConstraintLists, AWalkFindsWhatAWalkOfEveryPositionFinds) {
         for (size_t k = 0; k < count; ++k) {
           const bool p = pick(4) == 0;  // few positions pass: the lists get made
           passes[s].push_back(p);
-          fits[s].push_back(p && pick(2) == 0);
+          fits[s].push_back(p && pick(4) == 0);
         }
       }
     };
-    append(1 + pick(40));
+    append(20 + pick(80));  // most walks run past kShortWalk
     for (int step = 0; step < 60; ++step) {
       const size_t n = passes[0].size();
       switch (pick(8)) {
@@ -76,14 +76,14 @@ TEST(ConstraintLists, AWalkFindsWhatAWalkOfEveryPositionFinds) {
         }
         case 2:  // room fills and frees
           for (size_t s = 0; s < kSets; ++s)
-            for (size_t k = 0; k < n; ++k) fits[s][k] = passes[s][k] && pick(3) == 0;
+            for (size_t k = 0; k < n; ++k) fits[s][k] = passes[s][k] && pick(4) == 0;
           break;
         default: {
           const size_t s = pick(kSets);
           const size_t start = pick(n + 3);  // a hint may lie past the end
-          const size_t got = lists.Walk(
-              ids[s], n, start, [&](size_t k) { return static_cast<bool>(passes[s][k]); },
-              [&](size_t k) { return static_cast<bool>(fits[s][k]); });
+          const size_t got = lists.Walk([&] { return ids[s]; }, n, start,
+                                        [&](size_t k) { return static_cast<bool>(passes[s][k]); },
+                                        [&](size_t k) { return static_cast<bool>(fits[s][k]); });
           ASSERT_EQ(got, FullWalk(fits[s], start % n)) << "round " << round << " step " << step;
           ++walks;
           found += got != ConstraintLists::kNotFound;
@@ -93,26 +93,36 @@ TEST(ConstraintLists, AWalkFindsWhatAWalkOfEveryPositionFinds) {
     }
   }
   // Both kinds of walk ran, and both found and missed.
-  EXPECT_GT(made, walks / 4);
+  EXPECT_GT(made, walks / 20);  // walks that went through a list: 724 of 7,556
   EXPECT_LT(made, walks);
   EXPECT_GT(found, walks / 10);
   EXPECT_LT(found, walks);
 }
 
-// A set searched little gets no list: pods that fit where the last one did never pay for one.
-TEST(ConstraintLists, ASetGetsItsListOnceItsSearchesTriedEveryPosition) {
+// A set searched little gets no list: pods that fit where the last one did never pay for one,
+// and a walk that ends within its first kShortWalk tries does not even ask for the set.
+TEST(ConstraintLists, ASetGetsItsListOnceItsLongSearchesTriedEveryPosition) {
+  constexpr size_t kShort = ConstraintLists::kShortWalk;
+  constexpr size_t kN = 3 * kShort;
   ConstraintLists lists;
   const uint32_t id = lists.IdOf(PodBuilder("p").Build());
+  int asked = 0;
+  auto set_of = [&] {
+    ++asked;
+    return id;
+  };
   auto passes = [](size_t) { return true; };
   auto at = [](size_t target) { return [target](size_t k) { return k == target; }; };
-  EXPECT_EQ(lists.Walk(id, 10, 0, passes, at(3)), 3u);  // tried 4
+  EXPECT_EQ(lists.Walk(set_of, kN, 0, passes, at(kShort - 1)), kShort - 1);
+  EXPECT_EQ(asked, 0);
+  EXPECT_EQ(lists.Walk(set_of, kN, 0, passes, at(2 * kShort - 1)), 2 * kShort - 1);  // tried 32
+  EXPECT_EQ(asked, 1);
   EXPECT_FALSE(lists.Made(id));
-  EXPECT_EQ(lists.Walk(id, 10, 0, passes, at(4)), 4u);  // tried 9
+  EXPECT_EQ(lists.Walk(set_of, kN, 1, passes, at(kN - 1)), kN - 1);  // 79 in all
   EXPECT_FALSE(lists.Made(id));
-  EXPECT_EQ(lists.Walk(id, 10, 5, passes, at(5)), 5u);  // tried 10
-  EXPECT_FALSE(lists.Made(id));
-  EXPECT_EQ(lists.Walk(id, 10, 0, passes, at(2)), 2u);  // made, then walked
+  EXPECT_EQ(lists.Walk(set_of, kN, 5, passes, at(4)), 4u);  // 79 >= 48: made
   EXPECT_TRUE(lists.Made(id));
+  EXPECT_EQ(asked, 3);
 }
 
 // Pods with one key pass the node-local filters on the same nodes: random pods that differ in
