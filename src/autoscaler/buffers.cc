@@ -30,6 +30,7 @@ model::Pod CopyOf(const model::Pod& pod, const model::CapacityBuffer& b, int i) 
   copy.meta.annotations[std::string(kCapacityBufferAnnotation)] = b.Key();
   copy.node_name.clear();
   copy.ClearNomination();
+  copy.ClearSchedulingGates();  // room for the pods as they run, gated or not when created
   copy.phase = model::PodPhase::kPending;
   return copy;
 }

@@ -83,6 +83,9 @@ model::Pod CopyOf(const model::PodTemplate& t, const model::ProvisioningRequest&
   pod.meta.annotations[std::string(planner::kSafeToEvictAnnotation)] = "false";
   pod.node_name.clear();
   pod.ClearNomination();
+  // The request asks room for the pods as they will run: a template's gate (Kueue's admission
+  // gate on the pods it queues) holds the real pods until then, not the request.
+  pod.ClearSchedulingGates();
   pod.phase = model::PodPhase::kPending;
   return pod;
 }

@@ -36,7 +36,7 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
       return;
     }
     auto pod = pods_->Get(key);
-    Changed(pod != nullptr && pod->WaitsForNode());
+    Changed(pod != nullptr && pod->WaitsForNode() && !pod->SchedulingGated());
   });
   nodes_->SetChangeCallback([this](kube::ChangeType type, const std::string&) {
     Changed(type != kube::ChangeType::kModified);

@@ -28,6 +28,7 @@ void Pod::Finalize() {
   requests = EffectiveRequests(*this);
   has_required_anti_affinity = !affinity().pod_anti_affinity_required.empty();
   has_required_affinity = !affinity().pod_affinity_required.empty();
+  scheduling_gated = !scheduling_gates().empty();
 }
 
 bool Pod::IsDaemonSetPod() const {

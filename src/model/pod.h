@@ -82,7 +82,7 @@ struct PodResourceClaimStatus {
   std::string claim_name;
 };
 
-enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+enum class PodPhase : uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknown };
 
 // The parts of a pod that most pods leave empty: a Pod keeps them behind one pointer, allocated
 // when one of them is first written, so that a plain pod does not carry them (a cluster model
@@ -95,6 +95,8 @@ struct PodExtras {
   std::string priority_class_name;
   std::vector<TopologySpreadConstraint> topology_spread_constraints;
   std::vector<PodResourceClaim> resource_claims;
+  // spec.schedulingGates' names: while any is left, kube-scheduler does not try the pod.
+  std::vector<std::string> scheduling_gates;
   // status
   std::string nominated_node_name;
   std::vector<PodResourceClaimStatus> resource_claim_statuses;
@@ -119,6 +121,7 @@ struct Pod {
   // Derived at decode time by Finalize(); kept in sync by whoever mutates the spec.
   bool has_required_anti_affinity = false;
   bool has_required_affinity = false;
+  bool scheduling_gated = false;  // !scheduling_gates().empty()
   std::optional<Time> start_time;
   Resources requests;  // EffectiveRequests(*this), derived by Finalize()
 
@@ -144,6 +147,21 @@ struct Pod {
   }
   std::vector<PodResourceClaim>& mutable_resource_claims() {
     return extras_.mutable_get().resource_claims;
+  }
+  const std::vector<std::string>& scheduling_gates() const {
+    return extras_.get().scheduling_gates;
+  }
+  std::vector<std::string>& mutable_scheduling_gates() {
+    return extras_.mutable_get().scheduling_gates;
+  }
+  // Held by spec.schedulingGates: kube-scheduler does not try it, so no node would take it yet.
+  // Read from the flag Finalize() sets, so the check of every pending pod touches no extras.
+  bool SchedulingGated() const { return scheduling_gated; }
+  // Forgets the gates (a pod made from a template stands for the pods once let through);
+  // allocates nothing.
+  void ClearSchedulingGates() {
+    if (extras_.allocated()) extras_.mutable_get().scheduling_gates.clear();
+    scheduling_gated = false;
   }
   const std::string& nominated_node_name() const { return extras_.get().nominated_node_name; }
   // Forgets status.nominatedNodeName (a copy of a pod is nominated nowhere); allocates nothing.

@@ -54,8 +54,9 @@ const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input) {
 }
 
 bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cutoff) {
-  return pod.WaitsForNode() && !pod.meta.deletion_timestamp && !pod.IsDaemonSetPod() &&
-         !pod.IsMirrorPod() && pod.PriorityOrZero() >= expendable_priority_cutoff;
+  return pod.WaitsForNode() && !pod.SchedulingGated() && !pod.meta.deletion_timestamp &&
+         !pod.IsDaemonSetPod() && !pod.IsMirrorPod() &&
+         pod.PriorityOrZero() >= expendable_priority_cutoff;
 }
 
 std::vector<const model::Pod*> UnboundPods(const PlannerInput& input) {

@@ -15,7 +15,7 @@ namespace tidepool::planner {
 struct PodExplanation {
   std::string pod;
   bool found = false;
-  bool pending = false;            // false: bound, terminal, DaemonSet or expendable
+  bool pending = false;            // false: bound, terminal, gated, DaemonSet or expendable
   std::string not_pending_reason;  // why it is not considered, when !pending
   std::string fits_node;           // an existing or upcoming node it would fit on, if any
   std::string scale_up_pool;       // the pool the plan grows for it, if any

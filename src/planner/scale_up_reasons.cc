@@ -1,6 +1,7 @@
 // Reasons in a scale-up pass: each pool's verdict on a pod that gets no node, and `explain`'s
 // view of one pod.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -60,6 +61,12 @@ namespace {
 std::string NotPendingReason(const model::Pod& pod, const model::AutoscalerConfig& cfg) {
   if (!pod.node_name.empty()) return fmt::format("bound to node {}", pod.node_name);
   if (pod.IsTerminal()) return "finished (phase Succeeded or Failed)";
+  if (pod.SchedulingGated()) {
+    return fmt::format(
+        "held by its scheduling gates ({}): kube-scheduler does not try it until they are "
+        "removed (a queue such as Kueue removes its gate when it admits the pod)",
+        fmt::join(pod.scheduling_gates(), ", "));
+  }
   if (pod.meta.deletion_timestamp) return "being deleted";
   if (pod.IsDaemonSetPod() || pod.IsMirrorPod()) {
     return "a DaemonSet or mirror pod (its node brings it)";

@@ -606,6 +606,10 @@ TEST(ProvisioningExpandTest, CopiesPerPodSetAsOneGang) {
   b.meta.name = "b";
   a.meta.namespace_ = b.meta.namespace_ = "team";
   a.pod.meta.annotations["tidepool.dev/gang-size"] = "9";
+  // Kueue's pods wait behind its admission gate; the room the request asks is for them ungated.
+  a.pod.mutable_scheduling_gates().push_back("kueue.x-k8s.io/admission");
+  a.pod.Finalize();
+  ASSERT_TRUE(a.pod.SchedulingGated());
   model::ProvisioningRequest r;
   r.meta.name = "req";
   r.meta.namespace_ = "team";
@@ -619,6 +623,7 @@ TEST(ProvisioningExpandTest, CopiesPerPodSetAsOneGang) {
     EXPECT_EQ(planner::GangOf(p), "team/pod-group:provisioning-request:req");
     EXPECT_EQ(p.meta.Annotation("tidepool.dev/gang-size"), nullptr);
     EXPECT_TRUE(p.node_name.empty());
+    EXPECT_FALSE(p.SchedulingGated());
   }
   // A real pod-group of the namespace named like the request's gang is another gang: a label
   // value cannot hold the ':' that the request's gang name does.

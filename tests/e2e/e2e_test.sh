@@ -133,14 +133,21 @@ scenario_scale_from_zero() {
   pass
 }
 
+# Pod b starts held by a scheduling gate (as Kueue holds the pods it queues): only a's node comes.
+# Once the gate is removed, b gets its own.
 scenario_two_pods_two_nodes() {
   local cfg
   cfg=$(config_with)
   start_tidepool tp "$cfg"
   gpu_pod a 1 | k apply -f - >/dev/null
-  gpu_pod b 1 | k apply -f - >/dev/null
+  gpu_pod b 1 | sed 's|^spec:$|spec:\n  schedulingGates: [{name: example.com/hold}]|' | k apply -f - >/dev/null ||
+    { fail "could not create the gated pod"; return 1; }
   wait_until 60 pod_running a || { fail "pod a not Running"; return 1; }
-  wait_until 30 pod_running b || { fail "pod b not Running"; return 1; }
+  sleep 4
+  [[ $(nodes_of gpu) -eq 1 ]] || { fail "a node came for the gated pod: $(nodes_of gpu) gpu nodes"; return 1; }
+  k -n "$NS" patch pod b --type=json -p '[{"op": "remove", "path": "/spec/schedulingGates"}]' >/dev/null ||
+    { fail "could not remove the gate"; return 1; }
+  wait_until 60 pod_running b || { fail "pod b not Running"; return 1; }
   sleep 4
   [[ $(nodes_of gpu) -eq 2 ]] || { fail "expected 2 gpu nodes, got $(nodes_of gpu)"; return 1; }
   [[ $(node_count) -eq 2 ]] || { fail "expected 2 nodes, got $(node_count)"; return 1; }

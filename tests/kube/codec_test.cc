@@ -953,6 +953,38 @@ spec:
   EXPECT_EQ(with.priority_class_name(), "batch-low");
 }
 
+// spec.schedulingGates: the names, in order; a gate without a name is an error at its path.
+TEST(PodDecodeTest, SchedulingGates) {
+  model::Pod p = PodFrom(R"(
+metadata: {name: gated, namespace: default}
+spec:
+  containers: [{name: main}]
+  schedulingGates: [{name: kueue.x-k8s.io/admission}, {name: example.com/quota}]
+)");
+  EXPECT_TRUE(p.SchedulingGated());
+  EXPECT_EQ(p.scheduling_gates(),
+            (std::vector<std::string>{"kueue.x-k8s.io/admission", "example.com/quota"}));
+  EXPECT_FALSE(PodFrom("metadata: {name: open, namespace: default}\nspec: {schedulingGates: []}")
+                   .SchedulingGated());
+  EXPECT_EQ(PodError(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: gated, namespace: default}
+spec:
+  schedulingGates: [{name: a}, {}]
+)"),
+            "Pod default/gated: spec.schedulingGates[1].name: expected a non-empty gate name, "
+            "got nothing");
+  EXPECT_EQ(PodError(R"(
+apiVersion: v1
+kind: Pod
+metadata: {name: gated, namespace: default}
+spec:
+  schedulingGates: [kueue]
+)"),
+            "Pod default/gated: spec.schedulingGates[0]: expected an object, got \"kueue\"");
+}
+
 TEST(PodDecodeTest, MetadataAndStatus) {
   model::Pod p = PodFrom(R"(
 metadata:

@@ -159,6 +159,18 @@ TEST(ScaleDown, PendingPodsForAFewNodesHoldRoomOnThem) {
   }
 }
 
+// A pending pod held by a scheduling gate holds no room: it may wait behind its queue for days.
+TEST(ScaleDown, AGatedPendingPodHoldsNoRoom) {
+  Cluster c;
+  c.AddNode("n1");
+  model::Pod& gated = c.AddPod("gated", "", {{"cpu", "2"}});
+  gated.phase = model::PodPhase::kPending;
+  gated.mutable_scheduling_gates().push_back("kueue.x-k8s.io/admission");
+  EXPECT_EQ(Removed(c.Plan(NoRateLimit())), Names{"n1"});
+  gated.ClearSchedulingGates();
+  EXPECT_TRUE(c.Plan(NoRateLimit()).scale_downs.empty());
+}
+
 TEST(ScaleDown, KeptWhenNoSingleNodeHasRoom) {
   // 3 cpu are free in total, but 1 on each node: the 1500m pod fits on none.
   Cluster c;

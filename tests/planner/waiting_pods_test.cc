@@ -90,5 +90,32 @@ TEST(WaitingPods, PodsForNodesOnTheirWayFillThemAndAskForTheRest) {
   EXPECT_TRUE(plan.unschedulable.empty());
 }
 
+// A pod held by a scheduling gate (Kueue's admission gate on the pods it queues) asks for no node:
+// kube-scheduler does not try it until the gate is removed, and a node made for it would sit idle
+// or run pods the queue has not admitted. Explain says why; the same pod without its gate asks.
+TEST(WaitingPods, APodHeldByASchedulingGateAsksForNoNode) {
+  model::AutoscalerConfig config;
+  config.pools = {Shape("c4", "4", "16Gi", 1)};
+  model::Pod gated = OwnJob(Pending("gated", "2"), 0);
+  gated.mutable_scheduling_gates().push_back("kueue.x-k8s.io/admission");
+  gated.Finalize();
+  PlannerInput in;
+  in.config = &config;
+  in.pods.push_back(&gated);
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(in);
+  EXPECT_TRUE(plan.scale_ups.empty());
+  EXPECT_TRUE(plan.unschedulable.empty());
+  PodExplanation ex = ScaleUpPlanner().Explain(in, "default/gated");
+  EXPECT_TRUE(ex.found);
+  EXPECT_FALSE(ex.pending);
+  EXPECT_EQ(ex.not_pending_reason,
+            "held by its scheduling gates (kueue.x-k8s.io/admission): kube-scheduler does not try "
+            "it until they are removed (a queue such as Kueue removes its gate when it admits the "
+            "pod)");
+
+  gated.ClearSchedulingGates();
+  EXPECT_EQ(testing::Adds(ScaleUpPlanner().Plan(in)), (std::map<std::string, int>{{"c4", 1}}));
+}
+
 }  // namespace
 }  // namespace tidepool::planner

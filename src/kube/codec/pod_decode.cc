@@ -167,6 +167,16 @@ Result<void> DecodeVolume(const Json& v, const FieldPath& path, const std::strin
   return {};
 }
 
+// spec.schedulingGates[i]: {name}, required.
+Result<void> DecodeSchedulingGate(const Json& g, const FieldPath& path, std::string& out) {
+  TIDEPOOL_RETURN_IF_ERROR(ExpectObject(g, path));
+  TIDEPOOL_RETURN_IF_ERROR(ReadString(g, "name", path, out));
+  if (out.empty()) {
+    return std::unexpected(TypeError(path.Key("name"), "a non-empty gate name", Find(g, "name")));
+  }
+  return {};
+}
+
 // spec.resourceClaims[i]: a name and exactly one of resourceClaimName, resourceClaimTemplateName.
 Result<void> DecodePodResourceClaim(const Json& c, const FieldPath& path,
                                     model::PodResourceClaim& out) {
@@ -221,6 +231,10 @@ Result<void> DecodePodSpec(const Json& spec, const FieldPath& path, model::Pod& 
   TIDEPOOL_RETURN_IF_ERROR(
       ForEachItem(spec, "volumes", path, [&](const Json& v, const FieldPath& p) {
         return DecodeVolume(v, p, pod.meta.name, pod.volumes.emplace_back());
+      }));
+  TIDEPOOL_RETURN_IF_ERROR(
+      ForEachItem(spec, "schedulingGates", path, [&](const Json& g, const FieldPath& p) {
+        return DecodeSchedulingGate(g, p, pod.mutable_scheduling_gates().emplace_back());
       }));
   return ForEachItem(spec, "resourceClaims", path, [&](const Json& c, const FieldPath& p) {
     return DecodePodResourceClaim(c, p, pod.mutable_resource_claims().emplace_back());
