@@ -58,8 +58,12 @@ void ScaleUpTracker::ObservePending(StepContext& ctx) {
   const int32_t cutoff = config_.scale_up.expendable_priority_cutoff;
   // The observation's pods as ProvisioningTracker left them (its requests' pods in, the pods
   // that consume a booking out).
+  gated_count_ = 0;
   for (const model::Pod* pod : planner::UnboundPods(ctx.base)) {
-    if (!planner::IsPendingForScaleUp(*pod, cutoff)) continue;
+    if (!planner::IsPendingForScaleUp(*pod, cutoff)) {
+      if (planner::IsHeldBySchedulingGates(*pod, cutoff)) ++gated_count_;
+      continue;
+    }
     ctx.pending.push_back(pod);
     auto [it, inserted] = ctx.pending_keys.insert(pod->Key());
     if (inserted && !prev_pending_.contains(*it)) added = true;
@@ -178,6 +182,7 @@ void ScaleUpTracker::AddDigest(Digest& d) const {
   d.Add(batch_last_add_);
   d.Add(replan_at_);
   d.AddInt(pending_count_);
+  d.AddInt(gated_count_);
   d.Add(planned_pool_.size());
   d.Add(not_triggered_.size());
   for (const auto& [pod, message] : not_triggered_) {
@@ -200,6 +205,7 @@ void ScaleUpTracker::AddTimers(Timers& t) const {
 void ScaleUpTracker::FillStatus(Status& s) const {
   s.last_scale_up = last_scale_up_;
   s.pending_pods = pending_count_;
+  s.gated_pods = gated_count_;
   s.batch_open_since = batch_start_;
   std::set<std::string, std::less<>> shown;  // requests listed already
   for (const auto& [pod, u] : unschedulable_) {

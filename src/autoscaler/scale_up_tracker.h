@@ -66,6 +66,8 @@ class ScaleUpTracker {
   std::optional<Time> replan_at_;     // RequestReplan
   std::optional<Time> last_planned_;  // the last scale-up plan
   int pending_count_ = 0;
+  // Pods that would be pending for a scale-up but for their scheduling gates (Status::gated_pods).
+  int gated_count_ = 0;
   // NotTriggerScaleUp messages sent per pending pod, so each reason change is told once.
   std::map<std::string, std::string> not_triggered_;
   // The last plan's verdict per pod still pending (Status::unschedulable and

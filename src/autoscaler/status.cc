@@ -52,6 +52,9 @@ std::string FormatStatus(const Status& s) {
                      s.batch_open_since ? fmt::format(" (scale-up batch open since {})",
                                                       FormatRfc3339(*s.batch_open_since))
                                         : "");
+  if (s.gated_pods > 0)
+    out += fmt::format("held by scheduling gates: {} (no scale-up until the gates are removed)\n",
+                       s.gated_pods);
   out += "pools:\n";
   for (const PoolStatus& p : s.pools) {
     out += fmt::format("  {}: min {} max {} target {} registered {} ready {} upcoming {}", p.name,

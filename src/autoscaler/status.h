@@ -117,6 +117,9 @@ struct Status {
   // Managed nodes that are not unneeded at the last scale-down pass, with why (node order).
   KeptNodes kept = NoKeptNodes();
   int pending_pods = 0;
+  // Pods that wait for a node but are held by scheduling gates (spec.schedulingGates, e.g.
+  // Kueue's admission gate): not in pending_pods, and no scale-up is planned for them.
+  int gated_pods = 0;
   std::optional<Time> batch_open_since;  // a scale-up batch window is open
   // From the last scale-up plan, pods still pending at the last Step (pod-key order): those no
   // scale-up helps, with the reason per pool, and those that will land on existing or upcoming

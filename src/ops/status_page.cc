@@ -143,6 +143,7 @@ void Summary(std::string& out, const Status& s, const StatusPageExtras& x) {
   }
   out += "<div class=\"cards\">\n";
   Card(out, "pending pods", fmt::format("{}", s.pending_pods));
+  if (s.gated_pods > 0) Card(out, "held by scheduling gates", fmt::format("{}", s.gated_pods));
   Card(out, "unschedulable", fmt::format("{}", s.unschedulable.size()));
   Card(out, "nodes ready", fmt::format("{} / {}", ready, registered));
   Card(out, "upcoming", fmt::format("{}", upcoming));
@@ -274,10 +275,14 @@ void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
   OpenSection(out, "pending", "Pending pods no scale-up helps", s.unschedulable.size());
   if (s.unschedulable.empty()) {
     out += fmt::format(
-        "<div class=\"empty\">None. {} pending pod(s) in total{}.</div>\n", s.pending_pods,
+        "<div class=\"empty\">None. {} pending pod(s) in total{}{}.</div>\n", s.pending_pods,
         s.waiting_for_capacity.empty() ? std::string()
                                        : fmt::format(", {} waiting for existing or upcoming nodes",
-                                                     s.waiting_for_capacity.size()));
+                                                     s.waiting_for_capacity.size()),
+        s.gated_pods == 0 ? std::string()
+                          : fmt::format("; {} more held by scheduling gates, which no node helps "
+                                        "until the gates are removed",
+                                        s.gated_pods));
   } else {
     out +=
         "<table id=\"pending-table\"><thead><tr><th>Pod</th><th>Why, per pool</th></tr>"

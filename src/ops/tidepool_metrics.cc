@@ -68,6 +68,9 @@ void TidepoolMetrics::AddLoopGauges(Registry& r) {
                           "Unix time of the decision loop's last step (0 before the first).");
   pending_ =
       r.AddGauge("tidepool_pending_pods", "Pending pods the scale-up considered at the last step.");
+  gated_ = r.AddGauge("tidepool_gated_pods",
+                      "Pods without a node held by scheduling gates (spec.schedulingGates) at the "
+                      "last step: the scale-up waits until their gates are removed.");
   unschedulable_ = r.AddGauge(
       "tidepool_unschedulable_pods",
       "Pending pods no scale-up can help, by reason category (a pod counts once per distinct "
@@ -189,6 +192,7 @@ void TidepoolMetrics::Update(const autoscaler::Status& status,
                              const model::AutoscalerConfig& config) {
   last_step_->Set({}, status.last_step ? ToSeconds(*status.last_step) : 0);
   pending_->Set({}, status.pending_pods);
+  gated_->Set({}, status.gated_pods);
   unneeded_->Set({}, static_cast<double>(status.unneeded.size()));
   SetUnschedulable(status.unschedulable);
 

@@ -39,6 +39,7 @@ EvictionResult EvictionResultOf(const Result<void>& result);
 //   tidepool_leader                                           gauge 0/1
 //   tidepool_last_step_timestamp_seconds                      gauge
 //   tidepool_pending_pods                                     gauge
+//   tidepool_gated_pods                                       gauge
 //   tidepool_unschedulable_pods{reason}                       gauge
 //   tidepool_unneeded_nodes                                   gauge
 //   tidepool_nodes{pool,state}      state: ready, not_ready, upcoming, removing
@@ -124,6 +125,7 @@ class TidepoolMetrics {
   Gauge* leader_;
   Gauge* last_step_;
   Gauge* pending_;
+  Gauge* gated_;
   Gauge* unschedulable_;
   Gauge* unneeded_;
   Gauge* nodes_;

@@ -53,10 +53,22 @@ const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input) {
                     [&](std::string_view name) { return input.config->FindPool(name); });
 }
 
+namespace {
+
+// IsPendingForScaleUp without its gate check.
+bool WaitsForScaleUp(const model::Pod& pod, int32_t expendable_priority_cutoff) {
+  return pod.WaitsForNode() && !pod.meta.deletion_timestamp && !pod.IsDaemonSetPod() &&
+         !pod.IsMirrorPod() && pod.PriorityOrZero() >= expendable_priority_cutoff;
+}
+
+}  // namespace
+
 bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cutoff) {
-  return pod.WaitsForNode() && !pod.SchedulingGated() && !pod.meta.deletion_timestamp &&
-         !pod.IsDaemonSetPod() && !pod.IsMirrorPod() &&
-         pod.PriorityOrZero() >= expendable_priority_cutoff;
+  return !pod.SchedulingGated() && WaitsForScaleUp(pod, expendable_priority_cutoff);
+}
+
+bool IsHeldBySchedulingGates(const model::Pod& pod, int32_t expendable_priority_cutoff) {
+  return pod.SchedulingGated() && WaitsForScaleUp(pod, expendable_priority_cutoff);
 }
 
 std::vector<const model::Pod*> UnboundPods(const PlannerInput& input) {

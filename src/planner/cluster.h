@@ -139,8 +139,12 @@ const model::Pool* PoolOf(const model::Node& node, const PlannerInput& input,
                           const PoolNames& pools, bool* lasting);
 
 // A pod the scale-up considers: not bound to a node, not being deleted, not terminal, not a
-// DaemonSet or mirror pod, and at or above the expendable priority cutoff.
+// DaemonSet or mirror pod, at or above the expendable priority cutoff, and held by no scheduling
+// gate.
 bool IsPendingForScaleUp(const model::Pod& pod, int32_t expendable_priority_cutoff);
+// A pod the scale-up would consider but for its scheduling gates (spec.schedulingGates, e.g.
+// Kueue's admission gate): kube-scheduler does not try it, so no node is added for it yet.
+bool IsHeldBySchedulingGates(const model::Pod& pod, int32_t expendable_priority_cutoff);
 
 // The gang a pod belongs to, as "<namespace>/<kind>:<name>", or "" when it is in none: label
 // scheduling.x-k8s.io/pod-group, annotation scheduling.k8s.io/group-name (Volcano), label

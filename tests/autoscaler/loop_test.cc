@@ -416,6 +416,32 @@ TEST(LoopScaleUpTest, SamePendingPodsDoNotScaleUpTwice) {
   EXPECT_EQ(w.PoolStat("gpu-spot").upcoming, 2);
 }
 
+TEST(LoopScaleUpTest, PodsHeldByGatesAreCountedApartAndScaleUpOnceReleased) {
+  World w;
+  w.AddGpuPools();
+  w.Start();
+  w.AddGpuPod("queued").mutable_scheduling_gates().push_back("kueue.x-k8s.io/admission");
+  w.pods["queued"].Finalize();
+  w.AddGpuPod("p1");
+  std::vector<Action> first = w.RunUntil(w.now + seconds(2));
+  auto ups = OfKind<IncreasePool>(first);
+  ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(first));
+  EXPECT_THAT(ups[0].pods, ::testing::ElementsAre("default/p1"));
+  Status s = w.loop->GetStatus();
+  EXPECT_EQ(s.pending_pods, 1);
+  EXPECT_EQ(s.gated_pods, 1);
+  EXPECT_THAT(FormatStatus(s), HasSubstr("held by scheduling gates: 1"));
+  EXPECT_EQ(FindEvent(w.all, "NotTriggerScaleUp", "default/queued"), nullptr);
+
+  // Kueue admits it: the gate goes, and the pod asks for its own node.
+  w.pods["queued"].ClearSchedulingGates();
+  std::vector<Action> later = w.RunUntil(w.now + seconds(2));
+  ups = OfKind<IncreasePool>(later);
+  ASSERT_EQ(ups.size(), 1u) << ::testing::PrintToString(Describe(later));
+  EXPECT_THAT(ups[0].pods, ::testing::ElementsAre("default/queued"));
+  EXPECT_EQ(w.loop->GetStatus().gated_pods, 0);
+}
+
 TEST(LoopScaleUpTest, TargetNotShownYetStillCountsAsUpcoming) {
   World w;
   w.AddGpuPools();

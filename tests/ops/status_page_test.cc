@@ -93,6 +93,22 @@ TEST(StatusPageTest, EmptyStatusBeforeTheFirstStep) {
   EXPECT_EQ(html.find("id=\"last-error\""), std::string::npos);
 }
 
+TEST(StatusPageTest, PodsHeldByGatesAreCountedApart) {
+  autoscaler::Status s;
+  s.pending_pods = 2;
+  StatusPageExtras x;
+  std::string before = RenderStatusPage(s, x);
+  EXPECT_EQ(before.find("held by scheduling gates"), std::string::npos);
+  s.gated_pods = 5;
+  std::string html = RenderStatusPage(s, x);
+  EXPECT_TRUE(std::regex_search(
+      html, std::regex("<div class=\"v\">5</div><div class=\"k\">held by scheduling gates</div>")));
+  EXPECT_NE(html.find("None. 2 pending pod(s) in total; 5 more held by scheduling gates"),
+            std::string::npos);
+  std::string text = autoscaler::FormatStatus(s);
+  EXPECT_NE(text.find("pending pods: 2\nheld by scheduling gates: 5 "), std::string::npos) << text;
+}
+
 TEST(StatusPageTest, LongListsAreCut) {
   autoscaler::Status s;
   StatusPageExtras x;

@@ -32,6 +32,7 @@ autoscaler::Status SampleStatus() {
   autoscaler::Status s;
   s.last_step = At("2026-03-01T12:00:00Z");
   s.pending_pods = 7;
+  s.gated_pods = 3;
   autoscaler::PoolStatus spot;
   spot.name = "gpu-spot";
   spot.min = 0;
@@ -86,6 +87,7 @@ TEST(TidepoolMetricsTest, UpdateDerivesGaugesFromStatus) {
   auto p = ParseExposition(r.Render());
   ASSERT_EQ(p.error, "");
   EXPECT_EQ(p.Value("tidepool_pending_pods"), 7);
+  EXPECT_EQ(p.Value("tidepool_gated_pods"), 3);
   EXPECT_EQ(p.Value("tidepool_unneeded_nodes"), 2);
   EXPECT_EQ(p.Value("tidepool_unschedulable_pods", {{"reason", "insufficient_resources"}}), 1);
   EXPECT_EQ(p.Value("tidepool_last_step_timestamp_seconds"), 1772366400);
