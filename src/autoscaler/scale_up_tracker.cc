@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <iterator>
+#include <memory>
+#include <utility>
+
 #include "autoscaler/buffers.h"
 #include "autoscaler/provisioning.h"
 #include "planner/scale_up.h"
@@ -137,33 +142,64 @@ bool ScaleUpTracker::Increase(StepContext& ctx, const model::Pool& pool, planner
 }
 
 void ScaleUpTracker::RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan& plan) {
-  unschedulable_.clear();
   waiting_for_capacity_.clear();
-  request_of_ = StandIns(ctx);
+  const RequestOf told_before = std::exchange(request_of_, StandIns(ctx));
   waiting_for_capacity_.insert(plan.fits_existing.begin(), plan.fits_existing.end());
   for (const planner::ScaleUp& su : plan.scale_ups)
     waiting_for_capacity_.insert(su.pods.begin(), su.pods.end());
-  for (const planner::Unschedulable& u : plan.unschedulable) {
-    unschedulable_[u.pod] = u;
+  auto verdicts = std::make_shared<std::vector<planner::Unschedulable>>(plan.unschedulable);
+  // The plan lists each pod once, in key order; should it not, the last verdict of a pod counts.
+  auto by_pod = [](const planner::Unschedulable& a, const planner::Unschedulable& b) {
+    return a.pod < b.pod;
+  };
+  auto same_pod = [](const planner::Unschedulable& a, const planner::Unschedulable& b) {
+    return a.pod == b.pod;
+  };
+  if (!std::is_sorted(verdicts->begin(), verdicts->end(), by_pod))
+    std::stable_sort(verdicts->begin(), verdicts->end(), by_pod);
+  if (std::adjacent_find(verdicts->begin(), verdicts->end(), same_pod) != verdicts->end())
+    verdicts->erase(verdicts->begin(),
+                    std::unique(verdicts->rbegin(), verdicts->rend(), same_pod).base());
+  // The previous plan's verdicts, in the same order: walked beside these.
+  auto before = unschedulable_->begin();
+  const auto before_end = unschedulable_->end();
+  for (const planner::Unschedulable& u : *verdicts) {
     if (IsStandIn(ctx, u.pod)) continue;
-    std::string message = "pod didn't trigger scale-up: ";
-    std::string_view sep;
-    for (const auto& [pool, reason] : u.reasons) {
-      message += fmt::format("{}{}: {}", sep, pool, reason.text);
-      sep = "; ";
-    }
-    std::string& told = not_triggered_[u.pod];
-    if (told == message) continue;
-    told = message;
-    ctx.actions.push_back(
-        Event{EventObject::kPod, u.pod, EventReason::kNotTriggerScaleUp, std::move(message)});
+    while (before != before_end && before->pod < u.pod) ++before;
+    const bool told = before != before_end && before->pod == u.pod && !told_before.contains(u.pod);
+    TellNotTriggered(ctx, u, told ? &*before : nullptr);
   }
+  unschedulable_ = std::move(verdicts);
+}
+
+void ScaleUpTracker::TellNotTriggered(StepContext& ctx, const planner::Unschedulable& u,
+                                      const planner::Unschedulable* before) {
+  auto it = not_triggered_.find(u.pod);
+  // Told at the previous plan, in the same words, and not triggered since.
+  if (before != nullptr && before->reasons == u.reasons && it != not_triggered_.end()) return;
+  std::string message = "pod didn't trigger scale-up: ";
+  std::string_view sep;
+  for (const auto& [pool, reason] : u.reasons) {
+    message += fmt::format("{}{}: {}", sep, pool, reason.text);
+    sep = "; ";
+  }
+  if (it == not_triggered_.end()) it = not_triggered_.emplace(u.pod, std::string()).first;
+  if (it->second == message) return;
+  it->second = message;
+  ctx.actions.push_back(
+      Event{EventObject::kPod, u.pod, EventReason::kNotTriggerScaleUp, std::move(message)});
 }
 
 void ScaleUpTracker::Cleanup(StepContext& ctx) {
   auto not_pending = [&](const auto& e) { return !ctx.pending_keys.contains(e.first); };
   std::erase_if(not_triggered_, not_pending);
-  std::erase_if(unschedulable_, not_pending);
+  auto gone = [&](const planner::Unschedulable& u) { return !ctx.pending_keys.contains(u.pod); };
+  if (std::any_of(unschedulable_->begin(), unschedulable_->end(), gone)) {
+    auto kept = std::make_shared<std::vector<planner::Unschedulable>>();
+    std::remove_copy_if(unschedulable_->begin(), unschedulable_->end(), std::back_inserter(*kept),
+                        gone);
+    unschedulable_ = std::move(kept);
+  }
   std::erase_if(waiting_for_capacity_,
                 [&](const std::string& k) { return !ctx.pending_keys.contains(k); });
   std::erase_if(planned_pool_, not_pending);
@@ -207,12 +243,18 @@ void ScaleUpTracker::FillStatus(Status& s) const {
   s.pending_pods = pending_count_;
   s.gated_pods = gated_count_;
   s.batch_open_since = batch_start_;
-  std::set<std::string, std::less<>> shown;  // requests listed already
-  for (const auto& [pod, u] : unschedulable_) {
-    if (auto name = ShownName(pod, request_of_, shown)) {
-      s.unschedulable.push_back(u);
-      s.unschedulable.back().pod = std::move(*name);
+  if (request_of_.empty()) {
+    s.unschedulable = unschedulable_;  // shared, not copied
+  } else {
+    auto shown_list = std::make_shared<std::vector<planner::Unschedulable>>();
+    std::set<std::string, std::less<>> shown;  // requests listed already
+    for (const planner::Unschedulable& u : *unschedulable_) {
+      if (auto name = ShownName(u.pod, request_of_, shown)) {
+        shown_list->push_back(u);
+        shown_list->back().pod = std::move(*name);
+      }
     }
+    s.unschedulable = std::move(shown_list);
   }
   s.waiting_for_capacity = Shown(waiting_for_capacity_, request_of_);
 }

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "autoscaler/options.h"
 #include "autoscaler/pool_tracker.h"
@@ -57,6 +59,10 @@ class ScaleUpTracker {
   bool Increase(StepContext& ctx, const model::Pool& pool, planner::ScaleUp su, PoolTracker& pools,
                 WarmPlanner& warm);
   void RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan& plan);
+  // The NotTriggerScaleUp Event for pod verdict `u` when its words changed since they were last
+  // told. `before`: the pod's verdict at the previous plan, if that plan told it.
+  void TellNotTriggered(StepContext& ctx, const planner::Unschedulable& u,
+                        const planner::Unschedulable* before);
 
   const model::AutoscalerConfig& config_;
   const LoopOptions& options_;
@@ -70,9 +76,10 @@ class ScaleUpTracker {
   int gated_count_ = 0;
   // NotTriggerScaleUp messages sent per pending pod, so each reason change is told once.
   std::map<std::string, std::string> not_triggered_;
-  // The last plan's verdict per pod still pending (Status::unschedulable and
-  // waiting_for_capacity); not decision state.
-  std::map<std::string, planner::Unschedulable, std::less<>> unschedulable_;
+  // The last plan's verdict per pod still pending, in pod-key order (Status::unschedulable and
+  // waiting_for_capacity); not decision state. Never changed in place once made: a Status may
+  // share it (FillStatus).
+  std::shared_ptr<const std::vector<planner::Unschedulable>> unschedulable_ = NoUnschedulablePods();
   std::set<std::string, std::less<>> waiting_for_capacity_;
   // Of those, the pods standing in for a ProvisioningRequest, with the request's key: the status
   // shows the request once, by its name, instead of its stand-in pods.

@@ -45,6 +45,12 @@ KeptNodes NoKeptNodes() {
   return none;
 }
 
+UnschedulablePods NoUnschedulablePods() {
+  static const UnschedulablePods none =
+      std::make_shared<const std::vector<planner::Unschedulable>>();
+  return none;
+}
+
 std::string FormatStatus(const Status& s) {
   std::string out;
   out += fmt::format("last step: {}\n", s.last_step ? FormatRfc3339(*s.last_step) : "never");

@@ -106,6 +106,10 @@ struct BufferStatusLine {
 using KeptNodes = std::shared_ptr<const std::vector<planner::Keep>>;
 // An empty list, shared.
 KeptNodes NoKeptNodes();
+// The pending pods no scale-up helps, shared in the same way: a status is taken at every pass,
+// and with thousands of pods waiting for a quota the list is long and seldom changes.
+using UnschedulablePods = std::shared_ptr<const std::vector<planner::Unschedulable>>;
+UnschedulablePods NoUnschedulablePods();
 
 struct Status {
   std::optional<Time> last_step;  // unset before the first Step
@@ -125,7 +129,7 @@ struct Status {
   // scale-up helps, with the reason per pool, and those that will land on existing or upcoming
   // nodes (nothing to do for them). A ProvisioningRequest's stand-in pods appear once, as
   // "provreq/namespace/name" (the name `tidepool explain` takes).
-  std::vector<planner::Unschedulable> unschedulable;
+  UnschedulablePods unschedulable = NoUnschedulablePods();
   std::vector<std::string> waiting_for_capacity;
   std::vector<BufferStatusLine> buffers;  // CapacityBuffers served, in key order
 };

@@ -144,7 +144,7 @@ void Summary(std::string& out, const Status& s, const StatusPageExtras& x) {
   out += "<div class=\"cards\">\n";
   Card(out, "pending pods", fmt::format("{}", s.pending_pods));
   if (s.gated_pods > 0) Card(out, "held by scheduling gates", fmt::format("{}", s.gated_pods));
-  Card(out, "unschedulable", fmt::format("{}", s.unschedulable.size()));
+  Card(out, "unschedulable", fmt::format("{}", s.unschedulable->size()));
   Card(out, "nodes ready", fmt::format("{} / {}", ready, registered));
   Card(out, "upcoming", fmt::format("{}", upcoming));
   Card(out, "being removed", fmt::format("{}", s.removals.size()));
@@ -272,8 +272,9 @@ void Pools(std::string& out, const Status& s, const StatusPageExtras& x) {
 }
 
 void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
-  OpenSection(out, "pending", "Pending pods no scale-up helps", s.unschedulable.size());
-  if (s.unschedulable.empty()) {
+  const std::vector<planner::Unschedulable>& unschedulable = *s.unschedulable;
+  OpenSection(out, "pending", "Pending pods no scale-up helps", unschedulable.size());
+  if (unschedulable.empty()) {
     out += fmt::format(
         "<div class=\"empty\">None. {} pending pod(s) in total{}{}.</div>\n", s.pending_pods,
         s.waiting_for_capacity.empty() ? std::string()
@@ -287,9 +288,9 @@ void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
     out +=
         "<table id=\"pending-table\"><thead><tr><th>Pod</th><th>Why, per pool</th></tr>"
         "</thead><tbody>\n";
-    size_t n = std::min(s.unschedulable.size(), x.max_rows);
+    size_t n = std::min(unschedulable.size(), x.max_rows);
     for (size_t i = 0; i < n; ++i) {
-      const planner::Unschedulable& u = s.unschedulable[i];
+      const planner::Unschedulable& u = unschedulable[i];
       out += fmt::format("<tr><td class=\"name narrow\">{}</td><td><ul class=\"reasons\">",
                          HtmlEscape(u.pod));
       if (u.reasons.empty()) out += "<li class=\"muted\">no pool can take it</li>";
@@ -300,7 +301,7 @@ void Pending(std::string& out, const Status& s, const StatusPageExtras& x) {
       out += "</ul></td></tr>\n";
     }
     out += "</tbody></table>\n";
-    More(out, n, s.unschedulable.size());
+    More(out, n, unschedulable.size());
   }
   if (!s.waiting_for_capacity.empty()) {
     size_t n = std::min(s.waiting_for_capacity.size(), x.max_rows);

@@ -194,7 +194,7 @@ void TidepoolMetrics::Update(const autoscaler::Status& status,
   pending_->Set({}, status.pending_pods);
   gated_->Set({}, status.gated_pods);
   unneeded_->Set({}, static_cast<double>(status.unneeded.size()));
-  SetUnschedulable(status.unschedulable);
+  SetUnschedulable(*status.unschedulable);
 
   std::map<std::string, int> removing;
   for (const autoscaler::RemovalStatus& r : status.removals) ++removing[r.pool];

@@ -940,6 +940,42 @@ TEST(LoopScaleUpTest, NotTriggerScaleUpOncePerReason) {
   EXPECT_THAT(ev->message, HasSubstr("nvidia.com/gpu"));
 }
 
+// Each plan weighs the pod again; a change in its reasons is told again, an unchanged one is not.
+TEST(LoopScaleUpTest, NotTriggerScaleUpToldAgainWhenItsReasonsChange) {
+  World w;
+  w.AddGpuPools();
+  w.Start();
+  w.AddPod("huge", {{"cpu", "1"}, {"nvidia.com/gpu", "8"}});
+  w.AddPod("small", {{"cpu", "200"}});
+  w.RunUntil(w.now + minutes(2));
+  auto told = [&](const std::string& pod) {
+    std::vector<std::string> messages;
+    for (const Event& e : OfKind<Event>(w.all))
+      if (e.reason == EventReason::kNotTriggerScaleUp && e.object == pod)
+        messages.push_back(e.message);
+    return messages;
+  };
+  ASSERT_EQ(told("default/huge").size(), 1u);
+  ASSERT_EQ(told("default/small").size(), 1u);
+  // A stockout of the spot pool: both pods' reasons for it change.
+  w.stockout.insert("gpu-spot");
+  w.RunUntil(w.now + minutes(2));
+  std::vector<std::string> huge = told("default/huge");
+  ASSERT_EQ(huge.size(), 2u) << ::testing::PrintToString(huge);
+  EXPECT_NE(huge[0], huge[1]);
+  EXPECT_THAT(huge[1], HasSubstr("gpu: "));
+  EXPECT_EQ(told("default/small").size(), 2u);
+  Status s = w.loop->GetStatus();
+  ASSERT_EQ(s.unschedulable->size(), 2u);
+  EXPECT_NE((*s.unschedulable)[0].reasons.at("gpu-spot").text,
+            (*s.unschedulable)[0].reasons.at("gpu").text);
+  // More passes within the same backoff (it ends at 12:07, and a renewed one is told again):
+  // nothing new to tell.
+  w.RunUntil(w.now + minutes(2));
+  EXPECT_EQ(told("default/huge").size(), 2u) << ::testing::PrintToString(told("default/huge"));
+  EXPECT_EQ(told("default/small").size(), 2u);
+}
+
 // The status carries the last plan's verdict for pods still pending, and drops a pod once it is
 // no longer pending.
 TEST(LoopScaleUpTest, StatusListsUnschedulableAndWaitingPodsWhilePending) {
@@ -950,16 +986,18 @@ TEST(LoopScaleUpTest, StatusListsUnschedulableAndWaitingPodsWhilePending) {
   w.AddPod("small", {{"cpu", "1"}, {"nvidia.com/gpu", "1"}});
   w.RunUntil(w.now + seconds(30));
   Status s = w.loop->GetStatus();
-  ASSERT_EQ(s.unschedulable.size(), 1u);
-  EXPECT_EQ(s.unschedulable[0].pod, "default/huge");
-  EXPECT_EQ(s.unschedulable[0].reasons.size(), 2u);  // gpu and gpu-spot
-  EXPECT_THAT(s.unschedulable[0].reasons.begin()->second.text, HasSubstr("nvidia.com/gpu"));
+  ASSERT_EQ(s.unschedulable->size(), 1u);
+  EXPECT_EQ((*s.unschedulable)[0].pod, "default/huge");
+  EXPECT_EQ((*s.unschedulable)[0].reasons.size(), 2u);  // gpu and gpu-spot
+  EXPECT_THAT((*s.unschedulable)[0].reasons.begin()->second.text, HasSubstr("nvidia.com/gpu"));
   EXPECT_THAT(s.waiting_for_capacity, ::testing::ElementsAre("default/small"));
+  // Taken at every pass, the list is shared until a plan or a pod's leaving changes it.
+  EXPECT_EQ(w.loop->GetStatus().unschedulable.get(), s.unschedulable.get());
   w.pods.erase("huge");
   w.pods.erase("small");
   w.RunUntil(w.now + seconds(30));
   s = w.loop->GetStatus();
-  EXPECT_TRUE(s.unschedulable.empty());
+  EXPECT_TRUE(s.unschedulable->empty());
   EXPECT_TRUE(s.waiting_for_capacity.empty());
 }
 
@@ -1641,7 +1679,7 @@ TEST(LoopWarmTest, PlaceholdersAreNeverEvictedNorPending) {
   EXPECT_TRUE(OfKind<EvictPods>(actions).empty()) << ::testing::PrintToString(Describe(actions));
   EXPECT_TRUE(OfKind<IncreasePool>(actions).empty());
   EXPECT_EQ(w.loop->GetStatus().pending_pods, 0);
-  EXPECT_TRUE(w.loop->GetStatus().unschedulable.empty());
+  EXPECT_TRUE(w.loop->GetStatus().unschedulable->empty());
   ExpectNoPlaceholderLeaks(w.all);
 }
 

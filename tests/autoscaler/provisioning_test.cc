@@ -261,9 +261,9 @@ TEST(ProvisioningTest, RequestBeyondThePoolMaxFailsNamingThePoolAndAddsNothing) 
   }
   // The pass that failed it lists the request once, by its name, among the unschedulable.
   Status status = w.loop->GetStatus();
-  ASSERT_EQ(status.unschedulable.size(), 1u);
-  EXPECT_EQ(status.unschedulable[0].pod, "provreq/team/train");
-  EXPECT_THAT(status.unschedulable[0].reasons.at("gpu").text, HasSubstr("at max 3"));
+  ASSERT_EQ(status.unschedulable->size(), 1u);
+  EXPECT_EQ((*status.unschedulable)[0].pod, "provreq/team/train");
+  EXPECT_THAT((*status.unschedulable)[0].reasons.at("gpu").text, HasSubstr("at max 3"));
   w.Run(seconds(30));
   EXPECT_TRUE(w.All<IncreasePool>().empty());
   const model::Condition* failed = w.Cond("train", ProvisioningCondition::kFailed);

@@ -78,16 +78,19 @@ inline autoscaler::Status SampleStatus() {
        "to allow"},
       {"aks-cpu-12345678-vmss000000", "pool cpu at min 1"}});
   using planner::ReasonKind;
-  s.unschedulable = {
-      {"ml/llama-pretrain-worker-3",
-       {{"cpu", {ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"}},
-        {"gpu-heavy", {ReasonKind::kPoolMax, "pool gpu-heavy at max 8"}},
-        {"gpu-heavy-spot",
-         {ReasonKind::kBackoff, "pool gpu-heavy-spot in backoff until 2026-03-01T12:07:30Z"}},
-        {"gpu-light-spot", {ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"}}}},
-      {"research/<script>alert('x')</script>",
-       {{"cpu", {ReasonKind::kNodeAffinity, "node(s) didn't match Pod's node affinity/selector"}}}},
-  };
+  s.unschedulable = std::make_shared<const std::vector<planner::Unschedulable>>(
+      std::vector<planner::Unschedulable>{
+          {"ml/llama-pretrain-worker-3",
+           {{"cpu", {ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"}},
+            {"gpu-heavy", {ReasonKind::kPoolMax, "pool gpu-heavy at max 8"}},
+            {"gpu-heavy-spot",
+             {ReasonKind::kBackoff, "pool gpu-heavy-spot in backoff until 2026-03-01T12:07:30Z"}},
+            {"gpu-light-spot",
+             {ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"}}}},
+          {"research/<script>alert('x')</script>",
+           {{"cpu",
+             {ReasonKind::kNodeAffinity, "node(s) didn't match Pod's node affinity/selector"}}}},
+      });
   s.waiting_for_capacity = {"ml/bert-finetune-3", "ml/bert-finetune-4"};
   return s;
 }

@@ -113,7 +113,9 @@ TEST(StatusPageTest, LongListsAreCut) {
   autoscaler::Status s;
   StatusPageExtras x;
   x.max_rows = 3;
-  for (int i = 0; i < 10; ++i) s.unschedulable.push_back({"ns/p" + std::to_string(i), {}});
+  auto pods = std::make_shared<std::vector<planner::Unschedulable>>();
+  for (int i = 0; i < 10; ++i) pods->push_back({"ns/p" + std::to_string(i), {}});
+  s.unschedulable = std::move(pods);
   std::string html = RenderStatusPage(s, x);
   EXPECT_NE(html.find("ns/p2"), std::string::npos);
   EXPECT_EQ(html.find("ns/p3"), std::string::npos);

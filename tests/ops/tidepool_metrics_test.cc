@@ -55,9 +55,11 @@ autoscaler::Status SampleStatus() {
   s.removals = {{"cpu-node-1", "cpu", "draining", At("2026-03-01T11:59:00Z"), 2}};
   s.unneeded = {{"cpu-node-1", At("2026-03-01T11:40:00Z")},
                 {"cpu-node-2", At("2026-03-01T11:50:00Z")}};
-  s.unschedulable = {
-      {"ml/big",
-       {{"cpu", {planner::ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"}}}}};
+  s.unschedulable = std::make_shared<const std::vector<planner::Unschedulable>>(
+      std::vector<planner::Unschedulable>{
+          {"ml/big",
+           {{"cpu",
+             {planner::ReasonKind::kInsufficientResources, "Insufficient nvidia.com/gpu"}}}}});
   return s;
 }
 
@@ -112,7 +114,7 @@ TEST(TidepoolMetricsTest, UpdateDerivesGaugesFromStatus) {
   autoscaler::Status later = SampleStatus();
   later.pools.pop_back();
   later.pools[0].backoff_until.reset();
-  later.unschedulable.clear();
+  later.unschedulable = autoscaler::NoUnschedulablePods();
   m.Update(later, TwoPools());
   auto p2 = ParseExposition(r.Render());
   ASSERT_EQ(p2.error, "");
