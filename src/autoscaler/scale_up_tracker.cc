@@ -147,19 +147,8 @@ void ScaleUpTracker::RecordVerdicts(StepContext& ctx, const planner::ScaleUpPlan
   waiting_for_capacity_.insert(plan.fits_existing.begin(), plan.fits_existing.end());
   for (const planner::ScaleUp& su : plan.scale_ups)
     waiting_for_capacity_.insert(su.pods.begin(), su.pods.end());
+  // In pod-key order, as the plan lists them (ScaleUpPlan::unschedulable).
   auto verdicts = std::make_shared<std::vector<planner::Unschedulable>>(plan.unschedulable);
-  // The plan lists each pod once, in key order; should it not, the last verdict of a pod counts.
-  auto by_pod = [](const planner::Unschedulable& a, const planner::Unschedulable& b) {
-    return a.pod < b.pod;
-  };
-  auto same_pod = [](const planner::Unschedulable& a, const planner::Unschedulable& b) {
-    return a.pod == b.pod;
-  };
-  if (!std::is_sorted(verdicts->begin(), verdicts->end(), by_pod))
-    std::stable_sort(verdicts->begin(), verdicts->end(), by_pod);
-  if (std::adjacent_find(verdicts->begin(), verdicts->end(), same_pod) != verdicts->end())
-    verdicts->erase(verdicts->begin(),
-                    std::unique(verdicts->rbegin(), verdicts->rend(), same_pod).base());
   // The previous plan's verdicts, in the same order: walked beside these.
   auto before = unschedulable_->begin();
   const auto before_end = unschedulable_->end();
