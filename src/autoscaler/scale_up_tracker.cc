@@ -207,7 +207,6 @@ void ScaleUpTracker::AddDigest(Digest& d) const {
   d.Add(batch_last_add_);
   d.Add(replan_at_);
   d.AddInt(pending_count_);
-  d.AddInt(gated_count_);
   d.Add(planned_pool_.size());
   d.Add(not_triggered_.size());
   for (const auto& [pod, message] : not_triggered_) {
