@@ -164,9 +164,10 @@ std::vector<const Pod*> Pass::PendingByPriority() const {
 void Pass::SortByFlexibility(std::vector<const Pod*>& singles) {
   std::unordered_map<uint32_t, int> by_group;  // group -> pools whose template it fits
   auto key = [&](const Pod* p) {
-    auto [it, inserted] = by_group.emplace(GroupOf(p), 0);
+    const uint32_t g = GroupOf(p);
+    auto [it, inserted] = by_group.emplace(g, 0);
     if (inserted)
-      for (size_t i = 0; i < pools_.size(); ++i) it->second += FitsTemplate(p, i) ? 1 : 0;
+      for (size_t i = 0; i < pools_.size(); ++i) it->second += FitsTemplate(g, *p, i) ? 1 : 0;
     return std::pair(-int64_t{p->PriorityOrZero()}, it->second);  // priority descending
   };
   SortPods(singles, key, std::less<>());

@@ -240,7 +240,9 @@ std::vector<size_t> Pass::EligibleShapes(Family& family) {
 }
 
 bool Pass::FitsAnyShape(const Pod* pod, const std::vector<size_t>& shapes) {
-  return std::any_of(shapes.begin(), shapes.end(), [&](size_t i) { return FitsTemplate(pod, i); });
+  const uint32_t g = GroupOf(pod);
+  return std::any_of(shapes.begin(), shapes.end(),
+                     [&](size_t i) { return FitsTemplate(g, *pod, i); });
 }
 
 NodeIndex Pass::AddFlexNode(Family& family, int k) {

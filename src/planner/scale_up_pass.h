@@ -487,8 +487,14 @@ class Pass {
   // The round loop (scale_up_rounds.cc).
   // Static fit of a pod on an empty template node of the pool (with its DaemonSet pods).
   sched::FitResult TemplateFit(const Pod& pod, const PoolState& ps) const;
+  // TemplateFit(...).fits(), without wording a reason.
+  bool TemplateFits(const Pod& pod, const PoolState& ps) const;
   // TemplateFit(...).fits(), cached per (equivalence group, pool).
-  bool FitsTemplate(const Pod* pod, size_t pool_index);
+  bool FitsTemplate(const Pod* pod, size_t pool_index) {
+    return FitsTemplate(GroupOf(pod), *pod, pool_index);
+  }
+  // The same for a pod of group `group` (callers that ask about many pools find it once).
+  bool FitsTemplate(uint32_t group, const Pod& pod, size_t pool_index);
   // Why the pool cannot take another node now, or nothing when it can. `extra` counts nodes
   // already added by the estimate in progress.
   // `cluster_extra` counts them for the cluster's limit on nodes when it differs (an estimate

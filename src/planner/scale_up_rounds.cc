@@ -59,12 +59,17 @@ sched::FitResult Pass::TemplateFit(const Pod& pod, const PoolState& ps) const {
   return sched::CheckClaims(pod, ps.pool->template_node, snap_);
 }
 
-bool Pass::FitsTemplate(const Pod* pod, size_t pool_index) {
-  uint32_t g = GroupOf(pod);
-  if (static_fit_.size() <= g) static_fit_.resize(g + 1);
-  auto& row = static_fit_[g];
+bool Pass::TemplateFits(const Pod& pod, const PoolState& ps) const {
+  return sched::PassesNodeStatic(pod, ps.pool->template_node) &&
+         sched::HasResources(pod, ps.pool->template_node.allocatable, ps.DaemonSetUse()) &&
+         sched::CheckClaims(pod, ps.pool->template_node, snap_).fits();
+}
+
+bool Pass::FitsTemplate(uint32_t group, const Pod& pod, size_t pool_index) {
+  if (static_fit_.size() <= group) static_fit_.resize(group + 1);
+  auto& row = static_fit_[group];
   if (row.empty()) row.assign(pools_.size(), -1);
-  if (row[pool_index] < 0) row[pool_index] = TemplateFit(*pod, pools_[pool_index]).fits() ? 1 : 0;
+  if (row[pool_index] < 0) row[pool_index] = TemplateFits(pod, pools_[pool_index]) ? 1 : 0;
   return row[pool_index] == 1;
 }
 

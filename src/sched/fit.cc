@@ -162,6 +162,12 @@ FitResult CheckResources(const Pod& pod, const Resources& allocatable, const Res
   return ToResult(ResourcesVerdict(pod, allocatable, requested, requested.pods()));
 }
 
+bool PassesNodeStatic(const Pod& pod, const Node& node) { return StaticVerdict(pod, node).fits(); }
+
+bool HasResources(const Pod& pod, const Resources& allocatable, const Resources& requested) {
+  return FirstShort(pod, allocatable, requested, requested.pods()) == Short::kNothing;
+}
+
 bool FitChecker::Precomputed::PortsConflict(const NodeInfo& info) const {
   bool conflict = false;
   for (const Pod* existing : info.pods) {

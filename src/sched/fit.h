@@ -151,6 +151,11 @@ FitResult Fits(const model::Pod& pod, NodeIndex node, const ClusterSnapshot& sna
 FitResult CheckNodeStatic(const model::Pod& pod, const model::Node& node);
 FitResult CheckResources(const model::Pod& pod, const model::Resources& allocatable,
                          const model::Resources& requested);
+// The same two checks when only the answer is wanted: no reason is worded (a planner asking
+// about hundreds of pool templates for each pod turns most of them down).
+bool PassesNodeStatic(const model::Pod& pod, const model::Node& node);
+bool HasResources(const model::Pod& pod, const model::Resources& allocatable,
+                  const model::Resources& requested);
 // The DynamicResources filter alone: whether the pod's claims can be allocated on `node` (a
 // snapshot node or a template node given to the snapshot's DraState) in the snapshot's state.
 FitResult CheckClaims(const model::Pod& pod, const model::Node& node,

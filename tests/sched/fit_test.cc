@@ -408,6 +408,45 @@ TEST(FitStatic, ExposedHelpersMatchCheck) {
             "Insufficient cpu");
 }
 
+// The answer-only helpers a planner uses for hundreds of pool templates per pod say what the
+// worded checks say, on every mix of selector, taint, cordon, node name and amounts.
+TEST(FitStatic, AnswerOnlyHelpersAgreeWithTheWordedChecks) {
+  std::mt19937 rng(5);
+  int static_no = 0, resources_no = 0;
+  for (int i = 0; i < 2000; ++i) {
+    NodeBuilder nb("n" + std::to_string(i % 3));
+    if (rng() % 2) nb.Label("pool", rng() % 2 ? "gpu" : "cpu");
+    if (rng() % 3 == 0) nb.Taint("dedicated", "gpu", TaintEffect::kNoSchedule);
+    if (rng() % 5 == 0) nb.Unschedulable();
+    nb.Allocatable({{"cpu", std::to_string(1 + rng() % 8)},
+                    {"memory", std::to_string(1 + rng() % 8) + "Gi"},
+                    {"nvidia.com/gpu", std::to_string(rng() % 3)},
+                    {"pods", std::to_string(1 + rng() % 4)}});
+    model::Node node = nb.Build();
+    PodBuilder pb("p");
+    if (rng() % 2) pb.NodeSelector("pool", rng() % 2 ? "gpu" : "cpu");
+    if (rng() % 2) pb.Tolerate("dedicated", TolerationOp::kExists);
+    if (rng() % 7 == 0) pb.NodeName("n" + std::to_string(rng() % 3));
+    pb.Requests({{"cpu", std::to_string(1 + rng() % 3)},
+                 {"memory", std::to_string(1 + rng() % 3) + "Gi"},
+                 {"nvidia.com/gpu", std::to_string(rng() % 2)}});
+    model::Pod pod = pb.Build();
+    model::Resources requested =
+        Res({{"cpu", std::to_string(rng() % 3)}, {"pods", std::to_string(rng() % 3)}});
+    const bool worded_static = CheckNodeStatic(pod, node).fits();
+    const bool worded_resources = CheckResources(pod, node.allocatable, requested).fits();
+    ASSERT_EQ(PassesNodeStatic(pod, node), worded_static) << "case " << i;
+    ASSERT_EQ(HasResources(pod, node.allocatable, requested), worded_resources) << "case " << i;
+    static_no += worded_static ? 0 : 1;
+    resources_no += worded_resources ? 0 : 1;
+  }
+  // Both answers occur often enough for the comparison to mean something.
+  EXPECT_GT(static_no, 200);
+  EXPECT_LT(static_no, 1800);
+  EXPECT_GT(resources_no, 200);
+  EXPECT_LT(resources_no, 1800);
+}
+
 TEST(FitTemplate, ResourcesCountDaemonSetPods) {
   TestCluster c;
   auto tmpl = NodeBuilder("template")
