@@ -32,6 +32,7 @@ model::Pod CopyOf(const model::Pod& pod, const model::CapacityBuffer& b, int i) 
   copy.ClearNomination();
   copy.ClearSchedulingGates();  // room for the pods as they run, gated or not when created
   copy.phase = model::PodPhase::kPending;
+  copy.Finalize();  // its owner references and annotations changed
   return copy;
 }
 

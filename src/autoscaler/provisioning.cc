@@ -83,6 +83,7 @@ model::Pod CopyOf(const model::PodTemplate& t, const model::ProvisioningRequest&
   pod.meta.annotations[std::string(planner::kSafeToEvictAnnotation)] = "false";
   pod.node_name.clear();
   pod.ClearNomination();
+  pod.Finalize();  // its owner references and annotations changed
   // The request asks room for the pods as they will run: a template's gate (Kueue's admission
   // gate on the pods it queues) holds the real pods until then, not the request.
   pod.ClearSchedulingGates();

@@ -29,12 +29,12 @@ void Pod::Finalize() {
   has_required_anti_affinity = !affinity().pod_anti_affinity_required.empty();
   has_required_affinity = !affinity().pod_affinity_required.empty();
   scheduling_gated = !scheduling_gates().empty();
+  belongs_to_node = IsDaemonSetPod() || IsMirrorPod();
 }
 
 bool Pod::IsDaemonSetPod() const {
   const OwnerReference* c = meta.Controller();
-  // As a view: kinds of another length differ without comparing bytes (the snapshot asks for
-  // every pod it places).
+  // As a view: kinds of another length differ without comparing bytes.
   return c != nullptr && c->kind == std::string_view("DaemonSet");
 }
 

@@ -122,6 +122,10 @@ struct Pod {
   bool has_required_anti_affinity = false;
   bool has_required_affinity = false;
   bool scheduling_gated = false;  // !scheduling_gates().empty()
+  // IsDaemonSetPod() || IsMirrorPod(): a pod that belongs to its node. Read for every pod a
+  // snapshot places (sched::StaysOnDrain); call Finalize() again after changing the owner
+  // references or annotations of a pod copied from another.
+  bool belongs_to_node = false;
   std::optional<Time> start_time;
   Resources requests;  // EffectiveRequests(*this), derived by Finalize()
 

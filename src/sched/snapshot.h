@@ -48,9 +48,9 @@ struct NodeInfo {
 
 // A pod that draining its node does not move: a DaemonSet or mirror pod (it belongs to the node),
 // or one being deleted already. Read when the pod is placed, like its requests, so these must not
-// change in place while it is.
+// change in place while it is; the first two from the flag Pod::Finalize() sets.
 inline bool StaysOnDrain(const model::Pod& pod) {
-  return pod.meta.deletion_timestamp.has_value() || pod.IsDaemonSetPod() || pod.IsMirrorPod();
+  return pod.meta.deletion_timestamp.has_value() || pod.belongs_to_node;
 }
 
 // The domains of one topology key (a node label such as topology.kubernetes.io/zone): the domain

@@ -782,6 +782,8 @@ TEST(ScaleDownRules, DrainRoles) {
   failed.phase = model::PodPhase::kFailed;
   model::Pod& going = c.AddPod("going", "n1");
   going.meta.deletion_timestamp = c.now();
+  // As a decoder leaves them (the cluster finalizes its pods when it builds an input).
+  for (model::Pod* p : {&ds, &mirror, &failed, &going}) p->Finalize();
   EXPECT_EQ(DrainRoleOf(ds), DrainRole::kStays);
   EXPECT_EQ(DrainRoleOf(mirror), DrainRole::kStays);
   EXPECT_EQ(DrainRoleOf(failed), DrainRole::kIgnored);
