@@ -65,17 +65,17 @@ void ClusterSnapshot::ReserveNodes(size_t nodes) {
 Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   TIDEPOOL_CHECK(node != nullptr);
   if (node->name().empty()) return InvalidArgument("cannot add a node without a name");
-  if (by_name_.contains(node->name())) {
-    return Fail(Error::Code::kConflict, "node \"{}\" is already in the snapshot", node->name());
-  }
   TIDEPOOL_CHECK_MSG(nodes_.size() < kNoNode, "too many node slots");
   auto index = static_cast<NodeIndex>(nodes_.size());
+  // One lookup: the name is indexed here, or found taken.
+  if (!by_name_.try_emplace(node->name(), index).second) {
+    return Fail(Error::Code::kConflict, "node \"{}\" is already in the snapshot", node->name());
+  }
   NodeInfo& info = nodes_.emplace_back();
   info.node = node;
   info.unschedulable = node->unschedulable;
   info.has_taints = !node->taints.empty();
   info.allocatable = node->allocatable;
-  by_name_.emplace(node->name(), index);
   for (auto& t : topologies_) t->Append(*node, /*live=*/true);
   for (auto& l : label_counts_) l->AddSlot();
   ++live_nodes_;
