@@ -8,8 +8,13 @@ namespace tidepool::planner {
 
 sched::NodeIndex AddMadeUpNode(sched::ClusterSnapshot& snapshot, model::Node& node) {
   TIDEPOOL_CHECK_MSG(!node.meta.name.empty(), "a made-up node needs a name");
-  std::string& hostname = node.meta.labels[std::string(model::kLabelHostname)];
-  hostname = node.meta.name;
+  // A node added before (a pass adds the same object again after a revert) has its label: found
+  // without building the key.
+  auto it = node.meta.labels.find(model::kLabelHostname);
+  if (it == node.meta.labels.end())
+    it = node.meta.labels.emplace(std::string(model::kLabelHostname), std::string()).first;
+  std::string& hostname = it->second;
+  if (hostname != node.meta.name) hostname = node.meta.name;
   while (true) {
     Result<sched::NodeIndex> index = snapshot.AddNode(&node);
     if (index) return *index;

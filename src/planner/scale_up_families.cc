@@ -227,7 +227,8 @@ std::vector<size_t> Pass::EligibleShapes(Family& family) {
   };
   std::stable_sort(shapes.begin(), shapes.end(),
                    [&](size_t a, size_t b) { return size(a) > size(b); });
-  if (!shapes.empty()) {
+  // The same shapes as last time (most rounds): `largest` is what it was.
+  if (!shapes.empty() && (family.largest_version == 0 || shapes != family.largest_shapes)) {
     family.largest = pools_[shapes.front()].pool->template_node;
     for (size_t i : shapes) {
       family.largest.allocatable.MaxWith(pools_[i].pool->template_node.allocatable);
@@ -235,6 +236,8 @@ std::vector<size_t> Pass::EligibleShapes(Family& family) {
     }
     // Estimates check pods against it before a new node exists.
     GiveTemplateDevices(&family.largest, *pools_[shapes.front()].pool);
+    family.largest_shapes = shapes;
+    ++family.largest_version;
   }
   return shapes;
 }
@@ -248,13 +251,17 @@ bool Pass::FitsAnyShape(const Pod* pod, const std::vector<size_t>& shapes) {
 NodeIndex Pass::AddFlexNode(Family& family, int k) {
   while (static_cast<int>(family.new_nodes.size()) <= k) {
     family.new_nodes.emplace_back();
-    family.new_nodes.back().meta.name =
+    family.new_nodes.back().node.meta.name =
         fmt::format("new-{}-{}", family.name, family.new_nodes.size() - 1);
   }
-  Node& node = family.new_nodes[k];
-  std::string name = std::move(node.meta.name);
-  node = family.largest;
-  node.meta.name = std::move(name);
+  Family::MadeUp& made = family.new_nodes[k];
+  Node& node = made.node;
+  if (made.from != family.largest_version) {
+    std::string name = std::move(node.meta.name);
+    node = family.largest;
+    node.meta.name = std::move(name);
+    made.from = family.largest_version;
+  }
   // Every shape of a family has the same devices (FamilyKey).
   GiveTemplateDevices(&node, *pools_[family.members.front()].pool);
   NodeIndex idx = AddMadeUpNode(snap_, node);

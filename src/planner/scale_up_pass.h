@@ -64,11 +64,20 @@ struct Family {
   std::vector<size_t> members;  // pool indexes, by name
   std::string name;             // the first member's; its new nodes are "new-<name>-<k>"
   // Node objects of the family's new nodes, [k] is "new-<name>-<k>". Those below `used` are in
-  // the snapshot (committed, or removed by a Close); the others are set to the current largest
-  // shape before an estimate adds them.
+  // the snapshot (committed, or removed by a Close); the others are made the current largest
+  // shape before an estimate adds them, unless they are that already: `from` is the
+  // `largest_version` each was copied from (0: none), so an estimate's nodes added again by the
+  // winner's Replay, or by the next round's estimate, are not copied again.
+  struct MadeUp {
+    Node node;
+    uint32_t from = 0;
+  };
   int used = 0;
-  std::deque<Node> new_nodes;
+  std::deque<MadeUp> new_nodes;
   Node largest;  // a member's template with the largest allocatable of the eligible shapes
+  // The eligible shapes `largest` was built from, and its version (raised when it is rebuilt).
+  std::vector<size_t> largest_shapes;
+  uint32_t largest_version = 0;
   size_t twins = SIZE_MAX;  // its group in Pass::twin_groups_, when it has zone twins
 };
 

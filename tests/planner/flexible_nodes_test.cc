@@ -70,6 +70,31 @@ TEST(FlexibleNodes, NeverGrowsIntoAShapeDearerThanTwoNodes) {
   EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"c4", 2}}));
 }
 
+// A family's shapes change between rounds: the node objects an estimate made in the first round
+// with the larger shape must not come back with it once only the smaller is eligible. Round 1:
+// family b (zone z2, one cheap 8-cpu shape) wins the price expander over family a (zone z1, 4 and
+// 20 cpu), whose estimate made a node of 20 cpu; the cluster's 24 cpu leave 16, so a20 is out in
+// round 2 and a's four 3-cpu pods take four 4-cpu nodes, one each.
+TEST(FlexibleNodes, ANodeMadeInAnEarlierRoundTakesTheShapeOfItsOwnRound) {
+  World w;
+  w.config.pools = {Shape("a20", "20", "80Gi", 50), Shape("a4", "4", "16Gi", 10),
+                    Shape("b8", "8", "32Gi", 0.01, "z2")};
+  w.config.limits.resources.Set(model::kCpu, 24000);
+  w.config.limits.limited.push_back(model::kCpu);
+  w.config.scale_up.expanders = {"price"};
+  for (int i = 0; i < 2; ++i) {
+    w.pods.push_back(Pending(fmt::format("b{}", i), "3"));
+    w.pods.back().node_selector[std::string(model::kLabelZone)] = "z2";
+  }
+  for (int i = 0; i < 4; ++i) {
+    w.pods.push_back(Pending(fmt::format("a{}", i), "3"));
+    w.pods.back().node_selector[std::string(model::kLabelZone)] = "z1";
+  }
+  ScaleUpPlan plan = w.Plan();
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"a4", 4}, {"b8", 1}})) << RenderPlan(plan);
+  EXPECT_TRUE(plan.unschedulable.empty()) << RenderPlan(plan);
+}
+
 // A pod that names an instance type keeps the shapes apart: it only gets that shape.
 TEST(FlexibleNodes, APodThatSelectsTheInstanceTypeGetsThatShape) {
   World w;
