@@ -23,12 +23,14 @@ std::optional<ModelNodes> FindOnModel(const sched::ClusterModel& model,
   // The input lists nodes in name order, as the model does, and mostly the model's own objects:
   // the next node by name is then the one the input names, found without reading its name.
   size_t next = 0;
+  bool guessed_all = true;  // every node was the next one by name
   for (const model::Node* node : nodes) {
     sched::NodeIndex slot = sched::kNoNode;
     const sched::NodeInfo* guess = next < by_name.size() ? &snapshot.Get(by_name[next]) : nullptr;
     if (guess != nullptr && guess->node == node && !guess->removed) {
       slot = by_name[next++];
     } else {
+      guessed_all = false;
       slot = snapshot.FindNode(node->name());
       if (slot == sched::kNoNode) return std::nullopt;
       // Go on from its place, or from where the walk was for a slot the model's order lacks.
@@ -40,6 +42,8 @@ std::optional<ModelNodes> FindOnModel(const sched::ClusterModel& model,
     found.nodes.push_back(node);
     found.slots.push_back(slot);
   }
+  // Each guess took the next live node by name, none twice: all of them, in that order.
+  found.as_is = guessed_all && next == by_name.size();
   return found;
 }
 
@@ -55,6 +59,7 @@ bool InModelOrder(const sched::ClusterModel& model, const std::vector<const mode
 }
 
 void TakeInputNodes(sched::ClusterSnapshot& snapshot, ModelNodes& found) {
+  if (found.as_is) return;
   std::vector<uint8_t> kept(snapshot.NodeSlots(), 0);
   for (size_t k = 0; k < found.nodes.size(); ++k) {
     sched::NodeIndex& slot = found.slots[k];

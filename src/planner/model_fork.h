@@ -21,6 +21,9 @@ namespace tidepool::planner {
 struct ModelNodes {
   std::vector<const model::Node*> nodes;
   std::vector<sched::NodeIndex> slots;
+  // The nodes are the model's live nodes, its own objects in its name order (as the loop lists
+  // them): TakeInputNodes has nothing to take or remove.
+  bool as_is = false;
 };
 
 // `nodes` in their order without a name given twice (the first one wins, as when building a
@@ -36,7 +39,8 @@ bool InModelOrder(const sched::ClusterModel& model, const std::vector<const mode
 
 // Inside an open layer of the model's snapshot: each node the input sees otherwise (a copy with
 // the deletion taint, an adopted or unusable node) takes its input object with its pods, and its
-// slot in `found` changes; every live node the input leaves out is removed.
+// slot in `found` changes; every live node the input leaves out is removed. Nothing to do (no
+// sweep over the slots) when `found.as_is`.
 void TakeInputNodes(sched::ClusterSnapshot& snapshot, ModelNodes& found);
 
 // Whether the input's model is in its debug mode (sched::ClusterModel::SetVerify): a pass on it

@@ -80,6 +80,7 @@ ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
   const bool model_serves = input.model != nullptr && input.dra == nullptr;
   if (model_serves && InModelOrder(*input.model, nodes_by_name_)) {
     by_name_ = input.model->NodesByName();
+    model_as_is_ = true;
     return input.model->snapshot();
   }
   auto by_name = [](const model::Node* a, const model::Node* b) { return a->name() < b->name(); };
@@ -96,6 +97,7 @@ ClusterSnapshot& ScaleDownRun::ChooseSnapshot(const PlannerInput& input) {
   std::optional<ModelNodes> found = FindOnModel(*input.model, nodes_by_name_);
   if (!found) return own_snapshot_;
   by_name_ = std::move(found->slots);
+  model_as_is_ = found->as_is;
   return input.model->snapshot();
 }
 
@@ -142,7 +144,7 @@ void ScaleDownRun::UseModel() {
   slot_pools_ = input_.slot_pools;
   if (slot_pools_ != nullptr) slot_pools_->Begin(*input_.model, *input_.config);
   snapshot_.Fork();
-  ModelNodes found{nodes_by_name_, std::move(by_name_)};
+  ModelNodes found{nodes_by_name_, std::move(by_name_), model_as_is_};
   TakeInputNodes(snapshot_, found);
   by_name_ = std::move(found.slots);
   entries_.resize(snapshot_.NodeSlots());
