@@ -442,7 +442,11 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
     if (kept_at[i] != kNotKept) {
       out.plan.keep.push_back(std::move(kept[kept_at[i]]));
     } else if (e.pool != nullptr && !e.candidate) {
-      Keep& k = out.plan.keep.emplace_back(Keep{Facts(i).name, e.keep, Busy(e)});
+      // Made in place: most managed nodes of a busy cluster stay, at every pass.
+      Keep& k = out.plan.keep.emplace_back();
+      k.node = Facts(i).name;
+      if (!e.keep.empty()) k.text = e.keep;
+      if (e.busy) k.busy = BusyNode{e.util, Threshold(e)};
       if (e.waits_turn) k.waits_turn = static_cast<uint32_t>(turn_->at_most);
     }
   }
