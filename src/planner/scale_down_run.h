@@ -384,8 +384,8 @@ class ScaleDownRun {
   std::vector<NodeEntry> entries_;
   std::vector<NodeIndex> by_name_;
   std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
-  bool model_as_is_ = false;  // on the model, and they are its live nodes (ModelNodes::as_is)
-  std::vector<PodFacts> facts_;                    // see NodeEntry::own_facts
+  bool model_as_is_ = false;     // on the model, and they are its live nodes (ModelNodes::as_is)
+  std::vector<PodFacts> facts_;  // see NodeEntry::own_facts
   // By slot, for the slots of input nodes: the memo's facts of the node, or the run's own (kept in
   // own_node_facts_ when the memo does not hold them).
   std::vector<const NodeFacts*> node_facts_;
