@@ -68,7 +68,7 @@ Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   TIDEPOOL_CHECK_MSG(nodes_.size() < kNoNode, "too many node slots");
   auto index = static_cast<NodeIndex>(nodes_.size());
   // One lookup: the name is indexed here, or found taken.
-  if (!by_name_.try_emplace(node->name(), index).second) {
+  if (!by_name_.try_emplace(node->name(), index)) {
     return Fail(Error::Code::kConflict, "node \"{}\" is already in the snapshot", node->name());
   }
   NodeInfo& info = nodes_.emplace_back();
@@ -320,7 +320,7 @@ void ClusterSnapshot::Undo(const Change& c) {
       info.removed = false;
       for (auto& t : topologies_) t->CountLive(c.node, +1);
       graveyard_.pop_back();
-      by_name_.emplace(info.node->name(), c.node);
+      TIDEPOOL_CHECK(by_name_.try_emplace(info.node->name(), c.node));
       ++live_nodes_;
       pod_count_ += static_cast<int64_t>(info.pods.size());
       pods_with_anti_affinity_ += info.pods_with_required_anti_affinity;
@@ -354,9 +354,6 @@ void ClusterSnapshot::Undo(const Change& c) {
   }
 }
 
-NodeIndex ClusterSnapshot::FindNode(std::string_view name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? kNoNode : it->second;
-}
+NodeIndex ClusterSnapshot::FindNode(std::string_view name) const { return by_name_.find(name); }
 
 }  // namespace tidepool::sched

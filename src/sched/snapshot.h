@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/name_index.h"
 #include "model/node.h"
 #include "model/pod.h"
 #include "sched/anti_affinity_index.h"
@@ -23,6 +24,7 @@ class DraState;
 
 using NodeIndex = uint32_t;
 inline constexpr NodeIndex kNoNode = UINT32_MAX;
+static_assert(NameIndex::kNone == kNoNode, "FindNode answers with the name index's miss");
 
 // One node and what is placed on it. `requested` is kept incrementally so the resource part of
 // a fit check reads two Resources.
@@ -198,7 +200,7 @@ class ClusterSnapshot {
   void Undo(const Change& c);
 
   std::vector<NodeInfo> nodes_;
-  std::unordered_map<std::string_view, NodeIndex> by_name_;  // live nodes only
+  NameIndex by_name_;  // live nodes only
   size_t live_nodes_ = 0;
   int64_t pod_count_ = 0;
   int64_t pods_with_anti_affinity_ = 0;
