@@ -72,8 +72,7 @@ void Pass::InitPools() {
         it != in_.backoff_until.end() && it->second > in_.now) {
       ps.backoff_until = it->second;
     }
-    ps.ds_pods = DaemonSetPodsFor(p.template_node, in_.daemon_sets);
-    for (const Pod* d : ps.ds_pods) ps.ds_requests += d->requests;
+    ps.SetDaemonSetPods(DaemonSetPodsFor(p.template_node, in_.daemon_sets));
     pools_.push_back(std::move(ps));
   }
   std::sort(pools_.begin(), pools_.end(),

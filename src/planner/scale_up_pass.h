@@ -43,13 +43,18 @@ struct PoolState {
   std::optional<Time> backoff_until;
   std::vector<const Pod*> ds_pods;
   Resources ds_requests;
+  Resources ds_use;  // ds_requests with the pods' slots: what DaemonSetUse says
 
-  // What the DaemonSet pods take on a new node of the pool, pod slots included.
-  Resources DaemonSetUse() const {
-    Resources use = ds_requests;
-    use.Set(model::kPods, static_cast<int64_t>(ds_pods.size()));
-    return use;
+  // Sets ds_pods, and from them ds_requests and ds_use.
+  void SetDaemonSetPods(std::vector<const Pod*> pods) {
+    ds_pods = std::move(pods);
+    ds_requests = {};
+    for (const Pod* d : ds_pods) ds_requests += d->requests;
+    ds_use = ds_requests;
+    ds_use.Set(model::kPods, static_cast<int64_t>(ds_pods.size()));
   }
+  // What the DaemonSet pods take on a new node of the pool, pod slots included.
+  const Resources& DaemonSetUse() const { return ds_use; }
 
   // "pool P in backoff until T"; only while backoff_until is set.
   PoolReason BackoffReason() const;
@@ -496,14 +501,15 @@ class Pass {
   // The round loop (scale_up_rounds.cc).
   // Static fit of a pod on an empty template node of the pool (with its DaemonSet pods).
   sched::FitResult TemplateFit(const Pod& pod, const PoolState& ps) const;
-  // TemplateFit(...).fits(), without wording a reason.
-  bool TemplateFits(const Pod& pod, const PoolState& ps) const;
-  // TemplateFit(...).fits(), cached per (equivalence group, pool).
+  // TemplateFit(...).fits(), without wording a reason, cached per (equivalence group, pool).
   bool FitsTemplate(const Pod* pod, size_t pool_index) {
     return FitsTemplate(GroupOf(pod), *pod, pool_index);
   }
   // The same for a pod of group `group` (callers that ask about many pools find it once).
   bool FitsTemplate(uint32_t group, const Pod& pod, size_t pool_index);
+  // sched::PassesNodeStatic of the pod on the pool's template, cached per node constraint set
+  // (NodeConstraintsKey) and pool: many groups share a set (most pods have none).
+  bool PassesTemplateConstraints(uint32_t group, const Pod& pod, size_t pool_index);
   // Why the pool cannot take another node now, or nothing when it can. `extra` counts nodes
   // already added by the estimate in progress.
   // `cluster_extra` counts them for the cluster's limit on nodes when it differs (an estimate
@@ -703,6 +709,9 @@ class Pass {
   uint32_t ConstraintSetOf(const Pod& pod, uint32_t group);
   std::unordered_map<std::string, uint32_t> group_ids_;
   std::vector<std::vector<int8_t>> static_fit_;  // [group][pool]: -1 unknown, 0 no, 1 yes
+  // [constraint set][pool]: whether the template passes the node-local filters that read no
+  // amounts (sched::PassesNodeStatic), the same for every pod of the set without a nodeName.
+  std::vector<std::vector<int8_t>> constraint_fit_;
   std::unordered_map<const Pod*, uint32_t> group_of_;
   std::map<std::string, std::map<std::string, PoolReason>> reasons_;  // pod -> pool -> why
   // Per pod, the last NoteFamilyReason per family not yet written to reasons_.

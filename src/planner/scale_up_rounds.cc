@@ -59,17 +59,32 @@ sched::FitResult Pass::TemplateFit(const Pod& pod, const PoolState& ps) const {
   return sched::CheckClaims(pod, ps.pool->template_node, snap_);
 }
 
-bool Pass::TemplateFits(const Pod& pod, const PoolState& ps) const {
-  return sched::PassesNodeStatic(pod, ps.pool->template_node) &&
-         sched::HasResources(pod, ps.pool->template_node.allocatable, ps.DaemonSetUse()) &&
-         sched::CheckClaims(pod, ps.pool->template_node, snap_).fits();
-}
-
 bool Pass::FitsTemplate(uint32_t group, const Pod& pod, size_t pool_index) {
   if (static_fit_.size() <= group) static_fit_.resize(group + 1);
   auto& row = static_fit_[group];
   if (row.empty()) row.assign(pools_.size(), -1);
-  if (row[pool_index] < 0) row[pool_index] = TemplateFits(pod, pools_[pool_index]) ? 1 : 0;
+  if (row[pool_index] < 0) {
+    // TemplateFit(...).fits() without words, its first check shared by a constraint set.
+    const PoolState& ps = pools_[pool_index];
+    const bool fits =
+        PassesTemplateConstraints(group, pod, pool_index) &&
+        sched::HasResources(pod, ps.pool->template_node.allocatable, ps.DaemonSetUse()) &&
+        (pod.resource_claims().empty() ||
+         sched::CheckClaims(pod, ps.pool->template_node, snap_).fits());
+    row[pool_index] = fits ? 1 : 0;
+  }
+  return row[pool_index] == 1;
+}
+
+bool Pass::PassesTemplateConstraints(uint32_t group, const Pod& pod, size_t pool_index) {
+  const Node& node = pools_[pool_index].pool->template_node;
+  // The NodeName filter reads the pod's own node name, which no constraint set says.
+  if (!pod.node_name.empty()) return sched::PassesNodeStatic(pod, node);
+  const uint32_t set = ConstraintSetOf(pod, group);
+  if (constraint_fit_.size() <= set) constraint_fit_.resize(set + 1);
+  auto& row = constraint_fit_[set];
+  if (row.empty()) row.assign(pools_.size(), -1);
+  if (row[pool_index] < 0) row[pool_index] = sched::PassesNodeStatic(pod, node) ? 1 : 0;
   return row[pool_index] == 1;
 }
 
