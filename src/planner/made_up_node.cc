@@ -14,7 +14,7 @@ sched::NodeIndex AddMadeUpNode(sched::ClusterSnapshot& snapshot, model::Node& no
   if (it == node.meta.labels.end())
     it = node.meta.labels.emplace(std::string(model::kLabelHostname), std::string()).first;
   std::string& hostname = it->second;
-  if (hostname != node.meta.name) hostname = node.meta.name;
+  hostname = node.meta.name;
   while (true) {
     Result<sched::NodeIndex> index = snapshot.AddNode(&node);
     if (index) return *index;

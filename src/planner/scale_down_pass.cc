@@ -445,8 +445,8 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       // Made in place: most managed nodes of a busy cluster stay, at every pass.
       Keep& k = out.plan.keep.emplace_back();
       k.node = Facts(i).name;
-      if (!e.keep.empty()) k.text = e.keep;
-      if (e.busy) k.busy = BusyNode{e.util, Threshold(e)};
+      k.text = e.keep;
+      k.busy = Busy(e);
       if (e.waits_turn) k.waits_turn = static_cast<uint32_t>(turn_->at_most);
     }
   }

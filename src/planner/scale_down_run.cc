@@ -176,15 +176,13 @@ void ScaleDownRun::AddPendingPods() {
   for (const model::Pod* pod : pending) {
     // Until a group found no room, no pod is skipped for its group: its key is built when asked.
     std::string group;
-    if (!no_room.empty()) {
-      group = planner::EquivalenceKey(*pod);
-      if (no_room.contains(group)) continue;
-    }
+    if (!no_room.empty() && no_room.contains(group = planner::EquivalenceKey(*pod))) continue;
     auto f = static_cast<uint32_t>(facts_.size());
     facts_.emplace_back(pod);
     NodeIndex n = placer_.Find(facts_[f]);
     if (n == kNoNode) {
-      no_room.insert(no_room.empty() ? planner::EquivalenceKey(*pod) : std::move(group));
+      if (group.empty()) group = planner::EquivalenceKey(*pod);
+      no_room.insert(std::move(group));
       facts_.pop_back();
       continue;
     }

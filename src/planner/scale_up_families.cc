@@ -228,7 +228,7 @@ std::vector<size_t> Pass::EligibleShapes(Family& family) {
   std::stable_sort(shapes.begin(), shapes.end(),
                    [&](size_t a, size_t b) { return size(a) > size(b); });
   // The same shapes as last time (most rounds): `largest` is what it was.
-  if (!shapes.empty() && (family.largest_version == 0 || shapes != family.largest_shapes)) {
+  if (!shapes.empty() && shapes != family.largest_shapes) {
     family.largest = pools_[shapes.front()].pool->template_node;
     for (size_t i : shapes) {
       family.largest.allocatable.MaxWith(pools_[i].pool->template_node.allocatable);
