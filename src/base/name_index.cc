@@ -1,5 +1,6 @@
 #include "base/name_index.h"
 
+#include <algorithm>
 #include <bit>
 #include <utility>
 
@@ -56,11 +57,6 @@ bool NameIndex::erase(std::string_view name) {
   slots_[hole] = Slot{};
   --size_;
   return true;
-}
-
-void NameIndex::clear() {
-  for (Slot& s : slots_) s = Slot{};
-  size_ = 0;
 }
 
 void NameIndex::Grow(size_t capacity) {

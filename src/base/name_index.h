@@ -26,12 +26,10 @@ class NameIndex {
   bool try_emplace(std::string_view name, uint32_t value);
   // The value of `name`, or kNone.
   uint32_t find(std::string_view name) const;
-  bool contains(std::string_view name) const { return find(name) != kNone; }
   // Takes `name` out; returns whether it was there.
   bool erase(std::string_view name);
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  void clear();
 
  private:
   struct Slot {
