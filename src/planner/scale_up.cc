@@ -165,11 +165,52 @@ void Pass::SortByFlexibility(std::vector<const Pod*>& singles) {
   auto key = [&](const Pod* p) {
     const uint32_t g = GroupOf(p);
     auto [it, inserted] = by_group.emplace(g, 0);
-    if (inserted)
-      for (size_t i = 0; i < pools_.size(); ++i) it->second += FitsTemplate(g, *p, i) ? 1 : 0;
+    if (inserted) it->second = TemplatesFitting(g, *p);
     return std::pair(-int64_t{p->PriorityOrZero()}, it->second);  // priority descending
   };
   SortPods(singles, key, std::less<>());
+}
+
+int Pass::TemplatesFitting(uint32_t group, const Pod& pod) {
+  int n = 0;
+  // A nodeName and claims are asked per pool.
+  if (!pod.node_name.empty() || !pod.resource_claims().empty()) {
+    for (size_t i = 0; i < pools_.size(); ++i) n += FitsTemplate(group, pod, i) ? 1 : 0;
+    return n;
+  }
+  const std::vector<int>& passing = PassingByRoomClass(group, pod);
+  for (size_t c = 0; c < passing.size(); ++c) {
+    if (passing[c] == 0) continue;
+    const PoolState& ps = pools_[room_classes_.first[c]];
+    if (sched::HasResources(pod, ps.pool->template_node.allocatable, ps.DaemonSetUse()))
+      n += passing[c];
+  }
+  return n;
+}
+
+const std::vector<int>& Pass::PassingByRoomClass(uint32_t group, const Pod& pod) {
+  if (room_classes_.of.empty()) {
+    // Pools by what a new node has free for pods: a handful of shapes, often one.
+    for (size_t i = 0; i < pools_.size(); ++i) {
+      auto same = [&](size_t j) {
+        return pools_[j].pool->template_node.allocatable ==
+                   pools_[i].pool->template_node.allocatable &&
+               pools_[j].DaemonSetUse() == pools_[i].DaemonSetUse();
+      };
+      auto it = std::find_if(room_classes_.first.begin(), room_classes_.first.end(), same);
+      room_classes_.of.push_back(static_cast<uint32_t>(it - room_classes_.first.begin()));
+      if (it == room_classes_.first.end()) room_classes_.first.push_back(i);
+    }
+  }
+  const uint32_t set = ConstraintSetOf(pod, group);
+  if (room_classes_.passing.size() <= set) room_classes_.passing.resize(set + 1);
+  std::vector<int>& passing = room_classes_.passing[set];
+  if (passing.empty()) {
+    passing.assign(room_classes_.first.size(), 0);
+    for (size_t i = 0; i < pools_.size(); ++i)
+      passing[room_classes_.of[i]] += PassesTemplateConstraints(group, pod, i) ? 1 : 0;
+  }
+  return passing;
 }
 
 std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& singles,

@@ -396,6 +396,11 @@ class Pass {
                                                  ScaleUpPlan& plan);
   // Within a priority, the least flexible pods (whose group fits the fewest templates) first.
   void SortByFlexibility(std::vector<const Pod*>& singles);
+  // How many pools' templates a pod of `group` fits: FitsTemplate over every pool, without asking
+  // each pool when the pod has no nodeName and no claims (PassingByRoomClass).
+  int TemplatesFitting(uint32_t group, const Pod& pod);
+  // Per room class, how many of its pools' templates pass the node constraints of the pod's set.
+  const std::vector<int>& PassingByRoomClass(uint32_t group, const Pod& pod);
   // Step 3: the singles that need new nodes, round by round; the rest get their reasons.
   void PlanSingles(std::vector<const Pod*>& need, ScaleUpPlan& plan,
                    std::map<std::string, ScaleUp>& ups);
@@ -712,6 +717,14 @@ class Pass {
   // [constraint set][pool]: whether the template passes the node-local filters that read no
   // amounts (sched::PassesNodeStatic), the same for every pod of the set without a nodeName.
   std::vector<std::vector<int8_t>> constraint_fit_;
+  // Pools by room class: equal template allocatable and DaemonSet use, so a pod's resources fit
+  // all of a class or none. `of` per pool, `first` the first pool of each class, `passing`
+  // [constraint set][class] (empty: not counted yet). Built when first asked.
+  struct RoomClasses {
+    std::vector<uint32_t> of;
+    std::vector<size_t> first;
+    std::vector<std::vector<int>> passing;
+  } room_classes_;
   std::unordered_map<const Pod*, uint32_t> group_of_;
   std::map<std::string, std::map<std::string, PoolReason>> reasons_;  // pod -> pool -> why
   // Per pod, the last NoteFamilyReason per family not yet written to reasons_.
