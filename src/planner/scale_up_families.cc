@@ -292,15 +292,16 @@ bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e)
   Resources after = node.index == sched::kNoNode ? pools_[node.shapes.front()].DaemonSetUse()
                                                  : snap_.Get(node.index).requested;
   after += pod.requests;
-  auto holds = [&](size_t i) { return Within(after, pools_[i].pool->template_node.allocatable); };
-  // The cheapest shape that holds it and still has room once the estimate's other nodes have
-  // claimed theirs.
+  // The shapes that hold it (each checked once: a family can have hundreds), and the cheapest of
+  // them that still has room once the estimate's other nodes have claimed theirs.
+  holders_.clear();
   double cheapest = std::numeric_limits<double>::infinity();
   size_t shape = SIZE_MAX;
   for (size_t i : node.shapes) {
+    if (!Within(after, pools_[i].pool->template_node.allocatable)) continue;
+    holders_.push_back(i);
     const double price = pools_[i].pool->price_per_hour;
-    bool room = i == node.claim || !ClaimsFull(e, i);
-    if (room && holds(i) && price < cheapest) {
+    if (price < cheapest && (i == node.claim || !ClaimsFull(e, i))) {
       cheapest = price;
       shape = i;
     }
@@ -310,7 +311,7 @@ bool Pass::TakeOn(FlexNode& node, const Pod& pod, const Solo& solo, Estimate& e)
       (solo.shape == SIZE_MAX || !NoDearerPerUnit(pools_[shape], pools_[solo.shape]))) {
     return false;
   }
-  std::erase_if(node.shapes, [&](size_t i) { return !holds(i); });
+  if (holders_.size() < node.shapes.size()) node.shapes.assign(holders_.begin(), holders_.end());
   if (node.claim != SIZE_MAX) {
     // A shape at its max that this node leaves can be taken by the others again.
     if (shape != node.claim && ClaimsFull(e, node.claim)) ++e.released;

@@ -717,6 +717,7 @@ class Pass {
   // [constraint set][pool]: whether the template passes the node-local filters that read no
   // amounts (sched::PassesNodeStatic), the same for every pod of the set without a nodeName.
   std::vector<std::vector<int8_t>> constraint_fit_;
+  std::vector<size_t> holders_;  // TakeOn's scratch: the shapes that hold the node's pods
   // Pools by room class: equal template allocatable and DaemonSet use, so a pod's resources fit
   // all of a class or none. `of` per pool, `first` the first pool of each class, `passing`
   // [constraint set][class] (empty: not counted yet). Built when first asked.
