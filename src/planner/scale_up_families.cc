@@ -347,7 +347,9 @@ std::optional<PoolReason> Pass::FamilyLimitReason(const Family& family,
 
 size_t Pass::ChooseShape(const FlexNode& node, const Given& given, ShapeChoices& choices) {
   auto room = [&](size_t i) {
-    return !LimitReason(pools_[i], given.per_pool[i], given.capacity, given.all);
+    const PoolState& ps = pools_[i];
+    if (given.pool_max_only) return ps.current + ps.added + given.per_pool[i] < ps.pool->max;
+    return !LimitReason(ps, given.per_pool[i], given.capacity, given.all);
   };
   if (node.shapes.size() == 1) return room(node.shapes.front()) ? node.shapes.front() : SIZE_MAX;
   const sched::NodeInfo& info = snap_.Get(node.index);
@@ -378,6 +380,10 @@ size_t Pass::ChooseShape(const FlexNode& node, const Given& given, ShapeChoices&
 void Pass::Close(Estimate& e) {
   Given given;
   given.per_pool.assign(pools_.size(), 0);
+  given.pool_max_only =
+      !cfg_.limits.max_nodes && cfg_.limits.limited.empty() &&
+      cluster_nodes_ - base_cluster_nodes_ + static_cast<int>(e.new_nodes.size()) <=
+          cfg_.scale_up.max_nodes_per_scale_up;
   ShapeChoices choices;
   std::vector<bool> dropped(e.new_nodes.size(), false);
   for (size_t n = 0; n < e.new_nodes.size(); ++n) {

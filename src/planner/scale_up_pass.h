@@ -472,6 +472,9 @@ class Pass {
     std::vector<int> per_pool;  // by index in pools_
     int all = 0;
     Resources capacity;
+    // No cluster-wide limit (maxNodes, resource limits, maxNodesPerScaleUp) can be reached by
+    // this Close's nodes: a shape has room while its pool is below its max.
+    bool pool_max_only = false;
   };
   // What one Close asked the expanders, and their answers: nodes of an estimate are mostly alike
   // (the same shapes with room, the same pods), and the chain answers alike nodes alike.

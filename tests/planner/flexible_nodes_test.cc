@@ -95,6 +95,22 @@ TEST(FlexibleNodes, ANodeMadeInAnEarlierRoundTakesTheShapeOfItsOwnRound) {
   EXPECT_TRUE(plan.unschedulable.empty()) << RenderPlan(plan);
 }
 
+// An estimate counts each new node of a family at its smallest shape against the cluster's
+// limits; Close checks the shapes chosen. Shapes of 2 and 4 cpu, the cluster limited to 5: two
+// 1.5-cpu pods take one node that only the 4-cpu shape holds, and the node for the third would
+// bring the cluster to 6 cpu whichever shape it got, so it goes and the pod stays pending.
+TEST(FlexibleNodes, CloseDropsANodeTheClusterLimitHasNoRoomFor) {
+  World w;
+  w.config.pools = {Shape("c2", "2", "8Gi", 1), Shape("c4", "4", "16Gi", 1.5)};
+  w.config.limits.resources.Set(model::kCpu, 5000);
+  w.config.limits.limited.push_back(model::kCpu);
+  w.config.scale_up.expanders = {"price"};
+  for (int i = 0; i < 3; ++i) w.pods.push_back(Pending(fmt::format("p{}", i), "1500m"));
+  ScaleUpPlan plan = w.Plan();
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"c4", 1}})) << RenderPlan(plan);
+  EXPECT_EQ(plan.unschedulable.size(), 1u) << RenderPlan(plan);
+}
+
 // A pod that names an instance type keeps the shapes apart: it only gets that shape.
 TEST(FlexibleNodes, APodThatSelectsTheInstanceTypeGetsThatShape) {
   World w;
