@@ -188,20 +188,22 @@ int Pass::TemplatesFitting(uint32_t group, const Pod& pod) {
   return n;
 }
 
-const std::vector<int>& Pass::PassingByRoomClass(uint32_t group, const Pod& pod) {
-  if (room_classes_.of.empty()) {
-    // Pools by what a new node has free for pods: a handful of shapes, often one.
-    for (size_t i = 0; i < pools_.size(); ++i) {
-      auto same = [&](size_t j) {
-        return pools_[j].pool->template_node.allocatable ==
-                   pools_[i].pool->template_node.allocatable &&
-               pools_[j].DaemonSetUse() == pools_[i].DaemonSetUse();
-      };
-      auto it = std::find_if(room_classes_.first.begin(), room_classes_.first.end(), same);
-      room_classes_.of.push_back(static_cast<uint32_t>(it - room_classes_.first.begin()));
-      if (it == room_classes_.first.end()) room_classes_.first.push_back(i);
-    }
+void Pass::MakeRoomClasses() {
+  // Pools by what a new node has free for pods: a handful of shapes, often one.
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    auto same = [&](size_t j) {
+      return pools_[j].pool->template_node.allocatable ==
+                 pools_[i].pool->template_node.allocatable &&
+             pools_[j].DaemonSetUse() == pools_[i].DaemonSetUse();
+    };
+    auto it = std::find_if(room_classes_.first.begin(), room_classes_.first.end(), same);
+    room_classes_.of.push_back(static_cast<uint32_t>(it - room_classes_.first.begin()));
+    if (it == room_classes_.first.end()) room_classes_.first.push_back(i);
   }
+}
+
+const std::vector<int>& Pass::PassingByRoomClass(uint32_t group, const Pod& pod) {
+  if (room_classes_.of.empty()) MakeRoomClasses();
   const uint32_t set = ConstraintSetOf(pod, group);
   if (room_classes_.passing.size() <= set) room_classes_.passing.resize(set + 1);
   std::vector<int>& passing = room_classes_.passing[set];

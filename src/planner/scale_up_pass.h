@@ -401,6 +401,7 @@ class Pass {
   int TemplatesFitting(uint32_t group, const Pod& pod);
   // Per room class, how many of its pools' templates pass the node constraints of the pod's set.
   const std::vector<int>& PassingByRoomClass(uint32_t group, const Pod& pod);
+  void MakeRoomClasses();  // room_classes_.of and .first
   // Step 3: the singles that need new nodes, round by round; the rest get their reasons.
   void PlanSingles(std::vector<const Pod*>& need, ScaleUpPlan& plan,
                    std::map<std::string, ScaleUp>& ups);
