@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 
+#include "model/key_order.h"
+
 namespace tidepool::controller {
 
 ModelFeed::ModelFeed(PodLookup pods, NodeLookup nodes)
@@ -23,31 +25,20 @@ void ModelFeed::NodeChanged(const std::string& name) {
 
 namespace {
 
-// Where `key` ("namespace/name", or a node's name) sorts against the object's own key.
-int CompareKey(const model::ObjectMeta& meta, std::string_view key) {
-  if (meta.namespace_.empty()) return std::string_view(meta.name).compare(key);
-  std::string_view ns = meta.namespace_;
-  if (int c = ns.compare(key.substr(0, ns.size())); c != 0) return c;
-  key.remove_prefix(std::min(ns.size(), key.size()));
-  if (key.empty()) return 1;  // "ns/..." sorts after "ns"
-  if (key.front() != '/') return std::string_view("/").compare(key.substr(0, 1));
-  return std::string_view(meta.name).compare(key.substr(1));
-}
-
 // The view's object under `key`, or null. `objects` is in key order.
 template <typename T>
 std::shared_ptr<const T> Find(const SharedList<T>& objects, std::string_view key) {
   size_t lo = 0, hi = objects.size();
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (CompareKey(objects[mid].meta, key) < 0) {
+    if (model::CompareKey(objects[mid].meta, key) < 0) {
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
-  return lo < objects.size() && CompareKey(objects[lo].meta, key) == 0 ? objects.Share(lo)
-                                                                       : nullptr;
+  return lo < objects.size() && model::CompareKey(objects[lo].meta, key) == 0 ? objects.Share(lo)
+                                                                              : nullptr;
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <charconv>
-#include <string_view>
 #include <tuple>
+
+#include "model/key_order.h"
 
 namespace tidepool::planner {
 
@@ -81,35 +81,11 @@ std::vector<const model::Pod*> UnboundPods(const PlannerInput& input) {
   return out;
 }
 
-namespace {
-
-// Whether `a`'s Key() ("namespace/name") comes before `b`'s, bytewise, without building either.
-bool KeyBefore(const model::ObjectMeta& a, const model::ObjectMeta& b) {
-  using Parts = std::array<std::string_view, 3>;
-  auto parts = [](const model::ObjectMeta& m) {
-    return Parts{m.namespace_, m.namespace_.empty() ? "" : "/", m.name};
-  };
-  const Parts pa = parts(a), pb = parts(b);
-  size_t ia = 0, ib = 0;
-  std::string_view sa = pa[0], sb = pb[0];
-  while (true) {
-    while (sa.empty() && ia + 1 < pa.size()) sa = pa[++ia];
-    while (sb.empty() && ib + 1 < pb.size()) sb = pb[++ib];
-    if (sa.empty() || sb.empty()) return sa.empty() && !sb.empty();
-    const size_t n = std::min(sa.size(), sb.size());
-    if (int c = sa.substr(0, n).compare(sb.substr(0, n)); c != 0) return c < 0;
-    sa.remove_prefix(n);
-    sb.remove_prefix(n);
-  }
-}
-
-}  // namespace
-
 void SortForScheduling(std::vector<const model::Pod*>& pods) {
   // The cluster model lists pods in key order, the queue's last tie-break: a stable sort by
   // priority and age is then the whole order, and no key is built.
   auto by_key = [](const model::Pod* a, const model::Pod* b) {
-    return KeyBefore(a->meta, b->meta);
+    return model::CompareKeys(a->meta, b->meta) < 0;
   };
   if (std::is_sorted(pods.begin(), pods.end(), by_key)) {
     auto before = [](const model::Pod* a, const model::Pod* b) {
