@@ -83,7 +83,7 @@ std::optional<PoolReason> GrowthLimit(const model::Pool& pool, int64_t pool_node
                                       const model::ClusterLimits& limits, int64_t cluster_nodes,
                                       const LimitedCapacity& cluster_capacity,
                                       const model::Resources& more) {
-  if (pool_nodes >= pool.max) {
+  if (AtPoolMax(pool, pool_nodes)) {
     return PoolReason{ReasonKind::kPoolMax, fmt::format("pool {} at max {}", pool.name, pool.max)};
   }
   if (limits.max_nodes && cluster_nodes >= *limits.max_nodes) {

@@ -84,6 +84,12 @@ class LimitedCapacity {
   std::vector<int64_t> sums_;  // per limited_ entry
 };
 
+// Whether `pool` has reached its max with `pool_nodes` nodes: the one limit of GrowthLimit that
+// reads nothing but the pool.
+inline bool AtPoolMax(const model::Pool& pool, int64_t pool_nodes) {
+  return pool_nodes >= pool.max;
+}
+
 // Why `pool`, with `pool_nodes` nodes (registered, upcoming and planned), may not take one more
 // in a cluster of `cluster_nodes` nodes with `cluster_capacity` and `more` about to come: its max
 // (kPoolMax), limits.maxNodes (kClusterMaxNodes) or a resource limit its template would pass

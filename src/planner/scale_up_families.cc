@@ -348,7 +348,7 @@ std::optional<PoolReason> Pass::FamilyLimitReason(const Family& family,
 size_t Pass::ChooseShape(const FlexNode& node, const Given& given, ShapeChoices& choices) {
   auto room = [&](size_t i) {
     const PoolState& ps = pools_[i];
-    if (given.pool_max_only) return ps.current + ps.added + given.per_pool[i] < ps.pool->max;
+    if (given.pool_max_only) return !AtPoolMax(*ps.pool, ps.current + ps.added + given.per_pool[i]);
     return !LimitReason(ps, given.per_pool[i], given.capacity, given.all);
   };
   if (node.shapes.size() == 1) return room(node.shapes.front()) ? node.shapes.front() : SIZE_MAX;
