@@ -51,7 +51,7 @@ std::string ScaleDownRun::PdbBlocker(const NodeEntry& e, const std::vector<int32
   needed.clear();
   if (pdbs_.empty()) return "";
   std::vector<uint32_t> covering;
-  for (const model::Pod* pod : e.own) {
+  for (const model::Pod* pod : Own(e)) {
     CoveringPdbs(*pod, covering);
     for (uint32_t i : covering) {
       auto it =
@@ -80,7 +80,7 @@ Why ScaleDownRun::Simulate(NodeIndex c, std::vector<std::pair<std::string, std::
                            Amounts& free, std::vector<Amounts>& contrib) {
   const NodeEntry& e = entries_[c];
   replacement_.erase(c);
-  to_move_.assign(e.own_facts.begin(), e.own_facts.end());
+  to_move_.assign(OwnFacts(e).begin(), OwnFacts(e).end());
   to_move_.insert(to_move_.end(), moved_in_[c].begin(), moved_in_[c].end());
   bool was_usable = usable_[c] != 0;
   // Why the pods cannot all move to nodes that stay; with the replace move, the ones that do not
@@ -212,7 +212,7 @@ Duration ScaleDownRun::PassHorizon(NodeIndex n) {
   OwnPodsFromModel(n);
   const model::ConsolidationConfig& c = config_.consolidation;
   Duration h{};
-  for (const model::Pod* pod : e.own) {
+  for (const model::Pod* pod : Own(e)) {
     if (!ConsolidationWeighs(*pod)) {
       h = c.max_horizon;
       break;
@@ -278,8 +278,7 @@ void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
 
 PassBudget ScaleDownRun::StartBudget() const {
   PassBudget b;
-  for (const NodeEntry& e : entries_)
-    if (e.pool != nullptr && !e.being_deleted) ++b.pool_size[e.pool];
+  b.pool_size = pool_size_;
   b.pdb_remaining.resize(pdbs_.size());
   for (size_t i = 0; i < pdbs_.size(); ++i) b.pdb_remaining[i] = pdbs_[i].allowed;
   return b;
@@ -350,7 +349,8 @@ std::string ScaleDownRun::RateLimitBlocker(const NodeEntry& e, const PassOptions
 
 ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b, bool describe) const {
   const NodeEntry& e = entries_[index];
-  bool empty = e.own.empty();
+  const std::vector<const model::Pod*>& own = Own(e);
+  bool empty = own.empty();
   --b.pool_size[e.pool];
   if (empty) {
     ++b.empty_removed;
@@ -365,8 +365,8 @@ ScaleDown ScaleDownRun::Remove(NodeIndex index, PassBudget& b, bool describe) co
             : ReplacementReady(e) ? RemovalKind::kReplaced
                                   : RemovalKind::kUnderutilized;
   if (!describe) return sd;
-  sd.evict.reserve(e.own.size());
-  for (const model::Pod* p : e.own) sd.evict.push_back(PodKey(*p));
+  sd.evict.reserve(own.size());
+  for (const model::Pod* p : own) sd.evict.push_back(PodKey(*p));
   if (!std::is_sorted(sd.evict.begin(), sd.evict.end()))
     std::sort(sd.evict.begin(), sd.evict.end());
   sd.utilization = e.util;
@@ -392,7 +392,7 @@ Keep ScaleDownRun::CandidateKeep(NodeIndex c, Why r) const {
     return Keep{Facts(c).name, "replace: " + r.text, Busy(e), ShareVerdict(PassVerdict(c)),
                 r.verdict};
   }
-  if (e.replace_only) return Keep{Facts(c).name, e.keep, Busy(e)};
+  if (e.replace_only) return Keep{Facts(c).name, std::string(KeepWords(e)), Busy(e)};
   // Kept before its pods were read (NodeEntry::deferred): no verdict to share.
   if (e.weighed == NodeEntry::kNotWeighed) return Keep{Facts(c).name, std::move(r.text)};
   return Keep{Facts(c).name, std::move(r.text), {}, ShareVerdict(PassVerdict(c)), r.verdict};
@@ -445,7 +445,7 @@ PassResult ScaleDownRun::RunPass(const PassOptions& options) {
       // Made in place: most managed nodes of a busy cluster stay, at every pass.
       Keep& k = out.plan.keep.emplace_back();
       k.node = Facts(i).name;
-      k.text = e.keep;
+      k.text = KeepWords(e);
       k.busy = Busy(e);
       if (e.waits_turn) k.waits_turn = static_cast<uint32_t>(turn_->at_most);
     }

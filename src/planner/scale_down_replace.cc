@@ -145,7 +145,7 @@ std::optional<GroupReplacement> ScaleDownRun::GatherGroup(const std::vector<Node
   for (size_t i = seed; i < end && g.members.size() < kMaxGroup; ++i) {
     const NodeEntry& e = entries_[unplaced[i]];
     std::vector<uint32_t> pods = g.pods;
-    pods.insert(pods.end(), e.own_facts.begin(), e.own_facts.end());
+    pods.insert(pods.end(), OwnFacts(e).begin(), OwnFacts(e).end());
     const double sum = g.price_sum + e.pool->price_per_hour;
     const model::Pool* pool = nullptr;
     if (!g.members.empty()) {

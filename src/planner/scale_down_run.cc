@@ -39,6 +39,8 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, const RunOptions& options)
   base_moved_in_.resize(entries_.size());
   moved_in_.resize(entries_.size());
 
+  for (const NodeEntry& e : entries_)
+    if (e.pool != nullptr && !e.being_deleted) ++pool_size_[e.pool];
   ComputePdbBudgets();
   InitReplacement();
   AddPods();
@@ -57,7 +59,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, const RunOptions& options)
   for (NodeIndex i : by_name_) {
     NodeEntry& e = entries_[i];
     if (!e.being_deleted) continue;
-    for (uint32_t f : e.own_facts) {
+    for (uint32_t f : OwnFacts(e)) {
       NodeIndex n = placer_.Find(facts_[f]);
       if (n == kNoNode) continue;
       TIDEPOOL_CHECK(snapshot_.AddPod(facts_[f].pod, n).has_value());
@@ -200,8 +202,9 @@ void ScaleDownRun::AddPods() {
   for (NodeIndex i : by_name_) {
     NodeEntry& e = entries_[i];
     if (e.pool == nullptr) continue;
-    e.keep = NodeKeep(i);
-    maybe[i] = e.keep.empty() ? 1 : 0;
+    std::string keep = NodeKeep(i);
+    maybe[i] = keep.empty() ? 1 : 0;
+    if (!keep.empty()) SetKeep(e, std::move(keep));
   }
   CollectOwnPods();
   for (NodeIndex i : by_name_) {
@@ -234,7 +237,7 @@ void ScaleDownRun::CollectOwnPods() {
     last = i;
     NodeEntry& e = entries_[i];
     if (!e.being_deleted) TIDEPOOL_CHECK(snapshot_.AddPod(pod, i).has_value());
-    if (DrainRoleOf(*pod) == DrainRole::kMove) e.own.push_back(pod);
+    if (DrainRoleOf(*pod) == DrainRole::kMove) PodsOf(e).own.push_back(pod);
   }
 }
 
@@ -242,20 +245,25 @@ void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   NodeEntry& e = entries_[i];
   if (e.unread_pods == 0) return;
   if (e.memo != nullptr && e.memo->own_read) {
-    e.own.reserve(e.memo->facts.size());
-    for (const PodFacts& f : e.memo->facts) e.own.push_back(f.pod);
+    if (!e.memo->facts.empty()) {
+      std::vector<const model::Pod*>& own = PodsOf(e).own;
+      own.reserve(e.memo->facts.size());
+      for (const PodFacts& f : e.memo->facts) own.push_back(f.pod);
+    }
     e.unread_pods = 0;
     return;
   }
   const std::vector<const model::Pod*>& pods = snapshot_.Get(i).pods;
   TIDEPOOL_CHECK(e.unread_pods <= pods.size());
   for (uint32_t k = 0; k < e.unread_pods; ++k)
-    if (DrainRoleOf(*pods[k]) == DrainRole::kMove) e.own.push_back(pods[k]);
+    if (DrainRoleOf(*pods[k]) == DrainRole::kMove) PodsOf(e).own.push_back(pods[k]);
   e.unread_pods = 0;
-  std::stable_sort(e.own.begin(), e.own.end(), ByKey);
+  const std::vector<const model::Pod*>& own = Own(e);
+  if (e.pods != NodeEntry::kNone)
+    std::stable_sort(node_pods_[e.pods].own.begin(), node_pods_[e.pods].own.end(), ByKey);
   if (e.memo != nullptr) {
     e.memo->facts.clear();
-    for (const model::Pod* pod : e.own) e.memo->facts.emplace_back(pod).Resolve();
+    for (const model::Pod* pod : own) e.memo->facts.emplace_back(pod).Resolve();
     e.memo->own_read = true;
   }
 }
@@ -266,22 +274,23 @@ bool ScaleDownRun::ByKey(const model::Pod* a, const model::Pod* b) {
 }
 
 void ScaleDownRun::AddFacts(NodeEntry& e, bool blockers) {
+  NodePods& p = PodsOf(e);
   // On the model, `own` came with its facts, resolved and in order, from the memo
   // (OwnPodsFromModel).
   std::vector<PodFacts>* kept = e.memo != nullptr && e.memo->own_read ? &e.memo->facts : nullptr;
-  TIDEPOOL_CHECK(kept == nullptr || kept->size() == e.own.size());
+  TIDEPOOL_CHECK(kept == nullptr || kept->size() == p.own.size());
   // Input order is namespace/name order when it comes from an API list; otherwise sort (only the
   // nodes whose pods are asked about need the order).
-  if (kept == nullptr && !std::is_sorted(e.own.begin(), e.own.end(), ByKey))
-    std::stable_sort(e.own.begin(), e.own.end(), ByKey);
-  e.own_facts.reserve(e.own.size());
+  if (kept == nullptr && !std::is_sorted(p.own.begin(), p.own.end(), ByKey))
+    std::stable_sort(p.own.begin(), p.own.end(), ByKey);
+  p.own_facts.reserve(p.own.size());
   // Where the memo keeps the pods' disruptions at this pass's weigh time, slot by slot with `own`.
   ScaleDownMemo::Node::Disruptions* weighed =
       kept != nullptr && blockers ? KeptDisruptions(e) : nullptr;
-  if (weighed != nullptr) weighed->pods.resize(e.own.size());
-  for (size_t k = 0; k < e.own.size(); ++k) {
-    const model::Pod* pod = e.own[k];
-    e.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
+  if (weighed != nullptr) weighed->pods.resize(p.own.size());
+  for (size_t k = 0; k < p.own.size(); ++k) {
+    const model::Pod* pod = p.own[k];
+    p.own_facts.push_back(static_cast<uint32_t>(facts_.size()));
     if (kept != nullptr) {
       // A candidate's eviction facts are read into the memo first, so later passes keep them.
       if (blockers) (*kept)[k].ResolveEviction();
@@ -321,8 +330,8 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     // are gone) is held for someone: removing the node would take it away.
     auto foreign = dra_->ForeignClaimsOn(*e.node, snapshot_.Get(i).pods);
     if (!foreign.empty()) {
-      e.keep = fmt::format("devices allocated to claim {}, which no pod on the node uses",
-                           foreign.front());
+      SetKeep(e, fmt::format("devices allocated to claim {}, which no pod on the node uses",
+                             foreign.front()));
       return;
     }
   }
@@ -343,7 +352,7 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
   if (pods_when_reached_) {
     // Whether it has pods to move orders the candidates: the memo says, or they are read now.
     if (e.memo == nullptr || !e.memo->own_read) OwnPodsFromModel(i);
-    e.deferred = !e.own.empty() || MemoHasPods(e);
+    e.deferred = !Own(e).empty() || MemoHasPods(e);
     if (e.deferred) return;
   }
   ReadCandidatePods(i);
@@ -486,6 +495,13 @@ NodeIndex ScaleDownRun::Find(std::string_view name) const {
                              [this](NodeIndex i, std::string_view n) { return Facts(i).name < n; });
   if (it == by_name_.end() || Facts(*it).name != name) return kNoNode;
   return *it;
+}
+
+const NodePods ScaleDownRun::kNoPods;
+
+void ScaleDownRun::SetKeep(NodeEntry& e, std::string words) {
+  e.keep = static_cast<uint32_t>(keep_words_.size());
+  keep_words_.push_back(std::move(words));
 }
 
 std::string ScaleDownRun::NodeKeep(NodeIndex i) const {

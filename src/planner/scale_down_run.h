@@ -48,16 +48,12 @@ struct NodeEntry {
   ScaleDownMemo::Node* memo = nullptr;
   bool being_deleted = false;  // ToBeDeletedByClusterAutoscaler taint
   bool destination = false;    // ready, schedulable, not being deleted
-  // Its non-terminal pods with DrainRole::kMove; in namespace/name order once own_facts is built.
-  // On the model they are read when first needed (OwnPodsFromModel): for candidates, nodes being
-  // deleted and destinations whose horizon is asked.
-  std::vector<const model::Pod*> own;
+  // Where its pods that move are (ScaleDownRun::node_pods_, NodePods), or kNone: none read.
+  // Apart from the entry, which every node has: most nodes' pods are never read.
+  uint32_t pods = kNone;
   // On the model, until OwnPodsFromModel reads them: how many of the node's first pods in the
   // snapshot are its own (the run only adds pods after them). 0 once read, and when built.
   uint32_t unread_pods = 0;
-  // Indices into ScaleDownRun::facts_ of `own`, same order; only for nodes that may be
-  // candidates and nodes being deleted.
-  std::vector<uint32_t> own_facts;
   NodeUtilization util;
   bool candidate = false;
   // At or above its utilization threshold: a candidate for the replace move only (all its pods go
@@ -72,12 +68,23 @@ struct NodeEntry {
   // Left out of a bounded run: stays, for that (Keep::waits_turn).
   bool waits_turn = false;
   // Why a managed non-candidate stays (both unset for candidates): for its utilization (`busy`:
-  // ScaleDownRun::Busy has the numbers), or for what `keep` says.
+  // ScaleDownRun::Busy has the numbers), or for the words at `keep` (ScaleDownRun::KeepWords).
   bool busy = false;
-  std::string keep;
+  uint32_t keep = kNone;
   // Candidates: where their pods' verdicts are (ScaleDownRun::weighed_); most nodes have none.
   uint32_t weighed = kNotWeighed;
   static constexpr uint32_t kNotWeighed = UINT32_MAX;
+  static constexpr uint32_t kNone = UINT32_MAX;
+};
+
+// A node's pods that move (NodeEntry::pods): its non-terminal pods with DrainRole::kMove, in
+// namespace/name order once own_facts is built. On the model they are read when first needed
+// (ScaleDownRun::OwnPodsFromModel): for candidates, nodes being deleted and destinations whose
+// horizon is asked. `own_facts`: indices into ScaleDownRun::facts_ of `own`, same order; only for
+// nodes that may be candidates and nodes being deleted.
+struct NodePods {
+  std::vector<const model::Pod*> own;
+  std::vector<uint32_t> own_facts;
 };
 
 // What a candidate's pods say about its removal (ScaleDownRun::WeighCandidate).
@@ -224,7 +231,8 @@ class ScaleDownRun {
   // node needs them: from the memo when it has them, else from the snapshot (and kept there).
   void OwnPodsFromModel(NodeIndex i);
   static bool ByKey(const model::Pod* a, const model::Pod* b);  // namespace/name order
-  // `e.own`'s facts (own_facts), and with `blockers` its blocker and weighed training pods.
+  // `e`'s pods' facts (NodePods::own_facts), and with `blockers` its blocker and weighed training
+  // pods.
   void AddFacts(NodeEntry& e, bool blockers);
   void WeighCandidate(NodeIndex i);
   // Candidate `i`'s pods that move: their facts, blockers and verdict (WeighedPods).
@@ -233,8 +241,30 @@ class ScaleDownRun {
   // stay, saying why.
   void TakeTurn();
   bool Bounded() const { return turn_ != nullptr && turn_->at_most > 0; }
+  // Node `e`'s pods that move and their facts (NodePods; empty when none were read), and the
+  // record to fill, made when first asked.
+  const std::vector<const model::Pod*>& Own(const NodeEntry& e) const {
+    return e.pods == NodeEntry::kNone ? kNoPods.own : node_pods_[e.pods].own;
+  }
+  const std::vector<uint32_t>& OwnFacts(const NodeEntry& e) const {
+    return e.pods == NodeEntry::kNone ? kNoPods.own_facts : node_pods_[e.pods].own_facts;
+  }
+  NodePods& PodsOf(NodeEntry& e) {
+    if (e.pods == NodeEntry::kNone) {
+      e.pods = static_cast<uint32_t>(node_pods_.size());
+      node_pods_.emplace_back();
+    }
+    return node_pods_[e.pods];
+  }
+  static const NodePods kNoPods;
+  // Why managed node `e` stays, in words ("" when nothing but its utilization keeps it, or it is
+  // a candidate), and setting them.
+  std::string_view KeepWords(const NodeEntry& e) const {
+    return e.keep == NodeEntry::kNone ? std::string_view() : keep_words_[e.keep];
+  }
+  void SetKeep(NodeEntry& e, std::string words);
   // Whether candidate `e` has pods to move, read or not yet (NodeEntry::deferred).
-  static bool HasPodsToMove(const NodeEntry& e) { return !e.own.empty() || e.deferred; }
+  bool HasPodsToMove(const NodeEntry& e) const { return !Own(e).empty() || e.deferred; }
   // The memo holds the candidate's pods that move, some, and `own` has not read them yet.
   static bool MemoHasPods(const NodeEntry& e) {
     return e.unread_pods > 0 && e.memo != nullptr && e.memo->own_read && !e.memo->facts.empty();
@@ -385,7 +415,9 @@ class ScaleDownRun {
   std::vector<NodeIndex> by_name_;
   std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
   bool model_as_is_ = false;     // on the model, and they are its live nodes (ModelNodes::as_is)
-  std::vector<PodFacts> facts_;  // see NodeEntry::own_facts
+  std::vector<PodFacts> facts_;  // see NodePods::own_facts
+  std::vector<NodePods> node_pods_;      // see NodeEntry::pods
+  std::vector<std::string> keep_words_;  // see NodeEntry::keep
   // By slot, for the slots of input nodes: the memo's facts of the node, or the run's own (kept in
   // own_node_facts_ when the memo does not hold them).
   std::vector<const NodeFacts*> node_facts_;
@@ -411,6 +443,8 @@ class ScaleDownRun {
   // Nodes whose moved_in_ may differ from base_moved_in_ (a pass's changes; before the first
   // pass, the nodes with base pods): what the next pass resets.
   std::vector<NodeIndex> moved_in_changed_;
+  // Managed nodes per pool, those being deleted aside: what a pass's budget starts from.
+  std::unordered_map<const model::Pool*, int32_t> pool_size_;
   std::vector<PdbState> pdbs_;
   std::unordered_map<std::string_view, std::vector<uint32_t>> pdbs_by_namespace_;
   std::vector<NodeIndex> order_;  // candidates: empty first, then utilization, then name
