@@ -6,15 +6,34 @@
 
 namespace tidepool::planner {
 
-sched::NodeIndex AddMadeUpNode(sched::ClusterSnapshot& snapshot, model::Node& node) {
+namespace {
+
+// The node's hostname label, made if it has none, set to its name.
+std::string& SetHostname(model::Node& node) {
   TIDEPOOL_CHECK_MSG(!node.meta.name.empty(), "a made-up node needs a name");
   // A node added before (a pass adds the same object again after a revert) has its label: found
   // without building the key.
   auto it = node.meta.labels.find(model::kLabelHostname);
   if (it == node.meta.labels.end())
     it = node.meta.labels.emplace(std::string(model::kLabelHostname), std::string()).first;
-  std::string& hostname = it->second;
-  hostname = node.meta.name;
+  it->second = node.meta.name;
+  return it->second;
+}
+
+}  // namespace
+
+sched::NodeIndex AddNumberedNode(sched::ClusterSnapshot& snapshot, model::Node& node) {
+  std::string& hostname = SetHostname(node);
+  // Names passes choose never end in '-': one that takes a '-' clashes with no other.
+  while (snapshot.FindNode(node.meta.name) != sched::kNoNode) {
+    node.meta.name += '-';
+    hostname = node.meta.name;
+  }
+  return snapshot.AddUnnamedNode(&node);
+}
+
+sched::NodeIndex AddMadeUpNode(sched::ClusterSnapshot& snapshot, model::Node& node) {
+  std::string& hostname = SetHostname(node);
   while (true) {
     Result<sched::NodeIndex> index = snapshot.AddNode(&node);
     if (index) return *index;

@@ -12,4 +12,10 @@ namespace tidepool::planner {
 // takes a '-' until it is free (the names passes choose never end in one). Returns its index.
 sched::NodeIndex AddMadeUpNode(sched::ClusterSnapshot& snapshot, model::Node& node);
 
+// The same for a node whose name no other node the pass made up holds (its pool's or family's
+// name and a number: "new-gpu-3", "upcoming-cpu-0"): added without indexing its name
+// (ClusterSnapshot::AddUnnamedNode), which only a real node's could clash with. A pass adds
+// thousands of these and takes them back at its end.
+sched::NodeIndex AddNumberedNode(sched::ClusterSnapshot& snapshot, model::Node& node);
+
 }  // namespace tidepool::planner

@@ -139,7 +139,7 @@ void Pass::AddUpcomingNodes() {
       Node& node = upcoming_nodes_.back();
       node.meta.name = fmt::format("upcoming-{}-{}", ps.pool->name, k);
       GiveTemplateDevices(&node, *ps.pool);
-      NodeIndex idx = AddMadeUpNode(snap_, node);
+      NodeIndex idx = AddNumberedNode(snap_, node);
       order_.push_back(idx);
       for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, idx);
       ++ps.current;

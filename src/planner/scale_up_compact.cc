@@ -151,7 +151,7 @@ bool Pass::MoveOff(size_t j, const std::vector<const Pod*>& pods, const std::vec
                    Compaction& c) {
   const Node& from = *snap_.Get(pass_nodes_[j].first).node;
   snap_.Fork();
-  TIDEPOOL_CHECK(snap_.RemoveNode(from.name()).has_value());
+  TIDEPOOL_CHECK(snap_.RemoveNodeAt(pass_nodes_[j].first).has_value());
   c.moves.clear();
   for (size_t i = 0; i < pods.size(); ++i) {
     const Pod* pod = pods[i];

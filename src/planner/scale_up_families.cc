@@ -264,7 +264,7 @@ NodeIndex Pass::AddFlexNode(Family& family, int k) {
   }
   // Every shape of a family has the same devices (FamilyKey).
   GiveTemplateDevices(&node, *pools_[family.members.front()].pool);
-  NodeIndex idx = AddMadeUpNode(snap_, node);
+  NodeIndex idx = AddNumberedNode(snap_, node);
   // Every shape of a family runs the same DaemonSet pods.
   for (const Pod* d : pools_[family.members.front()].ds_pods) (void)snap_.AddPod(d, idx);
   return idx;
@@ -428,7 +428,7 @@ void Pass::DropNodes(Estimate& e, const std::vector<bool>& dropped) {
     pod_node.push_back(renumber[e.pod_node[k]]);
   }
   for (size_t n = e.new_nodes.size(); n-- > 0;)
-    if (dropped[n]) (void)snap_.RemoveNode(snap_.Get(e.new_nodes[n].index).node->name());
+    if (dropped[n]) (void)snap_.RemoveNodeAt(e.new_nodes[n].index);
   // Pods placed outside the estimate may have needed the dropped nodes: they wait for a later
   // round.
   for (const auto& [p, node] : e.outside) (void)snap_.RemovePod(p, node);

@@ -71,6 +71,20 @@ Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   if (!by_name_.try_emplace(node->name(), index)) {
     return Fail(Error::Code::kConflict, "node \"{}\" is already in the snapshot", node->name());
   }
+  AppendNode(node);
+  return index;
+}
+
+NodeIndex ClusterSnapshot::AddUnnamedNode(const model::Node* node) {
+  TIDEPOOL_CHECK(node != nullptr);
+  TIDEPOOL_CHECK_MSG(nodes_.size() < kNoNode, "too many node slots");
+  auto index = static_cast<NodeIndex>(nodes_.size());
+  AppendNode(node).unnamed = true;
+  return index;
+}
+
+NodeInfo& ClusterSnapshot::AppendNode(const model::Node* node) {
+  auto index = static_cast<NodeIndex>(nodes_.size());
   NodeInfo& info = nodes_.emplace_back();
   info.node = node;
   info.unschedulable = node->unschedulable;
@@ -80,7 +94,7 @@ Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   for (auto& l : label_counts_) l->AddSlot();
   ++live_nodes_;
   Record({Op::kAddNode, index, nullptr, 0});
-  return index;
+  return info;
 }
 
 Result<NodeIndex> ClusterSnapshot::ReplaceNode(const model::Node* node) {
@@ -101,6 +115,13 @@ Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
   if (index == kNoNode) {
     return Fail(Error::Code::kNotFound, "cannot remove node \"{}\": not in the snapshot", name);
   }
+  return RemoveNodeAt(index);
+}
+
+Result<void> ClusterSnapshot::RemoveNodeAt(NodeIndex index) {
+  if (index >= nodes_.size() || nodes_[index].removed) {
+    return Fail(Error::Code::kNotFound, "cannot remove node slot {}: no live node there", index);
+  }
   NodeInfo& info = nodes_[index];
   // Its pods leave with it, and with them their claims (undone by the DraState's own log).
   if (dra_ != nullptr) {
@@ -111,7 +132,7 @@ Result<void> ClusterSnapshot::RemoveNode(std::string_view name) {
     for (const model::Pod* p : info.pods)
       if (p->has_required_anti_affinity) anti_affinity_.Remove(*p, index);
   }
-  by_name_.erase(info.node->name());
+  if (!info.unnamed) by_name_.erase(info.node->name());
   --live_nodes_;
   pod_count_ -= static_cast<int64_t>(info.pods.size());
   pods_with_anti_affinity_ -= info.pods_with_required_anti_affinity;
@@ -300,7 +321,7 @@ void ClusterSnapshot::Undo(const Change& c) {
       TIDEPOOL_CHECK(c.node + 1 == nodes_.size());
       NodeInfo& info = nodes_.back();
       TIDEPOOL_CHECK(!info.removed && info.pods.empty());
-      by_name_.erase(info.node->name());
+      if (!info.unnamed) by_name_.erase(info.node->name());
       --live_nodes_;
       nodes_.pop_back();
       for (auto& t : topologies_) t->PopBack();
@@ -320,7 +341,7 @@ void ClusterSnapshot::Undo(const Change& c) {
       info.removed = false;
       for (auto& t : topologies_) t->CountLive(c.node, +1);
       graveyard_.pop_back();
-      TIDEPOOL_CHECK(by_name_.try_emplace(info.node->name(), c.node));
+      if (!info.unnamed) TIDEPOOL_CHECK(by_name_.try_emplace(info.node->name(), c.node));
       ++live_nodes_;
       pod_count_ += static_cast<int64_t>(info.pods.size());
       pods_with_anti_affinity_ += info.pods_with_required_anti_affinity;

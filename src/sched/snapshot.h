@@ -45,6 +45,8 @@ struct NodeInfo {
   // pod reads one contiguous array instead of chasing each Node.
   bool unschedulable = false;
   bool has_taints = false;
+  // Added by AddUnnamedNode: not in the name index.
+  bool unnamed = false;
   model::Resources allocatable;
 };
 
@@ -117,12 +119,19 @@ class ClusterSnapshot {
   // Adds a node; the name must be non-empty and not name a live node (an error otherwise).
   // Indexes are handed out in order and never reused (a removed node leaves a tombstone).
   Result<NodeIndex> AddNode(const model::Node* node);
+  // Adds a node no one looks up by name (a node a pass made up): FindNode, RemoveNode and the
+  // name-taking AddPod do not see it, and its name may be one a live node holds. Cheaper than
+  // AddNode by an index insert and, on revert, an erase; the caller keeps the names apart where
+  // they matter (the hostname label). Undoable like AddNode.
+  NodeIndex AddUnnamedNode(const model::Node* node);
   // Room for `nodes` node slots in all, so that adding a cluster's nodes one by one does not
   // reallocate (a hint: changes nothing else).
   void ReserveNodes(size_t nodes);
   // Removes a node and the pods on it (their claims are released as by RemovePod). Undoable:
   // revert() restores the node at the same index with its pods in their order.
   Result<void> RemoveNode(std::string_view name);
+  // The same for the live node at slot `index` (also one added unnamed).
+  Result<void> RemoveNodeAt(NodeIndex index);
   // Gives the live node named like `node` that object instead (a caller that sees the node
   // otherwise than the snapshot holds it), with the same pods in their order. The old slot is
   // removed and the node added again at the end: returns its new index. Undoable.
@@ -198,6 +207,9 @@ class ClusterSnapshot {
   void PlacePod(const model::Pod* pod, NodeIndex node);
   void UnplacePodAt(NodeIndex node, uint32_t position);
   void Undo(const Change& c);
+  // A node's slot at the end, indexed by topology and label counts, and recorded (AddNode and
+  // AddUnnamedNode, which index its name or not).
+  NodeInfo& AppendNode(const model::Node* node);
 
   std::vector<NodeInfo> nodes_;
   NameIndex by_name_;  // live nodes only

@@ -205,6 +205,38 @@ TEST_F(SnapshotTest, ForkAddRevertRestoresExactly) {
   EXPECT_EQ(s_.Depth(), 0);
 }
 
+// A node a pass made up, added without its name: FindNode does not see it, a live node may hold
+// the same name, and a revert takes it back without touching that node's entry in the index.
+TEST_F(SnapshotTest, AnUnnamedNodeIsNotFoundByNameAndIsUndoneByRevert) {
+  Populate();
+  State before = Capture();
+  s_.Fork();
+  const NodeIndex made = s_.AddUnnamedNode(Node("n0"));  // n0's name: a real node holds it
+  EXPECT_EQ(made, 3u);
+  EXPECT_EQ(s_.NodeCount(), 4u);
+  EXPECT_EQ(s_.FindNode("n0"), 0u);
+  ASSERT_TRUE(s_.AddPod(Pod("f0"), made));
+  EXPECT_EQ(s_.Get(made).requested.cpu_milli(), 100);
+  EXPECT_TRUE(s_.Get(made).unnamed);
+  const NodeIndex other = s_.AddUnnamedNode(Node("fresh"));
+  EXPECT_EQ(s_.FindNode("fresh"), kNoNode);
+  EXPECT_FALSE(s_.AddPod(Pod("f1"), "fresh").has_value());  // by name: not there
+  ASSERT_TRUE(s_.AddPod(Pod("f2"), other));
+  // Removed by slot, and its removal undone, without touching n0's entry in the index.
+  ASSERT_TRUE(s_.RemoveNodeAt(made));
+  EXPECT_FALSE(s_.RemoveNodeAt(made).has_value());
+  EXPECT_EQ(s_.FindNode("n0"), 0u);
+  s_.Fork();
+  ASSERT_TRUE(s_.RemoveNodeAt(0));
+  EXPECT_EQ(s_.FindNode("n0"), kNoNode);
+  s_.Revert();
+  EXPECT_EQ(s_.FindNode("n0"), 0u);
+  s_.Revert();
+  EXPECT_EQ(Capture(), before);
+  EXPECT_EQ(s_.FindNode("n0"), 0u);
+  EXPECT_EQ(s_.NodeSlots(), 3u);
+}
+
 // A node the caller sees otherwise (a copy with a taint): it takes the node's name and pods, in
 // their order, at a new slot; a revert restores the old slot with the old object.
 TEST_F(SnapshotTest, ReplaceNodeKeepsThePodsAndIsUndoneByRevert) {
