@@ -1,6 +1,8 @@
 #include "planner/made_up_node.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "base/check.h"
 
@@ -22,14 +24,24 @@ std::string& SetHostname(model::Node& node) {
 
 }  // namespace
 
-sched::NodeIndex AddNumberedNode(sched::ClusterSnapshot& snapshot, model::Node& node) {
+sched::NodeIndex AddNumberedNode(sched::ClusterSnapshot& snapshot, model::Node& node,
+                                 bool may_clash) {
   std::string& hostname = SetHostname(node);
   // Names passes choose never end in '-': one that takes a '-' clashes with no other.
-  while (snapshot.FindNode(node.meta.name) != sched::kNoNode) {
+  while (may_clash && snapshot.FindNode(node.meta.name) != sched::kNoNode) {
     node.meta.name += '-';
     hostname = node.meta.name;
   }
   return snapshot.AddUnnamedNode(&node);
+}
+
+bool SomeNameStartsWith(const sched::ClusterModel& model, std::string_view prefix) {
+  const std::vector<sched::NodeIndex>& by_name = model.NodesByName();
+  const sched::ClusterSnapshot& snapshot = model.snapshot();
+  auto it = std::lower_bound(
+      by_name.begin(), by_name.end(), prefix,
+      [&](sched::NodeIndex i, std::string_view p) { return snapshot.Get(i).node->name() < p; });
+  return it != by_name.end() && snapshot.Get(*it).node->name().starts_with(prefix);
 }
 
 sched::NodeIndex AddMadeUpNode(sched::ClusterSnapshot& snapshot, model::Node& node) {

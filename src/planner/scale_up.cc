@@ -118,6 +118,9 @@ void Pass::UseModel() {
   if (slot_pools != nullptr) slot_pools->Begin(*in_.model, cfg_);
   snap_.Fork();
   TakeInputNodes(snap_, model_nodes_);
+  // The snapshot's real nodes are the model's, some replaced by the input's copies (same names).
+  numbered_may_clash_ = SomeNameStartsWith(*in_.model, kNewNodePrefix) ||
+                        SomeNameStartsWith(*in_.model, kUpcomingNodePrefix);
   std::unordered_map<const Pool*, PoolState*> state_of;
   for (auto& ps : pools_) state_of.emplace(ps.pool, &ps);
   for (size_t k = 0; k < model_nodes_.nodes.size(); ++k) {
@@ -137,9 +140,9 @@ void Pass::AddUpcomingNodes() {
     for (int k = 0; k < n; ++k) {
       upcoming_nodes_.push_back(ps.pool->template_node);
       Node& node = upcoming_nodes_.back();
-      node.meta.name = fmt::format("upcoming-{}-{}", ps.pool->name, k);
+      node.meta.name = fmt::format("{}{}-{}", kUpcomingNodePrefix, ps.pool->name, k);
       GiveTemplateDevices(&node, *ps.pool);
-      NodeIndex idx = AddNumberedNode(snap_, node);
+      NodeIndex idx = AddNumberedNode(snap_, node, numbered_may_clash_);
       order_.push_back(idx);
       for (const Pod* d : ps.ds_pods) (void)snap_.AddPod(d, idx);
       ++ps.current;

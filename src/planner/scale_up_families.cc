@@ -252,7 +252,7 @@ NodeIndex Pass::AddFlexNode(Family& family, int k) {
   while (static_cast<int>(family.new_nodes.size()) <= k) {
     family.new_nodes.emplace_back();
     family.new_nodes.back().node.meta.name =
-        fmt::format("new-{}-{}", family.name, family.new_nodes.size() - 1);
+        fmt::format("{}{}-{}", kNewNodePrefix, family.name, family.new_nodes.size() - 1);
   }
   Family::MadeUp& made = family.new_nodes[k];
   Node& node = made.node;
@@ -264,7 +264,7 @@ NodeIndex Pass::AddFlexNode(Family& family, int k) {
   }
   // Every shape of a family has the same devices (FamilyKey).
   GiveTemplateDevices(&node, *pools_[family.members.front()].pool);
-  NodeIndex idx = AddNumberedNode(snap_, node);
+  NodeIndex idx = AddNumberedNode(snap_, node, numbered_may_clash_);
   // Every shape of a family runs the same DaemonSet pods.
   for (const Pod* d : pools_[family.members.front()].ds_pods) (void)snap_.AddPod(d, idx);
   return idx;

@@ -686,6 +686,9 @@ class Pass {
   // ChooseSnapshot's finds: the registered nodes and their model slots, in input order (declared
   // before snap_, whose initialization fills it).
   ModelNodes model_nodes_;
+  // A real node's name may start as a new or upcoming node's does ("new-", "upcoming-"): each
+  // made-up node's name is then looked up (AddNumberedNode). On the model, found once per pass.
+  bool numbered_may_clash_ = true;
   ClusterSnapshot own_snap_;
   ClusterSnapshot& snap_;         // own_snap_ or the input model's (ChooseSnapshot)
   std::vector<NodeIndex> order_;  // the registered and upcoming nodes' slots, by rank
