@@ -15,17 +15,16 @@ namespace tidepool::planner {
 // takes a '-' until it is free (the names passes choose never end in one). Returns its index.
 sched::NodeIndex AddMadeUpNode(sched::ClusterSnapshot& snapshot, model::Node& node);
 
-// The same for a node whose name no other node the pass made up holds (its pool's or family's
-// name and a number: "new-gpu-3", "upcoming-cpu-0"): added without indexing its name
-// (ClusterSnapshot::AddUnnamedNode), which only a real node's could clash with. A pass adds
-// thousands of these and takes them back at its end.
 // How scale-up's new and upcoming nodes are named: the prefix, their pool's (or family's) name,
 // '-' and a number.
 inline constexpr std::string_view kNewNodePrefix = "new-";
 inline constexpr std::string_view kUpcomingNodePrefix = "upcoming-";
 
-// `may_clash` false: the caller knows no real node's name starts as this one's does
-// (SomeNameStartsWith), and the lookup is skipped.
+// The same for a node whose name no other node the pass made up holds (its pool's or family's
+// name and a number: "new-gpu-3", "upcoming-cpu-0"): added without indexing its name
+// (ClusterSnapshot::AddUnnamedNode), which only a real node's could clash with. A pass adds
+// thousands of these and takes them back at its end. `may_clash` false: the caller knows no real
+// node's name starts as this one's does (SomeNameStartsWith), and the lookup is skipped.
 sched::NodeIndex AddNumberedNode(sched::ClusterSnapshot& snapshot, model::Node& node,
                                  bool may_clash = true);
 

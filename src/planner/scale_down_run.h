@@ -414,9 +414,9 @@ class ScaleDownRun {
   std::vector<NodeEntry> entries_;
   std::vector<NodeIndex> by_name_;
   std::vector<const model::Node*> nodes_by_name_;  // the input's nodes, sorted, once
-  bool model_as_is_ = false;     // on the model, and they are its live nodes (ModelNodes::as_is)
-  std::vector<PodFacts> facts_;  // see NodePods::own_facts
-  std::vector<NodePods> node_pods_;      // see NodeEntry::pods
+  bool model_as_is_ = false;        // on the model, and they are its live nodes (ModelNodes::as_is)
+  std::vector<PodFacts> facts_;     // see NodePods::own_facts
+  std::deque<NodePods> node_pods_;  // see NodeEntry::pods; grows, its records stay put
   std::vector<std::string> keep_words_;  // see NodeEntry::keep
   // By slot, for the slots of input nodes: the memo's facts of the node, or the run's own (kept in
   // own_node_facts_ when the memo does not hold them).
