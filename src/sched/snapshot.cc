@@ -65,7 +65,6 @@ void ClusterSnapshot::ReserveNodes(size_t nodes) {
 Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
   TIDEPOOL_CHECK(node != nullptr);
   if (node->name().empty()) return InvalidArgument("cannot add a node without a name");
-  TIDEPOOL_CHECK_MSG(nodes_.size() < kNoNode, "too many node slots");
   auto index = static_cast<NodeIndex>(nodes_.size());
   // One lookup: the name is indexed here, or found taken.
   if (!by_name_.try_emplace(node->name(), index)) {
@@ -76,14 +75,13 @@ Result<NodeIndex> ClusterSnapshot::AddNode(const model::Node* node) {
 }
 
 NodeIndex ClusterSnapshot::AddUnnamedNode(const model::Node* node) {
-  TIDEPOOL_CHECK(node != nullptr);
-  TIDEPOOL_CHECK_MSG(nodes_.size() < kNoNode, "too many node slots");
-  auto index = static_cast<NodeIndex>(nodes_.size());
   AppendNode(node).unnamed = true;
-  return index;
+  return static_cast<NodeIndex>(nodes_.size() - 1);
 }
 
 NodeInfo& ClusterSnapshot::AppendNode(const model::Node* node) {
+  TIDEPOOL_CHECK(node != nullptr);
+  TIDEPOOL_CHECK_MSG(nodes_.size() < kNoNode, "too many node slots");
   auto index = static_cast<NodeIndex>(nodes_.size());
   NodeInfo& info = nodes_.emplace_back();
   info.node = node;
