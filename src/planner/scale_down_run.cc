@@ -258,12 +258,13 @@ void ScaleDownRun::OwnPodsFromModel(NodeIndex i) {
   for (uint32_t k = 0; k < e.unread_pods; ++k)
     if (DrainRoleOf(*pods[k]) == DrainRole::kMove) PodsOf(e).own.push_back(pods[k]);
   e.unread_pods = 0;
-  const std::vector<const model::Pod*>& own = Own(e);
-  if (e.pods != NodeEntry::kNone)
-    std::stable_sort(node_pods_[e.pods].own.begin(), node_pods_[e.pods].own.end(), ByKey);
+  if (e.pods != NodeEntry::kNone) {
+    std::vector<const model::Pod*>& own = node_pods_[e.pods].own;
+    std::stable_sort(own.begin(), own.end(), ByKey);
+  }
   if (e.memo != nullptr) {
     e.memo->facts.clear();
-    for (const model::Pod* pod : own) e.memo->facts.emplace_back(pod).Resolve();
+    for (const model::Pod* pod : Own(e)) e.memo->facts.emplace_back(pod).Resolve();
     e.memo->own_read = true;
   }
 }
