@@ -13,6 +13,7 @@
 #include "planner/scale_up.h"
 #include "sched/cluster_model.h"
 #include "tests/planner/diverse_world.h"
+#include "tests/sched/builders.h"
 
 namespace tidepool::planner {
 namespace {
@@ -22,12 +23,8 @@ using testing::DiverseKind;
 using testing::DiversePod;
 using testing::Shape;
 
-model::Node Named(std::string name) {
-  model::Node n;
-  n.meta.name = name;
-  n.meta.labels[std::string(model::kLabelHostname)] = std::move(name);
-  return n;
-}
+// A node with its hostname label.
+model::Node Named(std::string name) { return sched::testing::NodeBuilder(std::move(name)).Build(); }
 
 TEST(MadeUpNodes, ANumberedNodeTakesADashWhereARealNodeHoldsItsName) {
   sched::ClusterSnapshot snapshot;
