@@ -56,7 +56,7 @@ class ConstraintLists {
     if (const std::vector<uint32_t>* list = Positions(id, n, passes)) {
       // The positions tried so far fit nowhere: going on from the next one around the list
       // finds the full walk's answer (at worst trying those again).
-      return WalkList(*list, Wrap(start + first_tries, n), fits);
+      return WalkList(*list, n, Wrap(start + first_tries, n), fits);
     }
     for (size_t k = first_tries; k < n; ++k) {
       const size_t position = Wrap(start + k, n);
@@ -90,31 +90,34 @@ class ConstraintLists {
 
   static size_t Wrap(size_t position, size_t n) { return position >= n ? position - n : position; }
 
-  // The first position of `list`, from `start` on and around, that fits.
+  // The first position of `list` below `n`, from `start` on and around, that fits.
   template <class Fits>
-  static size_t WalkList(const std::vector<uint32_t>& list, size_t start, const Fits& fits) {
-    const size_t first = static_cast<size_t>(
-        std::lower_bound(list.begin(), list.end(), static_cast<uint32_t>(start)) - list.begin());
-    for (size_t k = 0; k < list.size(); ++k) {
-      const uint32_t position = list[Wrap(first + k, list.size())];
+  static size_t WalkList(const std::vector<uint32_t>& list, size_t n, size_t start,
+                         const Fits& fits) {
+    auto below = [&](size_t p) {
+      return static_cast<size_t>(
+          std::lower_bound(list.begin(), list.end(), static_cast<uint32_t>(p)) - list.begin());
+    };
+    const size_t size = below(n);
+    if (size == 0) return kNotFound;
+    const size_t first = below(start);
+    for (size_t k = 0; k < size; ++k) {
+      const uint32_t position = list[Wrap(first + k, size)];
       if (fits(position)) return position;
     }
     return kNotFound;
   }
 
-  // The passing positions among [0, n), or nullptr while walking them all costs less. Positions
-  // appended since the list was made are read once, when first needed.
+  // The passing positions among [0, n) and maybe beyond (a walk over fewer positions than the
+  // list was made for reads its first ones), or nullptr while walking them all costs less.
+  // Positions appended since the list was made are read once, when first needed.
   template <class Passes>
   const std::vector<uint32_t>* Positions(uint32_t id, size_t n, const Passes& passes) {
     Set& s = sets_[id];
     if (s.made_upto == 0 && s.tried < n) return nullptr;
-    if (n < s.made_upto) {  // fewer positions without Forget: the caller's nodes were dropped
-      s.made_upto = 0;
-      s.positions.clear();
-    }
     for (size_t position = s.made_upto; position < n; ++position)
       if (passes(position)) s.positions.push_back(static_cast<uint32_t>(position));
-    s.made_upto = n;
+    s.made_upto = std::max(s.made_upto, n);
     return &s.positions;
   }
 

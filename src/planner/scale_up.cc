@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <climits>
+#include <ranges>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -161,17 +163,18 @@ std::vector<const Pod*> Pass::PendingByPriority() const {
   return pending;
 }
 
+Pass::Flexibility Pass::FlexibilityOf(const Pod* pod) {
+  const uint32_t g = GroupOf(pod);
+  auto [it, inserted] = templates_fitting_.emplace(g, 0);
+  if (inserted) it->second = TemplatesFitting(g, *pod);
+  return {-int64_t{pod->PriorityOrZero()}, it->second};  // priority descending
+}
+
 // A pod that tolerates spot must not take the upcoming on-demand node a pod without that
 // toleration needs, which would make every later pass ask for one more node.
 void Pass::SortByFlexibility(std::vector<const Pod*>& singles) {
-  std::unordered_map<uint32_t, int> by_group;  // group -> pools whose template it fits
-  auto key = [&](const Pod* p) {
-    const uint32_t g = GroupOf(p);
-    auto [it, inserted] = by_group.emplace(g, 0);
-    if (inserted) it->second = TemplatesFitting(g, *p);
-    return std::pair(-int64_t{p->PriorityOrZero()}, it->second);  // priority descending
-  };
-  SortPods(singles, key, std::less<>());
+  SortPods(
+      singles, [&](const Pod* p) { return FlexibilityOf(p); }, std::less<>());
 }
 
 int Pass::TemplatesFitting(uint32_t group, const Pod& pod) {
@@ -218,14 +221,37 @@ const std::vector<int>& Pass::PassingByRoomClass(uint32_t group, const Pod& pod)
   return passing;
 }
 
-std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& singles,
-                                                     ScaleUpPlan& plan) {
+// The gangs keep their order (the scheduler's): a gang less flexible than one before it finds the
+// singles that go before it placed already.
+std::vector<const Pod*> Pass::PlaceGangsAndSingles(Gangs& gangs, ScaleUpPlan& plan,
+                                                   std::map<std::string, ScaleUp>& ups) {
+  std::vector<const Pod*>& singles = gangs.singles;
   SortByFlexibility(singles);
   std::vector<const Pod*> need;
+  auto placed = singles.cbegin();  // the singles before it are placed
+  for (const std::string& g : gangs.order) {
+    Flexibility gang{INT64_MAX, INT_MAX};
+    for (const Pod* m : gangs.pending[g]) gang = std::min(gang, FlexibilityOf(m));
+    // Singles as flexible as the gang go first, as they did before gangs took part in the order.
+    auto last = std::partition_point(placed, singles.cend(),
+                                     [&](const Pod* p) { return FlexibilityOf(p) <= gang; });
+    PlaceSinglesOnExisting(placed, last, plan, need);
+    placed = last;
+    PlanGang(g, gangs, plan, ups);
+  }
+  PlaceSinglesOnExisting(placed, singles.cend(), plan, need);
+  return need;
+}
+
+void Pass::PlaceSinglesOnExisting(std::vector<const Pod*>::const_iterator first,
+                                  std::vector<const Pod*>::const_iterator last, ScaleUpPlan& plan,
+                                  std::vector<const Pod*>& need) {
+  if (first >= last) return;
+  const size_t ranks = order_.size();  // the registered and upcoming nodes
   // Room only shrinks here: a pod that asks more than any node has fits nowhere.
-  auto bound = [this] {
+  auto bound = [&] {
     sched::RoomBound room;
-    for (size_t rank = 0; rank < Ranks(); ++rank) {
+    for (size_t rank = 0; rank < ranks; ++rank) {
       const sched::NodeInfo& info = snap_.Get(SlotAt(rank));
       if (!info.removed) room.Add(info);
     }
@@ -233,9 +259,9 @@ std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& si
   };
   sched::RoomBound room = bound();
   bool placed_since_bound = false;
-  for (const Pod* p : singles) {
+  for (const Pod* p : std::ranges::subrange(first, last)) {
     const bool within = !room.Excludes(*p);
-    NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p)) : sched::kNoNode;
+    NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p), ranks) : sched::kNoNode;
     // A pod the bound let through fitted nowhere: pods placed since the bound was taken may have
     // filled the roomiest nodes (nodes on their way, first), so it is taken again. Each search
     // that fails costs a walk of the nodes already; so does this, and the pods like this one that
@@ -253,7 +279,6 @@ std::vector<const Pod*> Pass::PlaceSinglesOnExisting(std::vector<const Pod*>& si
       need.push_back(p);
     }
   }
-  return need;
 }
 
 void Pass::PlanSingles(std::vector<const Pod*>& need, ScaleUpPlan& plan,
@@ -315,12 +340,11 @@ ScaleUpPlan Pass::Run() {
   std::vector<const Pod*> pending = PendingByPriority();
   BuildFamilies(pending);
   Gangs gangs = CollectGangs(pending);
-  // 1. Singles that fit existing or upcoming capacity trigger nothing. Within a priority, the
-  // least flexible pods (whose group fits the fewest pool templates) go first.
-  std::vector<const Pod*> need = PlaceSinglesOnExisting(gangs.singles, plan);
+  // 1. Singles that fit existing or upcoming capacity trigger nothing; 2. gangs, all or nothing.
+  // Within a priority, the least flexible pods (whose group fits the fewest pool templates) go
+  // first, a gang with its least flexible member.
   std::map<std::string, ScaleUp> ups;
-  // 2. Gangs, all or nothing.
-  for (const std::string& g : gangs.order) PlanGang(g, gangs, plan, ups);
+  std::vector<const Pod*> need = PlaceGangsAndSingles(gangs, plan, ups);
   // 3. Singles that need new nodes: one pool per round, chosen by the expanders, until no pool
   // can take any of the pods left; then the new nodes whose pods the others can take go.
   PlanSingles(need, plan, ups);

@@ -391,10 +391,21 @@ class Pass {
   void AddUpcomingNodes();
   // Pending pods, highest priority first, then oldest, then by name.
   std::vector<const Pod*> PendingByPriority() const;
-  // Step 1: singles that fit existing or upcoming capacity go there; returns the others.
-  std::vector<const Pod*> PlaceSinglesOnExisting(std::vector<const Pod*>& singles,
-                                                 ScaleUpPlan& plan);
-  // Within a priority, the least flexible pods (whose group fits the fewest templates) first.
+  // Steps 1 and 2: singles that fit existing or upcoming capacity go there, and gangs take room
+  // all or nothing, the least flexible first within a priority: a gang goes before the singles
+  // that fit more pool templates than its least flexible member does. Returns the singles left.
+  std::vector<const Pod*> PlaceGangsAndSingles(Gangs& gangs, ScaleUpPlan& plan,
+                                               std::map<std::string, ScaleUp>& ups);
+  // The singles [first, last) that fit a registered or upcoming node go there (never on a node
+  // the pass added for a gang: those are not capacity that exists); the others join `need`.
+  void PlaceSinglesOnExisting(std::vector<const Pod*>::const_iterator first,
+                              std::vector<const Pod*>::const_iterator last, ScaleUpPlan& plan,
+                              std::vector<const Pod*>& need);
+  // Where a pod stands in the order pods take room in: priority descending, then the number of
+  // pool templates its group fits (TemplatesFitting), fewest first.
+  using Flexibility = std::pair<int64_t, int>;
+  Flexibility FlexibilityOf(const Pod* pod);
+  // Within a priority, the least flexible pods first (stable).
   void SortByFlexibility(std::vector<const Pod*>& singles);
   // How many pools' templates a pod of `group` fits: FitsTemplate over every pool, without asking
   // each pool when the pod has no nodeName and no claims (PassingByRoomClass).
@@ -586,8 +597,9 @@ class Pass {
   // Resets the cursors the checker's or the estimate's changes since they were set invalidate.
   void SyncCursor(PackCursor& cursor, const sched::FitChecker& checker, const Estimate& e) const;
   void Place(const Pod& pod, sched::FitChecker& checker, Estimate& e, size_t node);
-  // Tries to place one pod on any node already in the snapshot. Returns its index or kNoNode.
-  NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group);
+  // Tries to place one pod on any node already in the snapshot (of the first `ranks` by walk
+  // rank, when fewer). Returns its index or kNoNode.
+  NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group, size_t ranks = SIZE_MAX);
   // One round of "choose the best pool for these pods and commit it". Returns false when no
   // pool can take any of them.
   // `balance_zones`: candidates take their zone twins in (not for a gang, whose members stay in
@@ -709,12 +721,14 @@ class Pass {
   int base_cluster_nodes_ = 0;  // cluster_nodes_ before this pass added any
   LimitedCapacity cluster_capacity_{cfg_.limits};  // of the same nodes
   std::unordered_map<uint32_t, size_t> hints_;     // group -> rank of the last node a member fit
+  std::unordered_map<uint32_t, int> templates_fitting_;  // group -> TemplatesFitting
   // Groups that fit no node of the snapshot as it had no_fit_node_ranks_ nodes to walk. Valid
   // while only pods are added: more pods never make room. New nodes clear it.
   std::unordered_set<uint32_t> no_fit_groups_;
   size_t no_fit_node_ranks_ = 0;
-  // PlaceOnExisting's walks by node constraints, over ranks. Ranks only grow while it is used,
-  // except when a gang's revert drops the nodes the gang added (and it forgets).
+  // PlaceOnExisting's walks by node constraints, over ranks. Ranks only grow while it is used
+  // (singles walk the first ones only), except when a gang's revert drops the nodes the gang
+  // added (and it forgets).
   ConstraintLists constraint_lists_;
   static constexpr uint32_t kNoConstraintSet = UINT32_MAX;
   std::vector<uint32_t> constraint_set_of_group_;  // group -> ConstraintLists id

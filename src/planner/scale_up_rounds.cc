@@ -412,8 +412,8 @@ void Pass::Place(const Pod& pod, FitChecker& checker, Estimate& e, size_t node) 
   e.pod_node.push_back(static_cast<uint32_t>(node));
 }
 
-NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group) {
-  size_t n = Ranks();
+NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group, size_t ranks) {
+  const size_t n = std::min(Ranks(), ranks);
   if (n == 0) return sched::kNoNode;
   // A group that fit no node still fits none while only pods have been added since.
   if (n != no_fit_node_ranks_) {

@@ -1,13 +1,16 @@
 // Within a priority, the pods that fit the fewest pool templates take the room there is first
 // (Pass::SortByFlexibility), so a pod that could go anywhere does not take the node another
 // pod needs. The count of templates is taken per room class of pools (equal allocatable and
-// DaemonSet use) and per node constraint set: both halves are asked here.
+// DaemonSet use) and per node constraint set: both halves are asked here. A gang takes part in
+// the order with its least flexible member (Pass::PlaceGangsAndSingles).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "planner/scale_up.h"
 #include "tests/planner/diverse_world.h"
@@ -67,6 +70,87 @@ TEST(FlexibilityOrder, APodThatToleratesFewerTaintsTakesTheRoomFirst) {
   ASSERT_EQ(plan.fits_existing.size(), 1u);
   EXPECT_EQ(plan.fits_existing.front(), "default/b-intolerant");
   EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"spot", 1}}));
+}
+
+model::Pod Member(std::string name, const std::string& cpu, int32_t priority = 0) {
+  model::Pod p = Pending(std::move(name), cpu);
+  p.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
+  p.priority = priority;
+  p.Finalize();
+  return p;
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Two `big` nodes on their way for a gang of two 7-cpu members; a 2-cpu pod that fits both
+// templates came while they boot (and comes first by name). The gang keeps the nodes on their
+// way and the 2-cpu pod gets a `small` node; with singles first, it took a node on its way and
+// the gang asked for a third `big` node.
+TEST(FlexibilityOrder, AGangKeepsItsNodesOnTheirWayFromAMoreFlexiblePod) {
+  World w;
+  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
+  w.in.upcoming = {{"big", 2}};
+  w.Add(Pending("a-anywhere", "2"));
+  w.Add(Member("b-0", "7"));
+  w.Add(Member("b-1", "7"));
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
+  EXPECT_EQ(Sorted(plan.fits_existing), (std::vector<std::string>{"default/b-0", "default/b-1"}));
+  EXPECT_EQ(plan.gang_nodes.size(), 2u);
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"small", 1}}));
+}
+
+// A pod less flexible than the gang's members (it fits `big` only, they fit both) still takes
+// the node on its way first; the gang gets new nodes.
+TEST(FlexibilityOrder, APodLessFlexibleThanAGangTakesTheRoomFirst) {
+  World w;
+  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
+  w.in.upcoming = {{"big", 1}};
+  w.Add(Member("a-0", "2"));
+  w.Add(Member("a-1", "2"));
+  w.Add(Pending("b-big-only", "7"));
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
+  EXPECT_EQ(plan.fits_existing, (std::vector<std::string>{"default/b-big-only"}));
+  EXPECT_TRUE(plan.gang_nodes.empty());
+  EXPECT_FALSE(Adds(plan).empty());
+}
+
+// Priority comes before flexibility: a flexible pod of a higher priority takes a node on its way
+// before a gang of the default priority, which then needs one more node.
+TEST(FlexibilityOrder, AHigherPriorityPodTakesTheRoomBeforeAGang) {
+  World w;
+  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
+  w.in.upcoming = {{"big", 2}};
+  model::Pod urgent = Pending("z-urgent", "2");
+  urgent.priority = 100;
+  urgent.Finalize();
+  w.Add(std::move(urgent));
+  w.Add(Member("b-0", "7"));
+  w.Add(Member("b-1", "7"));
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
+  EXPECT_EQ(Sorted(plan.fits_existing),
+            (std::vector<std::string>{"default/b-0", "default/z-urgent"}));
+  EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"big", 1}}));
+}
+
+// A pod placed after a gang that grew does not count the gang's new nodes as room that exists
+// (ScaleUpPlan::fits_existing is registered and upcoming nodes only): it gets a node of its own.
+TEST(FlexibilityOrder, APodAfterAGangDoesNotFitItsNewNodesAsExisting) {
+  World w;
+  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
+  w.Add(Pending("a-anywhere", "2"));
+  w.Add(Member("b-0", "6"));
+  w.Add(Member("b-1", "6"));
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
+  EXPECT_TRUE(plan.fits_existing.empty());
+  EXPECT_TRUE(plan.unschedulable.empty());
+  int a_in_a_scale_up = 0;
+  for (const ScaleUp& u : plan.scale_ups)
+    a_in_a_scale_up +=
+        static_cast<int>(std::count(u.pods.begin(), u.pods.end(), "default/a-anywhere"));
+  EXPECT_EQ(a_in_a_scale_up, 1);
 }
 
 }  // namespace
