@@ -79,13 +79,13 @@ void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
   int size = AddUncreatedMembers(members, gangs.seen[g]);
   snap_.Fork();
   std::vector<const Pod*> left;
-  std::vector<std::pair<const Pod*, std::string>> on_existing;
+  std::vector<std::pair<const Pod*, NodeIndex>> on_existing;
   for (const Pod* m : members) {
     NodeIndex i = PlaceOnExisting(*m, GroupOf(m));
     if (i == sched::kNoNode) {
       left.push_back(m);
     } else {
-      on_existing.emplace_back(m, snap_.Get(i).node->name());
+      on_existing.emplace_back(m, i);
     }
   }
   SortForPacking(left);
@@ -104,12 +104,18 @@ void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
     return;
   }
   snap_.Commit();
-  for (auto& [m, node] : on_existing) {
-    if (!m->meta.name.empty()) {
-      plan.fits_existing.push_back(m->Key());
-      fits_node_[m->Key()] = node;
-      plan.gang_nodes[m->Key()] = node;
+  for (auto [m, i] : on_existing) {
+    if (m->meta.name.empty()) continue;
+    // A node an earlier gang's growth added (above the registered and upcoming nodes' slots) is
+    // not room that exists: the member is one of the pods of that node's scale-up.
+    if (i >= base_slots_) {
+      AccountRetroPod(*m, i, /*fallback=*/0, ups);  // a node of the pass: its pool is known
+      continue;
     }
+    const std::string& node = snap_.Get(i).node->name();
+    plan.fits_existing.push_back(m->Key());
+    fits_node_[m->Key()] = node;
+    plan.gang_nodes[m->Key()] = node;
   }
   for (auto& [pool, up] : gang_ups) {
     ScaleUp& dst = ups[pool];

@@ -153,5 +153,26 @@ TEST(FlexibilityOrder, APodAfterAGangDoesNotFitItsNewNodesAsExisting) {
   EXPECT_EQ(a_in_a_scale_up, 1);
 }
 
+// The same for a gang: one that fits the room left on the new nodes of a gang before it is
+// listed with their scale-up, not as fitting existing room, and books no node.
+TEST(FlexibilityOrder, AGangOnAnotherGangsNewNodesIsPartOfTheirScaleUp) {
+  World w;
+  w.config.pools = {Shape("big", "8", "32Gi", 4)};
+  for (const char* name : {"a-0", "a-1"}) w.Add(Member(name, "5"));
+  for (const char* name : {"b-0", "b-1"}) {
+    model::Pod p = Member(name, "3");
+    p.meta.labels["scheduling.x-k8s.io/pod-group"] = "eval";
+    p.Finalize();
+    w.Add(std::move(p));
+  }
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
+  EXPECT_TRUE(plan.fits_existing.empty());
+  EXPECT_TRUE(plan.gang_nodes.empty());
+  ASSERT_EQ(plan.scale_ups.size(), 1u);
+  EXPECT_EQ(plan.scale_ups[0].add, 2);  // the second gang shares the first one's nodes
+  EXPECT_EQ(plan.scale_ups[0].pods,
+            (std::vector<std::string>{"default/a-0", "default/a-1", "default/b-0", "default/b-1"}));
+}
+
 }  // namespace
 }  // namespace tidepool::planner
