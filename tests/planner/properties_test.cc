@@ -812,6 +812,15 @@ std::string CheckScaleUp(const Case& c) {
                          counts.first, counts.second);
     }
   }
+  // A gang member that fits existing room is on a registered or an upcoming node, never on a node
+  // the pass adds (for another gang: that member is one of its scale-up's pods).
+  std::set<std::string> registered;
+  for (const auto& n : c.nodes) registered.insert(n.meta.name);
+  for (const auto& [pod, node] : plan.gang_nodes) {
+    if (!registered.contains(node) && !node.starts_with("upcoming-"))
+      return fmt::format("gang member {} fits existing room on {}, a node the pass adds", pod,
+                         node);
+  }
   // Every pending pod is accounted for exactly once.
   std::set<std::string> fits(plan.fits_existing.begin(), plan.fits_existing.end());
   for (const Pod& p : c.pods) {
