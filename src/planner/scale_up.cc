@@ -238,39 +238,39 @@ std::vector<const Pod*> Pass::PlaceGangsAndSingles(Gangs& gangs, ScaleUpPlan& pl
     PlaceSinglesOnExisting(placed, last, plan, need);
     placed = last;
     PlanGang(g, gangs, plan, ups);
+    placed_since_room_ = true;  // its members may have taken room
   }
   PlaceSinglesOnExisting(placed, singles.cend(), plan, need);
   return need;
+}
+
+sched::RoomBound Pass::ExistingRoom() const {
+  sched::RoomBound room;
+  for (size_t rank = 0; rank < order_.size(); ++rank) {
+    const sched::NodeInfo& info = snap_.Get(SlotAt(rank));
+    if (!info.removed) room.Add(info);
+  }
+  return room;
 }
 
 void Pass::PlaceSinglesOnExisting(std::vector<const Pod*>::const_iterator first,
                                   std::vector<const Pod*>::const_iterator last, ScaleUpPlan& plan,
                                   std::vector<const Pod*>& need) {
   if (first >= last) return;
-  const size_t ranks = order_.size();  // the registered and upcoming nodes
   // Room only shrinks here: a pod that asks more than any node has fits nowhere.
-  auto bound = [&] {
-    sched::RoomBound room;
-    for (size_t rank = 0; rank < ranks; ++rank) {
-      const sched::NodeInfo& info = snap_.Get(SlotAt(rank));
-      if (!info.removed) room.Add(info);
-    }
-    return room;
-  };
-  sched::RoomBound room = bound();
-  bool placed_since_bound = false;
+  if (!existing_room_) existing_room_ = ExistingRoom();
   for (const Pod* p : std::ranges::subrange(first, last)) {
-    const bool within = !room.Excludes(*p);
-    NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p), ranks) : sched::kNoNode;
+    const bool within = !existing_room_->Excludes(*p);
+    NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p), order_.size()) : sched::kNoNode;
     // A pod the bound let through fitted nowhere: pods placed since the bound was taken may have
     // filled the roomiest nodes (nodes on their way, first), so it is taken again. Each search
     // that fails costs a walk of the nodes already; so does this, and the pods like this one that
     // follow (a queue of jobs waiting for quota: thousands, each its own owner) skip the search.
-    if (within && i == sched::kNoNode && placed_since_bound) {
-      room = bound();
-      placed_since_bound = false;
+    if (within && i == sched::kNoNode && placed_since_room_) {
+      existing_room_ = ExistingRoom();
+      placed_since_room_ = false;
     }
-    placed_since_bound = placed_since_bound || i != sched::kNoNode;
+    placed_since_room_ = placed_since_room_ || i != sched::kNoNode;
     if (i != sched::kNoNode) {
       plan.fits_existing.push_back(p->Key());
       if (plan.fits_existing.back() == explain_pod_)

@@ -401,6 +401,8 @@ class Pass {
   void PlaceSinglesOnExisting(std::vector<const Pod*>::const_iterator first,
                               std::vector<const Pod*>::const_iterator last, ScaleUpPlan& plan,
                               std::vector<const Pod*>& need);
+  // The room of the registered and upcoming nodes, as a bound.
+  sched::RoomBound ExistingRoom() const;
   // Where a pod stands in the order pods take room in: priority descending, then the number of
   // pool templates its group fits (TemplatesFitting), fewest first.
   using Flexibility = std::pair<int64_t, int>;
@@ -722,6 +724,12 @@ class Pass {
   LimitedCapacity cluster_capacity_{cfg_.limits};  // of the same nodes
   std::unordered_map<uint32_t, size_t> hints_;     // group -> rank of the last node a member fit
   std::unordered_map<uint32_t, int> templates_fitting_;  // group -> TemplatesFitting
+  // PlaceSinglesOnExisting's bound on the registered and upcoming nodes' room, taken when first
+  // needed and again when a pod it let through fits nowhere after pods were placed. Gangs placed
+  // between its calls only take room there (a revert gives it back): a bound taken before them
+  // still lets every pod that fits through.
+  std::optional<sched::RoomBound> existing_room_;
+  bool placed_since_room_ = false;
   // Groups that fit no node of the snapshot as it had no_fit_node_ranks_ nodes to walk. Valid
   // while only pods are added: more pods never make room. New nodes clear it.
   std::unordered_set<uint32_t> no_fit_groups_;
