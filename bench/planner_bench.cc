@@ -261,6 +261,59 @@ BENCHMARK(BM_KarpenterDiverse)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+// 5. A queue of training jobs, as Kueue fronts them: `gangs` gangs of 4 members (12 cpu, for the
+// `big` pool only) at priorities of their own, and 10 two-cpu single pods at each of those
+// priorities (fit `big` and `small`), on 5,000 registered `big` nodes with 1 cpu free. Each gang
+// takes its turn between the singles of higher and of its own priority (a walk of the registered
+// nodes' room per gang until the bound was kept for the pass).
+void BM_QueuedGangs(benchmark::State& state) {
+  static std::map<int64_t, Fixture*> fixtures;
+  Fixture*& f = fixtures[state.range(0)];
+  if (f == nullptr) {
+    f = new Fixture;
+    f->config.pools.push_back(MakePool("big", 16000, int64_t{64} << 30, 110, 100000));
+    f->config.pools.push_back(MakePool("small", 4000, int64_t{16} << 30, 110, 100000));
+    f->config.scale_up.max_nodes_per_scale_up = 100000;
+    for (int n = 0; n < 5000; ++n) {
+      model::Node node = f->config.pools[0].template_node;
+      node.meta.name = fmt::format("node-{}", n);
+      node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
+      f->nodes.push_back(node);
+      model::Pod p = MakePod(fmt::format("run-{}", n), "running", 15000, int64_t{8} << 30);
+      p.node_name = node.meta.name;
+      p.phase = model::PodPhase::kRunning;
+      f->pods.push_back(p);
+    }
+    for (int g = 0; g < state.range(0); ++g) {
+      for (int m = 0; m < 4; ++m) {
+        model::Pod p = MakePod(fmt::format("gang-{}-{}", g, m), fmt::format("job-{}", g), 12000,
+                               int64_t{32} << 30);
+        p.meta.labels["scheduling.x-k8s.io/pod-group"] = fmt::format("job-{}", g);
+        p.priority = g;
+        p.Finalize();
+        f->pods.push_back(p);
+      }
+      for (int k = 0; k < 10; ++k) {
+        model::Pod p = MakePod(fmt::format("single-{}-{}", g, k), fmt::format("rs-{}", g), 2000,
+                               int64_t{4} << 30);
+        p.priority = g;
+        p.Finalize();
+        f->pods.push_back(p);
+      }
+    }
+    f->Wire();
+  }
+  int nodes = 0;
+  for (auto _ : state) {
+    planner::ScaleUpPlan plan = planner::ScaleUpPlanner().Plan(f->input);
+    nodes = 0;
+    for (const auto& u : plan.scale_ups) nodes += u.add;
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["nodes"] = nodes;
+}
+BENCHMARK(BM_QueuedGangs)->Arg(100)->Arg(500)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace tidepool
 
