@@ -228,6 +228,7 @@ std::vector<const Pod*> Pass::PlaceGangsAndSingles(Gangs& gangs, ScaleUpPlan& pl
   std::vector<const Pod*>& singles = gangs.singles;
   SortByFlexibility(singles);
   std::vector<const Pod*> need;
+  ExistingRoom room;
   auto placed = singles.cbegin();  // the singles before it are placed
   for (const std::string& g : gangs.order) {
     Flexibility gang{INT64_MAX, INT_MAX};
@@ -235,16 +236,16 @@ std::vector<const Pod*> Pass::PlaceGangsAndSingles(Gangs& gangs, ScaleUpPlan& pl
     // Singles as flexible as the gang go first, as they did before gangs took part in the order.
     auto last = std::partition_point(placed, singles.cend(),
                                      [&](const Pod* p) { return FlexibilityOf(p) <= gang; });
-    PlaceSinglesOnExisting(placed, last, plan, need);
+    PlaceSinglesOnExisting(placed, last, room, plan, need);
     placed = last;
     PlanGang(g, gangs, plan, ups);
-    placed_since_room_ = true;  // its members may have taken room
+    room.placed_since = true;  // its members may have taken room
   }
-  PlaceSinglesOnExisting(placed, singles.cend(), plan, need);
+  PlaceSinglesOnExisting(placed, singles.cend(), room, plan, need);
   return need;
 }
 
-sched::RoomBound Pass::ExistingRoom() const {
+sched::RoomBound Pass::RoomOfExisting() const {
   sched::RoomBound room;
   for (size_t rank = 0; rank < order_.size(); ++rank) {
     const sched::NodeInfo& info = snap_.Get(SlotAt(rank));
@@ -254,23 +255,23 @@ sched::RoomBound Pass::ExistingRoom() const {
 }
 
 void Pass::PlaceSinglesOnExisting(std::vector<const Pod*>::const_iterator first,
-                                  std::vector<const Pod*>::const_iterator last, ScaleUpPlan& plan,
-                                  std::vector<const Pod*>& need) {
+                                  std::vector<const Pod*>::const_iterator last, ExistingRoom& room,
+                                  ScaleUpPlan& plan, std::vector<const Pod*>& need) {
   if (first >= last) return;
   // Room only shrinks here: a pod that asks more than any node has fits nowhere.
-  if (!existing_room_) existing_room_ = ExistingRoom();
+  if (!room.bound) room.bound = RoomOfExisting();
   for (const Pod* p : std::ranges::subrange(first, last)) {
-    const bool within = !existing_room_->Excludes(*p);
+    const bool within = !room.bound->Excludes(*p);
     NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p), order_.size()) : sched::kNoNode;
     // A pod the bound let through fitted nowhere: pods placed since the bound was taken may have
     // filled the roomiest nodes (nodes on their way, first), so it is taken again. Each search
     // that fails costs a walk of the nodes already; so does this, and the pods like this one that
     // follow (a queue of jobs waiting for quota: thousands, each its own owner) skip the search.
-    if (within && i == sched::kNoNode && placed_since_room_) {
-      existing_room_ = ExistingRoom();
-      placed_since_room_ = false;
+    if (within && i == sched::kNoNode && room.placed_since) {
+      room.bound = RoomOfExisting();
+      room.placed_since = false;
     }
-    placed_since_room_ = placed_since_room_ || i != sched::kNoNode;
+    room.placed_since = room.placed_since || i != sched::kNoNode;
     if (i != sched::kNoNode) {
       plan.fits_existing.push_back(p->Key());
       if (plan.fits_existing.back() == explain_pod_)

@@ -396,13 +396,21 @@ class Pass {
   // that fit more pool templates than its least flexible member does. Returns the singles left.
   std::vector<const Pod*> PlaceGangsAndSingles(Gangs& gangs, ScaleUpPlan& plan,
                                                std::map<std::string, ScaleUp>& ups);
+  // PlaceSinglesOnExisting's bound on the registered and upcoming nodes' room over one
+  // PlaceGangsAndSingles: taken when first needed and again when a pod it let through fits
+  // nowhere after pods were placed. Gangs placed between the calls only take room there (a revert
+  // gives it back), so a bound taken before them still lets every pod that fits through.
+  struct ExistingRoom {
+    std::optional<sched::RoomBound> bound;
+    bool placed_since = false;  // pods were placed since `bound` was taken
+  };
   // The singles [first, last) that fit a registered or upcoming node go there (never on a node
   // the pass added for a gang: those are not capacity that exists); the others join `need`.
   void PlaceSinglesOnExisting(std::vector<const Pod*>::const_iterator first,
-                              std::vector<const Pod*>::const_iterator last, ScaleUpPlan& plan,
-                              std::vector<const Pod*>& need);
+                              std::vector<const Pod*>::const_iterator last, ExistingRoom& room,
+                              ScaleUpPlan& plan, std::vector<const Pod*>& need);
   // The room of the registered and upcoming nodes, as a bound.
-  sched::RoomBound ExistingRoom() const;
+  sched::RoomBound RoomOfExisting() const;
   // Where a pod stands in the order pods take room in: priority descending, then the number of
   // pool templates its group fits (TemplatesFitting), fewest first.
   using Flexibility = std::pair<int64_t, int>;
@@ -724,12 +732,6 @@ class Pass {
   LimitedCapacity cluster_capacity_{cfg_.limits};  // of the same nodes
   std::unordered_map<uint32_t, size_t> hints_;     // group -> rank of the last node a member fit
   std::unordered_map<uint32_t, int> templates_fitting_;  // group -> TemplatesFitting
-  // PlaceSinglesOnExisting's bound on the registered and upcoming nodes' room, taken when first
-  // needed and again when a pod it let through fits nowhere after pods were placed. Gangs placed
-  // between its calls only take room there (a revert gives it back): a bound taken before them
-  // still lets every pod that fits through.
-  std::optional<sched::RoomBound> existing_room_;
-  bool placed_since_room_ = false;
   // Groups that fit no node of the snapshot as it had no_fit_node_ranks_ nodes to walk. Valid
   // while only pods are added: more pods never make room. New nodes clear it.
   std::unordered_set<uint32_t> no_fit_groups_;
