@@ -72,12 +72,21 @@ TEST(FlexibilityOrder, APodThatToleratesFewerTaintsTakesTheRoomFirst) {
   EXPECT_EQ(Adds(plan), (std::map<std::string, int>{{"spot", 1}}));
 }
 
-model::Pod Member(std::string name, const std::string& cpu, int32_t priority = 0) {
+// A pending member of pod-group `gang`.
+model::Pod Member(std::string name, const std::string& cpu, const std::string& gang = "train") {
   model::Pod p = Pending(std::move(name), cpu);
-  p.meta.labels["scheduling.x-k8s.io/pod-group"] = "train";
-  p.priority = priority;
+  p.meta.labels["scheduling.x-k8s.io/pod-group"] = gang;
   p.Finalize();
   return p;
+}
+
+// Pools `big` (8 cpu) and `small` (2 cpu), `upcoming` big nodes on their way, and a gang of two
+// members asking `member_cpu` each ("b-0", "b-1").
+void BigAndSmallWithAGang(World& w, int upcoming, const std::string& member_cpu) {
+  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
+  if (upcoming > 0) w.in.upcoming = {{"big", upcoming}};
+  w.Add(Member("b-0", member_cpu));
+  w.Add(Member("b-1", member_cpu));
 }
 
 std::vector<std::string> Sorted(std::vector<std::string> v) {
@@ -91,11 +100,8 @@ std::vector<std::string> Sorted(std::vector<std::string> v) {
 // the gang asked for a third `big` node.
 TEST(FlexibilityOrder, AGangKeepsItsNodesOnTheirWayFromAMoreFlexiblePod) {
   World w;
-  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
-  w.in.upcoming = {{"big", 2}};
   w.Add(Pending("a-anywhere", "2"));
-  w.Add(Member("b-0", "7"));
-  w.Add(Member("b-1", "7"));
+  BigAndSmallWithAGang(w, 2, "7");
   ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
   EXPECT_EQ(Sorted(plan.fits_existing), (std::vector<std::string>{"default/b-0", "default/b-1"}));
   EXPECT_EQ(plan.gang_nodes.size(), 2u);
@@ -121,14 +127,11 @@ TEST(FlexibilityOrder, APodLessFlexibleThanAGangTakesTheRoomFirst) {
 // before a gang of the default priority, which then needs one more node.
 TEST(FlexibilityOrder, AHigherPriorityPodTakesTheRoomBeforeAGang) {
   World w;
-  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
-  w.in.upcoming = {{"big", 2}};
   model::Pod urgent = Pending("z-urgent", "2");
   urgent.priority = 100;
   urgent.Finalize();
   w.Add(std::move(urgent));
-  w.Add(Member("b-0", "7"));
-  w.Add(Member("b-1", "7"));
+  BigAndSmallWithAGang(w, 2, "7");
   ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
   EXPECT_EQ(Sorted(plan.fits_existing),
             (std::vector<std::string>{"default/b-0", "default/z-urgent"}));
@@ -139,10 +142,8 @@ TEST(FlexibilityOrder, AHigherPriorityPodTakesTheRoomBeforeAGang) {
 // (ScaleUpPlan::fits_existing is registered and upcoming nodes only): it gets a node of its own.
 TEST(FlexibilityOrder, APodAfterAGangDoesNotFitItsNewNodesAsExisting) {
   World w;
-  w.config.pools = {Shape("big", "8", "32Gi", 4), Shape("small", "2", "8Gi", 1)};
   w.Add(Pending("a-anywhere", "2"));
-  w.Add(Member("b-0", "6"));
-  w.Add(Member("b-1", "6"));
+  BigAndSmallWithAGang(w, 0, "6");
   ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
   EXPECT_TRUE(plan.fits_existing.empty());
   EXPECT_TRUE(plan.unschedulable.empty());
@@ -159,12 +160,7 @@ TEST(FlexibilityOrder, AGangOnAnotherGangsNewNodesIsPartOfTheirScaleUp) {
   World w;
   w.config.pools = {Shape("big", "8", "32Gi", 4)};
   for (const char* name : {"a-0", "a-1"}) w.Add(Member(name, "5"));
-  for (const char* name : {"b-0", "b-1"}) {
-    model::Pod p = Member(name, "3");
-    p.meta.labels["scheduling.x-k8s.io/pod-group"] = "eval";
-    p.Finalize();
-    w.Add(std::move(p));
-  }
+  for (const char* name : {"b-0", "b-1"}) w.Add(Member(name, "3", "eval"));
   ScaleUpPlan plan = ScaleUpPlanner().Plan(w.in);
   EXPECT_TRUE(plan.fits_existing.empty());
   EXPECT_TRUE(plan.gang_nodes.empty());

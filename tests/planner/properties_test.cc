@@ -31,6 +31,7 @@
 #include "model/pool.h"
 #include "planner/cluster.h"
 #include "planner/disruption.h"
+#include "planner/made_up_node.h"
 #include "planner/plan_json.h"
 #include "planner/scale_down.h"
 #include "planner/scale_down_memo.h"
@@ -817,7 +818,7 @@ std::string CheckScaleUp(const Case& c) {
   std::set<std::string> registered;
   for (const auto& n : c.nodes) registered.insert(n.meta.name);
   for (const auto& [pod, node] : plan.gang_nodes) {
-    if (!registered.contains(node) && !node.starts_with("upcoming-"))
+    if (!registered.contains(node) && !node.starts_with(kUpcomingNodePrefix))
       return fmt::format("gang member {} fits existing room on {}, a node the pass adds", pod,
                          node);
   }
