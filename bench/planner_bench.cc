@@ -68,6 +68,21 @@ struct Fixture {
   }
 };
 
+// A registered node "node-<n>" of the fixture's first pool.
+const model::Node& AddNode(Fixture& f, int n) {
+  model::Node node = f.config.pools[0].template_node;
+  node.meta.name = fmt::format("node-{}", n);
+  node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
+  return f.nodes.emplace_back(std::move(node));
+}
+
+// `p`, running on `node`.
+void AddRunning(Fixture& f, model::Pod p, const model::Node& node) {
+  p.node_name = node.meta.name;
+  p.phase = model::PodPhase::kRunning;
+  f.pods.push_back(std::move(p));
+}
+
 // 1. The Cluster Autoscaler's BenchmarkBinpackingEstimate: 50,000 small pods (50m, 100) and
 // 1,000 bigger ones (95m, 190) on a template of 1000m / 5000 / 100 pods, limit 3,000 nodes;
 // the answer is 2,595 nodes.
@@ -101,16 +116,12 @@ void BM_ScaleUp_1000x50(benchmark::State& state) {
     auto* f = new Fixture;
     f->config.pools.push_back(MakePool("pool", 16000, int64_t{64} << 30, 110, 5000));
     for (int n = 0; n < 1000; ++n) {
-      model::Node node = f->config.pools[0].template_node;
-      node.meta.name = fmt::format("node-{}", n);
-      node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
-      f->nodes.push_back(node);
+      const model::Node& node = AddNode(*f, n);
       for (int k = 0; k < 50; ++k) {
-        model::Pod p = MakePod(fmt::format("run-{}-{}", n, k), fmt::format("rs-{}", k % 10), 300,
-                               int64_t{1} << 30);
-        p.node_name = node.meta.name;
-        p.phase = model::PodPhase::kRunning;
-        f->pods.push_back(p);
+        AddRunning(*f,
+                   MakePod(fmt::format("run-{}-{}", n, k), fmt::format("rs-{}", k % 10), 300,
+                           int64_t{1} << 30),
+                   node);
       }
     }
     for (int i = 0; i < 2000; ++i)
@@ -275,14 +286,8 @@ void BM_QueuedGangs(benchmark::State& state) {
     f->config.pools.push_back(MakePool("small", 4000, int64_t{16} << 30, 110, 100000));
     f->config.scale_up.max_nodes_per_scale_up = 100000;
     for (int n = 0; n < 5000; ++n) {
-      model::Node node = f->config.pools[0].template_node;
-      node.meta.name = fmt::format("node-{}", n);
-      node.meta.labels["kubernetes.io/hostname"] = node.meta.name;
-      f->nodes.push_back(node);
-      model::Pod p = MakePod(fmt::format("run-{}", n), "running", 15000, int64_t{8} << 30);
-      p.node_name = node.meta.name;
-      p.phase = model::PodPhase::kRunning;
-      f->pods.push_back(p);
+      AddRunning(*f, MakePod(fmt::format("run-{}", n), "running", 15000, int64_t{8} << 30),
+                 AddNode(*f, n));
     }
     for (int g = 0; g < state.range(0); ++g) {
       for (int m = 0; m < 4; ++m) {
