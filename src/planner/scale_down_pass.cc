@@ -277,8 +277,7 @@ void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
 }
 
 PassBudget ScaleDownRun::StartBudget() const {
-  PassBudget b;
-  b.pool_size = pool_size_;
+  PassBudget b(pool_size_);
   b.pdb_remaining.resize(pdbs_.size());
   for (size_t i = 0; i < pdbs_.size(); ++i) b.pdb_remaining[i] = pdbs_[i].allowed;
   return b;
@@ -317,8 +316,7 @@ Why ScaleDownRun::PodsBlocker(const NodeEntry& e, PassBudget& b) const {
 }
 
 std::string ScaleDownRun::PoolMinBlocker(const NodeEntry& e, const PassBudget& b) const {
-  auto it = b.pool_size.find(e.pool);
-  if ((it == b.pool_size.end() ? 0 : it->second) > e.pool->min) return {};
+  if (b.pool_size[e.pool] > e.pool->min) return {};
   return fmt::format("pool {} at min {}", e.pool->name, e.pool->min);
 }
 

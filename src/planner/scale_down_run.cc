@@ -25,7 +25,8 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, const RunOptions& options)
                          (options.turn != nullptr && options.turn->at_most > 0)),
       weigh_training_(!options.evict_training_pods && config_.consolidation.enabled),
       snapshot_(ChooseSnapshot(input)),
-      placer_(snapshot_, node_facts_, destinations_, usable_) {
+      placer_(snapshot_, node_facts_, destinations_, usable_),
+      pool_size_(input.config->pools) {
   if (OnModel()) {
     UseModel();
   } else {
@@ -44,13 +45,7 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, const RunOptions& options)
   ComputePdbBudgets();
   InitReplacement();
   AddPods();
-  std::stable_sort(order_.begin(), order_.end(), [this](NodeIndex a, NodeIndex b) {
-    const NodeEntry& x = entries_[a];
-    const NodeEntry& y = entries_[b];
-    bool ex = !HasPodsToMove(x), ey = !HasPodsToMove(y);
-    if (ex != ey) return ex;
-    return x.util.value < y.util.value;  // stable: ties stay in name order
-  });
+  SortCandidates();
   TakeTurn();
   OrderDestinations();
 
@@ -126,6 +121,7 @@ void ScaleDownRun::BuildSnapshot() {
     snapshot_.AttachDra(dra_.get());
   }
   entries_.reserve(nodes_by_name_.size());
+  node_facts_.reserve(nodes_by_name_.size());
   by_name_.reserve(nodes_by_name_.size());
   snapshot_.ReserveNodes(nodes_by_name_.size());
   for (const model::Node* node : nodes_by_name_) {
@@ -150,6 +146,7 @@ void ScaleDownRun::UseModel() {
   TakeInputNodes(snapshot_, found);
   by_name_ = std::move(found.slots);
   entries_.resize(snapshot_.NodeSlots());
+  node_facts_.resize(snapshot_.NodeSlots(), nullptr);  // slots come out of order, by name
   for (size_t k = 0; k < nodes_by_name_.size(); ++k) AddEntry(by_name_[k], nodes_by_name_[k]);
 }
 
@@ -357,6 +354,28 @@ void ScaleDownRun::WeighCandidate(NodeIndex i) {
     if (e.deferred) return;
   }
   ReadCandidatePods(i);
+}
+
+void ScaleDownRun::SortCandidates() {
+  // Each candidate's key read once (a comparison would read two entries and their pods' lists).
+  struct Ranked {
+    bool has_pods;
+    double util;
+    uint32_t at;  // in name order: ties keep it
+    NodeIndex node;
+  };
+  std::vector<Ranked> ranked;
+  ranked.reserve(order_.size());
+  for (size_t k = 0; k < order_.size(); ++k) {
+    const NodeEntry& e = entries_[order_[k]];
+    ranked.push_back({HasPodsToMove(e), e.util.value, static_cast<uint32_t>(k), order_[k]});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    if (a.has_pods != b.has_pods) return b.has_pods;
+    if (a.util != b.util) return a.util < b.util;
+    return a.at < b.at;
+  });
+  for (size_t k = 0; k < ranked.size(); ++k) order_[k] = ranked[k].node;
 }
 
 void ScaleDownRun::TakeTurn() {

@@ -2,6 +2,7 @@
 // passes that remove candidates one by one in snapshot layers (scale_down_run.cc, _pass.cc).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "planner/disruption.h"
 #include "planner/scale_down.h"
 #include "planner/scale_down_memo.h"
@@ -161,10 +163,38 @@ struct GroupReplacement {
   std::vector<ConsolidationVerdict> verdicts;
 };
 
+// A count per configured pool, kept by the pool's place in the config: the run's pools are
+// entries of `pools` (PoolNames hands out pointers into it), so a count is an array access, not
+// a hash lookup. A pass asks it for every node.
+class PoolCounts {
+ public:
+  explicit PoolCounts(const std::vector<model::Pool>& pools)
+      : base_(pools.data()), counts_(pools.size(), 0) {}
+  int32_t& operator[](const model::Pool* pool) { return counts_[Index(pool)]; }
+  int32_t operator[](const model::Pool* pool) const { return counts_[Index(pool)]; }
+  // The same pools, every count 0.
+  PoolCounts Zeroed() const {
+    PoolCounts z = *this;
+    std::fill(z.counts_.begin(), z.counts_.end(), 0);
+    return z;
+  }
+
+ private:
+  size_t Index(const model::Pool* pool) const {
+    const auto i = static_cast<size_t>(pool - base_);
+    TIDEPOOL_CHECK_MSG(i < counts_.size(), "PoolCounts: a pool that is not of the config");
+    return i;
+  }
+  const model::Pool* base_;
+  std::vector<int32_t> counts_;
+};
+
 // What a pass has used up so far: pool sizes, removals by kind and PDB budgets.
 struct PassBudget {
-  std::unordered_map<const model::Pool*, int32_t> pool_size;  // nodes that stay so far
-  std::unordered_map<const model::Pool*, int32_t> non_empty_removed;
+  explicit PassBudget(const PoolCounts& sizes)
+      : pool_size(sizes), non_empty_removed(sizes.Zeroed()) {}
+  PoolCounts pool_size;  // nodes that stay so far
+  PoolCounts non_empty_removed;
   std::unordered_map<const model::Pool*, std::string> pool_limit_words;  // once reached
   int32_t empty_removed = 0;
   std::vector<int32_t> pdb_remaining;                // per PDB
@@ -237,6 +267,8 @@ class ScaleDownRun {
   void WeighCandidate(NodeIndex i);
   // Candidate `i`'s pods that move: their facts, blockers and verdict (WeighedPods).
   void ReadCandidatePods(NodeIndex i);
+  // Orders the candidates: those without pods to move first, then by utilization, then by name.
+  void SortCandidates();
   // In a bounded run, once the candidates are in order: the ones not weighed leave the order and
   // stay, saying why.
   void TakeTurn();
@@ -444,7 +476,7 @@ class ScaleDownRun {
   // pass, the nodes with base pods): what the next pass resets.
   std::vector<NodeIndex> moved_in_changed_;
   // Managed nodes per pool, those being deleted aside: what a pass's budget starts from.
-  std::unordered_map<const model::Pool*, int32_t> pool_size_;
+  PoolCounts pool_size_;
   std::vector<PdbState> pdbs_;
   std::unordered_map<std::string_view, std::vector<uint32_t>> pdbs_by_namespace_;
   std::vector<NodeIndex> order_;  // candidates: empty first, then utilization, then name
