@@ -109,7 +109,7 @@ void Pass::PlanGang(const std::string& g, Gangs& gangs, ScaleUpPlan& plan,
     // A node an earlier gang's growth added (above the registered and upcoming nodes' slots) is
     // not room that exists: the member is one of the pods of that node's scale-up.
     if (i >= base_slots_) {
-      AccountRetroPod(*m, i, /*fallback=*/0, ups);  // a node of the pass: its pool is known
+      AccountRetroPod(*m, i, /*fallback=*/std::nullopt, ups);
       continue;
     }
     const std::string& node = snap_.Get(i).node->name();

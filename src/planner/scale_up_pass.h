@@ -577,8 +577,9 @@ class Pass {
   void PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
                             std::map<std::string, ScaleUp>& ups);
   // A pod placed on `node` without a node of its own is listed under the pool of that node when
-  // this pass added it, else under `fallback` (a pool whose new nodes make room for it).
-  void AccountRetroPod(const Pod& pod, NodeIndex node, size_t fallback,
+  // this pass added it, else under `fallback` (a pool whose new nodes make room for it); without
+  // a fallback, `node` must be one this pass added (checked).
+  void AccountRetroPod(const Pod& pod, NodeIndex node, std::optional<size_t> fallback,
                        std::map<std::string, ScaleUp>& ups);
   bool PlaceOnEstimate(const Pod& pod, sched::FitChecker& checker, PackCursor& cursor, Estimate& e,
                        const Solo& solo);

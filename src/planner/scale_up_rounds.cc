@@ -393,13 +393,14 @@ void Pass::PlaceSpreadPodsAgain(std::vector<const Pod*>& remaining,
   }
 }
 
-void Pass::AccountRetroPod(const Pod& pod, NodeIndex node, size_t fallback,
+void Pass::AccountRetroPod(const Pod& pod, NodeIndex node, std::optional<size_t> fallback,
                            std::map<std::string, ScaleUp>& ups) {
   if (!ListedInPlan(pod)) return;
-  size_t pool = fallback;
+  std::optional<size_t> pool = fallback;
   for (const auto& [index, shape] : pass_nodes_)
     if (index == node) pool = shape;
-  const std::string& name = pools_[pool].pool->name;
+  TIDEPOOL_CHECK_MSG(pool.has_value(), "a pod accounted to a node this pass did not add");
+  const std::string& name = pools_[*pool].pool->name;
   ScaleUp& up = ups[name];
   up.pool = name;
   up.pods.push_back(pod.Key());
