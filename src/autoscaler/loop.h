@@ -158,7 +158,7 @@ class Autoscaler {
   model::AutoscalerConfig config_;
   LoopOptions options_;
   PoolTracker pools_{config_, options_};
-  UnneededTracker unneeded_{config_, options_};
+  UnneededTracker unneeded_{config_};
   RuntimeTracker runtimes_;
   // What the scale-down passes read about nodes that did not change since (a cache: decisions are
   // the same without it).

@@ -12,8 +12,6 @@ namespace tidepool::autoscaler {
 
 // Knobs of the loop that the configuration file does not (yet) expose.
 struct LoopOptions {
-  // Emit MarkCandidate/UnmarkCandidate actions for unneeded nodes so the scheduler avoids them.
-  bool mark_deletion_candidates = false;
   // Retry delay of a failed eviction (429 from a PDB, 5xx): doubles from initial up to max.
   Duration eviction_retry_initial = std::chrono::seconds(5);
   Duration eviction_retry_max = std::chrono::seconds(30);

@@ -13,8 +13,7 @@ std::string Seconds(Duration d) {
 
 }  // namespace
 
-UnneededTracker::UnneededTracker(const model::AutoscalerConfig& config, const LoopOptions& options)
-    : config_(config), options_(options) {}
+UnneededTracker::UnneededTracker(const model::AutoscalerConfig& config) : config_(config) {}
 
 void UnneededTracker::Disable(StepContext& ctx,
                               const std::function<bool(std::string_view)>& removing) {
@@ -58,12 +57,18 @@ void UnneededTracker::Forget(std::string_view node) {
 
 void UnneededTracker::UpdateMarks(StepContext& ctx, const std::set<std::string>& unneeded,
                                   const std::function<bool(std::string_view)>& removing) {
-  if (!options_.mark_deletion_candidates) return;
+  if (!config_.scale_down.mark_candidates) return;
+  size_t added = 0;
   for (const std::string& name : unneeded) {
     const model::Node* node = ctx.Find(name);
     if (node == nullptr || marked_.contains(name)) continue;
+    if (HasTaint(*node, planner::kDeletionCandidateTaint)) {
+      marked_.insert(name);
+      continue;
+    }
+    if (added == kMaxCandidateMarksPerScan) continue;  // marked at a later scan
+    ++added;
     marked_.insert(name);
-    if (HasTaint(*node, planner::kDeletionCandidateTaint)) continue;
     auto pool = ctx.pool_of.find(name);
     ctx.actions.push_back(
         MarkCandidate{name, pool != ctx.pool_of.end() ? pool->second->name : "", "unneeded"});

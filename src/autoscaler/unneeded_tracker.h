@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "autoscaler/options.h"
 #include "autoscaler/status.h"
 #include "autoscaler/step_context.h"
 #include "autoscaler/timers.h"
@@ -31,13 +30,18 @@ struct UnneededPass {
   std::string turn_ends_at;
 };
 
+// The most DeletionCandidate marks one scan adds (scaleDown.markCandidates); the other unneeded
+// nodes are marked at the next scans, so a cluster that empties out is not written all at once.
+// The Cluster Autoscaler's --max-bulk-soft-taint-count is the same number.
+inline constexpr size_t kMaxCandidateMarksPerScan = 10;
+
 // A node is unneeded while the planner's unrestricted scale-down pass lists it; it becomes
 // ripe for removal after scaleDown.unneededTime of that. A node waiting for a checkpoint is
 // unneeded meanwhile, so it can go right after the checkpoint. Starting a removal (or rolling
 // one back) resets its clock.
 class UnneededTracker {
  public:
-  UnneededTracker(const model::AutoscalerConfig& config, const LoopOptions& options);
+  explicit UnneededTracker(const model::AutoscalerConfig& config);
 
   // Scale-down is off: no timers, no reasons, marks taken off.
   void Disable(StepContext& ctx, const std::function<bool(std::string_view)>& removing);
@@ -63,7 +67,6 @@ class UnneededTracker {
                    const std::function<bool(std::string_view)>& removing);
 
   const model::AutoscalerConfig& config_;
-  const LoopOptions& options_;
   std::map<std::string, Time, std::less<>> since_;
   std::set<std::string, std::less<>> marked_;  // nodes the loop marked DeletionCandidate
   std::map<std::string, CheckpointWait, std::less<>> waiting_;

@@ -157,6 +157,9 @@ struct ScaleDownConfig {
   // first, then the others in turn); 0: every candidate (docs/configuration.md).
   int32_t candidates_per_pass = 100;
   Duration max_pod_eviction_time = std::chrono::minutes(2);
+  // Unneeded nodes carry the DeletionCandidateOfClusterAutoscaler:PreferNoSchedule taint while
+  // they wait out unneededTime, so the scheduler prefers other nodes (docs/annotations.md).
+  bool mark_candidates = false;
   ConsolidationConfig consolidation;
 };
 

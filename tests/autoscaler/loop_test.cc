@@ -1348,9 +1348,8 @@ TEST(LoopScaleDownTest, NoRemovalInAPoolThatIsScalingUp) {
 TEST(LoopScaleDownTest, MarksAndUnmarksDeletionCandidatesWhenEnabled) {
   World w;
   TwoCpuNodes(w);
-  LoopOptions options;
-  options.mark_deletion_candidates = true;
-  w.Start(options);
+  w.config.scale_down.mark_candidates = true;
+  w.Start();
   std::vector<Action> actions = w.StepAndCarry();
   auto marks = OfKind<MarkCandidate>(actions);
   ASSERT_EQ(marks.size(), 1u);
@@ -1363,6 +1362,37 @@ TEST(LoopScaleDownTest, MarksAndUnmarksDeletionCandidatesWhenEnabled) {
   auto unmarks = OfKind<UnmarkCandidate>(actions);
   ASSERT_EQ(unmarks.size(), 1u);
   EXPECT_EQ(unmarks[0].node, "n1");
+}
+
+TEST(LoopScaleDownTest, NoDeletionCandidateMarksUnlessEnabled) {
+  World w;
+  TwoCpuNodes(w);
+  w.Start();
+  std::vector<Action> actions = w.RunUntil(w.now + minutes(1));
+  EXPECT_TRUE(OfKind<MarkCandidate>(actions).empty())
+      << ::testing::PrintToString(Describe(actions));
+  EXPECT_EQ(w.loop->GetStatus().unneeded.size(), 1u);  // n1 is unneeded all the same
+}
+
+TEST(LoopScaleDownTest, MarksAtMostTenDeletionCandidatesAScan) {
+  World w;
+  w.AddPool("cpu", 0, {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}});
+  for (int i = 0; i < 12; ++i) w.AddNode(fmt::format("n{:02}", i), "cpu");
+  w.config.scale_down.mark_candidates = true;
+  w.Start();
+  std::vector<Action> first = w.StepAndCarry();
+  ASSERT_EQ(w.loop->GetStatus().unneeded.size(), 12u);
+  std::vector<std::string> marked;
+  for (const MarkCandidate& m : OfKind<MarkCandidate>(first)) marked.push_back(m.node);
+  ASSERT_EQ(marked.size(), kMaxCandidateMarksPerScan);
+  EXPECT_EQ(marked.front(), "n00");  // in name order
+  EXPECT_EQ(marked.back(), "n09");
+  // The next scan marks the other two, and none again.
+  std::vector<Action> later = w.RunUntil(w.now + w.config.scan_interval);
+  std::vector<std::string> rest;
+  for (const MarkCandidate& m : OfKind<MarkCandidate>(later)) rest.push_back(m.node);
+  EXPECT_THAT(rest, ::testing::ElementsAre("n10", "n11"));
+  EXPECT_TRUE(OfKind<UnmarkCandidate>(later).empty());
 }
 
 // --- Restart ---------------------------------------------------------------------------------

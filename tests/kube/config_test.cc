@@ -101,6 +101,7 @@ TEST(AutoscalerConfig, FullConfigRoundTrips) {
   EXPECT_EQ(c.scale_down.max_empty_bulk_delete, 3);
   EXPECT_EQ(c.scale_down.max_non_empty_per_pool, 2);
   EXPECT_EQ(c.scale_down.candidates_per_pass, 250);
+  EXPECT_TRUE(c.scale_down.mark_candidates);
   EXPECT_EQ(c.scale_down.max_pod_eviction_time, seconds(90));
   EXPECT_EQ(c.scan_interval, seconds(15));
 
@@ -185,6 +186,7 @@ TEST(AutoscalerConfig, AbsentSectionsKeepDefaults) {
   EXPECT_EQ(c.scale_down.max_empty_bulk_delete, d.scale_down.max_empty_bulk_delete);
   EXPECT_EQ(c.scale_down.max_non_empty_per_pool, d.scale_down.max_non_empty_per_pool);
   EXPECT_EQ(c.scale_down.candidates_per_pass, 100);
+  EXPECT_FALSE(c.scale_down.mark_candidates);
   EXPECT_EQ(c.scale_down.max_pod_eviction_time, d.scale_down.max_pod_eviction_time);
   EXPECT_EQ(c.scan_interval, seconds(10));
 
@@ -429,6 +431,14 @@ TEST(AutoscalerConfigErrors, ScalarForSection) {
 TEST(AutoscalerConfigErrors, QuotedBoolean) {
   std::string e = ErrorOf(HEADER "scaleDown: {enabled: \"yes\"}\n" ONE_POOL);
   EXPECT_EQ(e, "config.yaml:3: scaleDown.enabled: expected true or false, got \"yes\"");
+}
+
+TEST(AutoscalerConfig, MarkCandidatesIsOffUnlessTurnedOn) {
+  EXPECT_FALSE(MustParse(HEADER ONE_POOL).scale_down.mark_candidates);
+  EXPECT_TRUE(
+      MustParse(HEADER "scaleDown: {markCandidates: true}\n" ONE_POOL).scale_down.mark_candidates);
+  EXPECT_EQ(ErrorOf(HEADER "scaleDown: {markCandidates: on}\n" ONE_POOL),
+            "config.yaml:3: scaleDown.markCandidates: expected true or false, got \"on\"");
 }
 
 TEST(AutoscalerConfig, BalanceZonesCanBeTurnedOff) {

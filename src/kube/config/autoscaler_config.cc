@@ -56,7 +56,7 @@ constexpr std::string_view kExpanders[] = {"priority", "least-waste", "price", "
 constexpr std::string_view kScaleDownKeys[] = {
     "enabled",       "utilizationThreshold", "gpuUtilizationThreshold", "unneededTime",
     "delayAfterAdd", "maxEmptyBulkDelete",   "maxNonEmptyPerPool",      "maxPodEvictionTime",
-    "consolidation", "candidatesPerPass"};
+    "consolidation", "candidatesPerPass",    "markCandidates"};
 constexpr std::string_view kConsolidationKeys[] = {"enabled", "safetyFactor", "restartDelay",
                                                    "maxHorizon", "replace"};
 
@@ -254,6 +254,9 @@ Result<void> ParseScaleDown(const YamlValue& v, model::ScaleDownConfig& out) {
                                         out.candidates_per_pass));
   TIDEPOOL_RETURN_IF_ERROR(
       ReadDurationField(m, "maxPodEvictionTime", /*allow_zero=*/false, out.max_pod_eviction_time));
+  if (const YamlValue* mark = m.Find("markCandidates")) {
+    TIDEPOOL_ASSIGN_OR_RETURN(out.mark_candidates, mark->ReadBool());
+  }
   if (const YamlValue* c = m.Find("consolidation")) {
     TIDEPOOL_RETURN_IF_ERROR(ParseConsolidation(*c, out.consolidation));
   }
