@@ -267,7 +267,7 @@ void ScaleDownRun::ResetPass(Amounts& free, std::vector<Amounts>& contrib) {
   horizon_.assign(entries_.size(), kUnknown);
   extension_.assign(entries_.size(), 0);
   replacement_.clear();
-  replacements_added_.clear();
+  replacements_added_.Clear();
   replacement_capacity_ = {};
   placer_.Reset();
   for (NodeIndex n : destinations_) {

@@ -21,10 +21,9 @@ void ScaleDownRun::InitReplacement() {
     if (e.node == nullptr || e.being_deleted) continue;
     ++cluster_nodes_;
     cluster_capacity_.Add(e.node->capacity);
-    if (e.pool == nullptr) continue;
-    ++pool_nodes_[e.pool];
-    dearest = std::max(dearest, e.pool->price_per_hour);
+    if (e.pool != nullptr) dearest = std::max(dearest, e.pool->price_per_hour);
   }
+  pool_nodes_ = pool_size_;  // the managed nodes that stay, counted by the constructor
   for (const model::Pool& pool : input_.config->pools) {
     auto it = input_.upcoming.find(pool.name);
     int32_t upcoming = it == input_.upcoming.end() ? 0 : it->second;
@@ -50,15 +49,11 @@ std::string ScaleDownRun::GrowBlocker(const model::Pool& pool) const {
       it != input_.backoff_until.end() && it->second > input_.now) {
     return fmt::format("pool {} in backoff until {}", pool.name, FormatRfc3339(it->second));
   }
-  auto nodes = pool_nodes_.find(&pool);
-  auto added = replacements_added_.find(&pool);
-  int32_t size = (nodes == pool_nodes_.end() ? 0 : nodes->second) +
-                 (added == replacements_added_.end() ? 0 : added->second);
-  int32_t replacements = 0;
-  for (const auto& [p, n] : replacements_added_) replacements += n;
+  const int32_t size = pool_nodes_[&pool] + replacements_added_[&pool];
   // The new node comes up before the old one goes: for a while the cluster has one more.
-  auto limit = GrowthLimit(pool, size, input_.config->limits, cluster_nodes_ + replacements,
-                           cluster_capacity_, replacement_capacity_);
+  auto limit =
+      GrowthLimit(pool, size, input_.config->limits, cluster_nodes_ + replacements_added_.Sum(),
+                  cluster_capacity_, replacement_capacity_);
   return limit ? limit->text : "";
 }
 

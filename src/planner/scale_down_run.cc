@@ -26,7 +26,9 @@ ScaleDownRun::ScaleDownRun(const PlannerInput& input, const RunOptions& options)
       weigh_training_(!options.evict_training_pods && config_.consolidation.enabled),
       snapshot_(ChooseSnapshot(input)),
       placer_(snapshot_, node_facts_, destinations_, usable_),
-      pool_size_(input.config->pools) {
+      pool_size_(input.config->pools),
+      pool_nodes_(input.config->pools),
+      replacements_added_(input.config->pools) {
   if (OnModel()) {
     UseModel();
   } else {

@@ -172,10 +172,16 @@ class PoolCounts {
       : base_(pools.data()), counts_(pools.size(), 0) {}
   int32_t& operator[](const model::Pool* pool) { return counts_[Index(pool)]; }
   int32_t operator[](const model::Pool* pool) const { return counts_[Index(pool)]; }
+  int32_t Sum() const {
+    int32_t sum = 0;
+    for (int32_t c : counts_) sum += c;
+    return sum;
+  }
+  void Clear() { std::fill(counts_.begin(), counts_.end(), 0); }
   // The same pools, every count 0.
   PoolCounts Zeroed() const {
     PoolCounts z = *this;
-    std::fill(z.counts_.begin(), z.counts_.end(), 0);
+    z.Clear();
     return z;
   }
 
@@ -499,13 +505,13 @@ class ScaleDownRun {
   const std::vector<std::string>* replacement_group_ready_ = nullptr;  // this pass's
   bool waiting_is_removable_ = false;                                  // this pass's
   std::vector<const model::Pool*> cheaper_pools_;
-  std::unordered_map<const model::Pool*, int32_t> pool_nodes_;
+  PoolCounts pool_nodes_;  // pool_size_ and the upcoming nodes
   int32_t cluster_nodes_ = 0;
   LimitedCapacity cluster_capacity_{input_.config->limits};
   // Per pass: the replace move weighed for each candidate (kept when it did not pay, for the Keep),
   // and the new nodes the pass's removals asked for.
   std::unordered_map<NodeIndex, PassReplacement> replacement_;  // the few candidates weighed
-  std::unordered_map<const model::Pool*, int32_t> replacements_added_;
+  PoolCounts replacements_added_;
   model::Resources replacement_capacity_;
   // Scratch buffers reused across candidates.
   std::vector<uint32_t> to_move_;
