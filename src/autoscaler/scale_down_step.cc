@@ -42,6 +42,7 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   planner::ScaleDownPlan plan = planner::ScaleDownPlanner().Plan(in, all);
   UnneededPass pass;
   pass.turn_ends_at = std::move(plan.turn_ends_at);
+  pass.turn_left_out = plan.turn_left_out;
   pass.kept = std::move(plan.keep);
   pass.weighed_training = std::any_of(pass.kept.begin(), pass.kept.end(),
                                       [](const auto& k) { return k.consolidation; }) ||

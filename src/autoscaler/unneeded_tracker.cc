@@ -22,6 +22,7 @@ void UnneededTracker::Disable(StepContext& ctx,
   kept_ = NoKeptNodes();
   weighed_training_ = false;
   turn_after_.clear();
+  turn_left_out_ = false;
   UpdateMarks(ctx, {}, removing);
 }
 
@@ -31,6 +32,7 @@ void UnneededTracker::Update(StepContext& ctx, UnneededPass pass,
   waiting_ = std::move(pass.waiting);
   weighed_training_ = pass.weighed_training;
   turn_after_ = std::move(pass.turn_ends_at);
+  turn_left_out_ = pass.turn_left_out;
   std::erase_if(since_, [&](const auto& e) { return !pass.nodes.contains(e.first); });
   for (const std::string& name : pass.nodes) since_.try_emplace(name, ctx.now);
   UpdateMarks(ctx, pass.nodes, removing);
@@ -90,10 +92,18 @@ void UnneededTracker::Cleanup(const StepContext& ctx) {
 }
 
 void UnneededTracker::AddDigest(Digest& d) const {
-  d.Add(since_.size());
-  for (const auto& [name, t] : since_) {
-    d.Add(name);
-    d.Add(t);
+  // Which nodes are unneeded, and since when, feeds the next pass only through a turn that leaves
+  // candidates out (those unneeded before are weighed first). A pass that weighed every candidate
+  // finds the same nodes again from the same observation, and since_ keeps their times: a Step
+  // that only found nodes unneeded, or needed again, changed nothing the next Step would read. Its
+  // timers (AddTimers) still wake the loop when a node ripens.
+  d.Add(uint64_t{turn_left_out_});
+  if (turn_left_out_) {
+    d.Add(since_.size());
+    for (const auto& [name, t] : since_) {
+      d.Add(name);
+      d.Add(t);
+    }
   }
   d.Add(marked_.size());
   for (const std::string& name : marked_) d.Add(name);

@@ -28,6 +28,9 @@ struct UnneededPass {
   // The pass weighed only some candidates (scaleDown.candidatesPerPass): where the next pass's
   // turn starts (ScaleDownPlan::turn_ends_at); "" when it weighed every one.
   std::string turn_ends_at;
+  // It left some candidates out (ScaleDownPlan::turn_left_out): which ones it weighed depended on
+  // which nodes were unneeded before.
+  bool turn_left_out = false;
 };
 
 // The most DeletionCandidate marks one scan adds (scaleDown.markCandidates); the other unneeded
@@ -73,6 +76,7 @@ class UnneededTracker {
   KeptNodes kept_ = NoKeptNodes();
   bool weighed_training_ = false;
   std::string turn_after_;
+  bool turn_left_out_ = false;  // the last pass's (UnneededPass::turn_left_out)
 };
 
 }  // namespace tidepool::autoscaler

@@ -158,6 +158,9 @@ struct ScaleDownPlan {
   // A pass bounded by ScaleDownOptions::turn: where the next pass's turn starts (CandidateTurn::
   // after); "" when the pass weighed every candidate.
   std::string turn_ends_at;
+  // The turn left some candidates out, so which ones the pass weighed depended on the turn's
+  // inputs (CandidateTurn::unneeded_before and after); false when it weighed every candidate.
+  bool turn_left_out = false;
 };
 
 }  // namespace tidepool::planner

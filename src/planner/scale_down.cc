@@ -77,6 +77,7 @@ ScaleDownPlan ScaleDownPlanner::PlanOnce(const PlannerInput& input, const ScaleD
   pass.restore = second_pass;
   plan = std::move(run.RunPass(pass).plan);
   plan.turn_ends_at = run.turn_ends_at();
+  plan.turn_left_out = run.turn_left_out();
   if (out_unneeded) {
     if (!second_pass) {
       for (const ScaleDown& sd : plan.scale_downs) out_unneeded->push_back(sd.node);

@@ -395,6 +395,7 @@ void ScaleDownRun::TakeTurn() {
   const std::vector<bool> weighed = ChooseTurn(by_name, *turn_, turn_ends_at_);
   for (size_t k = 0; k < slots.size(); ++k) {
     if (weighed[k]) continue;
+    turn_left_out_ = true;
     NodeEntry& e = entries_[slots[k]];
     e.candidate = false;
     e.deferred = false;

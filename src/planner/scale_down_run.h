@@ -233,6 +233,8 @@ class ScaleDownRun {
   // Where the next bounded run's turn starts (ChooseTurn), or "" when this one weighed every
   // candidate.
   const std::string& turn_ends_at() const { return turn_ends_at_; }
+  // ScaleDownPlan::turn_left_out.
+  bool turn_left_out() const { return turn_left_out_; }
 
   // Entry index of a node name (also of nodes being deleted), or kNoNode.
   NodeIndex Find(std::string_view name) const;
@@ -445,6 +447,7 @@ class ScaleDownRun {
   const CandidateTurn* const turn_;
   const bool pods_when_reached_;
   std::string turn_ends_at_;
+  bool turn_left_out_ = false;
   // Running training pods are weighed (consolidation on, and not evicted regardless).
   const bool weigh_training_;
   // Input nodes by snapshot slot (entries of other slots have no node), and their slots in name

@@ -148,6 +148,7 @@ class World {
 
   Observation Observe() const {
     Observation obs;
+    obs.version = version;
     if (!dra.empty()) obs.dra = &dra;
     for (const auto& [name, n] : nodes) obs.nodes.push_back(&n);
     for (const auto& [name, p] : pods) obs.pods.push_back(&p);
@@ -284,6 +285,7 @@ class World {
   std::vector<Action> StepAndCarry() {
     std::vector<Action> actions = Step();
     Carry(actions);
+    if (version != 0 && !actions.empty()) ++version;  // what they did shows at the next Step
     return actions;
   }
 
@@ -310,6 +312,9 @@ class World {
 
   model::AutoscalerConfig config;
   Time now;
+  // Observation::version. 0: every Step is planned in full; a test that sets it bumps it whenever
+  // it changes the world (carried actions bump it), so the loop may skip unchanged Steps.
+  uint64_t version = 0;
   std::map<std::string, model::Node> nodes;
   model::DraObjects dra;  // observed when not empty
   std::map<std::string, model::Pod> pods;
@@ -1332,6 +1337,44 @@ TEST(LoopScaleDownTest, CandidatesBeyondTheBoundWaitTheirTurn) {
   for (const DeleteNode& d : OfKind<DeleteNode>(actions)) deleted.push_back(d.node);
   EXPECT_THAT(deleted, ::testing::ElementsAre("a", "b", "c"));
   EXPECT_TRUE(w.nodes.contains("big"));
+}
+
+// The node a bounded pass found unneeded before is weighed first; when it is needed after all,
+// the next scan weighs the next node in turn although nothing changed in between: the scan that
+// dropped the first node changed what the second reads, so it was no quiet Step
+// (LoopOptions::skip_unchanged), and the second node's unneededTime starts then.
+TEST(LoopScaleDownTest, TheNextInTurnIsWeighedWhenTheNodeBeforeIsNeededAgain) {
+  World w;
+  w.AddPool("cpu", 0, {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}});
+  w.config.scale_down.candidates_per_pass = 1;
+  for (std::string n : {"a", "b"}) {
+    w.AddNode(n, "cpu");
+    w.AddPod("small-" + n, {{"cpu", "100m"}, {"memory", "100Mi"}}, n);
+  }
+  w.AddNode("big", "cpu");
+  w.AddPod("busy", {{"cpu", "3"}, {"memory", "1Gi"}}, "big");  // 75 %: stays, with room
+  w.version = 1;
+  w.Start();
+  const Time t0 = w.now;
+  w.RunUntil(t0 + minutes(2));
+  Status s = w.loop->GetStatus();
+  ASSERT_EQ(s.unneeded.size(), 1u) << FormatStatus(s);
+  ASSERT_EQ(s.unneeded[0].node, "a");
+
+  // A pod without a controller pins "a".
+  model::Pod& pinned = w.AddPod("pinned", {{"cpu", "100m"}, {"memory", "100Mi"}}, "a");
+  pinned.meta.owner_references.clear();
+  pinned.Finalize();
+  ++w.version;
+  w.RunUntil(t0 + minutes(2) + seconds(30));
+  s = w.loop->GetStatus();
+  ASSERT_EQ(s.unneeded.size(), 1u) << FormatStatus(s);
+  EXPECT_EQ(s.unneeded[0].node, "b");
+
+  std::vector<Action> actions = w.RunUntil(t0 + minutes(30));
+  std::vector<std::string> deleted;
+  for (const DeleteNode& d : OfKind<DeleteNode>(actions)) deleted.push_back(d.node);
+  EXPECT_THAT(deleted, ::testing::ElementsAre("b"));
 }
 
 TEST(LoopScaleDownTest, NoRemovalInAPoolThatIsScalingUp) {
