@@ -246,7 +246,8 @@ void Workload::FinishPod(int pod) {
   p.pod->phase = model::PodPhase::kSucceeded;
   changes_.SetPod(p.pod);
   active_.erase(pod);
-  changes_.step_needed = true;
+  // No Step at once: for the live controller a bound pod's change is not urgent (its reader wakes
+  // the loop for pods waiting for a node and for nodes), so the loop sees it at its next wakeup.
   SimJob& job = jobs_[p.job];
   changes_.Changed();
   if (++job.done == job.spec->replicas) {

@@ -102,6 +102,36 @@ pools:
   ExpectSameWithAndWithoutSkip(in, "stress");
 }
 
+// The simulator steps the loop when the live controller would: at once for an urgent change (a
+// pod waiting for a node, a node added or gone), else at the loop's wakeups and scans. A pod that
+// finishes is not urgent (controller::InformerClusterReader): ten pods ending a second apart
+// within one scan interval take no more Steps than ten ending together.
+TEST(SimulatorTest, APodFinishingWaitsForTheNextScan) {
+  auto steps = [](int64_t apart) -> int64_t {
+    std::string csv =
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,"
+        "creation_time,deletion_time,scheduled_time\n";
+    for (int k = 0; k < 10; ++k)
+      csv += "pod-" + std::to_string(k) + ",1000,1024,0,0,,LS,Running,0," +
+             std::to_string(1800 + apart * k) + ",0\n";
+    auto jobs = ParseTrace(csv, "finishes.csv");
+    EXPECT_TRUE(jobs.has_value()) << jobs.error().message();
+    if (!jobs) return -1;
+    SimInput in;
+    in.config = LoadSeedConfig();
+    in.jobs = *jobs;
+    auto s = RunSimulation(in);
+    EXPECT_TRUE(s.has_value()) << s.error().message();
+    if (!s) return -1;
+    EXPECT_EQ(s->jobs_completed, 10);
+    return s->steps;
+  };
+  const int64_t together = steps(0);
+  const int64_t a_second_apart = steps(1);
+  ASSERT_GT(together, 0);
+  EXPECT_LE(a_second_apart, together + 1) << "together: " << together << " Steps";
+}
+
 // The first 600 pods of the Alibaba trace (weeks of long-running pods on many pools).
 TEST(SimulatorTest, SkippingUnchangedPassesOnTheAlibabaTrace) {
   std::string path =
