@@ -67,17 +67,22 @@ void Autoscaler::Index(StepContext& ctx) {
   ctx.base.model = obs.model;
   ctx.base.now = ctx.now;
   ctx.base.provider_pool_of = obs.provider_pool_of;
-  // Drivers list nodes in name order: each goes in at the end, without a search.
+  // The model's own nodes in its name order (distinct, named): each slot's pool is kept across
+  // Steps (SlotPools), and ctx.nodes holds them in the same order, appended without comparing
+  // names. Other drivers list nodes in name order too: each goes in at the end, without a search.
+  const bool model_order = obs.model != nullptr && planner::InModelOrder(*obs.model, obs.nodes);
   ctx.nodes.Reserve(obs.nodes.size());
   for (const model::Node* n : obs.nodes) {
-    if (n != nullptr && !n->name().empty()) ctx.nodes.Add(n->name(), n);
+    if (model_order) {
+      ctx.nodes.Append(n->name(), n);
+    } else if (n != nullptr && !n->name().empty()) {
+      ctx.nodes.Add(n->name(), n);
+    }
   }
   const planner::PoolNames pools(config_);
-  // The model's own nodes in its name order: each slot's pool is kept across Steps (SlotPools),
-  // and ctx.nodes holds them in the same order.
   planner::SlotPools* slot_pools = nullptr;
   const std::vector<sched::NodeIndex>* slots = nullptr;
-  if (obs.model != nullptr && planner::InModelOrder(*obs.model, obs.nodes)) {
+  if (model_order) {
     ctx.nodes_are_model = true;
     slot_pools = &slot_pools_;
     slot_pools->Begin(*obs.model, config_);
@@ -88,7 +93,7 @@ void Autoscaler::Index(StepContext& ctx) {
   for (const auto& [name, node] : ctx.nodes) {
     const sched::NodeIndex slot = slots != nullptr ? (*slots)[k++] : sched::kNoNode;
     if (const model::Pool* pool = planner::PoolOfSlot(slot_pools, slot, *node, ctx.base, pools)) {
-      ctx.pool_of.Add(name, pool);
+      ctx.pool_of.Append(name, pool);  // ctx.nodes' order
       if (HasTaint(*node, kToBeDeletedTaint)) ctx.tainted.push_back(name);
     }
   }

@@ -153,7 +153,7 @@ void PoolTracker::Classify(StepContext& ctx, const std::function<bool(std::strin
     if (!gone(name))
       cls = ClassOf(ctx, published, *pool, *node_it->second, mem, *run_state,
                     ProvisionTimeout(*pool));
-    ctx.node_class.Add(name, cls);
+    ctx.node_class.Append(name, cls);  // pool_of's order
     if (mem.ever_usable != was_usable) ++node_changes_;
     if (lockstep) {
       ++node_it;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <iterator>
 #include <string_view>
 #include <utility>
@@ -41,6 +42,12 @@ class NameMap {
     auto at = LowerBound(name);
     if (at != entries_.end() && at->first == name) return;
     entries_.emplace(at, name, std::move(value));
+  }
+  // Adds `name`, which comes after every name there: for a walk over another NameMap (or any
+  // list of distinct names in name order), without the comparison Add makes per name.
+  void Append(std::string_view name, V value) {
+    assert(entries_.empty() || entries_.back().first < name);
+    entries_.emplace_back(name, std::move(value));
   }
   void Reserve(size_t n) { entries_.reserve(n); }
 
