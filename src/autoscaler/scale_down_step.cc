@@ -53,11 +53,13 @@ void Autoscaler::RunScaleDown(StepContext& ctx, bool may_start) {
   }
   // A node waiting for its replacement is kept for that, and is not unneeded meanwhile.
   std::erase_if(pass.kept, [this](const planner::Keep& k) { return replacements_.Tied(k.node); });
-  for (planner::Keep& k : replacements_.Kept(ctx.now)) pass.kept.push_back(std::move(k));
-  // The plan lists its Keeps in name order: only replacements' Keeps may need sorting in.
-  auto by_node = [](const planner::Keep& a, const planner::Keep& b) { return a.node < b.node; };
-  if (!std::is_sorted(pass.kept.begin(), pass.kept.end(), by_node))
-    std::sort(pass.kept.begin(), pass.kept.end(), by_node);
+  // The plan lists its Keeps in name order: only replacements' Keeps need sorting in.
+  std::vector<planner::Keep> tied = replacements_.Kept(ctx.now);
+  if (!tied.empty()) {
+    for (planner::Keep& k : tied) pass.kept.push_back(std::move(k));
+    std::sort(pass.kept.begin(), pass.kept.end(),
+              [](const planner::Keep& a, const planner::Keep& b) { return a.node < b.node; });
+  }
   for (planner::ScaleDown& sd : plan.scale_downs) {
     if (Removing(sd.node) || replacements_.Tied(sd.node)) continue;
     const std::optional<planner::ConsolidationVerdict>& v = sd.consolidation;

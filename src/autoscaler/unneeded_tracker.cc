@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "base/name_map.h"
 #include "planner/disruption.h"
 
 namespace tidepool::autoscaler {
@@ -33,8 +34,15 @@ void UnneededTracker::Update(StepContext& ctx, UnneededPass pass,
   weighed_training_ = pass.weighed_training;
   turn_after_ = std::move(pass.turn_ends_at);
   turn_left_out_ = pass.turn_left_out;
-  std::erase_if(since_, [&](const auto& e) { return !pass.nodes.contains(e.first); });
-  for (const std::string& name : pass.nodes) since_.try_emplace(name, ctx.now);
+  // Both in name order: one walk drops the nodes no longer unneeded and adds the new ones.
+  auto it = since_.begin();
+  for (const std::string& name : pass.nodes) {
+    int order = 1;  // of it->first against name
+    while (it != since_.end() && (order = it->first.compare(name)) < 0) it = since_.erase(it);
+    if (it == since_.end() || order != 0) it = since_.emplace_hint(it, name, ctx.now);
+    ++it;
+  }
+  since_.erase(it, since_.end());
   UpdateMarks(ctx, pass.nodes, removing);
 }
 
@@ -86,9 +94,14 @@ void UnneededTracker::UpdateMarks(StepContext& ctx, const std::set<std::string>&
 }
 
 void UnneededTracker::Cleanup(const StepContext& ctx) {
-  std::erase_if(since_, [&](const auto& e) { return !ctx.nodes.contains(e.first); });
-  std::erase_if(waiting_, [&](const auto& e) { return !ctx.nodes.contains(e.first); });
-  std::erase_if(marked_, [&](const std::string& n) { return !ctx.nodes.contains(n); });
+  // Each is in name order, as ctx.nodes is: a walk over the nodes, not a search per name.
+  auto gone = [&ctx](auto& names, auto name_of) {
+    NameMap<const model::Node*>::Walker nodes(ctx.nodes);
+    std::erase_if(names, [&](const auto& e) { return nodes.find(name_of(e)) == ctx.nodes.end(); });
+  };
+  gone(since_, [](const auto& e) -> const std::string& { return e.first; });
+  gone(waiting_, [](const auto& e) -> const std::string& { return e.first; });
+  gone(marked_, [](const std::string& n) -> const std::string& { return n; });
 }
 
 void UnneededTracker::AddDigest(Digest& d) const {
