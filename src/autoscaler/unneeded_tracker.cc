@@ -37,9 +37,10 @@ void UnneededTracker::Update(StepContext& ctx, UnneededPass pass,
   // Both in name order: one walk drops the nodes no longer unneeded and adds the new ones.
   auto it = since_.begin();
   for (const std::string& name : pass.nodes) {
-    int order = 1;  // of it->first against name
-    while (it != since_.end() && (order = it->first.compare(name)) < 0) it = since_.erase(it);
-    if (it == since_.end() || order != 0) it = since_.emplace_hint(it, name, ctx.now);
+    auto passed = it;
+    const bool found = SeekName(it, since_.end(), name);
+    it = since_.erase(passed, it);
+    if (!found) it = since_.emplace_hint(it, name, ctx.now);
     ++it;
   }
   since_.erase(it, since_.end());
