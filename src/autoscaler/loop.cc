@@ -12,7 +12,10 @@ Autoscaler::Autoscaler(const model::AutoscalerConfig& config, LoopOptions option
     : config_(config), options_(std::move(options)) {}
 
 std::vector<Action> Autoscaler::Step(const Observation& obs, Time now) {
-  if (SkipUnchangedStep(obs, now)) return {};
+  if (SkipUnchangedStep(obs, now)) {
+    ++skipped_steps_;
+    return {};
+  }
   const bool may_skip_next = options_.skip_unchanged && obs.version != 0;
   const uint64_t digest_before = may_skip_next ? StateDigest() : 0;
   quiet_.reset();

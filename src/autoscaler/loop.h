@@ -91,6 +91,9 @@ class Autoscaler {
   // When the driver should call Step again at the latest (a batch window closing, the next
   // periodic pass, a timeout, an eviction retry). Before the first Step: Time{} (at once).
   Time NextWakeup() const { return wakeup_; }
+  // Steps that returned at once, having seen the observation and state of a Step that decided
+  // nothing (LoopOptions::skip_unchanged).
+  uint64_t skipped_steps() const { return skipped_steps_; }
 
   // Feedback. `now` is the time of the report. Unknown pools and nodes are ignored.
   // An increase that failed puts the pool in backoff and re-plans its pods at the next Step.
@@ -189,6 +192,7 @@ class Autoscaler {
     Time timers_wakeup{};
   };
   std::optional<QuietStep> quiet_;
+  uint64_t skipped_steps_ = 0;
 };
 
 }  // namespace tidepool::autoscaler

@@ -3,10 +3,12 @@
 #include "autoscaler/loop.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <initializer_list>
 #include <map>
@@ -72,6 +74,67 @@ const Event* FindEvent(const std::vector<Action>& actions, std::string_view reas
     if (e != nullptr && EventReasonName(e->reason) == reason && e->object == object) return e;
   }
   return nullptr;
+}
+
+// What an observation holds, spelled out: two observations spelled alike are the same to the
+// loop. Every field a loop test changes between Steps is in it; DRA objects are not spelled out,
+// so an observation with any is spelled anew at every call (never taken for the one before).
+std::string Spell(const Observation& obs) {
+  std::string out;
+  auto time = [](const std::optional<Time>& t) {
+    return t ? std::to_string(t->time_since_epoch().count()) : std::string("-");
+  };
+  auto meta = [&](const model::ObjectMeta& m) {
+    out += fmt::format("{}/{} {} {} {} [{}] [{}]", m.namespace_, m.name, m.uid,
+                       time(m.creation_timestamp), time(m.deletion_timestamp),
+                       fmt::join(m.labels, ","), fmt::join(m.annotations, ","));
+    for (const model::OwnerReference& o : m.owner_references)
+      out += fmt::format(" {}:{}:{}:{}", o.kind, o.name, o.uid, o.controller);
+  };
+  for (const model::Node* n : obs.nodes) {
+    out += "\nnode ";
+    meta(n->meta);
+    out += fmt::format(" {} {} {} {} {}", n->unschedulable, n->ready, n->provider_id,
+                       n->capacity.ToString(), n->allocatable.ToString());
+    for (const model::Taint& t : n->taints)
+      out += fmt::format(" {}={}:{}", t.key, t.value, static_cast<int>(t.effect));
+  }
+  for (const model::Pod* p : obs.pods) {
+    out += "\npod ";
+    meta(p->meta);
+    out += fmt::format(" {} {} [{}] {} {} {} {} {} {} {} {}", p->node_name, p->scheduler_name,
+                       fmt::join(p->node_selector, ","), p->PriorityOrZero(),
+                       static_cast<int>(p->phase), p->unschedulable_condition, p->SchedulingGated(),
+                       time(p->start_time), p->requests.ToString(), p->nominated_node_name(),
+                       p->priority_class_name());
+    for (const model::Toleration& t : p->tolerations) {
+      out += fmt::format(" {}{}{}:{}", t.key, static_cast<int>(t.op), t.value,
+                         t.effect ? static_cast<int>(*t.effect) : -1);
+    }
+    out += fmt::format(" {} {} {} {}", p->affinity().node_required.has_value(),
+                       p->topology_spread_constraints().size(), p->resource_claims().size(),
+                       p->resource_claim_statuses().size());
+  }
+  for (const PoolObservation& po : obs.pools) {
+    out += fmt::format("\npool {} {} {} {} {}", po.pool, po.target, po.registered, po.stopped,
+                       po.stockout);
+  }
+  if (obs.dra != nullptr) {
+    static uint64_t calls = 0;
+    out += fmt::format("\ndra {}", ++calls);
+  }
+  return out;
+}
+
+// TIDEPOOL_LOOP_VERSIONS=1 (ctest's `autoscaler.versioned.` entries): the World versions every
+// observation by what it holds (Spell) unless the test sets `version` itself, so every loop test
+// also runs with the skip of unchanged Steps (LoopOptions::skip_unchanged) doing what it may.
+bool VersionsFromContents() {
+  static const bool on = [] {
+    const char* v = std::getenv("TIDEPOOL_LOOP_VERSIONS");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return on;
 }
 
 // A small cluster plus a fake provider and driver around one Autoscaler. Nodes and pods live in
@@ -167,6 +230,14 @@ class World {
       po.stockout_reason = po.stockout ? "SkuNotAvailable" : "";
       obs.pools.push_back(po);
     }
+    if (version == 0 && versioned_by_contents) {
+      std::string spelled = Spell(obs);
+      if (spelled != spelled_) {
+        spelled_ = std::move(spelled);
+        ++spelled_version_;
+      }
+      obs.version = spelled_version_;
+    }
     return obs;
   }
 
@@ -186,6 +257,7 @@ class World {
     last_view.model = model.get();
     std::vector<Action> actions = loop->Step(last_view, now);
     all.insert(all.end(), actions.begin(), actions.end());
+    all_at.insert(all_at.end(), actions.size(), now);
     return actions;
   }
 
@@ -312,9 +384,12 @@ class World {
 
   model::AutoscalerConfig config;
   Time now;
-  // Observation::version. 0: every Step is planned in full; a test that sets it bumps it whenever
-  // it changes the world (carried actions bump it), so the loop may skip unchanged Steps.
+  // Observation::version. A test that sets it bumps it whenever it changes the world (carried
+  // actions bump it), so the loop may skip unchanged Steps. 0: versioned by what it holds when
+  // `versioned_by_contents`, else unversioned (every Step planned in full).
   uint64_t version = 0;
+  // Without a `version` of the test's own: each observation versioned by what it holds (Spell).
+  bool versioned_by_contents = VersionsFromContents();
   std::map<std::string, model::Node> nodes;
   model::DraObjects dra;  // observed when not empty
   std::map<std::string, model::Pod> pods;
@@ -328,6 +403,7 @@ class World {
   bool keep_evicted_pods = false;
   std::optional<Autoscaler> loop;
   std::vector<Action> all;                     // every action of every Step
+  std::vector<Time> all_at;                    // the time of each one's Step
   Observation last_view;                       // what the last Step saw
   std::unique_ptr<sched::ClusterModel> model;  // of last_view
   // Keep one model from Step to Step, as drivers do (Resync), instead of building one per Step.
@@ -335,6 +411,9 @@ class World {
   std::set<std::string> model_pods;  // the pod keys the kept model holds (Resync)
   std::vector<std::string> deleted;  // Nodes deleted since, erased before the next Step
   Status status;
+  // VersionsFromContents: the last observation spelled out, and its version.
+  mutable std::string spelled_;
+  mutable uint64_t spelled_version_ = 0;
 };
 
 // --- Batching ------------------------------------------------------------------------------
@@ -1521,8 +1600,16 @@ TEST(LoopScaleUpTest, MixedTolerationPodsDoNotScaleUpTwice) {
 
 // --- Determinism -----------------------------------------------------------------------------
 
-std::vector<std::string> RunScenario() {
+// What one run of the scenario did: each action with the time of its Step, and the Steps skipped.
+struct ScenarioRun {
+  std::vector<std::string> actions;
+  uint64_t skipped = 0;
+};
+
+ScenarioRun RunScenario(bool versioned_by_contents = false) {
   World w;
+  w.versioned_by_contents = versioned_by_contents;
+  const Time t0 = w.now;
   w.AddGpuPools();
   w.AddPool("cpu", 0, {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}});
   w.AddNode("c1", "cpu");
@@ -1536,14 +1623,36 @@ std::vector<std::string> RunScenario() {
   w.stockout.clear();
   w.AddPod("cpu-job", {{"cpu", "2"}});
   w.RunUntil(w.now + minutes(30));
-  return Describe(w.all);
+  // A pod between two wakeups, after Steps that decided nothing: seen at once all the same.
+  w.now += seconds(7);
+  w.AddGpuPod("late");
+  w.RunUntil(w.now + minutes(2));
+  ScenarioRun run;
+  for (size_t i = 0; i < w.all.size(); ++i) {
+    run.actions.push_back(
+        fmt::format("+{}ms {}", std::chrono::duration_cast<milliseconds>(w.all_at[i] - t0).count(),
+                    DescribeAction(w.all[i])));
+  }
+  run.skipped = w.loop->skipped_steps();
+  return run;
 }
 
 TEST(LoopDeterminismTest, SameInputsSameActions) {
-  std::vector<std::string> a = RunScenario();
-  std::vector<std::string> b = RunScenario();
+  std::vector<std::string> a = RunScenario().actions;
+  std::vector<std::string> b = RunScenario().actions;
   EXPECT_GT(a.size(), 5u);
   EXPECT_EQ(a, b);
+}
+
+// The same scenario with every observation versioned by what it holds: the Steps that see nothing
+// new return at once (LoopOptions::skip_unchanged), and every action is the same, at the same
+// time. ctest's `autoscaler.versioned.` entries run every loop test so.
+TEST(LoopDeterminismTest, SkippingUnchangedStepsDecidesTheSame) {
+  ScenarioRun full = RunScenario(/*versioned_by_contents=*/false);
+  ScenarioRun skipping = RunScenario(/*versioned_by_contents=*/true);
+  EXPECT_EQ(full.skipped, 0u);
+  EXPECT_GT(skipping.skipped, 10u);
+  EXPECT_EQ(skipping.actions, full.actions);
 }
 
 // A status is taken at every pass; the Keeps (one per managed node) are shared with the loop, not
