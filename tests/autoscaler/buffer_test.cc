@@ -12,6 +12,7 @@
 #include "autoscaler/buffers.h"
 #include "autoscaler/loop.h"
 #include "model/capacity_buffer.h"
+#include "tests/autoscaler/observation_versions.h"
 #include "tests/autoscaler/verifying_model.h"
 #include "tests/testing/values.h"
 
@@ -107,6 +108,7 @@ class BufferWorld {
         {.pool = "gpu", .target = target, .registered = static_cast<int>(nodes.size())});
     std::unique_ptr<sched::ClusterModel> model = testing::VerifyingModel(obs);
     obs.model = model.get();
+    if (versioned_by_contents) obs.version = versions.Of(obs);
     std::vector<Action> actions = loop->Step(obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());
@@ -141,6 +143,9 @@ class BufferWorld {
   int target = 0;
   std::map<std::string, model::Node> nodes;
   std::map<std::string, model::Pod> pods;
+  // Each observation versioned by what it holds (observation_versions.h), so the loop may skip.
+  bool versioned_by_contents = testing::VersionsFromContents();
+  testing::ContentVersions versions;
   std::map<std::string, model::PodTemplate> templates;
   std::map<std::string, model::Deployment> deployments;
   std::map<std::string, model::CapacityBuffer> buffers;

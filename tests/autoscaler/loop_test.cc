@@ -3,12 +3,10 @@
 #include "autoscaler/loop.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <deque>
 #include <initializer_list>
 #include <map>
@@ -25,6 +23,7 @@
 #include "model/quantity.h"
 #include "planner/cluster.h"
 #include "planner/disruption.h"
+#include "tests/autoscaler/observation_versions.h"
 #include "tests/autoscaler/verifying_model.h"
 #include "tests/testing/values.h"
 
@@ -74,67 +73,6 @@ const Event* FindEvent(const std::vector<Action>& actions, std::string_view reas
     if (e != nullptr && EventReasonName(e->reason) == reason && e->object == object) return e;
   }
   return nullptr;
-}
-
-// What an observation holds, spelled out: two observations spelled alike are the same to the
-// loop. Every field a loop test changes between Steps is in it; DRA objects are not spelled out,
-// so an observation with any is spelled anew at every call (never taken for the one before).
-std::string Spell(const Observation& obs) {
-  std::string out;
-  auto time = [](const std::optional<Time>& t) {
-    return t ? std::to_string(t->time_since_epoch().count()) : std::string("-");
-  };
-  auto meta = [&](const model::ObjectMeta& m) {
-    out += fmt::format("{}/{} {} {} {} [{}] [{}]", m.namespace_, m.name, m.uid,
-                       time(m.creation_timestamp), time(m.deletion_timestamp),
-                       fmt::join(m.labels, ","), fmt::join(m.annotations, ","));
-    for (const model::OwnerReference& o : m.owner_references)
-      out += fmt::format(" {}:{}:{}:{}", o.kind, o.name, o.uid, o.controller);
-  };
-  for (const model::Node* n : obs.nodes) {
-    out += "\nnode ";
-    meta(n->meta);
-    out += fmt::format(" {} {} {} {} {}", n->unschedulable, n->ready, n->provider_id,
-                       n->capacity.ToString(), n->allocatable.ToString());
-    for (const model::Taint& t : n->taints)
-      out += fmt::format(" {}={}:{}", t.key, t.value, static_cast<int>(t.effect));
-  }
-  for (const model::Pod* p : obs.pods) {
-    out += "\npod ";
-    meta(p->meta);
-    out += fmt::format(" {} {} [{}] {} {} {} {} {} {} {} {}", p->node_name, p->scheduler_name,
-                       fmt::join(p->node_selector, ","), p->PriorityOrZero(),
-                       static_cast<int>(p->phase), p->unschedulable_condition, p->SchedulingGated(),
-                       time(p->start_time), p->requests.ToString(), p->nominated_node_name(),
-                       p->priority_class_name());
-    for (const model::Toleration& t : p->tolerations) {
-      out += fmt::format(" {}{}{}:{}", t.key, static_cast<int>(t.op), t.value,
-                         t.effect ? static_cast<int>(*t.effect) : -1);
-    }
-    out += fmt::format(" {} {} {} {}", p->affinity().node_required.has_value(),
-                       p->topology_spread_constraints().size(), p->resource_claims().size(),
-                       p->resource_claim_statuses().size());
-  }
-  for (const PoolObservation& po : obs.pools) {
-    out += fmt::format("\npool {} {} {} {} {}", po.pool, po.target, po.registered, po.stopped,
-                       po.stockout);
-  }
-  if (obs.dra != nullptr) {
-    static uint64_t calls = 0;
-    out += fmt::format("\ndra {}", ++calls);
-  }
-  return out;
-}
-
-// TIDEPOOL_LOOP_VERSIONS=1 (ctest's `autoscaler.versioned.` entries): the World versions every
-// observation by what it holds (Spell) unless the test sets `version` itself, so every loop test
-// also runs with the skip of unchanged Steps (LoopOptions::skip_unchanged) doing what it may.
-bool VersionsFromContents() {
-  static const bool on = [] {
-    const char* v = std::getenv("TIDEPOOL_LOOP_VERSIONS");
-    return v != nullptr && std::string_view(v) == "1";
-  }();
-  return on;
 }
 
 // A small cluster plus a fake provider and driver around one Autoscaler. Nodes and pods live in
@@ -230,14 +168,7 @@ class World {
       po.stockout_reason = po.stockout ? "SkuNotAvailable" : "";
       obs.pools.push_back(po);
     }
-    if (version == 0 && versioned_by_contents) {
-      std::string spelled = Spell(obs);
-      if (spelled != spelled_) {
-        spelled_ = std::move(spelled);
-        ++spelled_version_;
-      }
-      obs.version = spelled_version_;
-    }
+    if (version == 0 && versioned_by_contents) obs.version = versions.Of(obs);
     return obs;
   }
 
@@ -388,8 +319,9 @@ class World {
   // actions bump it), so the loop may skip unchanged Steps. 0: versioned by what it holds when
   // `versioned_by_contents`, else unversioned (every Step planned in full).
   uint64_t version = 0;
-  // Without a `version` of the test's own: each observation versioned by what it holds (Spell).
-  bool versioned_by_contents = VersionsFromContents();
+  // Without a `version` of the test's own: each observation versioned by what it holds
+  // (testing::Spell).
+  bool versioned_by_contents = testing::VersionsFromContents();
   std::map<std::string, model::Node> nodes;
   model::DraObjects dra;  // observed when not empty
   std::map<std::string, model::Pod> pods;
@@ -411,9 +343,7 @@ class World {
   std::set<std::string> model_pods;  // the pod keys the kept model holds (Resync)
   std::vector<std::string> deleted;  // Nodes deleted since, erased before the next Step
   Status status;
-  // VersionsFromContents: the last observation spelled out, and its version.
-  mutable std::string spelled_;
-  mutable uint64_t spelled_version_ = 0;
+  mutable testing::ContentVersions versions;  // for versioned_by_contents
 };
 
 // --- Batching ------------------------------------------------------------------------------

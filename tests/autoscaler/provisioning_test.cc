@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autoscaler/loop.h"
+#include "tests/autoscaler/observation_versions.h"
 #include "tests/autoscaler/verifying_model.h"
 #include "tests/testing/values.h"
 
@@ -127,6 +128,7 @@ class ProvWorld {
         po.stockout_reason = it->second;
       }
     }
+    if (versioned_by_contents) obs.version = versions.Of(obs);
     std::vector<Action> actions = loop->Step(obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());
@@ -173,6 +175,9 @@ class ProvWorld {
   std::map<std::string, Error> refuse;
   std::map<std::string, model::Node> nodes;
   std::map<std::string, model::Pod> pods;
+  // Each observation versioned by what it holds (observation_versions.h), so the loop may skip.
+  bool versioned_by_contents = testing::VersionsFromContents();
+  testing::ContentVersions versions;
   std::map<std::string, model::ProvisioningRequest> requests;
   std::map<std::string, model::PodTemplate> templates;
   std::optional<Autoscaler> loop;
