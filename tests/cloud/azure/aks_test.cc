@@ -19,7 +19,7 @@ using ::testing::Not;
 class AzureAksTest : public AzureTestBase {
  protected:
   void SetUp() override {
-    AzureTestBase::SetUp();
+    ASSERT_NO_FATAL_FAILURE(AzureTestBase::SetUp());
     fake_->AddManagedCluster("cluster1");
     fake_->AddAgentPool("cluster1", {.name = "gpu", .vm_size = "Standard_NC6s_v3", .count = 2});
     fake_->AddAgentPool(

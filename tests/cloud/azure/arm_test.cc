@@ -18,7 +18,7 @@ using ::testing::HasSubstr;
 class AzureArmTest : public AzureTestBase {
  protected:
   void SetUp() override {
-    AzureTestBase::SetUp();
+    ASSERT_NO_FATAL_FAILURE(AzureTestBase::SetUp());
     fake_->AddScaleSet({.name = "vmss-cpu", .sku = "Standard_D2_v2", .capacity = 2});
     fake_->AddScaleSet(
         {.name = "vmss-gpu-spot", .sku = "Standard_NC6s_v3", .capacity = 0, .spot = true});

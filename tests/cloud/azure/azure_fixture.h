@@ -45,7 +45,8 @@ inline model::Pool MakePool(const std::string& name, int max, bool spot = false,
 
 class AzureTestBase : public ::testing::Test {
  protected:
-  void SetUp() override { StartFake({}); }
+  // A fake that cannot start (examples missing) fails the test before its body dereferences it.
+  void SetUp() override { ASSERT_NO_FATAL_FAILURE(StartFake({})); }
 
   void StartFake(FakeArmOptions options) {
     fake_.reset();

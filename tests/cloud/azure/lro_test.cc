@@ -146,7 +146,7 @@ TEST(OperationResultOfTest, LocationStyleReadsTheHttpStatus) {
 class FollowOperationTest : public AzureTestBase {
  protected:
   void SetUp() override {
-    AzureTestBase::SetUp();
+    ASSERT_NO_FATAL_FAILURE(AzureTestBase::SetUp());
     fake_->AddScaleSet({.name = "vmss-cpu", .sku = "Standard_D2_v2", .capacity = 1});
     auto tokens = cloud::azure::MakeTokenSource(FakeAuth(), &http_, &clock_, ProviderOptions().env);
     ASSERT_TRUE(tokens.has_value()) << tokens.error().message();

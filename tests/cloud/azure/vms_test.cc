@@ -24,7 +24,7 @@ using ::testing::HasSubstr;
 class AzureVmsTest : public AzureVmsTestBase {
  protected:
   void SetUp() override {
-    AzureVmsTestBase::SetUp();
+    ASSERT_NO_FATAL_FAILURE(AzureVmsTestBase::SetUp());
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("tidepool-vms-" +
             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));

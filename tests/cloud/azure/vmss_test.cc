@@ -21,7 +21,7 @@ class AzureVmssTest : public AzureTestBase {};
 TEST_F(AzureVmssTest, RefreshReportsCapacityAndInstancesAcrossPages) {
   FakeArmOptions o;
   o.page_size = 2;  // 5 instances: three pages, two nextLinks
-  StartFake(o);
+  ASSERT_NO_FATAL_FAILURE(StartFake(o));
   fake_->AddScaleSet({.name = "k8s-agentpool1-12345678-vmss", .capacity = 5});
   auto p = Make(VmssConfig({MakePool("cpupool", 10, false, "Standard_D2_v2")},
                            {{"scaleSets.cpupool", "k8s-agentpool1-12345678-vmss"}}));
