@@ -108,7 +108,7 @@ class BufferWorld {
         {.pool = "gpu", .target = target, .registered = static_cast<int>(nodes.size())});
     std::unique_ptr<sched::ClusterModel> model = testing::VerifyingModel(obs);
     obs.model = model.get();
-    if (versioned_by_contents) obs.version = versions.Of(obs);
+    obs.version = versions.Of(obs);
     std::vector<Action> actions = loop->Step(obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());
@@ -143,8 +143,7 @@ class BufferWorld {
   int target = 0;
   std::map<std::string, model::Node> nodes;
   std::map<std::string, model::Pod> pods;
-  // Each observation versioned by what it holds (observation_versions.h), so the loop may skip.
-  bool versioned_by_contents = testing::VersionsFromContents();
+  // Each observation versioned by what it holds when on (observation_versions.h).
   testing::ContentVersions versions;
   std::map<std::string, model::PodTemplate> templates;
   std::map<std::string, model::Deployment> deployments;

@@ -168,7 +168,7 @@ class World {
       po.stockout_reason = po.stockout ? "SkuNotAvailable" : "";
       obs.pools.push_back(po);
     }
-    if (version == 0 && versioned_by_contents) obs.version = versions.Of(obs);
+    if (version == 0) obs.version = versions.Of(obs);
     return obs;
   }
 
@@ -317,11 +317,8 @@ class World {
   Time now;
   // Observation::version. A test that sets it bumps it whenever it changes the world (carried
   // actions bump it), so the loop may skip unchanged Steps. 0: versioned by what it holds when
-  // `versioned_by_contents`, else unversioned (every Step planned in full).
+  // `versions.on`, else unversioned (every Step planned in full).
   uint64_t version = 0;
-  // Without a `version` of the test's own: each observation versioned by what it holds
-  // (testing::Spell).
-  bool versioned_by_contents = testing::VersionsFromContents();
   std::map<std::string, model::Node> nodes;
   model::DraObjects dra;  // observed when not empty
   std::map<std::string, model::Pod> pods;
@@ -343,7 +340,8 @@ class World {
   std::set<std::string> model_pods;  // the pod keys the kept model holds (Resync)
   std::vector<std::string> deleted;  // Nodes deleted since, erased before the next Step
   Status status;
-  mutable testing::ContentVersions versions;  // for versioned_by_contents
+  // Without a `version` of the test's own: each observation versioned by what it holds when on.
+  mutable testing::ContentVersions versions;
 };
 
 // --- Batching ------------------------------------------------------------------------------
@@ -1538,7 +1536,7 @@ struct ScenarioRun {
 
 ScenarioRun RunScenario(bool versioned_by_contents = false) {
   World w;
-  w.versioned_by_contents = versioned_by_contents;
+  w.versions.on = versioned_by_contents;
   const Time t0 = w.now;
   w.AddGpuPools();
   w.AddPool("cpu", 0, {{"cpu", "4"}, {"memory", "16Gi"}, {"pods", "110"}});

@@ -128,7 +128,7 @@ class ProvWorld {
         po.stockout_reason = it->second;
       }
     }
-    if (versioned_by_contents) obs.version = versions.Of(obs);
+    obs.version = versions.Of(obs);
     std::vector<Action> actions = loop->Step(obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());
@@ -175,8 +175,7 @@ class ProvWorld {
   std::map<std::string, Error> refuse;
   std::map<std::string, model::Node> nodes;
   std::map<std::string, model::Pod> pods;
-  // Each observation versioned by what it holds (observation_versions.h), so the loop may skip.
-  bool versioned_by_contents = testing::VersionsFromContents();
+  // Each observation versioned by what it holds when on (observation_versions.h).
   testing::ContentVersions versions;
   std::map<std::string, model::ProvisioningRequest> requests;
   std::map<std::string, model::PodTemplate> templates;
