@@ -75,6 +75,37 @@ TEST(InformerCache, ChangesWithNoReaderAreMadeInPlace) {
 
 // Random sets, erases and relists against a std::map, with lists taken and kept at random: the
 // cache's list is the map's values at every step, and every kept list is what it was.
+// The count of changes moves with every change to the list and with nothing else: a relist
+// (Replace) that brings the same objects back leaves it, so a reader's version stays.
+TEST(InformerCache, CountsEveryChangeOfTheListAndNothingElse) {
+  InformerCache c;
+  EXPECT_EQ(c.changes(), 0u);
+  c.Set("a", Value(1, "1"));
+  c.Set("b", Value(2, "2"));
+  EXPECT_EQ(c.changes(), 2u);
+  c.Set("a", Value(3, "3"));
+  EXPECT_EQ(c.changes(), 3u);
+  EXPECT_FALSE(c.Erase("missing"));
+  EXPECT_EQ(c.changes(), 3u);
+  EXPECT_TRUE(c.Erase("b"));
+  EXPECT_EQ(c.changes(), 4u);
+  // A relist that found nothing new hands back the objects it holds.
+  std::map<std::string, Item> same{{"a", *c.Find("a")}};
+  c.Replace(same);
+  EXPECT_EQ(c.changes(), 4u);
+  // The same key with another object, another key, one key fewer: each a change.
+  c.Replace({{"a", Value(3, "3")}});
+  EXPECT_EQ(c.changes(), 5u);
+  c.Replace({{"a", *c.Find("a")}, {"c", Value(4, "4")}});
+  EXPECT_EQ(c.changes(), 6u);
+  c.Replace({{"c", *c.Find("c")}});
+  EXPECT_EQ(c.changes(), 7u);
+  c.Replace({});
+  EXPECT_EQ(c.changes(), 8u);
+  c.Replace({});
+  EXPECT_EQ(c.changes(), 8u);
+}
+
 TEST(InformerCache, RandomChangesKeepTheListAndEveryHeldOne) {
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));

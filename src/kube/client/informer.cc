@@ -118,17 +118,24 @@ void InformerBase::ResumeFromForTesting(const std::string& resource_version) {
   cancel_watch_ = true;
 }
 
-std::vector<InformerBase::Decoded> InformerBase::SnapshotErased() const {
+std::vector<InformerBase::Decoded> InformerBase::SnapshotErased(uint64_t* changes) const {
   std::lock_guard lock(mu_);
+  if (changes != nullptr) *changes = cache_.changes();
   std::vector<Decoded> out;
   out.reserve(cache_.size());
   for (const auto& [key, item] : cache_.items()) out.push_back(item.value);
   return out;
 }
 
-std::shared_ptr<const InformerCache::Items> InformerBase::ListErased() const {
+std::shared_ptr<const InformerCache::Items> InformerBase::ListErased(uint64_t* changes) const {
   std::lock_guard lock(mu_);
+  if (changes != nullptr) *changes = cache_.changes();
   return cache_.List();
+}
+
+uint64_t InformerBase::Changes() const {
+  std::lock_guard lock(mu_);
+  return cache_.changes();
 }
 
 InformerBase::Decoded InformerBase::GetErased(const std::string& key) const {

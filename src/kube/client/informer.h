@@ -101,6 +101,9 @@ class InformerBase {
   std::string ResourceVersion() const;
   InformerStats Stats() const;
   size_t Size() const;
+  // How many times the cache changed (InformerCache::changes): it moves with every add, change
+  // and delete, and with a relist only when the relist found one.
+  uint64_t Changes() const;
   const InformerOptions& options() const { return options_; }
 
   // For tests: cuts the open watch stream (as a network failure would); the informer resumes
@@ -111,8 +114,10 @@ class InformerBase {
   void ResumeFromForTesting(const std::string& resource_version);
 
  protected:
-  std::vector<Decoded> SnapshotErased() const;
-  std::shared_ptr<const InformerCache::Items> ListErased() const;
+  // `changes`, when given, gets the cache's count of changes (InformerCache::changes) read with
+  // the objects, under the same lock.
+  std::vector<Decoded> SnapshotErased(uint64_t* changes = nullptr) const;
+  std::shared_ptr<const InformerCache::Items> ListErased(uint64_t* changes = nullptr) const;
   Decoded GetErased(const std::string& key) const;
 
  private:
@@ -158,6 +163,14 @@ class InformerBase {
   uint64_t seed_;
 };
 
+// A read of an informer's cache with its count of changes at that instant: two reads of one
+// informer with the same count hold the same objects.
+template <typename L>
+struct Counted {
+  L items;
+  uint64_t changes = 0;
+};
+
 // An informer whose cache holds decoded T values (model::Pod, model::Node, ... or the raw
 // nlohmann::json). An object that fails to decode is logged with its name and the reason,
 // counted in Stats().decode_errors and left out of the cache (a stale version is removed); the
@@ -186,6 +199,19 @@ class Informer : public InformerBase {
   }
   // The same in O(1): the cache's own list, shared until the next change after this call.
   SharedList<T> List() const { return SharedList<T>(ListErased()); }
+  // Snapshot() and List() with the count of changes they reflect.
+  Counted<std::vector<std::shared_ptr<const T>>> CountedSnapshot() const {
+    Counted<std::vector<std::shared_ptr<const T>>> out;
+    auto erased = SnapshotErased(&out.changes);
+    out.items.reserve(erased.size());
+    for (auto& v : erased) out.items.push_back(std::static_pointer_cast<const T>(std::move(v)));
+    return out;
+  }
+  Counted<SharedList<T>> CountedList() const {
+    Counted<SharedList<T>> out;
+    out.items = SharedList<T>(ListErased(&out.changes));
+    return out;
+  }
   // The object with this key ("namespace/name" or "name"), or null.
   std::shared_ptr<const T> Get(const std::string& key) const {
     return std::static_pointer_cast<const T>(GetErased(key));

@@ -37,6 +37,7 @@ size_t InformerCache::Position(const std::string& key) const {
 
 bool InformerCache::Set(const std::string& key, Item item) {
   Decoded value = item.value;
+  ++changes_;
   auto [it, inserted] = items_.insert_or_assign(key, std::move(item));
   const size_t at = Position(key);
   Items& list = Writable();
@@ -52,6 +53,7 @@ bool InformerCache::Set(const std::string& key, Item item) {
 bool InformerCache::Erase(const std::string& key) {
   auto it = items_.find(key);
   if (it == items_.end()) return false;
+  ++changes_;
   const auto at = static_cast<std::ptrdiff_t>(Position(key));
   Items& list = Writable();
   order_.erase(order_.begin() + at);
@@ -61,6 +63,10 @@ bool InformerCache::Erase(const std::string& key) {
 }
 
 void InformerCache::Replace(std::map<std::string, Item> items) {
+  auto same = [](const auto& a, const auto& b) {
+    return a.first == b.first && a.second.value == b.second.value;
+  };
+  if (!std::equal(items.begin(), items.end(), items_.begin(), items_.end(), same)) ++changes_;
   items_ = std::move(items);
   order_.clear();
   order_.reserve(items_.size());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +33,10 @@ class InformerCache {
   // The values in key order. The list handed out never changes: a change made while a reader
   // holds it goes to a copy (one copy per batch of changes between two reads).
   std::shared_ptr<const Items> List() const;
+  // How many times the list changed: every Set, every Erase that found its key and every Replace
+  // that brought another key or another value object. Two reads with the same count read the
+  // same list (the count never goes back).
+  uint64_t changes() const { return changes_; }
 
  private:
   // The values with a count of the lists handed out and not yet dropped. A reader drops its
@@ -51,6 +56,7 @@ class InformerCache {
   // key order; list_ is what readers share.
   std::vector<const std::string*> order_;
   std::shared_ptr<Shared> list_ = std::make_shared<Shared>();
+  uint64_t changes_ = 0;
 };
 
 }  // namespace tidepool::kube

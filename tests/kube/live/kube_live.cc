@@ -216,6 +216,19 @@ TEST_F(LiveTest, InformerResumesAfterACutAndRelistsAfterGone) {
   EXPECT_TRUE(has("after-cut"));
   EXPECT_EQ(informer.Stats().lists, 2u);
 
+  // A relist that finds the objects the cache holds leaves its count of changes (a reader's view
+  // keeps its version); the next change moves it.
+  uint64_t count = informer.Changes();
+  informer.ResumeFromForTesting(old_rv);
+  ASSERT_TRUE(WaitFor([&] { return informer.Stats().relists >= 2; }));
+  EXPECT_EQ(informer.Changes(), count);
+  auto counted = informer.CountedSnapshot();
+  EXPECT_EQ(counted.changes, count);
+  EXPECT_EQ(counted.items.size(), informer.Size());
+  ASSERT_TRUE(client_->Create(Events(), Event("after-relist", "1")));
+  ASSERT_TRUE(WaitFor([&] { return has("after-relist"); }));
+  EXPECT_EQ(informer.Changes(), count + 1);
+
   // Snapshot agrees with a fresh list (minus the undecodable objects).
   auto all = client_->ListAll(Events());
   ASSERT_TRUE(all);
