@@ -22,6 +22,8 @@ struct PoolSize {
   // Stopped (deallocated) machines kept for a fast restart (pools[].scaleDown.mode deallocate),
   // counted in neither `target` nor `instances`. Always 0 for other pools.
   int stopped = 0;
+
+  bool operator==(const PoolSize&) const = default;
 };
 
 // Contract:
@@ -38,7 +40,9 @@ struct PoolSize {
 //    target by one (Cluster Autoscaler's NodeGroup.DeleteNodes); a machine already gone is
 //    success.
 //  - PoolOf maps a Node to its pool from provider data (providerID, instance tags): "" when
-//    the node is not one of this provider's pools.
+//    the node is not one of this provider's pools. It answers from what Refresh and the provider's
+//    own calls read, never from background work of its own: the controller, which refreshes after
+//    its calls, versions its observations by that (controller/provider_epoch.h).
 //  - Errors carry the provider's words (HTTP status, ARM error code); transient ones are
 //    kUnavailable or kThrottled. kConflict: the provider's state changed under the call (another
 //    writer) and nothing was changed; the caller looks again (Refresh) before retrying. The

@@ -160,6 +160,7 @@ std::optional<std::vector<cloud::PoolSize>> Controller::ProviderView(PassReport&
   if (!sizes_ || now - sizes_at_ >= config_.scan_interval) {
     sizes_ = RefreshProvider(report, now);
     sizes_at_ = now;
+    refreshed_ = sizes_.has_value();
   }
   return sizes_;
 }
@@ -182,6 +183,8 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
     obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason, s.stopped});
   }
   obs.provider_pool_of = [this](const model::Node& n) { return provider_.PoolOf(n); };
+  // Both parts only grow: the same sum means the same view and the same provider answers.
+  if (view.version != 0) obs.version = view.version + provider_epoch_.value();
   return obs;
 }
 
@@ -191,8 +194,10 @@ PassReport Controller::RunOnce(Time now) {
   if (!MayAct(report, now)) return Finish(report);
   ClusterView view = reader_.Snapshot();
   sched::ClusterModel* model = reader_.SyncModel(view);  // the view's nodes and pods, exactly
+  refreshed_ = false;
   auto sizes = ProviderView(report, now);
   if (!sizes) return Finish(report);
+  if (refreshed_) provider_epoch_.Refreshed(*sizes, view, provider_);
   if (!loop_) {
     spdlog::info("acting as leader: rebuilding state from the cluster and the provider");
     loop_ = std::make_unique<autoscaler::Autoscaler>(config_, options_.loop);
@@ -200,8 +205,11 @@ PassReport Controller::RunOnce(Time now) {
   }
   autoscaler::Observation obs = Observe(view, *sizes);
   obs.model = model;
+  const uint64_t skipped_before = loop_->skipped_steps();
   report.actions = loop_->Step(obs, now);
   report.acted = true;
+  report.unchanged = loop_->skipped_steps() != skipped_before;
+  if (report.unchanged && options_.metrics != nullptr) options_.metrics->RecordUnchangedStep();
   Act(report, obs);
   // What tidepool asked of the provider (or any action, or a lost lead) is read back next pass.
   if (!report.actions.empty() || !loop_) sizes_.reset();

@@ -15,6 +15,7 @@
 #include "base/time.h"
 #include "cloud/provider.h"
 #include "controller/ports.h"
+#include "controller/provider_epoch.h"
 #include "model/pool.h"
 #include "ops/tidepool_metrics.h"
 
@@ -59,6 +60,9 @@ struct PassReport {
   SkipReason skip = SkipReason::kNone;
   std::string skipped_because;  // the same in words, with the provider's error
   std::vector<autoscaler::Action> actions;
+  // The loop skipped its Step: nothing it reads (the view's objects, the provider's pool sizes and
+  // node mapping) changed since a Step that decided nothing, and no timer is due.
+  bool unchanged = false;
   Duration duration{};
 };
 
@@ -97,6 +101,8 @@ class Controller {
   // changed it, or once it is a scan interval old; otherwise the one kept. A pass woken by a pod
   // event that only opens a batch window so touches no API.
   std::optional<std::vector<cloud::PoolSize>> ProviderView(PassReport& report, Time now);
+  // The observation of the view and the provider's sizes, versioned by both (unversioned when
+  // the view is).
   autoscaler::Observation Observe(const ClusterView& view,
                                   const std::vector<cloud::PoolSize>& sizes) const;
   // Carries out the actions through the actuator, checking leadership before each.
@@ -119,6 +125,8 @@ class Controller {
   Duration refresh_backoff_{};
   std::optional<std::vector<cloud::PoolSize>> sizes_;  // the provider's last answer
   Time sizes_at_{};
+  bool refreshed_ = false;  // sizes_ was read in this pass
+  ProviderEpoch provider_epoch_;
   std::string last_status_text_;
   std::optional<Time> last_status_write_;
   std::string last_warm_state_;

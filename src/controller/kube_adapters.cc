@@ -54,10 +54,7 @@ InformerClusterReader::InformerClusterReader(kube::ApiClient& client, kube::Info
   deployments_->SetChangeCallback([this](kube::ChangeType, const std::string&) { Changed(false); });
   // A new slice or a freed claim can make a pending pod fit: worth a pass soon. The next
   // Snapshot copies the DRA objects again.
-  auto dra_changed = [this](kube::ChangeType, const std::string&) {
-    dra_changes_.fetch_add(1);
-    Changed(false);
-  };
+  auto dra_changed = [this](kube::ChangeType, const std::string&) { Changed(false); };
   device_classes_->SetChangeCallback(dra_changed);
   claims_->SetChangeCallback(dra_changed);
   claim_templates_->SetChangeCallback(dra_changed);
@@ -104,34 +101,59 @@ bool InformerClusterReader::HasSynced() const {
          claim_templates_->HasSynced() && slices_->HasSynced();
 }
 
+namespace {
+
+// Adds a counted read's count to `version` and hands over its objects.
+template <typename L>
+L Take(kube::Counted<L> read, uint64_t& version) {
+  version += read.changes;
+  return std::move(read.items);
+}
+
+}  // namespace
+
 ClusterView InformerClusterReader::Snapshot() const {
+  // The version is 1 + the sum of every cache's count of changes, each read with its objects:
+  // the counts never go back, so a later view with the same sum has every count, and so every
+  // list, the same.
+  uint64_t version = 1;
   ClusterView v;
-  v.nodes = nodes_->List();
-  v.pods = pods_->List();
-  v.pdbs = pdbs_->Snapshot();
-  v.daemon_sets = daemon_sets_->Snapshot();
-  v.provisioning_requests = provisioning_requests_->Snapshot();
-  v.pod_templates = pod_templates_->Snapshot();
-  v.capacity_buffers = capacity_buffers_->Snapshot();
-  // Deployments matter only to a buffer's scalableRef: no copy of every one on every pass.
-  if (!v.capacity_buffers.empty()) v.deployments = deployments_->Snapshot();
-  v.dra = DraSnapshot();
+  v.nodes = Take(nodes_->CountedList(), version);
+  v.pods = Take(pods_->CountedList(), version);
+  v.pdbs = Take(pdbs_->CountedSnapshot(), version);
+  v.daemon_sets = Take(daemon_sets_->CountedSnapshot(), version);
+  v.provisioning_requests = Take(provisioning_requests_->CountedSnapshot(), version);
+  v.pod_templates = Take(pod_templates_->CountedSnapshot(), version);
+  v.capacity_buffers = Take(capacity_buffers_->CountedSnapshot(), version);
+  // Deployments matter only to a buffer's scalableRef: no copy of every one on every pass. Their
+  // changes count either way (a version may move with nothing in the view changed; never the
+  // other way round).
+  if (!v.capacity_buffers.empty()) {
+    v.deployments = Take(deployments_->CountedSnapshot(), version);
+  } else {
+    version += deployments_->Changes();
+  }
+  v.dra = Take(DraSnapshot(), version);
+  v.version = version;
   return v;
 }
 
-std::shared_ptr<const model::DraObjects> InformerClusterReader::DraSnapshot() const {
-  // The counter is read before the caches: a change applied after this read bumps it again, so
-  // a copy that may have missed the change is not reused.
-  uint64_t version = dra_changes_.load();
+kube::Counted<std::shared_ptr<const model::DraObjects>> InformerClusterReader::DraSnapshot() const {
   std::lock_guard lock(dra_mu_);
-  if (dra_version_ == version) return dra_;
+  uint64_t now = device_classes_->Changes() + claims_->Changes() + claim_templates_->Changes() +
+                 slices_->Changes();
+  // The copy's counts were read before these: the same sum means the same counts.
+  if (now == dra_.changes) return dra_;
   auto dra = std::make_shared<model::DraObjects>();
-  for (const auto& x : device_classes_->Snapshot()) dra->device_classes.push_back(*x);
-  for (const auto& x : claims_->Snapshot()) dra->claims.push_back(*x);
-  for (const auto& x : claim_templates_->Snapshot()) dra->claim_templates.push_back(*x);
-  for (const auto& x : slices_->Snapshot()) dra->slices.push_back(*x);
-  dra_ = dra->empty() ? nullptr : std::move(dra);
-  dra_version_ = version;
+  uint64_t changes = 0;
+  for (const auto& x : Take(device_classes_->CountedSnapshot(), changes))
+    dra->device_classes.push_back(*x);
+  for (const auto& x : Take(claims_->CountedSnapshot(), changes)) dra->claims.push_back(*x);
+  for (const auto& x : Take(claim_templates_->CountedSnapshot(), changes))
+    dra->claim_templates.push_back(*x);
+  for (const auto& x : Take(slices_->CountedSnapshot(), changes)) dra->slices.push_back(*x);
+  dra_.items = dra->empty() ? nullptr : std::move(dra);
+  dra_.changes = changes;
   return dra_;
 }
 

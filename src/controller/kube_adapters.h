@@ -44,7 +44,8 @@ class InformerClusterReader final : public ClusterReader {
 
  private:
   void Changed(bool urgent);
-  std::shared_ptr<const model::DraObjects> DraSnapshot() const;
+  // The DRA objects with the sum of their informers' counts of changes they reflect.
+  kube::Counted<std::shared_ptr<const model::DraObjects>> DraSnapshot() const;
 
   std::unique_ptr<kube::PodInformer> pods_;
   std::unique_ptr<kube::NodeInformer> nodes_;
@@ -60,11 +61,9 @@ class InformerClusterReader final : public ClusterReader {
   std::unique_ptr<kube::ResourceSliceInformer> slices_;
   std::unique_ptr<ModelFeed> model_;  // null with ModelUse::kOff
   // The DRA objects as one value, copied from their informers only after one of them changed
-  // (dra_changes_ counts the changes); passes in between share the copy.
-  std::atomic<uint64_t> dra_changes_{0};
+  // (their counts of changes moved); passes in between share the copy. Guarded by dra_mu_.
   mutable std::mutex dra_mu_;
-  mutable uint64_t dra_version_ = UINT64_MAX;             // guarded by dra_mu_
-  mutable std::shared_ptr<const model::DraObjects> dra_;  // guarded by dra_mu_
+  mutable kube::Counted<std::shared_ptr<const model::DraObjects>> dra_{nullptr, UINT64_MAX};
   std::mutex mu_;
   std::function<void(bool)> on_change_;
 };

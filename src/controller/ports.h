@@ -40,6 +40,11 @@ struct ClusterView {
   // Dynamic Resource Allocation objects as one value (a reader may share it between reads while
   // none of them changes); null when the reader has none (docs/dra.md).
   std::shared_ptr<const model::DraObjects> dra;
+  // A count of the changes the reader's caches took, read with the objects: two views of one
+  // reader with the same nonzero version hold the same objects in every list above (the version
+  // may move with nothing changed, never stay with something changed). 0: unknown. The loop
+  // skips planning that cannot decide anything new on it (autoscaler::Observation::version).
+  uint64_t version = 0;
 };
 
 // Whether a reader keeps a cluster model (ClusterReader::SyncModel).

@@ -156,6 +156,10 @@ void TidepoolMetrics::AddRequestMetrics(Registry& r) {
   loop_duration_ = r.AddHistogram("tidepool_loop_duration_seconds",
                                   "Duration of one decision loop step, observation to actions.", {},
                                   DurationBuckets());
+  unchanged_steps_ = r.AddCounter("tidepool_loop_unchanged_steps_total",
+                                  "Loop steps skipped: nothing they read changed since a step "
+                                  "that decided nothing.",
+                                  {});
   planning_duration_ = r.AddHistogram("tidepool_planning_duration_seconds",
                                       "Duration of one planning pass, by phase (scale_up, "
                                       "scale_down).",
@@ -275,6 +279,8 @@ void TidepoolMetrics::RecordProvisioning(std::string_view cls, std::string_view 
 }
 
 void TidepoolMetrics::ObserveLoopDuration(double seconds) { loop_duration_->Observe({}, seconds); }
+
+void TidepoolMetrics::RecordUnchangedStep() { unchanged_steps_->Inc({}); }
 
 void TidepoolMetrics::ObservePlanningDuration(std::string_view phase, double seconds) {
   planning_duration_->Observe({phase}, seconds);

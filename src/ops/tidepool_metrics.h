@@ -57,6 +57,7 @@ EvictionResult EvictionResultOf(const Result<void>& result);
 //   tidepool_evictions_total{result}
 //   tidepool_provisioning_requests_total{class,outcome}
 //   tidepool_loop_duration_seconds                            histogram
+//   tidepool_loop_unchanged_steps_total                       counter
 //   tidepool_planning_duration_seconds{phase}                 histogram, scale_up | scale_down
 //   tidepool_kube_api_requests_total{verb,resource,code}
 //   tidepool_kube_api_errors_total{verb,resource,code}
@@ -95,6 +96,8 @@ class TidepoolMetrics {
   void RecordProvisioning(std::string_view cls, std::string_view outcome);
 
   void ObserveLoopDuration(double seconds);
+  // A loop step skipped: nothing it reads changed since a step that decided nothing.
+  void RecordUnchangedStep();
   // `phase`: "scale_up" or "scale_down".
   void ObservePlanningDuration(std::string_view phase, double seconds);
 
@@ -148,6 +151,7 @@ class TidepoolMetrics {
   Counter* consolidation_savings_;
   Counter* consolidation_replacements_;
   Histogram* loop_duration_;
+  Counter* unchanged_steps_;
   Histogram* planning_duration_;
   Counter* kube_requests_;
   Counter* kube_errors_;

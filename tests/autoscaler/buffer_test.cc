@@ -12,8 +12,8 @@
 #include "autoscaler/buffers.h"
 #include "autoscaler/loop.h"
 #include "model/capacity_buffer.h"
-#include "tests/autoscaler/observation_versions.h"
 #include "tests/autoscaler/verifying_model.h"
+#include "tests/testing/observation_versions.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {

@@ -23,8 +23,8 @@
 #include "model/quantity.h"
 #include "planner/cluster.h"
 #include "planner/disruption.h"
-#include "tests/autoscaler/observation_versions.h"
 #include "tests/autoscaler/verifying_model.h"
+#include "tests/testing/observation_versions.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "autoscaler/loop.h"
-#include "tests/autoscaler/observation_versions.h"
 #include "tests/autoscaler/verifying_model.h"
+#include "tests/testing/observation_versions.h"
 #include "tests/testing/values.h"
 
 namespace tidepool::autoscaler {

@@ -13,6 +13,7 @@
 #include "kube/codec/objects.h"
 #include "kube/config/autoscaler_config.h"
 #include "planner/cluster.h"
+#include "tests/testing/observation_versions.h"
 
 namespace tidepool::controller {
 namespace {
@@ -39,7 +40,17 @@ class FakeReader : public ClusterReader {
     for (const auto& [_, t] : templates) {
       v.pod_templates.push_back(std::make_shared<model::PodTemplate>(t));
     }
+    v.version = Version(v);
     return v;
+  }
+  // The view's version by what it holds when `versions.on` (observation_versions.h), else 0.
+  uint64_t Version(const ClusterView& v) const {
+    autoscaler::Observation obs;
+    for (const model::Node& n : v.nodes) obs.nodes.push_back(&n);
+    for (const model::Pod& p : v.pods) obs.pods.push_back(&p);
+    for (const auto& r : v.provisioning_requests) obs.provisioning_requests.push_back(r.get());
+    for (const auto& t : v.pod_templates) obs.pod_templates.push_back(t.get());
+    return versions.Of(obs);
   }
   void SetOnChange(std::function<void(bool)> f) override { on_change = std::move(f); }
   sched::ClusterModel* SyncModel(const ClusterView& view) override {
@@ -74,6 +85,7 @@ class FakeReader : public ClusterReader {
   std::function<void(bool)> on_change;
   std::unique_ptr<ModelFeed> feed;
   mutable std::vector<std::string> reads;  // "snapshot" and "model", in call order
+  mutable autoscaler::testing::ContentVersions versions;
 };
 
 class FakeWriter : public ClusterWriter {
@@ -170,11 +182,15 @@ class FakeProvider : public cloud::CloudProvider {
     targets[pool] -= 1;
     return {};
   }
-  std::string PoolOf(const model::Node&) const override { return ""; }
+  std::string PoolOf(const model::Node& node) const override {
+    auto it = pool_of.find(node.name());
+    return it == pool_of.end() ? "" : it->second;
+  }
 
   std::map<std::string, int> targets;
   std::optional<Error> refresh_error;
   std::map<std::string, Error> increase_errors;  // pools whose increases fail so
+  std::map<std::string, std::string> pool_of;    // PoolOf by node name ("" for the others)
   std::atomic<int> refreshes = 0;
   std::vector<std::string> calls;
 };
@@ -303,6 +319,83 @@ TEST_F(ControllerTest, ProviderIsReadOnTheScanIntervalAndAfterActionsOnly) {
   clock_.Advance(config_.scan_interval);
   c->RunOnce(clock_.Now());
   EXPECT_EQ(provider_.refreshes, before + 1);
+}
+
+// With versioned views, a pass that sees the view and the provider's answers of a pass that decided
+// nothing skips the loop's Step (PassReport::unchanged); any change in either ends that.
+class ControllerQuietTest : public ControllerTest {
+ protected:
+  void SetUp() override {
+    ControllerTest::SetUp();
+    reader_.versions.on = true;
+    c_ = Make();
+    // The pending GPU pod: the batch opens, then the pool grows and is read back.
+    c_->RunOnce(clock_.Now());
+    clock_.Advance(std::chrono::seconds(2));
+    c_->RunOnce(clock_.Now());
+    ASSERT_EQ(provider_.calls.size(), 1u);
+  }
+  // Passes a scan interval apart (each reads the provider) until one is skipped; how many ran.
+  int PassesUntilQuiet(int at_most = 10) {
+    for (int i = 1; i <= at_most; ++i) {
+      clock_.Advance(config_.scan_interval);
+      PassReport r = c_->RunOnce(clock_.Now());
+      EXPECT_TRUE(r.acted);
+      if (r.unchanged) return i;
+    }
+    return at_most + 1;
+  }
+  PassReport Pass() {
+    clock_.Advance(config_.scan_interval);
+    return c_->RunOnce(clock_.Now());
+  }
+
+  std::unique_ptr<Controller> c_;
+};
+
+TEST_F(ControllerQuietTest, AnUnchangedClusterSkipsTheStepAndDecidesNothingNew) {
+  ASSERT_LE(PassesUntilQuiet(), 3);
+  int refreshes = provider_.refreshes;
+  for (int i = 0; i < 5; ++i) {
+    PassReport r = Pass();
+    EXPECT_TRUE(r.unchanged) << "pass " << i;
+    EXPECT_THAT(r.actions, IsEmpty());
+  }
+  EXPECT_EQ(provider_.refreshes, refreshes + 5) << "skipped passes still read the provider";
+  EXPECT_EQ(provider_.calls.size(), 1u);
+}
+
+TEST_F(ControllerQuietTest, WithoutVersionsNoPassIsSkipped) {
+  reader_.versions.on = false;
+  for (int i = 0; i < 6; ++i) EXPECT_FALSE(Pass().unchanged) << "pass " << i;
+}
+
+TEST_F(ControllerQuietTest, ANewPendingPodEndsTheQuiet) {
+  ASSERT_LE(PassesUntilQuiet(), 3);
+  model::Pod pod = reader_.pods.at("default/tensorflow-5d9f8b7c6d-k4lmn");
+  pod.meta.name = "tensorflow-2";
+  pod.meta.uid = "uid-tensorflow-2";
+  reader_.pods[pod.meta.Key()] = pod;
+  PassReport r = Pass();
+  EXPECT_FALSE(r.unchanged);
+  clock_.Advance(std::chrono::seconds(2));
+  c_->RunOnce(clock_.Now());
+  ASSERT_EQ(provider_.calls.size(), 2u);
+  EXPECT_THAT(provider_.calls[1], HasSubstr("increase gpupool"));
+}
+
+TEST_F(ControllerQuietTest, APoolResizedOutsideTidepoolEndsTheQuiet) {
+  ASSERT_LE(PassesUntilQuiet(), 3);
+  provider_.targets["cpupool"] += 1;  // someone else asked the cloud for a node
+  EXPECT_FALSE(Pass().unchanged);
+  EXPECT_LE(PassesUntilQuiet(), 3) << "the same new sizes again are quiet again";
+}
+
+TEST_F(ControllerQuietTest, ANodeTheProviderMapsElsewhereEndsTheQuiet) {
+  ASSERT_LE(PassesUntilQuiet(), 3);
+  provider_.pool_of[reader_.nodes.begin()->first] = "cpupool";
+  EXPECT_FALSE(Pass().unchanged);
+  EXPECT_LE(PassesUntilQuiet(), 3);
 }
 
 // A ProvisioningRequest read by the cluster reader reaches the loop: it is accepted, its pods

@@ -173,6 +173,8 @@ TEST(TidepoolMetricsTest, CountersAndHistograms) {
   m.RecordEviction(EvictionResultOf(Fail(Error::Code::kNotFound, "gone")));
   m.RecordEviction(EvictionResultOf(Fail(Error::Code::kUnavailable, "503")));
   m.ObserveLoopDuration(0.02);
+  m.RecordUnchangedStep();
+  m.RecordUnchangedStep();
   m.ObservePlanningDuration("scale_up", 0.004);
   m.RecordKubeRequest("patch", "nodes", 200, 0.01);
   m.RecordKubeRequest("create", "pods/eviction", 429, 0.01);
@@ -209,6 +211,7 @@ TEST(TidepoolMetricsTest, CountersAndHistograms) {
     EXPECT_EQ(p.Value("tidepool_evictions_total", {{"result", result}}), 1) << result;
   }
   EXPECT_EQ(p.Value("tidepool_loop_duration_seconds_count"), 1);
+  EXPECT_EQ(p.Value("tidepool_loop_unchanged_steps_total"), 2);
   EXPECT_EQ(p.Value("tidepool_loop_duration_seconds_bucket", {{"le", "0.025"}}), 1);
   EXPECT_EQ(p.Value("tidepool_loop_duration_seconds_bucket", {{"le", "0.01"}}), 0);
   EXPECT_EQ(p.Value("tidepool_planning_duration_seconds_count", {{"phase", "scale_up"}}), 1);

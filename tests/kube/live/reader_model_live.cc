@@ -4,6 +4,8 @@
 // node), and a model fed while no pass read it catches up in one Sync.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <string>
@@ -144,6 +146,63 @@ TEST_F(ReaderModelTest, ModelMatchesAFreshListThroughCutsRelistsAndRestarts) {
   }));
   ASSERT_TRUE(Matches(reader)) << "after changes no pass read";
   restarted.Stop();
+  reader.Stop();
+}
+
+// The reader's views are versioned by the caches' counts of changes: while pods come and go, the
+// version never goes back, two views with one version hold the same objects, and a change shows in
+// the version of the first view that holds it.
+TEST_F(ReaderModelTest, ViewsWithOneVersionHoldTheSameObjects) {
+  std::string node = CreateTestNode("v0", true);
+  ASSERT_TRUE(CreatePod("before", node));
+  controller::InformerClusterReader reader(*client_);
+  reader.Start();
+  ASSERT_TRUE(WaitFor([&] { return reader.HasSynced(); }));
+
+  // Every object of a view with its resourceVersion, in the view's order.
+  auto spell = [](const controller::ClusterView& v) {
+    std::string out;
+    for (const model::Node& n : v.nodes) out += n.name() + "@" + n.meta.resource_version + " ";
+    for (const model::Pod& p : v.pods) out += p.meta.Key() + "@" + p.meta.resource_version + " ";
+    return out;
+  };
+  std::map<uint64_t, std::string> seen;  // version -> the objects of its first view
+  uint64_t last = 0;
+  auto read = [&] {
+    controller::ClusterView v = reader.Snapshot();
+    EXPECT_NE(v.version, 0u);
+    EXPECT_GE(v.version, last) << "the version went back";
+    last = v.version;
+    auto [it, first] = seen.emplace(v.version, spell(v));
+    if (!first) {
+      EXPECT_EQ(it->second, spell(v)) << "two views of version " << v.version;
+    }
+    return v;
+  };
+  controller::ClusterView before = read();
+  std::atomic<bool> done{false};
+  std::thread burst([&] {
+    for (int i = 0; i < 15; ++i) {
+      EXPECT_TRUE(CreatePod("burst" + std::to_string(i), i % 2 == 0 ? node : ""));
+      if (i % 3 == 0) {
+        EXPECT_TRUE(DeletePod("burst" + std::to_string(i)));
+      }
+    }
+    done = true;
+  });
+  while (!done) read();
+  burst.join();
+  EXPECT_GE(seen.size(), 2u);
+
+  // A change reaches the version with the object.
+  ASSERT_TRUE(CreatePod("after", node));
+  std::string key = ns_ + "/after";
+  ASSERT_TRUE(WaitFor([&] {
+    controller::ClusterView v = read();
+    return std::any_of(v.pods.begin(), v.pods.end(),
+                       [&](const model::Pod& p) { return p.meta.Key() == key; });
+  }));
+  EXPECT_GT(last, before.version);
   reader.Stop();
 }
 

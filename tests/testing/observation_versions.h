@@ -1,8 +1,8 @@
-// Observations versioned by what they hold, for the autoscaler tests' worlds: with
-// TIDEPOOL_LOOP_VERSIONS=1 (ctest's `autoscaler.versioned.` entries) a world gives each
-// observation the version of its contents, so the loop skips the Steps that cannot decide
-// anything new (LoopOptions::skip_unchanged) in every test, and a skip that would change a
-// decision fails the test it changes.
+// Observations versioned by what they hold, for the autoscaler tests' worlds and the controller
+// tests' fake reader: with TIDEPOOL_LOOP_VERSIONS=1 (ctest's `autoscaler.versioned.` and
+// `controller.versioned.` entries) a world gives each observation the version of its contents, so
+// the loop skips the Steps that cannot decide anything new (LoopOptions::skip_unchanged) in every
+// test, and a skip that would change a decision fails the test it changes.
 #pragma once
 
 #include <fmt/format.h>
