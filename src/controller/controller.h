@@ -126,7 +126,7 @@ class Controller {
   std::optional<std::vector<cloud::PoolSize>> sizes_;  // the provider's last answer
   Time sizes_at_{};
   bool refreshed_ = false;  // sizes_ was read in this pass
-  ProviderEpoch provider_epoch_;
+  ProviderEpoch provider_epoch_{config_};
   std::string last_status_text_;
   std::optional<Time> last_status_write_;
   std::string last_warm_state_;
