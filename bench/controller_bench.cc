@@ -305,13 +305,19 @@ void AddWaiting(CacheReader& reader, int count, bool booting) {
 // the scans find nodes unneeded and start no removal. `bound`: scaleDown.candidatesPerPass (0:
 // every candidate); `aks_names`: node names as long as real ones (NodeName); `finished`: pods of
 // finished Jobs per node (AddFinished); `waiting`, `booting`: pending pods (AddWaiting).
+// The scans' config: scale-down on, nothing ripe for a day, `bound` candidates per pass.
+model::AutoscalerConfig ScanConfig(int nodes, int64_t bound) {
+  return Config(nodes, fmt::format("{{unneededTime: 24h, candidatesPerPass: {}}}", bound));
+}
+// The scans' load: node n's pods' cpu (a node at 25 % in ten, the others at 75 %).
+int64_t ScanMilli(int n) { return n % 10 == 0 ? 50 : 150; }
+
 void BM_ControllerScan(benchmark::State& state) {
   spdlog::set_level(getenv("BENCH_LOG") ? spdlog::level::info : spdlog::level::warn);
   const int nodes = static_cast<int>(state.range(0));
-  model::AutoscalerConfig config =
-      Config(nodes, fmt::format("{{unneededTime: 24h, candidatesPerPass: {}}}", state.range(1)));
+  model::AutoscalerConfig config = ScanConfig(nodes, state.range(1));
   CacheReader reader(/*keep_model=*/true, /*copy_view=*/false);
-  auto milli = [](int n) { return n % 10 == 0 ? 50 : 150; };
+  auto milli = ScanMilli;
   const bool aks_names = state.range(2) != 0;
   Fill(reader, config, nodes, milli, aks_names);
   ManualClock clock(Time{} + std::chrono::hours(1));
@@ -362,11 +368,10 @@ BENCHMARK(BM_ControllerScan)
 void BM_ControllerQuietScan(benchmark::State& state) {
   spdlog::set_level(getenv("BENCH_LOG") ? spdlog::level::info : spdlog::level::warn);
   const int nodes = static_cast<int>(state.range(0));
-  model::AutoscalerConfig config =
-      Config(nodes, fmt::format("{{unneededTime: 24h, candidatesPerPass: {}}}", state.range(1)));
+  model::AutoscalerConfig config = ScanConfig(nodes, state.range(1));
   CacheReader reader(/*keep_model=*/true, /*copy_view=*/false);
   reader.SetVersioned(state.range(2) != 0);
-  Fill(reader, config, nodes, [](int n) { return n % 10 == 0 ? 50 : 150; });
+  Fill(reader, config, nodes, ScanMilli);
   EventSink writer;
   CountingProvider provider(nodes);
   ManualClock clock(Time{} + std::chrono::hours(1));
