@@ -127,6 +127,10 @@ scenario_scale_from_zero() {
   grep -q '^tidepool_scale_up_nodes_total{pool="gpu"} 1$' <<<"$metrics" ||
     { fail "/metrics does not count the scale-up: $(grep scale_up <<<"$metrics")"; return 1; }
   grep -q '^tidepool_leader 1$' <<<"$metrics" || { fail "/metrics: not leader"; return 1; }
+  # Nothing changes now: the scans (every 2 s) see what a scan that decided nothing saw, and skip
+  # the loop's Step.
+  wait_until 20 bash -c "curl -s $base/metrics | grep -q '^tidepool_loop_unchanged_steps_total [1-9]'" ||
+    { fail "no scan of the quiet cluster skipped its Step: $(curl -s "$base/metrics" | grep unchanged)"; return 1; }
   grep -q '<td[^>]*>[^<]*gpu' <<<"$status" || { fail "/status has no gpu pool row"; return 1; }
   grep -q "gpu: min 0 max 4 target 1" <<<"$(k -n "$NS" get configmap tidepool-status -o jsonpath='{.data.status}')" ||
     { fail "the tidepool-status ConfigMap does not show the gpu pool at 1"; return 1; }
