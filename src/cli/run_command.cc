@@ -248,6 +248,10 @@ CLI::App* AddRunCommand(CLI::App& app, RunFlags& f) {
                   "build a snapshot every pass instead (off); or do both and stop the process "
                   "on any difference (verify, for debugging)")
       ->check(CLI::IsMember({"on", "off", "verify"}));
+  run->add_flag("--skip-unchanged,!--no-skip-unchanged", f.skip_unchanged,
+                "Skip a pass's planning when nothing it reads (cluster objects, the provider's "
+                "pool sizes and node mapping) changed since a pass that decided nothing and no "
+                "timer is due (default); --no-skip-unchanged plans at every pass");
   return run;
 }
 
@@ -312,6 +316,7 @@ int RunRunCommand(const RunFlags& f) {
     options.is_leader = [e = elector.get()] { return e->IsLeader(); };
   }
   options.metrics = &metrics;
+  options.loop.skip_unchanged = f.skip_unchanged;
   controller::Controller ctl(*config, reader, writer, **provider, clock, options);
 
   std::unique_ptr<ops::OpsServer> server;

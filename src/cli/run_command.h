@@ -27,6 +27,9 @@ struct RunFlags {
   // /healthz, /readyz, /metrics and /status; "" turns the server off.
   std::string listen = ":8085";
   std::string cluster_model = "on";  // on, off or verify (controller::ModelUse)
+  // Skip the loop's Step when nothing it reads changed since a Step that decided nothing
+  // (autoscaler::LoopOptions::skip_unchanged); off plans at every pass, for debugging.
+  bool skip_unchanged = true;
 };
 
 CLI::App* AddRunCommand(CLI::App& app, RunFlags& flags);

@@ -130,7 +130,7 @@ scenario_scale_from_zero() {
   # Nothing changes now: the scans (every 2 s) see what a scan that decided nothing saw, and skip
   # the loop's Step.
   wait_until 20 bash -c "curl -s $base/metrics | grep -q '^tidepool_loop_unchanged_steps_total [1-9]'" ||
-    { fail "no scan of the quiet cluster skipped its Step: $(curl -s "$base/metrics" | grep unchanged)"; return 1; }
+    { fail "no scan of the quiet cluster skipped its Step: $(curl -s "$base/metrics" | grep "^tidepool_loop_unchanged")"; return 1; }
   grep -q '<td[^>]*>[^<]*gpu' <<<"$status" || { fail "/status has no gpu pool row"; return 1; }
   grep -q "gpu: min 0 max 4 target 1" <<<"$(k -n "$NS" get configmap tidepool-status -o jsonpath='{.data.status}')" ||
     { fail "the tidepool-status ConfigMap does not show the gpu pool at 1"; return 1; }
@@ -140,9 +140,11 @@ scenario_scale_from_zero() {
 # Pod b starts held by a scheduling gate (as Kueue holds the pods it queues): only a's node comes.
 # Once the gate is removed, b gets its own.
 scenario_two_pods_two_nodes() {
-  local cfg
+  local cfg port
   cfg=$(config_with)
-  start_tidepool tp "$cfg"
+  port=$(free_port)
+  # With every pass planned (--no-skip-unchanged): the same decisions, and no Step skipped.
+  LISTEN=127.0.0.1:$port start_tidepool tp "$cfg" --no-skip-unchanged
   gpu_pod a 1 | k apply -f - >/dev/null
   gpu_pod b 1 | sed 's|^spec:$|spec:\n  schedulingGates: [{name: example.com/hold}]|' | k apply -f - >/dev/null ||
     { fail "could not create the gated pod"; return 1; }
@@ -155,6 +157,12 @@ scenario_two_pods_two_nodes() {
   sleep 4
   [[ $(nodes_of gpu) -eq 2 ]] || { fail "expected 2 gpu nodes, got $(nodes_of gpu)"; return 1; }
   [[ $(node_count) -eq 2 ]] || { fail "expected 2 nodes, got $(node_count)"; return 1; }
+  # Quiet for six scans (scale_from_zero sees Steps skipped within that without the flag).
+  sleep 12
+  local metrics
+  metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+  grep -q '^tidepool_loop_unchanged_steps_total 0$' <<<"$metrics" ||
+    { fail "--no-skip-unchanged skipped Steps: $(grep "^tidepool_loop_unchanged" <<<"$metrics")"; return 1; }
   pass
 }
 
