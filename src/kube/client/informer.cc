@@ -118,18 +118,18 @@ void InformerBase::ResumeFromForTesting(const std::string& resource_version) {
   cancel_watch_ = true;
 }
 
-std::vector<InformerBase::Decoded> InformerBase::SnapshotErased(uint64_t* changes) const {
+std::vector<InformerBase::Decoded> InformerBase::SnapshotErased(uint64_t& changes) const {
   std::lock_guard lock(mu_);
-  if (changes != nullptr) *changes = cache_.changes();
+  changes = cache_.changes();
   std::vector<Decoded> out;
   out.reserve(cache_.size());
   for (const auto& [key, item] : cache_.items()) out.push_back(item.value);
   return out;
 }
 
-std::shared_ptr<const InformerCache::Items> InformerBase::ListErased(uint64_t* changes) const {
+std::shared_ptr<const InformerCache::Items> InformerBase::ListErased(uint64_t& changes) const {
   std::lock_guard lock(mu_);
-  if (changes != nullptr) *changes = cache_.changes();
+  changes = cache_.changes();
   return cache_.List();
 }
 

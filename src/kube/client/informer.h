@@ -114,10 +114,10 @@ class InformerBase {
   void ResumeFromForTesting(const std::string& resource_version);
 
  protected:
-  // `changes`, when given, gets the cache's count of changes (InformerCache::changes) read with
-  // the objects, under the same lock.
-  std::vector<Decoded> SnapshotErased(uint64_t* changes = nullptr) const;
-  std::shared_ptr<const InformerCache::Items> ListErased(uint64_t* changes = nullptr) const;
+  // The objects, and in `changes` the cache's count of changes (InformerCache::changes) read with
+  // them under the same lock.
+  std::vector<Decoded> SnapshotErased(uint64_t& changes) const;
+  std::shared_ptr<const InformerCache::Items> ListErased(uint64_t& changes) const;
   Decoded GetErased(const std::string& key) const;
 
  private:
@@ -190,26 +190,20 @@ class Informer : public InformerBase {
 
   // A consistent copy of the cache at one instant (objects in key order). The objects are
   // immutable and shared: holding the snapshot is cheap and never blocks the informer.
-  std::vector<std::shared_ptr<const T>> Snapshot() const {
-    std::vector<std::shared_ptr<const T>> out;
-    auto erased = SnapshotErased();
-    out.reserve(erased.size());
-    for (auto& v : erased) out.push_back(std::static_pointer_cast<const T>(std::move(v)));
-    return out;
-  }
+  std::vector<std::shared_ptr<const T>> Snapshot() const { return CountedSnapshot().items; }
   // The same in O(1): the cache's own list, shared until the next change after this call.
-  SharedList<T> List() const { return SharedList<T>(ListErased()); }
+  SharedList<T> List() const { return CountedList().items; }
   // Snapshot() and List() with the count of changes they reflect.
   Counted<std::vector<std::shared_ptr<const T>>> CountedSnapshot() const {
     Counted<std::vector<std::shared_ptr<const T>>> out;
-    auto erased = SnapshotErased(&out.changes);
+    auto erased = SnapshotErased(out.changes);
     out.items.reserve(erased.size());
     for (auto& v : erased) out.items.push_back(std::static_pointer_cast<const T>(std::move(v)));
     return out;
   }
   Counted<SharedList<T>> CountedList() const {
     Counted<SharedList<T>> out;
-    out.items = SharedList<T>(ListErased(&out.changes));
+    out.items = SharedList<T>(ListErased(out.changes));
     return out;
   }
   // The object with this key ("namespace/name" or "name"), or null.
