@@ -63,10 +63,11 @@ struct Observation {
   // and leave it as they found it. Unlike the pointers above it outlives the Step. Its pods that
   // wait for a node (ClusterModel::Unbound) must be exactly those of `pods`.
   sched::ClusterModel* model = nullptr;
-  // Optional change counter of the whole observation (an informer's resourceVersion high-water
-  // mark, the simulator's mutation counter). 0: unknown. A driver that sets it promises that two
-  // observations with the same nonzero version are identical in every field above, so the loop
-  // may skip planning that cannot decide anything new (LoopOptions::skip_unchanged).
+  // Optional change counter of the whole observation (the live controller's: its informers'
+  // counts of changes plus the provider's epoch; the simulator's mutation counter). 0: unknown. A
+  // driver that sets it promises that two observations with the same nonzero version are identical
+  // in every field above, so the loop may skip planning that cannot decide anything new
+  // (LoopOptions::skip_unchanged).
   uint64_t version = 0;
 };
 

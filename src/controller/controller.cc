@@ -156,17 +156,17 @@ std::optional<std::vector<cloud::PoolSize>> Controller::RefreshProvider(PassRepo
   return std::move(*sizes);
 }
 
-std::optional<std::vector<cloud::PoolSize>> Controller::ProviderView(PassReport& report, Time now) {
+std::optional<std::vector<cloud::PoolSize>> Controller::ProviderView(PassReport& report, Time now,
+                                                                     const ClusterView& view) {
   if (!sizes_ || now - sizes_at_ >= config_.scan_interval) {
     sizes_ = RefreshProvider(report, now);
     sizes_at_ = now;
-    refreshed_ = sizes_.has_value();
+    if (sizes_) provider_epoch_.Refreshed(*sizes_, view, provider_);
   }
   return sizes_;
 }
 
-autoscaler::Observation Controller::Observe(const ClusterView& view,
-                                            const std::vector<cloud::PoolSize>& sizes) const {
+autoscaler::Observation ObservationOf(const ClusterView& view) {
   autoscaler::Observation obs;
   obs.nodes.reserve(view.nodes.size());
   for (const model::Node& n : view.nodes) obs.nodes.push_back(&n);
@@ -179,6 +179,12 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
   for (const auto& b : view.capacity_buffers) obs.capacity_buffers.push_back(b.get());
   for (const auto& d : view.deployments) obs.deployments.push_back(d.get());
   obs.dra = view.dra.get();
+  return obs;
+}
+
+autoscaler::Observation Controller::Observe(const ClusterView& view,
+                                            const std::vector<cloud::PoolSize>& sizes) const {
+  autoscaler::Observation obs = ObservationOf(view);
   for (const auto& s : sizes) {
     obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason, s.stopped});
   }
@@ -194,10 +200,8 @@ PassReport Controller::RunOnce(Time now) {
   if (!MayAct(report, now)) return Finish(report);
   ClusterView view = reader_.Snapshot();
   sched::ClusterModel* model = reader_.SyncModel(view);  // the view's nodes and pods, exactly
-  refreshed_ = false;
-  auto sizes = ProviderView(report, now);
+  auto sizes = ProviderView(report, now, view);
   if (!sizes) return Finish(report);
-  if (refreshed_) provider_epoch_.Refreshed(*sizes, view, provider_);
   if (!loop_) {
     spdlog::info("acting as leader: rebuilding state from the cluster and the provider");
     loop_ = std::make_unique<autoscaler::Autoscaler>(config_, options_.loop);

@@ -66,6 +66,10 @@ struct PassReport {
   Duration duration{};
 };
 
+// The objects of a view as the loop observes them (pointers into the view, which must outlive
+// it): no pools, provider mapping, model or version.
+autoscaler::Observation ObservationOf(const ClusterView& view);
+
 // Contract: Run() blocks until `stop` is set. Each pass: snapshot the cluster, refresh the
 // provider (a failure skips the pass: the loop never decides on a half view), Step the loop,
 // carry out its actions in order and report each result back. A pass runs when the loop asks
@@ -99,8 +103,10 @@ class Controller {
   std::optional<std::vector<cloud::PoolSize>> RefreshProvider(PassReport& report, Time now);
   // The provider's view for this pass: read when none is kept, after tidepool's own actions
   // changed it, or once it is a scan interval old; otherwise the one kept. A pass woken by a pod
-  // event that only opens a batch window so touches no API.
-  std::optional<std::vector<cloud::PoolSize>> ProviderView(PassReport& report, Time now);
+  // event that only opens a batch window so touches no API. A refresh tells the provider epoch
+  // what it read, with the pass's `view`.
+  std::optional<std::vector<cloud::PoolSize>> ProviderView(PassReport& report, Time now,
+                                                           const ClusterView& view);
   // The observation of the view and the provider's sizes, versioned by both (unversioned when
   // the view is).
   autoscaler::Observation Observe(const ClusterView& view,
@@ -125,7 +131,6 @@ class Controller {
   Duration refresh_backoff_{};
   std::optional<std::vector<cloud::PoolSize>> sizes_;  // the provider's last answer
   Time sizes_at_{};
-  bool refreshed_ = false;  // sizes_ was read in this pass
   ProviderEpoch provider_epoch_{config_};
   std::string last_status_text_;
   std::optional<Time> last_status_write_;

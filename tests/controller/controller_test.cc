@@ -44,14 +44,7 @@ class FakeReader : public ClusterReader {
     return v;
   }
   // The view's version by what it holds when `versions.on` (observation_versions.h), else 0.
-  uint64_t Version(const ClusterView& v) const {
-    autoscaler::Observation obs;
-    for (const model::Node& n : v.nodes) obs.nodes.push_back(&n);
-    for (const model::Pod& p : v.pods) obs.pods.push_back(&p);
-    for (const auto& r : v.provisioning_requests) obs.provisioning_requests.push_back(r.get());
-    for (const auto& t : v.pod_templates) obs.pod_templates.push_back(t.get());
-    return versions.Of(obs);
-  }
+  uint64_t Version(const ClusterView& v) const { return versions.Of(ObservationOf(v)); }
   void SetOnChange(std::function<void(bool)> f) override { on_change = std::move(f); }
   sched::ClusterModel* SyncModel(const ClusterView& view) override {
     reads.push_back("model");
@@ -338,8 +331,7 @@ class ControllerQuietTest : public ControllerTest {
   // Passes a scan interval apart (each reads the provider) until one is skipped; how many ran.
   int PassesUntilQuiet(int at_most = 10) {
     for (int i = 1; i <= at_most; ++i) {
-      clock_.Advance(config_.scan_interval);
-      PassReport r = c_->RunOnce(clock_.Now());
+      PassReport r = Pass();
       EXPECT_TRUE(r.acted);
       if (r.unchanged) return i;
     }
