@@ -2,10 +2,12 @@
 // Labels and annotations are ordered maps so output and hashing are deterministic.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/time.h"
@@ -21,6 +23,7 @@ struct OwnerReference {
   std::string name;
   std::string uid;
   bool controller = false;
+  friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 
 struct ObjectMeta {
@@ -35,6 +38,9 @@ struct ObjectMeta {
   std::vector<OwnerReference> owner_references;
   std::optional<Time> creation_timestamp;
   std::optional<Time> deletion_timestamp;
+
+  // Field by field, resource_version included (SameButVersion leaves it out).
+  friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 
   // "namespace/name", or "name" for cluster-scoped objects.
   std::string Key() const {
@@ -60,5 +66,18 @@ struct ObjectMeta {
     return it == labels.end() ? nullptr : &it->second;
   }
 };
+
+// Whether `fresh`, decoded from a later write of the object `old` was decoded from, holds what
+// `old` holds: equal in everything but metadata.resourceVersion. A write that changes nothing a
+// decoder reads (a kubelet's node status heartbeat, a pod condition no field here keeps) is one.
+// `fresh` comes back as it was.
+template <typename T>
+requires std::equality_comparable<T> && requires(T& t) { t.meta.resource_version; }
+bool SameButVersion(const T& old, T& fresh) {
+  std::string version = std::exchange(fresh.meta.resource_version, old.meta.resource_version);
+  const bool same = old == fresh;
+  fresh.meta.resource_version = std::move(version);
+  return same;
+}
 
 }  // namespace tidepool::model

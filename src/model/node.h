@@ -34,6 +34,8 @@ struct Node {
   Resources allocatable;  // the decoder falls back to capacity when status.allocatable is absent
   bool ready = false;     // condition Ready == True
 
+  friend bool operator==(const Node&, const Node&) = default;
+
   const std::string& name() const { return meta.name; }
   const Labels& labels() const { return meta.labels; }
 };

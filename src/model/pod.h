@@ -19,6 +19,7 @@ struct ContainerPort {
   int32_t host_port = 0;  // 0: no host port
   std::string protocol = "TCP";
   std::string host_ip;  // empty or "0.0.0.0": all addresses
+  friend bool operator==(const ContainerPort&, const ContainerPort&) = default;
 };
 
 struct Container {
@@ -27,6 +28,7 @@ struct Container {
   std::vector<ContainerPort> ports;
   // Only for init containers: restartPolicy "Always" makes it a sidecar (KEP-753).
   bool restartable = false;
+  friend bool operator==(const Container&, const Container&) = default;
 };
 
 // The volume kinds that matter for scale-down (local storage) and nothing else.
@@ -36,6 +38,7 @@ struct Volume {
   Kind kind = Kind::kOther;
   bool empty_dir_in_memory = false;  // emptyDir.medium == "Memory"
   std::string claim_name;            // for PVCs
+  friend bool operator==(const Volume&, const Volume&) = default;
 };
 
 // v1.PodAffinityTerm.
@@ -45,12 +48,14 @@ struct PodAffinityTerm {
   std::vector<std::string> namespaces;  // empty and no namespace selector: the pod's namespace
   std::optional<LabelSelector> namespace_selector;
   std::string topology_key;
+  friend bool operator==(const PodAffinityTerm&, const PodAffinityTerm&) = default;
 };
 
 struct Affinity {
   std::optional<NodeSelector> node_required;  // requiredDuringSchedulingIgnoredDuringExecution
   std::vector<PodAffinityTerm> pod_affinity_required;
   std::vector<PodAffinityTerm> pod_anti_affinity_required;
+  friend bool operator==(const Affinity&, const Affinity&) = default;
 };
 
 enum class WhenUnsatisfiable { kDoNotSchedule, kScheduleAnyway };
@@ -66,6 +71,8 @@ struct TopologySpreadConstraint {
   InclusionPolicy node_affinity_policy = InclusionPolicy::kHonor;
   InclusionPolicy node_taints_policy = InclusionPolicy::kIgnore;
   std::vector<std::string> match_label_keys;
+  friend bool operator==(const TopologySpreadConstraint&,
+                         const TopologySpreadConstraint&) = default;
 };
 
 // spec.resourceClaims[]: a claim the pod uses, by the claim's name or by a template from which
@@ -74,12 +81,14 @@ struct PodResourceClaim {
   std::string name;
   std::string claim_name;     // resourceClaimName
   std::string template_name;  // resourceClaimTemplateName
+  friend bool operator==(const PodResourceClaim&, const PodResourceClaim&) = default;
 };
 
 // status.resourceClaimStatuses[]: the claim created for a template entry (empty: none needed).
 struct PodResourceClaimStatus {
   std::string name;
   std::string claim_name;
+  friend bool operator==(const PodResourceClaimStatus&, const PodResourceClaimStatus&) = default;
 };
 
 enum class PodPhase : uint8_t { kPending, kRunning, kSucceeded, kFailed, kUnknown };
@@ -100,6 +109,7 @@ struct PodExtras {
   // status
   std::string nominated_node_name;
   std::vector<PodResourceClaimStatus> resource_claim_statuses;
+  friend bool operator==(const PodExtras&, const PodExtras&) = default;
 };
 
 struct Pod {
@@ -196,6 +206,9 @@ struct Pod {
   bool IsMirrorPod() const;
   // Every host port this pod asks for (host_port != 0) across containers and init containers.
   std::vector<ContainerPort> HostPorts() const;
+
+  // Field by field, the usually empty parts read as empty when not allocated.
+  friend bool operator==(const Pod&, const Pod&) = default;
 
  private:
   Sparse<PodExtras> extras_;

@@ -19,6 +19,7 @@ struct SelectorRequirement {
   std::string key;
   SelectorOp op = SelectorOp::kIn;
   std::vector<std::string> values;
+  friend bool operator==(const SelectorRequirement&, const SelectorRequirement&) = default;
 };
 
 // metav1.LabelSelector. A default-constructed selector (no labels, no expressions) matches
@@ -27,6 +28,7 @@ struct LabelSelector {
   Labels match_labels;
   std::vector<SelectorRequirement> match_expressions;
 
+  friend bool operator==(const LabelSelector&, const LabelSelector&) = default;
   bool Matches(const Labels& labels) const;
   bool IsEmpty() const { return match_labels.empty() && match_expressions.empty(); }
 };
@@ -40,6 +42,7 @@ bool RequirementMatches(const SelectorRequirement& r, const Labels& labels);
 struct NodeSelectorTerm {
   std::vector<SelectorRequirement> match_expressions;
   std::vector<SelectorRequirement> match_fields;
+  friend bool operator==(const NodeSelectorTerm&, const NodeSelectorTerm&) = default;
 
   bool Matches(const Labels& node_labels, std::string_view node_name) const;
 };
@@ -48,6 +51,7 @@ struct NodeSelectorTerm {
 // nothing, and a term with no requirements matches nothing (Kubernetes semantics).
 struct NodeSelector {
   std::vector<NodeSelectorTerm> terms;
+  friend bool operator==(const NodeSelector&, const NodeSelector&) = default;
 
   bool Matches(const Labels& node_labels, std::string_view node_name) const;
 };
@@ -74,6 +78,7 @@ struct Toleration {
   std::string value;
   std::optional<TaintEffect> effect;  // empty: every effect
   std::optional<int64_t> toleration_seconds;
+  friend bool operator==(const Toleration&, const Toleration&) = default;
 
   bool Tolerates(const Taint& taint) const;
 };

@@ -26,6 +26,8 @@ class Sparse {
     return *value_;
   }
   bool allocated() const { return value_ != nullptr; }
+  // By value: an unallocated one equals one holding T{}.
+  friend bool operator==(const Sparse& a, const Sparse& b) { return a.get() == b.get(); }
 
  private:
   static const T& Empty() {

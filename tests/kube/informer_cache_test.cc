@@ -106,6 +106,26 @@ TEST(InformerCache, CountsEveryChangeOfTheListAndNothingElse) {
   EXPECT_EQ(c.changes(), 8u);
 }
 
+// A write that left the object as it was (Informer<T> hands the cached value back) only moves the
+// item's resourceVersion: the count, the value and a held list stay.
+TEST(InformerCache, RestampIsNoChange) {
+  InformerCache c;
+  c.Set("a", Value(1, "1"));
+  c.Set("b", Value(2, "2"));
+  const uint64_t count = c.changes();
+  const InformerCache::Decoded value = c.Find("a")->value;
+  SharedList<int> held(c.List());
+  c.Restamp("a", "7");
+  EXPECT_EQ(c.changes(), count);
+  EXPECT_EQ(c.Find("a")->resource_version, "7");
+  EXPECT_EQ(c.Find("a")->value, value);
+  EXPECT_EQ(Values(SharedList<int>(c.List())), (std::vector<int>{1, 2}));
+  EXPECT_EQ(Values(held), (std::vector<int>{1, 2}));
+  // A relist that brings the value back under the new resourceVersion is no change either.
+  c.Replace({{"a", *c.Find("a")}, {"b", *c.Find("b")}});
+  EXPECT_EQ(c.changes(), count);
+}
+
 TEST(InformerCache, RandomChangesKeepTheListAndEveryHeldOne) {
   for (uint32_t seed = 1; seed <= 200; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));

@@ -262,7 +262,7 @@ Result<void> InformerBase::ListAndReplace() {
   uint64_t decode_errors = 0;
   for (const auto& obj : page.items) {
     std::string key = KeyOf(obj);
-    auto decoded = decoder_(obj);
+    auto decoded = decoder_(obj, GetErased(key));
     if (!decoded) {
       ++decode_errors;
       spdlog::warn("informer {}: skipping {}: {}", options_.name, key, decoded.error().message());
@@ -273,14 +273,17 @@ Result<void> InformerBase::ListAndReplace() {
   std::vector<std::pair<ChangeType, std::string>> changes;
   {
     std::lock_guard lock(mu_);
+    // Only this thread writes the cache: what GetErased read for each key is still there.
     for (auto& [key, item] : fresh) {
       const Item* old = cache_.Find(key);
       if (old == nullptr) {
         changes.emplace_back(ChangeType::kAdded, key);
-      } else if (old->resource_version != item.resource_version) {
+      } else if (old->resource_version == item.resource_version) {
+        item.value = old->value;  // not written since: the object already handed out
+      } else if (old->value != item.value) {
         changes.emplace_back(ChangeType::kModified, key);
       } else {
-        item.value = old->value;  // unchanged: the object already handed out
+        ++stats_.unchanged;  // written, but the decoder handed back the cached object
       }
     }
     for (const auto& [key, item] : cache_.items()) {
@@ -351,7 +354,8 @@ void InformerBase::Apply(const WatchEvent& event) {
     if (!rv.empty()) resource_version_ = rv;
     ++stats_.events;
   } else {
-    auto decoded = decoder_(event.object);
+    const Decoded previous = GetErased(key);
+    auto decoded = decoder_(event.object, previous);
     std::lock_guard lock(mu_);
     if (!rv.empty()) resource_version_ = rv;
     ++stats_.events;
@@ -359,6 +363,10 @@ void InformerBase::Apply(const WatchEvent& event) {
       ++stats_.decode_errors;
       spdlog::warn("informer {}: skipping {}: {}", options_.name, key, decoded.error().message());
       if (cache_.Erase(key)) change = ChangeType::kDeleted;
+    } else if (previous != nullptr && *decoded == previous) {
+      // Only this thread writes the cache: `previous` is still what the key holds.
+      cache_.Restamp(key, rv);
+      ++stats_.unchanged;
     } else {
       bool inserted = cache_.Set(key, Item{std::move(*decoded), rv});
       change = inserted ? ChangeType::kAdded : ChangeType::kModified;

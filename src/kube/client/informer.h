@@ -60,6 +60,9 @@ struct InformerStats {
   uint64_t reconnects = 0;     // watches resumed after an error or a cut stream
   uint64_t decode_errors = 0;  // objects skipped because they did not decode
   uint64_t events = 0;         // watch events applied (bookmarks not counted)
+  // Watch events and relisted objects that decoded to what the cache held, but for their
+  // resourceVersion (Informer<T>): not a change.
+  uint64_t unchanged = 0;
 };
 
 // The type-erased machinery behind Informer<T>. Use Informer<T>.
@@ -70,7 +73,9 @@ struct InformerStats {
 class InformerBase {
  public:
   using Decoded = std::shared_ptr<const void>;
-  using Decoder = std::function<Result<Decoded>(const nlohmann::json&)>;
+  // Decodes an object; `previous` is what the cache holds under its key (null: nothing), and is
+  // handed back when the object holds nothing else (a write that changed nothing decoded).
+  using Decoder = std::function<Result<Decoded>(const nlohmann::json&, const Decoded& previous)>;
   using ChangeCallback = std::function<void(ChangeType, const std::string& key)>;
 
   InformerBase(ApiClient& client, InformerOptions options, Decoder decoder);
@@ -79,7 +84,8 @@ class InformerBase {
   InformerBase& operator=(const InformerBase&) = delete;
 
   // Set before Start. Called for every change of the cache: watch events, and the differences a
-  // relist makes (by resourceVersion), key "namespace/name" or "name".
+  // relist makes, key "namespace/name" or "name". A write that left the decoded object as it was
+  // (Informer<T>) is none.
   void SetChangeCallback(ChangeCallback callback);
   // Set before Start. Called with the key of every change too, but while the cache lock is held,
   // before any Snapshot can see the change: a reader that records the keys knows that every
@@ -174,7 +180,10 @@ struct Counted {
 // An informer whose cache holds decoded T values (model::Pod, model::Node, ... or the raw
 // nlohmann::json). An object that fails to decode is logged with its name and the reason,
 // counted in Stats().decode_errors and left out of the cache (a stale version is removed); the
-// informer keeps running.
+// informer keeps running. A write that changes nothing a T holds but its resourceVersion (a
+// kubelet's node status heartbeat; model::SameButVersion) is no change: the cache keeps the
+// object it handed out, with the resourceVersion it was decoded with, and counts it in
+// Stats().unchanged; the cache's own resourceVersion moves on.
 template <typename T>
 class Informer : public InformerBase {
  public:
@@ -182,8 +191,14 @@ class Informer : public InformerBase {
 
   Informer(ApiClient& client, InformerOptions options, DecodeFn decode)
       : InformerBase(client, std::move(options),
-                     [decode = std::move(decode)](const nlohmann::json& obj) -> Result<Decoded> {
+                     [decode = std::move(decode)](const nlohmann::json& obj,
+                                                  const Decoded& previous) -> Result<Decoded> {
                        TIDEPOOL_ASSIGN_OR_RETURN(T value, decode(obj));
+                       if constexpr (requires { model::SameButVersion(value, value); }) {
+                         if (previous != nullptr &&
+                             model::SameButVersion(*static_cast<const T*>(previous.get()), value))
+                           return previous;
+                       }
                        return std::static_pointer_cast<const void>(
                            std::make_shared<const T>(std::move(value)));
                      }) {}

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/check.h"
+
 namespace tidepool::kube {
 
 InformerCache::Items& InformerCache::Writable() {
@@ -48,6 +50,12 @@ bool InformerCache::Set(const std::string& key, Item item) {
     list[at] = std::move(value);
   }
   return inserted;
+}
+
+void InformerCache::Restamp(const std::string& key, std::string resource_version) {
+  auto it = items_.find(key);
+  TIDEPOOL_CHECK(it != items_.end());
+  it->second.resource_version = std::move(resource_version);
 }
 
 bool InformerCache::Erase(const std::string& key) {

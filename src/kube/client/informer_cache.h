@@ -22,6 +22,9 @@ class InformerCache {
 
   // Adds or replaces; true when the key is new.
   bool Set(const std::string& key, Item item);
+  // The item under `key` (which must be there) keeps its value and takes `resource_version`: a
+  // write that changed nothing the value holds. Not a change.
+  void Restamp(const std::string& key, std::string resource_version);
   // False when the key was not there.
   bool Erase(const std::string& key);
   // The whole cache at once (a list).

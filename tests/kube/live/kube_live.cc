@@ -2,6 +2,7 @@
 // kube-apiserver, scheduler, controller-manager, kwok). ctest brings one testenv up for the whole
 // binary (fixture kube_testenv, see CMakeLists.txt) and passes the kubeconfig path file in
 // TIDEPOOL_KUBE_LIVE_KUBECONFIG_FILE; each test works in a namespace of its own.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -273,6 +274,62 @@ TEST_F(LiveTest, TypedInformersDecodeModelObjects) {
   EXPECT_GE(pod_changes.load(), 2);  // added, then modified to Running
   EXPECT_EQ(nodes->Stats().decode_errors, 0u);
   EXPECT_EQ(pods->Stats().decode_errors, 0u);
+}
+
+// A kubelet rewrites its node's status every few minutes (conditions' lastHeartbeatTime) with
+// nothing a decoded Node holds: the informer keeps the object it handed out and counts no change,
+// so a quiet cluster stays quiet to the controller. A change it decodes (a label) is one.
+TEST_F(LiveTest, NodeStatusHeartbeatsAreNoChangeToTheInformer) {
+  auto nodes = MakeNodeInformer(*client_);
+  std::atomic<int> notified{0};
+  nodes->SetChangeCallback([&](ChangeType, const std::string& key) {
+    if (key.starts_with(ns_)) ++notified;
+  });
+  nodes->Start();
+  ASSERT_TRUE(nodes->WaitForSync(seconds(30)));
+  // kwok plays the kubelet (Ready, the node's lease); once the node is Ready and untainted, only
+  // this test writes what the informer decodes.
+  std::string node = CreateTestNode("beat", /*kwok=*/true);
+  ASSERT_TRUE(WaitFor([&] {
+    auto n = nodes->Get(node);
+    return n != nullptr && n->ready && n->taints.empty();
+  })) << "kwok did not make the node Ready";
+  std::this_thread::sleep_for(seconds(1));
+  const std::shared_ptr<const model::Node> seen = nodes->Get(node);
+  const uint64_t changes = nodes->Changes();
+  const uint64_t unchanged = nodes->Stats().unchanged;
+  notified = 0;
+
+  // What a kubelet's heartbeat writes: the Ready condition's lastHeartbeatTime (strategic merge by
+  // condition type, as the kubelet patches it).
+  const std::string status = ObjectPath("v1", "nodes", "", node) + "/status";
+  for (int beat = 1; beat <= 3; ++beat) {
+    Json ready = {{"type", "Ready"},
+                  {"lastHeartbeatTime",
+                   FormatRfc3339(std::chrono::floor<seconds>(RealClock().Now() + seconds(beat)))}};
+    auto written = client_->Patch(status, {{"status", {{"conditions", Json::array({ready})}}}},
+                                  PatchType::kStrategicMerge);
+    ASSERT_TRUE(written) << written.error().message();
+  }
+  ASSERT_TRUE(WaitFor([&] { return nodes->Stats().unchanged >= unchanged + 3; }))
+      << "the informer saw " << nodes->Stats().unchanged - unchanged << " of 3 heartbeats";
+  EXPECT_EQ(nodes->Changes(), changes);
+  EXPECT_EQ(nodes->Get(node), seen) << "the object handed out is kept";
+  EXPECT_EQ(notified.load(), 0);
+
+  // A relist from a resourceVersion the watch cache no longer holds finds the same node.
+  nodes->ResumeFromForTesting("1");
+  ASSERT_TRUE(WaitFor([&] { return nodes->Stats().relists >= 1; }));
+  EXPECT_EQ(nodes->Changes(), changes);
+  EXPECT_EQ(nodes->Get(node), seen);
+
+  ASSERT_TRUE(client_->Patch(ObjectPath("v1", "nodes", "", node),
+                             {{"metadata", {{"labels", {{"pool", "gpu"}}}}}}));
+  ASSERT_TRUE(WaitFor([&] { return nodes->Get(node)->meta.Label("pool") != nullptr; }));
+  EXPECT_EQ(nodes->Changes(), changes + 1);
+  EXPECT_NE(nodes->Get(node), seen);
+  EXPECT_EQ(notified.load(), 1);
+  nodes->Stop();
 }
 
 TEST_F(LiveTest, PodGroupInformerIsSyncedEmptyWithoutTheCrdAndPicksItUp) {
