@@ -31,6 +31,12 @@ e2e_connect
 
 
 nodes_of() { k get nodes -l "tidepool.dev/pool=$1" -o name | wc -l; }
+# tidepool_loop_unchanged_steps_total of the tidepool serving metrics at base URL $1.
+unchanged_steps() {
+  local metrics
+  metrics=$(curl -s "$1/metrics")
+  awk '$1 == "tidepool_loop_unchanged_steps_total" { print $2 }' <<<"$metrics"
+}
 has_nodes() { [[ $(nodes_of "$1") -eq $2 ]]; }
 pods_running() { [[ $(k -n "$NS" get pods -l "$1" --field-selector=status.phase=Running -o name | wc -l) -eq $2 ]]; }
 
@@ -131,6 +137,19 @@ scenario_scale_from_zero() {
   # the loop's Step.
   wait_until 20 bash -c "curl -s $base/metrics | grep -q '^tidepool_loop_unchanged_steps_total [1-9]'" ||
     { fail "no scan of the quiet cluster skipped its Step: $(curl -s "$base/metrics" | grep "^tidepool_loop_unchanged")"; return 1; }
+  # A kubelet rewrites its node's status every few minutes (a heartbeat) with nothing tidepool
+  # reads: the cluster stays quiet, and scans go on skipping while heartbeats come every second.
+  local node skipped beat
+  node=$(k get nodes -l tidepool.dev/pool=gpu -o jsonpath='{.items[0].metadata.name}')
+  skipped=$(unchanged_steps "$base")
+  for beat in 1 2 3 4 5 6 7 8; do
+    k patch node "$node" --subresource=status -p \
+      "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"lastHeartbeatTime\":\"$(date -u +%FT%TZ)\"}]}}" >/dev/null ||
+      { fail "could not write node $node's status heartbeat"; return 1; }
+    sleep 1
+  done
+  (($(unchanged_steps "$base") >= skipped + 2)) ||
+    { fail "heartbeats stopped the skips: $skipped skipped Steps before 8 s of heartbeats, $(unchanged_steps "$base") after"; return 1; }
   grep -q '<td[^>]*>[^<]*gpu' <<<"$status" || { fail "/status has no gpu pool row"; return 1; }
   grep -q "gpu: min 0 max 4 target 1" <<<"$(k -n "$NS" get configmap tidepool-status -o jsonpath='{.data.status}')" ||
     { fail "the tidepool-status ConfigMap does not show the gpu pool at 1"; return 1; }
