@@ -160,10 +160,14 @@ void Autoscaler::Finish(const StepContext& ctx, bool quiet) {
   if (quiet) quiet_ = QuietStep{ctx.obs.version, t.decide(), t.wake()};
 }
 
+bool Autoscaler::Unchanged(uint64_t version, Time now) const {
+  return quiet_ && options_.skip_unchanged && version != 0 && version == quiet_->version &&
+         now < quiet_->until && outbox_.empty() && !scale_up_.replan() && last_scan_ &&
+         !(last_step_ && now < *last_step_);
+}
+
 bool Autoscaler::SkipUnchangedStep(const Observation& obs, Time now) {
-  if (!quiet_ || !options_.skip_unchanged) return false;
-  if (obs.version == 0 || obs.version != quiet_->version || now >= quiet_->until ||
-      !outbox_.empty() || scale_up_.replan() || !last_scan_ || (last_step_ && now < *last_step_)) {
+  if (!Unchanged(obs.version, now)) {
     quiet_.reset();
     return false;
   }

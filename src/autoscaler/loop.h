@@ -94,6 +94,10 @@ class Autoscaler {
   // Steps that returned at once, having seen the observation and state of a Step that decided
   // nothing (LoopOptions::skip_unchanged).
   uint64_t skipped_steps() const { return skipped_steps_; }
+  // Whether Step would return at once for an observation of `version` at `now` (what a skipped
+  // Step reads of its observation is the version alone): a driver may then leave the rest of the
+  // observation unbuilt.
+  bool Unchanged(uint64_t version, Time now) const;
 
   // Feedback. `now` is the time of the report. Unknown pools and nodes are ignored.
   // An increase that failed puts the pool in backoff and re-plans its pods at the next Step.

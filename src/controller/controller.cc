@@ -189,9 +189,13 @@ autoscaler::Observation Controller::Observe(const ClusterView& view,
     obs.pools.push_back({s.pool, s.target, s.instances, s.stockout, s.stockout_reason, s.stopped});
   }
   obs.provider_pool_of = [this](const model::Node& n) { return provider_.PoolOf(n); };
-  // Both parts only grow: the same sum means the same view and the same provider answers.
-  if (view.version != 0) obs.version = view.version + provider_epoch_.value();
+  obs.version = VersionOf(view);
   return obs;
+}
+
+uint64_t Controller::VersionOf(const ClusterView& view) const {
+  // Both parts only grow: the same sum means the same view and the same provider answers.
+  return view.version != 0 ? view.version + provider_epoch_.value() : 0;
 }
 
 PassReport Controller::RunOnce(Time now) {
@@ -207,8 +211,13 @@ PassReport Controller::RunOnce(Time now) {
     loop_ = std::make_unique<autoscaler::Autoscaler>(config_, options_.loop);
     LoadWarmState();
   }
-  autoscaler::Observation obs = Observe(view, *sizes);
-  obs.model = model;
+  autoscaler::Observation obs;
+  if (loop_->Unchanged(VersionOf(view), now)) {
+    obs.version = VersionOf(view);  // the Step skips it: its objects are not listed
+  } else {
+    obs = Observe(view, *sizes);
+    obs.model = model;
+  }
   const uint64_t skipped_before = loop_->skipped_steps();
   report.actions = loop_->Step(obs, now);
   report.acted = true;

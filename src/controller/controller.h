@@ -111,6 +111,8 @@ class Controller {
   // the view is).
   autoscaler::Observation Observe(const ClusterView& view,
                                   const std::vector<cloud::PoolSize>& sizes) const;
+  // The observation's version: the view's with the provider epoch's (0 when the view has none).
+  uint64_t VersionOf(const ClusterView& view) const;
   // Carries out the actions through the actuator, checking leadership before each.
   void Act(PassReport& report, const autoscaler::Observation& obs);
   PassReport& Finish(PassReport& report);

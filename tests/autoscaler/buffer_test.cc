@@ -109,7 +109,7 @@ class BufferWorld {
     std::unique_ptr<sched::ClusterModel> model = testing::VerifyingModel(obs);
     obs.model = model.get();
     obs.version = versions.Of(obs);
-    std::vector<Action> actions = loop->Step(obs, now);
+    std::vector<Action> actions = testing::CheckedStep(*loop, obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());
     return actions;

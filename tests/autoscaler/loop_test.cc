@@ -186,7 +186,7 @@ class World {
       testing::Resync(*model, last_view, model_pods);
     }
     last_view.model = model.get();
-    std::vector<Action> actions = loop->Step(last_view, now);
+    std::vector<Action> actions = testing::CheckedStep(*loop, last_view, now);
     all.insert(all.end(), actions.begin(), actions.end());
     all_at.insert(all_at.end(), actions.size(), now);
     return actions;

@@ -129,7 +129,7 @@ class ProvWorld {
       }
     }
     obs.version = versions.Of(obs);
-    std::vector<Action> actions = loop->Step(obs, now);
+    std::vector<Action> actions = testing::CheckedStep(*loop, obs, now);
     for (const Action& a : actions) Carry(a);
     all.insert(all.end(), actions.begin(), actions.end());
     return actions;

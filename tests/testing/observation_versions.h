@@ -7,13 +7,16 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "autoscaler/loop.h"
 #include "autoscaler/observation.h"
 #include "base/time.h"
 #include "model/capacity_buffer.h"
@@ -153,5 +156,17 @@ class ContentVersions {
   std::string last_;
   uint64_t version_ = 0;
 };
+
+// loop.Step(obs, now), after asking loop.Unchanged whether the Step would return at once (the
+// live controller then leaves the observation unbuilt): the answer must be what the Step did.
+inline std::vector<Action> CheckedStep(Autoscaler& loop, const Observation& obs, Time now) {
+  const bool unchanged = loop.Unchanged(obs.version, now);
+  const uint64_t skipped = loop.skipped_steps();
+  std::vector<Action> actions = loop.Step(obs, now);
+  EXPECT_EQ(loop.skipped_steps() != skipped, unchanged)
+      << "Autoscaler::Unchanged said " << unchanged << " for a Step that "
+      << (unchanged ? "planned" : "was skipped");
+  return actions;
+}
 
 }  // namespace tidepool::autoscaler::testing
