@@ -10,6 +10,7 @@ namespace tidepool::model {
 struct DaemonSet {
   ObjectMeta meta;
   Pod pod_template;  // spec.template, finalized; meta.namespace_ is the DaemonSet's
+  friend bool operator==(const DaemonSet&, const DaemonSet&) = default;
 };
 
 }  // namespace tidepool::model

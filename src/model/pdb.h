@@ -15,6 +15,7 @@ namespace tidepool::model {
 struct IntOrPercent {
   int32_t value = 0;
   bool percent = false;
+  friend bool operator==(const IntOrPercent&, const IntOrPercent&) = default;
 
   // Resolves against a total as Kubernetes' GetScaledValueFromIntOrPercent does: percentages
   // round up when round_up is set (minAvailable uses round up, maxUnavailable as well).
@@ -36,6 +37,7 @@ struct PodDisruptionBudget {
   std::optional<int32_t> expected_pods;
 
   bool Selects(const ObjectMeta& pod) const;
+  friend bool operator==(const PodDisruptionBudget&, const PodDisruptionBudget&) = default;
 };
 
 }  // namespace tidepool::model

@@ -143,6 +143,59 @@ TEST(UnchangedWriteTest, EveryPodFieldTidepoolReadsIsAChange) {
   }
 }
 
+Json DaemonSetJson() {
+  return Json::parse(R"({
+    "apiVersion": "apps/v1", "kind": "DaemonSet",
+    "metadata": {"name": "gpu-driver", "namespace": "kube-system", "uid": "d-1",
+                 "resourceVersion": "30", "generation": 2},
+    "spec": {"selector": {"matchLabels": {"app": "gpu-driver"}},
+             "template": {"metadata": {"labels": {"app": "gpu-driver"}},
+                          "spec": {"nodeSelector": {"gpu": "true"},
+                                   "containers": [{"name": "driver", "image": "driver:1",
+                                                   "resources": {"requests": {"cpu": "100m"}}}]}}},
+    "status": {"currentNumberScheduled": 4, "desiredNumberScheduled": 4, "numberReady": 4,
+               "observedGeneration": 2}})");
+}
+
+Json PdbJson() {
+  return Json::parse(R"({
+    "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+    "metadata": {"name": "web", "namespace": "ml", "uid": "b-1", "resourceVersion": "40",
+                 "generation": 1},
+    "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}},
+    "status": {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2,
+               "expectedPods": 3, "observedGeneration": 1}})");
+}
+
+// A DaemonSet's status moves with its pods' readiness (numberReady); tidepool reads its template.
+TEST(UnchangedWriteTest, ADaemonSetStatusWriteDecodesTheSameItsTemplateDoesNot) {
+  Json status = DaemonSetJson();
+  status["status"]["numberReady"] = 3;
+  status["status"]["numberUnavailable"] = 1;
+  EXPECT_TRUE(Same(codec::DecodeDaemonSet, DaemonSetJson(), status));
+  Json requests = DaemonSetJson();
+  requests["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1";
+  EXPECT_FALSE(Same(codec::DecodeDaemonSet, DaemonSetJson(), requests));
+  Json selector = DaemonSetJson();
+  selector["spec"]["template"]["spec"]["nodeSelector"]["gpu"] = "false";
+  EXPECT_FALSE(Same(codec::DecodeDaemonSet, DaemonSetJson(), selector));
+}
+
+// A PDB's status is the disruption controller's: what it says of the pods is a change; a write of
+// its conditions alone is not.
+TEST(UnchangedWriteTest, APdbWriteIsAChangeWhenItsBudgetOrSpecMoves) {
+  Json conditions = PdbJson();
+  conditions["status"]["conditions"] = Json::array(
+      {{{"type", "DisruptionAllowed"}, {"status", "True"}, {"reason", "SufficientPods"}}});
+  EXPECT_TRUE(Same(codec::DecodePdb, PdbJson(), conditions));
+  Json allowed = PdbJson();
+  allowed["status"]["disruptionsAllowed"] = 0;
+  EXPECT_FALSE(Same(codec::DecodePdb, PdbJson(), allowed));
+  Json spec = PdbJson();
+  spec["spec"]["minAvailable"] = "50%";
+  EXPECT_FALSE(Same(codec::DecodePdb, PdbJson(), spec));
+}
+
 TEST(UnchangedWriteTest, APodWithoutExtrasEqualsOneWhoseExtrasAreEmpty) {
   model::Pod plain;
   plain.meta.name = "p";
