@@ -212,8 +212,8 @@ PassReport Controller::RunOnce(Time now) {
     LoadWarmState();
   }
   autoscaler::Observation obs;
-  if (loop_->Unchanged(VersionOf(view), now)) {
-    obs.version = VersionOf(view);  // the Step skips it: its objects are not listed
+  if (const uint64_t version = VersionOf(view); loop_->Unchanged(version, now)) {
+    obs.version = version;  // the Step skips it: its objects are not listed
   } else {
     obs = Observe(view, *sizes);
     obs.model = model;
