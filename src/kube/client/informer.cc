@@ -138,6 +138,12 @@ uint64_t InformerBase::Changes() const {
   return cache_.changes();
 }
 
+std::optional<InformerBase::Item> InformerBase::CachedItem(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  const Item* item = cache_.Find(key);
+  return item != nullptr ? std::optional<Item>(*item) : std::nullopt;
+}
+
 InformerBase::Decoded InformerBase::GetErased(const std::string& key) const {
   std::lock_guard lock(mu_);
   const Item* item = cache_.Find(key);
@@ -262,27 +268,31 @@ Result<void> InformerBase::ListAndReplace() {
   uint64_t decode_errors = 0;
   for (const auto& obj : page.items) {
     std::string key = KeyOf(obj);
-    auto decoded = decoder_(obj, GetErased(key));
+    std::string rv = RvOf(obj);
+    std::optional<Item> cached = CachedItem(key);
+    if (cached && cached->resource_version == rv) {
+      fresh[key] = std::move(*cached);  // not written since: the object already handed out
+      continue;
+    }
+    auto decoded = decoder_(obj, cached ? cached->value : nullptr);
     if (!decoded) {
       ++decode_errors;
       spdlog::warn("informer {}: skipping {}: {}", options_.name, key, decoded.error().message());
       continue;
     }
-    fresh[key] = Item{std::move(*decoded), RvOf(obj)};
+    fresh[key] = Item{std::move(*decoded), std::move(rv)};
   }
   std::vector<std::pair<ChangeType, std::string>> changes;
   {
     std::lock_guard lock(mu_);
-    // Only this thread writes the cache: what GetErased read for each key is still there.
-    for (auto& [key, item] : fresh) {
+    // Only this thread writes the cache: what CachedItem read for each key is still there.
+    for (const auto& [key, item] : fresh) {
       const Item* old = cache_.Find(key);
       if (old == nullptr) {
         changes.emplace_back(ChangeType::kAdded, key);
-      } else if (old->resource_version == item.resource_version) {
-        item.value = old->value;  // not written since: the object already handed out
       } else if (old->value != item.value) {
         changes.emplace_back(ChangeType::kModified, key);
-      } else {
+      } else if (old->resource_version != item.resource_version) {
         ++stats_.unchanged;  // written, but the decoder handed back the cached object
       }
     }

@@ -132,7 +132,10 @@ class InformerBase {
   // An optional resource the server does not serve (404): empties the cache, reports every
   // item deleted and counts as synced.
   void MarkAbsent();
+  // A list decodes only the objects written since the cache read them.
   Result<void> ListAndReplace();
+  // The cache's item under `key` (its object and resourceVersion), if any.
+  std::optional<Item> CachedItem(const std::string& key) const;
   // The resourceVersion the next watch starts from: the last one seen, or ResumeFromForTesting's.
   std::string WatchStart();
   // `error_event`: the server ended the stream with an ERROR event (see ApiClient::Watch).

@@ -151,9 +151,11 @@ TEST_F(LiveTest, GetErrorsMapToCodes) {
 }
 
 TEST_F(LiveTest, InformerResumesAfterACutAndRelistsAfterGone) {
+  std::atomic<int> decoded{0};
   RawInformer informer(*client_,
                        InformerOptions{.collection = Events(), .name = "events", .page_size = 3},
-                       [](const Json& j) -> Result<Json> {
+                       [&](const Json& j) -> Result<Json> {
+                         ++decoded;
                          if (j["metadata"].value("name", "").starts_with("bad")) {
                            return InvalidArgument("bad object {}", j["metadata"].value("name", ""));
                          }
@@ -220,9 +222,13 @@ TEST_F(LiveTest, InformerResumesAfterACutAndRelistsAfterGone) {
   // A relist that finds the objects the cache holds leaves its count of changes (a reader's view
   // keeps its version); the next change moves it.
   uint64_t count = informer.Changes();
+  const int decodes = decoded.load();
   informer.ResumeFromForTesting(old_rv);
   ASSERT_TRUE(WaitFor([&] { return informer.Stats().relists >= 2; }));
   EXPECT_EQ(informer.Changes(), count);
+  // Only the objects written since the cache read them are decoded again: here the undecodable
+  // ones, which the cache does not hold.
+  EXPECT_EQ(decoded.load(), decodes + 2);
   auto counted = informer.CountedSnapshot();
   EXPECT_EQ(counted.changes, count);
   EXPECT_EQ(counted.items.size(), informer.Size());
