@@ -44,6 +44,16 @@ class ConstraintLists {
   // position that fits passes.
   template <class SetOf, class Passes, class Fits>
   size_t Walk(const SetOf& set_of, size_t n, size_t start, const Passes& passes, const Fits& fits) {
+    return Walk(set_of, n, start, passes, fits, [](size_t from, size_t) { return from; });
+  }
+
+  // The same, where `next(from, end)` gives the first position in [from, end) that may fit (or
+  // `end`): a walk without a list tries only those after its first tries (a room index passing
+  // over nodes without room). Every position it passes over must not fit. Only the positions
+  // tried count toward the set's list.
+  template <class SetOf, class Passes, class Fits, class Next>
+  size_t Walk(const SetOf& set_of, size_t n, size_t start, const Passes& passes, const Fits& fits,
+              const Next& next) {
     if (n == 0) return kNotFound;
     start %= n;
     const size_t first_tries = std::min(n, kShortWalk);
@@ -58,15 +68,20 @@ class ConstraintLists {
       // finds the full walk's answer (at worst trying those again).
       return WalkList(*list, n, Wrap(start + first_tries, n), fits);
     }
-    for (size_t k = first_tries; k < n; ++k) {
-      const size_t position = Wrap(start + k, n);
-      if (fits(position)) {
-        sets_[id].tried += k + 1;
-        return position;
+    size_t tried = first_tries;
+    auto run = [&](size_t from, size_t end) {
+      for (size_t p = next(from, end); p < end; p = next(p + 1, end)) {
+        ++tried;
+        if (fits(p)) return p;
       }
-    }
-    sets_[id].tried += n;
-    return kNotFound;
+      return kNotFound;
+    };
+    // The rest in order: up to the end, then from the first position up to `start`.
+    const size_t rest = start + first_tries;
+    size_t found = rest < n ? run(rest, n) : kNotFound;
+    if (found == kNotFound) found = run(rest < n ? 0 : rest - n, start);
+    sets_[id].tried += tried;
+    return found;
   }
 
   // The positions name other nodes now (a revert freed slots that new nodes reuse): every list

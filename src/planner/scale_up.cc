@@ -262,7 +262,9 @@ void Pass::PlaceSinglesOnExisting(std::vector<const Pod*>::const_iterator first,
   if (!room.bound) room.bound = RoomOfExisting();
   for (const Pod* p : std::ranges::subrange(first, last)) {
     const bool within = !room.bound->Excludes(*p);
-    NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p), order_.size()) : sched::kNoNode;
+    NodeIndex i = within ? PlaceOnExisting(*p, GroupOf(p), order_.size(),
+                                           options_.placement_cursors ? &room.rooms : nullptr)
+                         : sched::kNoNode;
     // A pod the bound let through fitted nowhere: pods placed since the bound was taken may have
     // filled the roomiest nodes (nodes on their way, first), so it is taken again. Each search
     // that fails costs a walk of the nodes already; so does this, and the pods like this one that

@@ -142,7 +142,9 @@ class RoomIndex {
   }
   // The same for amounts that may be negative (held by any room): a positive amount is at most
   // the room.
-  size_t Next(size_t n, Room need) const;
+  size_t Next(size_t n, Room need) const { return Next(n, need, size()); }
+  // The first such node in [n, end), or `end` (at most size()).
+  size_t Next(size_t n, Room need, size_t end) const;
   size_t size() const { return room_.size(); }
   Room At(size_t n) const { return room_[n]; }
 
@@ -403,6 +405,10 @@ class Pass {
   struct ExistingRoom {
     std::optional<sched::RoomBound> bound;
     bool placed_since = false;  // pods were placed since `bound` was taken
+    // The room of the registered and upcoming nodes by rank, made when a search first goes past
+    // its first tries. Those nodes only take pods while singles and gangs are placed (a gang that
+    // does not fit is reverted to what it found), so it stays at least their room.
+    std::optional<RoomIndex> rooms;
   };
   // The singles [first, last) that fit a registered or upcoming node go there (never on a node
   // the pass added for a gang: those are not capacity that exists); the others join `need`.
@@ -610,7 +616,11 @@ class Pass {
   void Place(const Pod& pod, sched::FitChecker& checker, Estimate& e, size_t node);
   // Tries to place one pod on any node already in the snapshot (of the first `ranks` by walk
   // rank, when fewer). Returns its index or kNoNode.
-  NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group, size_t ranks = SIZE_MAX);
+  // With `rooms` (placement cursors on), the search passes over the nodes it says have no room
+  // (made over the first `ranks` when empty; the same `ranks` at every call with one index) and
+  // keeps it up to date with the pod placed.
+  NodeIndex PlaceOnExisting(const Pod& pod, uint32_t group, size_t ranks = SIZE_MAX,
+                            std::optional<RoomIndex>* rooms = nullptr);
   // One round of "choose the best pool for these pods and commit it". Returns false when no
   // pool can take any of them.
   // `balance_zones`: candidates take their zone twins in (not for a gang, whose members stay in

@@ -34,8 +34,8 @@ void RoomIndex::Append(Room r) {
   room_.push_back(r);
 }
 
-size_t RoomIndex::Next(size_t n, Room need) const {
-  while (n < room_.size()) {
+size_t RoomIndex::Next(size_t n, Room need, size_t end) const {
+  while (n < end) {
     if (n % kBlock == 0 && !Holds(need, block_max_[n / kBlock])) {
       n += kBlock;
       continue;
@@ -43,7 +43,7 @@ size_t RoomIndex::Next(size_t n, Room need) const {
     if (Holds(need, room_[n])) return n;
     ++n;
   }
-  return room_.size();
+  return end;
 }
 
 RoomIndex::Room SnapshotRoom(const ClusterSnapshot& snap, NodeIndex i) {

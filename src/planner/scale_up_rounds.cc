@@ -413,7 +413,8 @@ void Pass::Place(const Pod& pod, FitChecker& checker, Estimate& e, size_t node) 
   e.pod_node.push_back(static_cast<uint32_t>(node));
 }
 
-NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group, size_t ranks) {
+NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group, size_t ranks,
+                                std::optional<RoomIndex>* rooms) {
   const size_t n = std::min(Ranks(), ranks);
   if (n == 0) return sched::kNoNode;
   // A group that fit no node still fits none while only pods have been added since.
@@ -425,19 +426,27 @@ NodeIndex Pass::PlaceOnExisting(const Pod& pod, uint32_t group, size_t ranks) {
   FitChecker checker(pod, snap_);
   size_t start = 0;
   if (auto it = hints_.find(group); it != hints_.end()) start = it->second;
+  const RoomIndex::Room need{pod.requests.cpu_milli(), pod.requests.memory()};
+  auto next = [&](size_t from, size_t end) {
+    if (rooms == nullptr) return from;
+    if (!*rooms) *rooms = RoomsUpTo(n);
+    return (*rooms)->Next(from, need, end);
+  };
   const size_t rank = constraint_lists_.Walk(
       [&] { return ConstraintSetOf(pod, group); }, n, start,
       [&](size_t r) { return sched::PassesNodeConstraints(pod, snap_.Get(SlotAt(r))); },
       [&](size_t r) {
         const NodeIndex i = SlotAt(r);
         return !snap_.Get(i).removed && checker.Fits(i);
-      });
+      },
+      next);
   if (rank == ConstraintLists::kNotFound) {
     no_fit_groups_.insert(group);
     return sched::kNoNode;
   }
   const NodeIndex i = SlotAt(rank);
   (void)snap_.AddPod(&pod, i);
+  if (rooms != nullptr && *rooms) (*rooms)->Set(rank, SnapshotRoom(snap_, i));
   hints_[group] = rank;
   return i;
 }

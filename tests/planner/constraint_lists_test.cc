@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -85,9 +86,24 @@ TEST(ConstraintLists, AWalkFindsWhatAWalkOfEveryPositionFinds) {
           // upcoming nodes), with lists made over more.
           const size_t upto = pick(3) == 0 ? 1 + pick(n) : n;
           const size_t start = pick(upto + 3);  // a hint may lie past the end
-          const size_t got = lists.Walk([&] { return ids[s]; }, upto, start,
-                                        [&](size_t k) { return static_cast<bool>(passes[s][k]); },
-                                        [&](size_t k) { return static_cast<bool>(fits[s][k]); });
+          auto set_of = [&] { return ids[s]; };
+          auto passes_at = [&](size_t k) { return static_cast<bool>(passes[s][k]); };
+          auto fits_at = [&](size_t k) {
+            EXPECT_LT(k, upto);
+            return static_cast<bool>(fits[s][k]);
+          };
+          // Half the walks pass over some of the positions that do not fit, as a room index
+          // does (never over one that fits).
+          std::vector<bool> skip(upto);
+          for (size_t k = 0; k < upto; ++k) skip[k] = !fits[s][k] && pick(3) != 0;
+          auto next = [&](size_t from, size_t end) {
+            EXPECT_LE(end, upto);
+            while (from < end && skip[from]) ++from;
+            return from;
+          };
+          const size_t got = pick(2) == 0
+                                 ? lists.Walk(set_of, upto, start, passes_at, fits_at)
+                                 : lists.Walk(set_of, upto, start, passes_at, fits_at, next);
           const std::vector<bool> first(fits[s].begin(), fits[s].begin() + upto);
           ASSERT_EQ(got, FullWalk(first, start % upto)) << "round " << round << " step " << step;
           ++walks;
@@ -128,6 +144,25 @@ TEST(ConstraintLists, ASetGetsItsListOnceItsLongSearchesTriedEveryPosition) {
   EXPECT_EQ(lists.Walk(set_of, kN, 5, passes, at(4)), 4u);  // 79 >= 48: made
   EXPECT_TRUE(lists.Made(id));
   EXPECT_EQ(asked, 3);
+}
+
+// A walk that passes over positions (a room index's blocks without room) counts only the ones it
+// tried toward its set's list: two walks that pass over all but their answer make none, where two
+// walks of every position do.
+TEST(ConstraintLists, PositionsPassedOverDoNotCountTowardTheList) {
+  constexpr size_t kN = 3 * ConstraintLists::kShortWalk;
+  auto passes = [](size_t) { return true; };
+  auto last = [](size_t k) { return k == kN - 1; };
+  auto to_last = [](size_t from, size_t end) { return end == kN ? std::max(from, kN - 1) : end; };
+  ConstraintLists passing, walking;
+  const model::Pod pod = PodBuilder("p").Build();
+  const uint32_t a = passing.IdOf(pod), b = walking.IdOf(pod);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(passing.Walk([&] { return a; }, kN, 0, passes, last, to_last), kN - 1);
+    EXPECT_EQ(walking.Walk([&] { return b; }, kN, 0, passes, last), kN - 1);
+  }
+  EXPECT_FALSE(passing.Made(a));
+  EXPECT_TRUE(walking.Made(b));
 }
 
 // Pods with one key pass the node-local filters on the same nodes: random pods that differ in
