@@ -11,6 +11,8 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "planner/plan_json.h"
 #include "planner/scale_up.h"
@@ -29,31 +31,49 @@ model::Pod OwnJob(model::Pod p, int priority) {
   return p;
 }
 
+// Pools, nodes running pods, and pending pods, as a pass reads them.
+struct Cluster {
+  model::AutoscalerConfig config;
+  std::deque<model::Node> nodes;
+  std::deque<model::Pod> pods;
+  PlannerInput in;
+
+  explicit Cluster(std::vector<model::Pool> pools) {
+    config.pools = std::move(pools);
+    in.config = &config;
+  }
+  Cluster(const Cluster&) = delete;  // `in` points at `config`
+  Cluster& operator=(const Cluster&) = delete;
+
+  // `count` nodes of the first pool named busy-0, busy-1, ..., each running one pod that asks
+  // `load` cpu.
+  void AddBusyNodes(int count, const std::string& load) {
+    for (int n = 0; n < count; ++n) {
+      model::Node& node = nodes.emplace_back(config.pools[0].template_node);
+      node.meta.name = fmt::format("busy-{}", n);
+      in.nodes.push_back(&node);
+      model::Pod& running = pods.emplace_back(Pending(fmt::format("load-{}", n), load));
+      running.node_name = node.meta.name;
+      running.phase = model::PodPhase::kRunning;
+      in.pods.push_back(&running);
+    }
+  }
+  void AddPending(model::Pod pod) { in.pods.push_back(&pods.emplace_back(std::move(pod))); }
+};
+
 // Pool c4 at its max: one node running a 1-cpu pod (3 cpu free) and one on its way (4 free).
 // Four 4-cpu pods come first (priority 10): one takes the node on its way, the next fits nowhere,
 // and the bound taken again (3 cpu) turns the last two down without a search. The 3-cpu pod that
 // comes last still fits the running node: the bound taken again is the room that is left, not
 // less.
 TEST(WaitingPods, APodLeftFitsTheRoomLeftAfterTheBoundIsTakenAgain) {
-  model::AutoscalerConfig config;
-  config.pools = {Shape("c4", "4", "16Gi", 1)};
-  config.pools[0].max = 2;
-  std::deque<model::Node> nodes;
-  std::deque<model::Pod> pods;
-  PlannerInput in;
-  in.config = &config;
-  model::Node& running = nodes.emplace_back(config.pools[0].template_node);
-  running.meta.name = "c4-0";
-  in.nodes.push_back(&running);
-  model::Pod& busy = pods.emplace_back(Pending("busy", "1"));
-  busy.node_name = "c4-0";
-  busy.phase = model::PodPhase::kRunning;
-  in.pods.push_back(&busy);
-  in.upcoming = {{"c4", 1}};
-  for (int i = 0; i < 4; ++i)
-    in.pods.push_back(&pods.emplace_back(OwnJob(Pending(fmt::format("w{}", i), "4"), 10)));
-  in.pods.push_back(&pods.emplace_back(OwnJob(Pending("small", "3"), 0)));
-  ScaleUpPlan plan = ScaleUpPlanner().Plan(in);
+  Cluster c({Shape("c4", "4", "16Gi", 1)});
+  c.config.pools[0].max = 2;
+  c.AddBusyNodes(1, "1");
+  c.in.upcoming = {{"c4", 1}};
+  for (int i = 0; i < 4; ++i) c.AddPending(OwnJob(Pending(fmt::format("w{}", i), "4"), 10));
+  c.AddPending(OwnJob(Pending("small", "3"), 0));
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(c.in);
   EXPECT_TRUE(plan.scale_ups.empty());
   ASSERT_EQ(plan.fits_existing.size(), 2u) << fmt::format("{}", fmt::join(plan.fits_existing, " "));
   EXPECT_NE(std::find(plan.fits_existing.begin(), plan.fits_existing.end(), "default/small"),
@@ -66,28 +86,15 @@ TEST(WaitingPods, APodLeftFitsTheRoomLeftAfterTheBoundIsTakenAgain) {
 // three more. Each pod searches the busy nodes until its searches have tried as many nodes as
 // there are; then only the nodes on their way.
 TEST(WaitingPods, PodsForNodesOnTheirWayFillThemAndAskForTheRest) {
-  model::AutoscalerConfig config;
-  config.pools = {Shape("busy", "4", "16Gi", 1), Shape("fresh", "4", "16Gi", 1)};
-  std::deque<model::Node> nodes;
-  std::deque<model::Pod> pods;
-  PlannerInput in;
-  in.config = &config;
-  for (int n = 0; n < 30; ++n) {
-    model::Node& node = nodes.emplace_back(config.pools[0].template_node);
-    node.meta.name = fmt::format("busy-{}", n);
-    in.nodes.push_back(&node);
-    model::Pod& load = pods.emplace_back(Pending(fmt::format("load-{}", n), "3500m"));
-    load.node_name = node.meta.name;
-    load.phase = model::PodPhase::kRunning;
-    in.pods.push_back(&load);
-  }
-  in.upcoming = {{"fresh", 2}};
+  Cluster c({Shape("busy", "4", "16Gi", 1), Shape("fresh", "4", "16Gi", 1)});
+  c.AddBusyNodes(30, "3500m");
+  c.in.upcoming = {{"fresh", 2}};
   for (int i = 0; i < 100; ++i) {
     model::Pod p = Pending(fmt::format("w{:03}", i), "200m", "256Mi");
     p.node_selector[std::string(model::kLabelPool)] = "fresh";
-    in.pods.push_back(&pods.emplace_back(OwnJob(std::move(p), 0)));
+    c.AddPending(OwnJob(std::move(p), 0));
   }
-  ScaleUpPlan plan = ScaleUpPlanner().Plan(in);
+  ScaleUpPlan plan = ScaleUpPlanner().Plan(c.in);
   EXPECT_EQ(plan.fits_existing.size(), 40u);
   EXPECT_EQ(testing::Adds(plan), (std::map<std::string, int>{{"fresh", 3}}));
   EXPECT_TRUE(plan.unschedulable.empty());
@@ -125,32 +132,19 @@ TEST(WaitingPods, APodHeldByASchedulingGateAsksForNoNode) {
 // after them still finds a busy node, and a second 3-cpu pod of the first Job no longer finds the
 // node on its way that the first took.
 TEST(WaitingPods, LargePodsPassOverFullNodesToTheNodesOnTheirWay) {
-  model::AutoscalerConfig config;
-  config.pools = {Shape("c4", "4", "16Gi", 1)};
-  config.pools[0].max = 300;
-  std::deque<model::Node> nodes;
-  std::deque<model::Pod> pods;
-  PlannerInput in;
-  in.config = &config;
-  for (int n = 0; n < 200; ++n) {
-    model::Node& node = nodes.emplace_back(config.pools[0].template_node);
-    node.meta.name = fmt::format("busy-{:03}", n);
-    in.nodes.push_back(&node);
-    model::Pod& load = pods.emplace_back(Pending(fmt::format("load-{}", n), "3"));
-    load.node_name = node.meta.name;
-    load.phase = model::PodPhase::kRunning;
-    in.pods.push_back(&load);
-  }
-  in.upcoming = {{"c4", 4}};
+  Cluster c({Shape("c4", "4", "16Gi", 1)});
+  c.config.pools[0].max = 300;
+  c.AddBusyNodes(200, "3");
+  c.in.upcoming = {{"c4", 4}};
   for (int i = 0; i < 8; ++i) {
     model::Pod p = Pending(fmt::format("big-{}", i), "3");
     p.meta.owner_references = {{"batch/v1", "Job", fmt::format("job-{}", i % 2), "uid", true}};
     p.Finalize();
-    in.pods.push_back(&pods.emplace_back(std::move(p)));
+    c.AddPending(std::move(p));
   }
-  in.pods.push_back(&pods.emplace_back(OwnJob(Pending("small", "1"), -1)));
+  c.AddPending(OwnJob(Pending("small", "1"), -1));
   for (ScaleUpOptions options : {ScaleUpOptions{}, ScaleUpOptions{.placement_cursors = false}}) {
-    ScaleUpPlan plan = ScaleUpPlanner().Plan(in, options);
+    ScaleUpPlan plan = ScaleUpPlanner().Plan(c.in, options);
     EXPECT_EQ(plan.fits_existing.size(), 5u)
         << fmt::format("{}", fmt::join(plan.fits_existing, " "));
     EXPECT_EQ(testing::Adds(plan), (std::map<std::string, int>{{"c4", 4}}));
