@@ -211,9 +211,11 @@ void AfterChanges(benchmark::State& state, Plans plans, bool on_model, bool repl
   const size_t running = c->nodes.size() * 20;
   std::vector<std::pair<model::Pod*, std::string>> moved;  // and the node each came from
   size_t added = 0, removed = 0;
-  UnneededPasses unneeded(plans == Plans::kUnneeded ? static_cast<size_t>(state.range(1))
-                          : plans == Plans::kLoop   ? 100
-                                                    : 0);
+  // The loop bounds its unneeded pass by scaleDown.candidatesPerPass (the config's default here).
+  size_t bound = 0;
+  if (plans == Plans::kUnneeded) bound = static_cast<size_t>(state.range(1));
+  if (plans == Plans::kLoop) bound = static_cast<size_t>(c->config.scale_down.candidates_per_pass);
+  UnneededPasses unneeded(bound);
   if (plans == Plans::kLoop) AskFirst(input, model);
   for (auto _ : state) {
     if (on_model) {
