@@ -32,9 +32,10 @@ struct ScaleUpOptions {
   // Pools that differ only in shape and price form a family whose new nodes stay flexible
   // (scale_up_pass.h, Family). Off: every pool is packed on its own, as before families.
   bool flexible_nodes = true;
-  // Packing resumes each placement where the pod's group last failed (PackCursor) and passes
-  // over blocks of nodes without room for the pod (RoomIndex). Off: every placement checks every
-  // node from the first, which must give the same plan (for tests).
+  // Packing resumes each placement where the pod's group last failed (PackCursor), and packing
+  // and the search of the registered and upcoming nodes pass over blocks of nodes without room for
+  // the pod (RoomIndex). Off: every placement checks every node from the first (the search, every
+  // node from its group's last), which must give the same plan (for tests).
   bool placement_cursors = true;
   // After the rounds, a new node whose pods all fit the other new nodes is dropped
   // (scale_up_compact.cc). Off: the rounds' nodes as they were opened (for tests and benchmarks).
